@@ -1,0 +1,58 @@
+# gpu-dev — every target installs what it needs (idempotent; a second run is fast).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV_VERSION := 0.13.9
+UV := .tools/bin/uv
+VENV := .venv
+PY := $(VENV)/bin/python
+CDK := node_modules/.bin/cdk
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help setup run test test-fast lint format synth bench clean
+
+help: ## Show the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(UV):
+	python3 -m pip install --quiet --disable-pip-version-check --target .tools uv==$(UV_VERSION)
+
+$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --quiet
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+setup: $(VENV)/.installed node_modules/.installed ## Install Python (.venv) and node (node_modules) dependencies
+
+run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
+	$(PY) -m localcloud
+
+test: setup ## Run every test tier (unit, integration, infrastructure, e2e)
+	$(PY) -m pytest
+
+test-fast: $(VENV)/.installed ## Run the unit tier only
+	$(PY) -m pytest tests/unit -q
+
+lint: $(VENV)/.installed ## ruff (lint + format check) and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(VENV)/.installed ## Apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+synth: setup ## Synthesize the CDK app offline, run cfn-lint, print the template summary
+	$(CDK) synth --quiet
+	$(VENV)/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
+	$(PY) -m cdk_app.summary cdk.out
+
+bench: $(VENV)/.installed ## Run the benchmarks under bench/ and print their figures
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean: ## Remove build outputs and local state (keeps .venv and node_modules)
+	rm -rf cdk.out .local .build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""gpu-dev command-line interface."""

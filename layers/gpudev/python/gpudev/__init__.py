@@ -1,0 +1,1 @@
+"""gpu-dev shared Lambda layer: settings, database, AWS and cluster access, domain services."""

@@ -1,0 +1,1 @@
+"""PostgreSQL access: the connection pool, named SQL, migrations and repositories."""

@@ -1,0 +1,79 @@
+"""Domain errors: named for what went wrong, mapped to HTTP and Step Functions in one place.
+
+Database constraint violations are translated here too, by constraint name, so a caller
+sees `DiskNameTaken` rather than a psycopg `UniqueViolation`.
+"""
+
+from __future__ import annotations
+
+
+class GpuDevError(Exception):
+    """Base of every error the control plane reports to a user or an operator."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequest(GpuDevError):
+    """The input breaks a rule the user can fix (bad GPU type, bad disk name...)."""
+
+
+class NotFound(GpuDevError):
+    """The thing does not exist, or belongs to someone else (we never leak which)."""
+
+
+class Conflict(GpuDevError):
+    """The request is valid but clashes with current state (name taken, wrong status)."""
+
+
+class DiskNameTaken(Conflict):
+    pass
+
+
+class UsernameTaken(Conflict):
+    pass
+
+
+class DuplicateClientRequest(Conflict):
+    pass
+
+
+class UnknownReference(InvalidRequest):
+    """A row names something that does not exist (unknown GPU type, user...)."""
+
+
+class MigrationError(GpuDevError):
+    """The migrations on disk and the ones applied to the database disagree."""
+
+
+# constraint name -> (error class, message). Names come from migrations/*.sql.
+_CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
+    "disks_user_disk_name_key": (DiskNameTaken, "you already have a disk with that name"),
+    "disks_disk_name_check": (
+        InvalidRequest,
+        "disk names are 1-50 letters, digits, '-' or '_'",
+    ),
+    "users_username_key": (UsernameTaken, "that username belongs to another principal"),
+    "users_github_username_check": (InvalidRequest, "not a valid GitHub username"),
+    "reservations_client_request_key": (
+        DuplicateClientRequest,
+        "a reservation with this client request id already exists",
+    ),
+    "reservations_status_check": (InvalidRequest, "unknown reservation status"),
+    "reservations_gpu_type_fkey": (UnknownReference, "unknown GPU type"),
+    "reservations_user_id_fkey": (UnknownReference, "unknown user"),
+    "reservations_gpu_count_check": (InvalidRequest, "GPU count cannot be negative"),
+    "reservations_duration_hours_check": (
+        InvalidRequest,
+        "duration must be positive",
+    ),
+}
+
+
+def constraint_error(constraint_name: str | None, detail: str | None = None) -> GpuDevError:
+    """The domain error for a violated constraint (a generic Conflict if unmapped)."""
+    if constraint_name in _CONSTRAINT_ERRORS:
+        error_class, message = _CONSTRAINT_ERRORS[constraint_name]
+        return error_class(message)
+    return Conflict(detail or f"constraint {constraint_name} violated")

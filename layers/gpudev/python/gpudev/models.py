@@ -1,0 +1,153 @@
+"""Row models: one per concept, shared by the API, the workers and the CLI."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ReservationStatus(StrEnum):
+    PENDING = "pending"
+    QUEUED = "queued"
+    PREPARING = "preparing"
+    ACTIVE = "active"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATUSES
+
+
+FINAL_STATUSES = frozenset(
+    {ReservationStatus.CANCELLED, ReservationStatus.EXPIRED, ReservationStatus.FAILED}
+)
+
+
+class Row(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class User(Row):
+    username: str
+    principal_arn: str
+    github_username: str | None
+    created_at: datetime
+    last_seen_at: datetime
+
+
+class GpuType(Row):
+    gpu_type: str
+    instance_type: str
+    max_gpus: int
+    cpus: int
+    memory_gb: int
+    is_active: bool
+    description: str | None
+    total_cluster_gpus: int
+    available_gpus: int
+    max_reservable: int
+    full_nodes_available: int
+    running_instances: int
+    desired_capacity: int
+    max_per_node: int
+    last_availability_update: datetime | None
+    last_availability_updated_by: str | None
+
+    @property
+    def is_cpu_only(self) -> bool:
+        return self.max_gpus == 0
+
+
+class Reservation(Row):
+    reservation_id: UUID
+    user_id: str
+    client_request_id: str | None
+    name: str | None
+    status: ReservationStatus
+    gpu_type: str
+    gpu_count: int
+    total_nodes: int
+    instance_type: str | None
+    duration_hours: float
+    github_user: str | None
+    disk_name: str | None
+    jupyter_enabled: bool
+    jupyter_url: str | None
+    jupyter_port: int | None
+    jupyter_token: str | None
+    jupyter_error: str | None
+    namespace: str
+    pod_name: str | None
+    node_ip: str | None
+    node_port: int | None
+    ssh_command: str | None
+    ebs_volume_id: str | None
+    secondary_users: list[str]
+    warnings_sent: list[int]
+    extension_error: str | None
+    failure_reason: str | None
+    current_detailed_status: str | None
+    queue_position: int | None
+    estimated_wait_minutes: int | None
+    oom_count: int
+    last_oom_at: datetime | None
+    execution_arn: str | None
+    task_token: str | None
+    created_at: datetime
+    updated_at: datetime
+    launched_at: datetime | None
+    expires_at: datetime | None
+    cancelled_at: datetime | None
+    failed_at: datetime | None
+    reservation_ended: datetime | None
+
+
+class ReservationEvent(Row):
+    event_id: int
+    reservation_id: UUID
+    at: datetime
+    from_status: ReservationStatus | None
+    to_status: ReservationStatus
+    detail: str | None
+
+
+class Disk(Row):
+    disk_id: UUID
+    user_id: str
+    disk_name: str
+    ebs_volume_id: str | None
+    size_gb: int | None
+    disk_size: str | None
+    in_use: bool
+    reservation_id: UUID | None
+    is_deleted: bool
+    delete_date: date | None
+    marked_deleted_at: datetime | None
+    snapshot_count: int
+    pending_snapshot_count: int
+    is_backing_up: bool
+    last_snapshot_at: datetime | None
+    operation_id: UUID | None
+    operation_status: str | None
+    operation_error: str | None
+    last_used: datetime | None
+    latest_snapshot_content_s3: str | None
+    created_at: datetime
+    last_updated: datetime
+
+
+class ReconcilerRun(Row):
+    run_id: int
+    reconciler: str
+    invoked_by: str
+    started_at: datetime
+    finished_at: datetime | None
+    outcome: str | None
+    statistics: dict[str, Any]
+    error: str | None

@@ -1,0 +1,78 @@
+"""Settings of the control plane, read from the environment.
+
+Every function composes the pieces it needs. Each getter validates once per execution
+environment and fails loudly at first use (not at import) when a value is missing, so a
+mis-deployed function says exactly which variable it lacks. Nothing else in the project
+reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(RuntimeError):
+    """A required setting is missing or invalid."""
+
+
+class DatabaseSettings(BaseSettings):
+    """Where PostgreSQL is: a URL (local cloud, tests) or an Aurora secret (AWS)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    database_url: str | None = None
+    db_secret_arn: str | None = None
+    db_name: str = "gpudev"
+    db_pool_max_size: int = Field(default=2, ge=1, le=20)
+    db_connect_timeout_seconds: int = Field(default=5, ge=1, le=60)
+    migrations_dir: Path | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_location(self) -> DatabaseSettings:
+        if not (self.database_url or self.db_secret_arn):
+            raise ValueError("set DATABASE_URL or DB_SECRET_ARN")
+        return self
+
+
+class AwsSettings(BaseSettings):
+    """The AWS region and, for the local cloud, the endpoint that stands in for AWS."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    aws_region: str = Field(validation_alias="AWS_REGION", default="us-east-2")
+    aws_endpoint_url: str | None = None
+
+
+_S = TypeVar("_S", bound=BaseSettings)
+
+
+def _load(model: type[_S]) -> _S:
+    try:
+        return model()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or model.__name__}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"{model.__name__} is invalid: {problems}") from None
+
+
+@cache
+def database_settings() -> DatabaseSettings:
+    return _load(DatabaseSettings)
+
+
+@cache
+def aws_settings() -> AwsSettings:
+    return _load(AwsSettings)
+
+
+def reset_settings_cache() -> None:
+    """Forget validated settings (tests change the environment between cases)."""
+    database_settings.cache_clear()
+    aws_settings.cache_clear()

@@ -1,0 +1,3 @@
+SELECT * FROM reservation_events
+WHERE reservation_id = %(reservation_id)s
+ORDER BY event_id

@@ -1,0 +1,1 @@
+SELECT * FROM reservations WHERE reservation_id = %(reservation_id)s

@@ -1,0 +1,1 @@
+SELECT * FROM users WHERE username = %(username)s

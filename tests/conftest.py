@@ -1,0 +1,120 @@
+"""Fixtures shared by every tier.
+
+PostgreSQL: one server per test session (embedded, or DATABASE_URL's), a template
+database migrated once, and per-test isolation by a rolled-back transaction (~0.2 ms; see
+docs/decisions.md). Tests that must commit or use several connections take
+`fresh_database`, a clone of the template (~30-60 ms).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from gpudev.db.migrations import apply_migrations
+
+ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS = ROOT / "migrations"
+TEMPLATE_DB = "gpudev_template"
+
+
+def _database_url(server_url: str, dbname: str) -> str:
+    params = conninfo_to_dict(server_url)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a server we may create databases on."""
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external
+        return
+    from localcloud.postgres import EmbeddedPostgres, stop_stale_server
+
+    base = ROOT / ".local" / "pytest-postgres"
+    stop_stale_server(base / "data")
+    shutil.rmtree(base, ignore_errors=True)
+    with EmbeddedPostgres(base / "data") as server:
+        yield server.admin_url
+
+
+@pytest.fixture(scope="session")
+def admin_conn(postgres_url: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        yield conn
+
+
+def create_database(admin: psycopg.Connection[Any], name: str, template: str | None = None) -> None:
+    from psycopg import sql
+
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template:
+        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
+    admin.execute(statement)
+
+
+def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
+    from psycopg import sql
+
+    admin.execute(
+        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+    )
+
+
+@pytest.fixture(scope="session")
+def template_url(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iterator[str]:
+    """A database with every migration applied; cloned, never used directly."""
+    drop_database(admin_conn, TEMPLATE_DB)
+    create_database(admin_conn, TEMPLATE_DB)
+    url = _database_url(postgres_url, TEMPLATE_DB)
+    with psycopg.connect(url, autocommit=True) as conn:
+        apply_migrations(conn, MIGRATIONS)
+    yield url
+    drop_database(admin_conn, TEMPLATE_DB)
+
+
+@pytest.fixture(scope="session")
+def database_url(
+    postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
+) -> Iterator[str]:
+    """The migrated database that rolled-back tests share."""
+    name = f"gpudev_test_{uuid.uuid4().hex[:8]}"
+    create_database(admin_conn, name, template=TEMPLATE_DB)
+    yield _database_url(postgres_url, name)
+    drop_database(admin_conn, name)
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A connection whose every change is rolled back when the test ends."""
+    with psycopg.connect(database_url) as conn, conn.transaction(force_rollback=True):
+        yield conn
+
+
+@pytest.fixture
+def fresh_database(
+    postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
+) -> Iterator[str]:
+    """URL of a private migrated database, for tests that commit or use several connections."""
+    name = f"gpudev_fresh_{uuid.uuid4().hex[:8]}"
+    create_database(admin_conn, name, template=TEMPLATE_DB)
+    yield _database_url(postgres_url, name)
+    drop_database(admin_conn, name)
+
+
+@pytest.fixture
+def empty_database(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iterator[str]:
+    name = f"gpudev_empty_{uuid.uuid4().hex[:8]}"
+    create_database(admin_conn, name)
+    yield _database_url(postgres_url, name)
+    drop_database(admin_conn, name)

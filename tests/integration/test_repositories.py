@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from gpudev.db.constraints import domain_errors
+from gpudev.errors import (
+    DiskNameTaken,
+    DuplicateClientRequest,
+    InvalidRequest,
+    UnknownReference,
+    UsernameTaken,
+)
+from gpudev.models import ReservationStatus
+from gpudev.repositories import (
+    DisksRepository,
+    NewDisk,
+    NewReservation,
+    ReconcilerRunsRepository,
+    ReservationsRepository,
+    UsersRepository,
+)
+
+ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/alice"
+
+
+@pytest.fixture
+def alice(db: psycopg.Connection[Any]) -> str:
+    return UsersRepository(db).upsert_principal("alice", ALICE_ARN).username
+
+
+def _new_reservation(user: str, **overrides: Any) -> NewReservation:
+    fields: dict[str, Any] = {
+        "reservation_id": uuid.uuid4(), "user_id": user, "gpu_type": "h100", "gpu_count": 4,
+        "duration_hours": 2.5, "name": "training", "client_request_id": uuid.uuid4().hex,
+    }
+    fields.update(overrides)
+    return NewReservation(**fields)
+
+
+def test_users_are_created_once_per_principal(db: psycopg.Connection[Any]):
+    users = UsersRepository(db)
+    first = users.upsert_principal("alice", ALICE_ARN)
+    again = users.upsert_principal("alice", ALICE_ARN)
+    assert first.username == again.username == "alice"
+    assert first.created_at == again.created_at
+    assert again.last_seen_at >= first.last_seen_at
+    assert first.created_at.tzinfo is not None
+
+
+def test_a_username_cannot_belong_to_two_principals(db: psycopg.Connection[Any], alice: str):
+    with pytest.raises(UsernameTaken):
+        UsersRepository(db).upsert_principal(alice, "arn:aws:iam::999999999999:user/alice")
+
+
+def test_github_usernames_follow_githubs_rules(db: psycopg.Connection[Any], alice: str):
+    users = UsersRepository(db)
+    updated = users.set_github_username(alice, "octo-cat")
+    assert updated is not None and updated.github_username == "octo-cat"
+    with pytest.raises(InvalidRequest, match="GitHub"):
+        users.set_github_username(alice, "-bad--name")
+
+
+def test_reservation_round_trips_with_utc_timestamps(db: psycopg.Connection[Any], alice: str):
+    repo = ReservationsRepository(db)
+    new = _new_reservation(alice, jupyter_enabled=True, disk_name="work")
+    created = repo.create(new)
+    assert created.status is ReservationStatus.PENDING
+    assert created.model_dump(include=set(new.model_dump())) == new.model_dump()
+    assert created.created_at.utcoffset() == datetime.now(UTC).utcoffset()
+    assert repo.get(new.reservation_id) == created
+    assert repo.list_for_user(alice) == [created]
+    assert repo.list_for_user(alice, [ReservationStatus.ACTIVE]) == []
+
+
+def test_status_changes_are_recorded_as_events_and_final_ones_stamp_the_end(
+    db: psycopg.Connection[Any], alice: str
+):
+    repo = ReservationsRepository(db)
+    created = repo.create(_new_reservation(alice))
+    repo.set_status(created.reservation_id, ReservationStatus.QUEUED, "waiting for capacity")
+    cancelled = repo.set_status(created.reservation_id, ReservationStatus.CANCELLED, "by user")
+    assert cancelled is not None
+    assert cancelled.reservation_ended is not None and cancelled.cancelled_at is not None
+    events = repo.events(created.reservation_id)
+    assert [(e.from_status, e.to_status) for e in events] == [
+        (None, "pending"), ("pending", "queued"), ("queued", "cancelled"),
+    ]
+    assert events[1].detail == "waiting for capacity"
+
+
+def test_unknown_gpu_type_is_a_domain_error(db: psycopg.Connection[Any], alice: str):
+    with pytest.raises(UnknownReference, match="GPU type"):
+        ReservationsRepository(db).create(_new_reservation(alice, gpu_type="v100"))
+
+
+def test_repeated_client_request_id_is_a_domain_error(db: psycopg.Connection[Any], alice: str):
+    repo = ReservationsRepository(db)
+    repo.create(_new_reservation(alice, client_request_id="req-1"))
+    with pytest.raises(DuplicateClientRequest), db.transaction():
+        repo.create(_new_reservation(alice, client_request_id="req-1"))
+    assert len(repo.list_for_user(alice)) == 1
+
+
+def test_an_unknown_status_is_refused_by_the_database(db: psycopg.Connection[Any], alice: str):
+    repo = ReservationsRepository(db)
+    created = repo.create(_new_reservation(alice))
+    with pytest.raises(InvalidRequest, match="status"), db.transaction(), domain_errors():
+        db.execute(
+            "UPDATE reservations SET status = 'creating_server' WHERE reservation_id = %s",
+            (created.reservation_id,),
+        )
+    stored = repo.get(created.reservation_id)
+    assert stored is not None and stored.status is ReservationStatus.PENDING
+
+
+def test_disk_round_trip_and_unique_names_per_user(db: psycopg.Connection[Any], alice: str):
+    disks = DisksRepository(db)
+    created = disks.create(NewDisk(user_id=alice, disk_name="my_disk-1", size_gb=1024))
+    assert disks.get(alice, "my_disk-1") == created
+    assert disks.list_for_user(alice) == [created]
+    with pytest.raises(DiskNameTaken), db.transaction():
+        disks.create(NewDisk(user_id=alice, disk_name="my_disk-1"))
+    # Another user may use the same name.
+    assert disks.create(NewDisk(user_id="bob", disk_name="my_disk-1")).user_id == "bob"
+
+
+@pytest.mark.parametrize("bad_name", ["", "has space", "a" * 51, "semi;colon", "ünïcode"])
+def test_bad_disk_names_are_refused_and_nothing_is_written(
+    db: psycopg.Connection[Any], alice: str, bad_name: str
+):
+    disks = DisksRepository(db)
+    with pytest.raises(InvalidRequest, match="disk names"), db.transaction():
+        disks.create(NewDisk(user_id=alice, disk_name=bad_name))
+    assert disks.list_for_user(alice, include_deleted=True) == []
+
+
+def test_deleting_a_disk_stamps_when_it_was_marked(db: psycopg.Connection[Any], alice: str):
+    DisksRepository(db).create(NewDisk(user_id=alice, disk_name="old"))
+    db.execute(
+        "UPDATE disks SET is_deleted = true, delete_date = current_date + 30 "
+        "WHERE user_id = %s AND disk_name = 'old'",
+        (alice,),
+    )
+    disk = DisksRepository(db).list_for_user(alice, include_deleted=True)[0]
+    assert disk.is_deleted and disk.marked_deleted_at is not None
+    assert DisksRepository(db).list_for_user(alice) == []
+
+
+def test_reconciler_runs_store_their_statistics(db: psycopg.Connection[Any]):
+    runs = ReconcilerRunsRepository(db)
+    run = runs.start("disk_reconciliation", "gpudev-disk-reconciler:req-1")
+    stats = {"aws_volumes": 3, "db_records": 2, "created": 1}
+    finished = runs.finish(run.run_id, "succeeded", stats)
+    assert finished.statistics == stats and finished.finished_at is not None
+    assert runs.latest("disk_reconciliation") == finished

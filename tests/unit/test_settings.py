@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gpudev.settings import SettingsError, database_settings, reset_settings_cache
+
+
+@pytest.fixture(autouse=True)
+def _clean_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in ("DATABASE_URL", "DB_SECRET_ARN", "DB_POOL_MAX_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    reset_settings_cache()
+    yield
+    reset_settings_cache()
+
+
+def test_missing_database_location_fails_loudly_at_first_use():
+    with pytest.raises(SettingsError, match="DATABASE_URL or DB_SECRET_ARN"):
+        database_settings()
+
+
+def test_an_invalid_value_names_the_variable(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://x/y")
+    monkeypatch.setenv("DB_POOL_MAX_SIZE", "500")
+    with pytest.raises(SettingsError, match="db_pool_max_size"):
+        database_settings()
+
+
+def test_settings_are_validated_once_per_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://x/y")
+    first = database_settings()
+    monkeypatch.setenv("DATABASE_URL", "postgresql://changed/y")
+    assert database_settings() is first
+
+
+def test_importing_the_layer_reads_no_settings():
+    import importlib
+
+    import gpudev.db.pool
+    import gpudev.repositories
+
+    importlib.reload(gpudev.db.pool)  # would raise if it touched settings at import
+    assert gpudev.repositories.__all__
