@@ -8,6 +8,7 @@ join it as the "Local cloud" issue lands. What it started is described in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -39,10 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"postgres    {pg.url}  (migrations applied now: {len(applied)})")
             print(f"stack       {STATE / 'stack.json'}")
             print("Ctrl+C stops everything.", flush=True)
-            try:
+            with contextlib.suppress(KeyboardInterrupt):
                 stop.wait()
-            except KeyboardInterrupt:
-                pass
             print("\nstopping...", flush=True)
     except PostgresError as exc:
         print(f"error: {exc}", file=sys.stderr)

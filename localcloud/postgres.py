@@ -144,11 +144,17 @@ class EmbeddedPostgres:
     def log_file(self) -> Path:
         return self.data_dir.parent / "postgres.log"
 
-    def _popen_kwargs(self) -> dict[str, object]:
-        kwargs: dict[str, object] = {"preexec_fn": _die_with_parent}
-        if self.run_as:
-            kwargs.update(user=self.run_as.uid, group=self.run_as.gid, extra_groups=[])
-        return kwargs
+    @property
+    def _uid(self) -> int | None:
+        return self.run_as.uid if self.run_as else None
+
+    @property
+    def _gid(self) -> int | None:
+        return self.run_as.gid if self.run_as else None
+
+    @property
+    def _extra_groups(self) -> list[int] | None:
+        return [] if self.run_as else None
 
     def _chown_tree(self, path: Path) -> None:
         if not self.run_as:
@@ -178,8 +184,10 @@ class EmbeddedPostgres:
         result = subprocess.run(
             [
                 str(self.bindir / "initdb"),
-                "-D", str(self.data_dir),
-                "-U", "postgres",
+                "-D",
+                str(self.data_dir),
+                "-U",
+                "postgres",
                 "--auth=trust",
                 "--encoding=UTF8",
                 "--locale=C",
@@ -187,7 +195,10 @@ class EmbeddedPostgres:
             ],
             capture_output=True,
             check=False,
-            **self._popen_kwargs(),  # type: ignore[arg-type]
+            preexec_fn=_die_with_parent,
+            user=self._uid,
+            group=self._gid,
+            extra_groups=self._extra_groups,
         )
         if result.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -207,17 +218,26 @@ class EmbeddedPostgres:
         self._process = subprocess.Popen(
             [
                 str(self.bindir / "postgres"),
-                "-D", str(self.data_dir),
-                "-h", "127.0.0.1",
-                "-p", str(self.port),
-                "-k", str(socket_dir),
-                "-c", "fsync=off",
-                "-c", "max_connections=200",
+                "-D",
+                str(self.data_dir),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-k",
+                str(socket_dir),
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=200",
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            **self._popen_kwargs(),  # type: ignore[arg-type]
+            preexec_fn=_die_with_parent,
+            user=self._uid,
+            group=self._gid,
+            extra_groups=self._extra_groups,
         )
         log.close()
         self._wait_until_ready(timeout)
@@ -238,10 +258,12 @@ class EmbeddedPostgres:
                 if row is None or Path(row[0]).resolve() != self.data_dir:
                     raise PostgresError(f"another server answers on port {self.port}")
                 return
-            except psycopg.OperationalError:
+            except psycopg.OperationalError as exc:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise PostgresError(f"postgres not ready after {timeout}s; see {self.log_file}")
+                    raise PostgresError(
+                        f"postgres not ready after {timeout}s; see {self.log_file}"
+                    ) from exc
                 time.sleep(0.05)
 
     def _ensure_database(self) -> None:

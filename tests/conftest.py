@@ -66,9 +66,7 @@ def create_database(admin: psycopg.Connection[Any], name: str, template: str | N
 def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
     from psycopg import sql
 
-    admin.execute(
-        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-    )
+    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture(scope="session")

@@ -88,5 +88,6 @@ def test_a_live_stale_server_is_shut_down_before_a_new_start():
 
 def test_a_port_in_use_is_a_clear_error():
     with EmbeddedPostgres(_data_dir("first")) as first:
+        second = EmbeddedPostgres(_data_dir("second"), port=first.port)
         with pytest.raises(PostgresError, match=f"port {first.port} .* in use"):
-            EmbeddedPostgres(_data_dir("second"), port=first.port).start(timeout=10)
+            second.start(timeout=10)

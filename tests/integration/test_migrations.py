@@ -32,13 +32,16 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
     with psycopg.connect(empty_database) as conn:
         tables = {
             row[0]
-            for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-            )
+            for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         }
     assert tables == {
-        "schema_migrations", "users", "gpu_types", "reservations", "reservation_events",
-        "disks", "reconciler_runs",
+        "schema_migrations",
+        "users",
+        "gpu_types",
+        "reservations",
+        "reservation_events",
+        "disks",
+        "reconciler_runs",
     }
 
 

@@ -35,8 +35,13 @@ def alice(db: psycopg.Connection[Any]) -> str:
 
 def _new_reservation(user: str, **overrides: Any) -> NewReservation:
     fields: dict[str, Any] = {
-        "reservation_id": uuid.uuid4(), "user_id": user, "gpu_type": "h100", "gpu_count": 4,
-        "duration_hours": 2.5, "name": "training", "client_request_id": uuid.uuid4().hex,
+        "reservation_id": uuid.uuid4(),
+        "user_id": user,
+        "gpu_type": "h100",
+        "gpu_count": 4,
+        "duration_hours": 2.5,
+        "name": "training",
+        "client_request_id": uuid.uuid4().hex,
     }
     fields.update(overrides)
     return NewReservation(**fields)
@@ -88,7 +93,9 @@ def test_status_changes_are_recorded_as_events_and_final_ones_stamp_the_end(
     assert cancelled.reservation_ended is not None and cancelled.cancelled_at is not None
     events = repo.events(created.reservation_id)
     assert [(e.from_status, e.to_status) for e in events] == [
-        (None, "pending"), ("pending", "queued"), ("queued", "cancelled"),
+        (None, "pending"),
+        ("pending", "queued"),
+        ("queued", "cancelled"),
     ]
     assert events[1].detail == "waiting for capacity"
 

@@ -14,8 +14,13 @@ def test_database_url_is_used_as_is():
 
 
 def test_aurora_secret_becomes_a_tls_connection_string():
-    secret = {"host": "db.cluster-x.rds.amazonaws.com", "port": 5432, "username": "gpudev",
-              "password": "p@ss word", "dbname": "gpudev"}
+    secret = {
+        "host": "db.cluster-x.rds.amazonaws.com",
+        "port": 5432,
+        "username": "gpudev",
+        "password": "p@ss word",
+        "dbname": "gpudev",
+    }
     seen: list[str] = []
 
     def read_secret(arn: str) -> str:
@@ -25,6 +30,11 @@ def test_aurora_secret_becomes_a_tls_connection_string():
     settings = DatabaseSettings(db_secret_arn="arn:aws:secretsmanager:us-east-2:1:secret:db")
     params = conninfo_to_dict(conninfo(settings, secret_reader=read_secret))
     assert seen == ["arn:aws:secretsmanager:us-east-2:1:secret:db"]
-    assert params == {"host": "db.cluster-x.rds.amazonaws.com", "port": "5432",
-                      "user": "gpudev", "password": "p@ss word", "dbname": "gpudev",
-                      "sslmode": "require"}
+    assert params == {
+        "host": "db.cluster-x.rds.amazonaws.com",
+        "port": "5432",
+        "user": "gpudev",
+        "password": "p@ss word",
+        "dbname": "gpudev",
+        "sslmode": "require",
+    }

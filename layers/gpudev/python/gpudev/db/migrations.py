@@ -70,8 +70,7 @@ def apply_migrations(conn: psycopg.Connection[Any], directory: Path) -> list[Mig
     try:
         conn.execute(query("migrations/create_table"))
         applied = {
-            row[0]: (row[1], row[2])
-            for row in conn.execute(query("migrations/applied")).fetchall()
+            row[0]: (row[1], row[2]) for row in conn.execute(query("migrations/applied")).fetchall()
         }
         on_disk = {m.version for m in migrations}
         unknown = sorted(set(applied) - on_disk)

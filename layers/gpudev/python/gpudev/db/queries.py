@@ -19,7 +19,7 @@ def query(name: str) -> LiteralString:
     path = _SQL_ROOT / f"{name}.sql"
     if not path.is_file():
         raise KeyError(f"no SQL statement named {name!r} ({path})")
-    return cast(LiteralString, path.read_text())
+    return cast(LiteralString, path.read_text())  # type: ignore[redundant-cast]  # for pyright
 
 
 def all_query_names() -> list[str]:

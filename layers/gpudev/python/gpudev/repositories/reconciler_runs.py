@@ -33,8 +33,12 @@ class ReconcilerRunsRepository:
         with self._conn.cursor(row_factory=class_row(ReconcilerRun)) as cur:
             row = cur.execute(
                 query("reconciler_runs/finish"),
-                {"run_id": run_id, "outcome": outcome, "statistics": Jsonb(statistics),
-                 "error": error},
+                {
+                    "run_id": run_id,
+                    "outcome": outcome,
+                    "statistics": Jsonb(statistics),
+                    "error": error,
+                },
             ).fetchone()
         assert row is not None
         return row

@@ -1,0 +1,23 @@
+"""Entry point of `cdk synth` / `cdk deploy` (see cdk.json). Synthesizes offline."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from cdk_app.nag import acknowledge_findings
+from cdk_app.stack import GpuDevStack
+
+
+def build_app(outdir: str | None = None) -> tuple[cdk.App, GpuDevStack]:
+    app = cdk.App(outdir=outdir)
+    # Environment-agnostic on purpose: no lookups, so synth needs no AWS credentials.
+    stack = GpuDevStack(app, "GpuDev", description="gpu-dev: self-service GPU dev servers")
+    cdk.Tags.of(app).add("project", "gpu-dev")
+    acknowledge_findings(stack)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+if __name__ == "__main__":
+    build_app()[0].synth()

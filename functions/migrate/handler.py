@@ -1,0 +1,23 @@
+"""Applies migrations/ to Aurora; run by a CDK Trigger on deploy (and by hand if needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from gpudev.db.migrations import apply_migrations, default_migrations_dir
+from gpudev.db.pool import conninfo
+from gpudev.observability import logger
+from gpudev.settings import database_settings
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # A direct autocommit connection: each migration manages its own transaction.
+    with psycopg.connect(conninfo(database_settings()), autocommit=True) as conn:
+        applied = apply_migrations(conn, default_migrations_dir())
+    names = [f"{m.version:04d}_{m.name}" for m in applied]
+    logger.info("migrations applied", extra={"applied": names})
+    return {"applied": names}
