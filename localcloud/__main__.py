@@ -1,53 +1,73 @@
 """`make run`: start the local cloud and keep it up until Ctrl+C.
 
-Today it runs PostgreSQL with every migration applied; the AWS and Kubernetes stand-ins
-join it as the "Local cloud" issue lands. What it started is described in
-`.local/stack.json` for scripts and checks.
+Runs PostgreSQL (migrations applied), moto (AWS APIs, with the local IAM users alice and
+bob) and the API gateway that verifies SigV4 and runs our API function in-process. What it
+started is written to `.local/stack.json` for scripts and checks.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
+import logging
 import signal
 import sys
 import threading
 from pathlib import Path
 
-import psycopg
-
-from gpudev.db.migrations import apply_migrations
-from localcloud.postgres import EmbeddedPostgres, PostgresError
+from localcloud.postgres import PostgresError
+from localcloud.stack import LocalCloud, Ports
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local"
 
 
+def banner(cloud: LocalCloud) -> str:
+    stack = cloud.describe()
+    return f"""
+gpu-dev local cloud is up
+  API (SigV4, execute-api)  {stack["api_url"]}
+  AWS (moto)                {stack["aws_endpoint_url"]}   region {stack["region"]}
+  PostgreSQL                {stack["database_url"]}
+  credentials               {stack["credentials_file"]}   profiles: alice, bob
+  description               {STATE / "stack.json"}
+
+Try it from another terminal:
+  export AWS_SHARED_CREDENTIALS_FILE={stack["credentials_file"]}
+  curl -s {stack["api_url"]}/health
+  .venv/bin/python -m localcloud.call --profile alice GET /v1/me
+  .venv/bin/python -m localcloud.call --unsigned GET /v1/me     # 403, like API Gateway
+
+Ctrl+C stops everything.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localcloud", description=__doc__)
-    parser.add_argument("--postgres-port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--api-port", type=int, default=8000)
+    parser.add_argument("--aws-port", type=int, default=5000)
+    parser.add_argument("--postgres-port", type=int, default=0, help="default: a free port")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    cloud = LocalCloud(
+        STATE, Ports(api=args.api_port, aws=args.aws_port, postgres=args.postgres_port)
+    )
     try:
-        with EmbeddedPostgres(STATE / "postgres" / "data", port=args.postgres_port) as pg:
-            with psycopg.connect(pg.url, autocommit=True) as conn:
-                applied = apply_migrations(conn, ROOT / "migrations")
-            stack = {"database_url": pg.url}
-            (STATE / "stack.json").write_text(json.dumps(stack, indent=2) + "\n")
-            print(f"postgres    {pg.url}  (migrations applied now: {len(applied)})")
-            print(f"stack       {STATE / 'stack.json'}")
-            print("Ctrl+C stops everything.", flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                stop.wait()
-            print("\nstopping...", flush=True)
-    except PostgresError as exc:
+        cloud.start()
+    except (PostgresError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    try:
+        cloud.write_description()
+        print(banner(cloud), flush=True)
+        stop.wait()
+        print("stopping...", flush=True)
     finally:
         (STATE / "stack.json").unlink(missing_ok=True)
+        cloud.stop()
     return 0
 
 

@@ -26,7 +26,7 @@ MIGRATIONS = ROOT / "migrations"
 TEMPLATE_DB = "gpudev_template"
 
 
-def _database_url(server_url: str, dbname: str) -> str:
+def database_url_for(server_url: str, dbname: str) -> str:
     params = conninfo_to_dict(server_url)
     params["dbname"] = dbname
     return make_conninfo(**params)
@@ -74,7 +74,7 @@ def template_url(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iter
     """A database with every migration applied; cloned, never used directly."""
     drop_database(admin_conn, TEMPLATE_DB)
     create_database(admin_conn, TEMPLATE_DB)
-    url = _database_url(postgres_url, TEMPLATE_DB)
+    url = database_url_for(postgres_url, TEMPLATE_DB)
     with psycopg.connect(url, autocommit=True) as conn:
         apply_migrations(conn, MIGRATIONS)
     yield url
@@ -88,7 +88,7 @@ def database_url(
     """The migrated database that rolled-back tests share."""
     name = f"gpudev_test_{uuid.uuid4().hex[:8]}"
     create_database(admin_conn, name, template=TEMPLATE_DB)
-    yield _database_url(postgres_url, name)
+    yield database_url_for(postgres_url, name)
     drop_database(admin_conn, name)
 
 
@@ -106,7 +106,7 @@ def fresh_database(
     """URL of a private migrated database, for tests that commit or use several connections."""
     name = f"gpudev_fresh_{uuid.uuid4().hex[:8]}"
     create_database(admin_conn, name, template=TEMPLATE_DB)
-    yield _database_url(postgres_url, name)
+    yield database_url_for(postgres_url, name)
     drop_database(admin_conn, name)
 
 
@@ -114,5 +114,5 @@ def fresh_database(
 def empty_database(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iterator[str]:
     name = f"gpudev_empty_{uuid.uuid4().hex[:8]}"
     create_database(admin_conn, name)
-    yield _database_url(postgres_url, name)
+    yield database_url_for(postgres_url, name)
     drop_database(admin_conn, name)

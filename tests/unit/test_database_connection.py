@@ -27,7 +27,9 @@ def test_aurora_secret_becomes_a_tls_connection_string():
         seen.append(arn)
         return json.dumps(secret)
 
-    settings = DatabaseSettings(db_secret_arn="arn:aws:secretsmanager:us-east-2:1:secret:db")
+    settings = DatabaseSettings(
+        database_url=None, db_secret_arn="arn:aws:secretsmanager:us-east-2:1:secret:db"
+    )
     params = conninfo_to_dict(conninfo(settings, secret_reader=read_secret))
     assert seen == ["arn:aws:secretsmanager:us-east-2:1:secret:db"]
     assert params == {

@@ -51,6 +51,18 @@ class AwsSettings(BaseSettings):
 _S = TypeVar("_S", bound=BaseSettings)
 
 
+class ApiSettings(BaseSettings):
+    """The API function: optionally restrict callers to sessions of named IAM roles."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    allowed_roles: str = ""  # comma-separated role names; empty allows every caller
+
+    @property
+    def allowed_role_names(self) -> frozenset[str]:
+        return frozenset(name.strip() for name in self.allowed_roles.split(",") if name.strip())
+
+
 def _load(model: type[_S]) -> _S:
     try:
         return model()
@@ -72,7 +84,13 @@ def aws_settings() -> AwsSettings:
     return _load(AwsSettings)
 
 
+@cache
+def api_settings() -> ApiSettings:
+    return _load(ApiSettings)
+
+
 def reset_settings_cache() -> None:
     """Forget validated settings (tests change the environment between cases)."""
     database_settings.cache_clear()
     aws_settings.cache_clear()
+    api_settings.cache_clear()

@@ -1,0 +1,98 @@
+"""AWS on this machine: a moto server on 127.0.0.1, seeded with the local IAM users.
+
+The local users' keys are written to an AWS shared-credentials file (one profile per user)
+so the CLI and botocore use them through the standard credential chain. The gateway reads
+secrets from moto's IAM and STS backends in this process: AWS never returns a secret after
+creation, and neither does moto over its API.
+"""
+
+from __future__ import annotations
+
+import configparser
+import logging
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto.iam.models import iam_backends
+from moto.server import ThreadedMotoServer
+from moto.sts.models import sts_backends
+
+from localcloud.lambdas import ACCOUNT_ID
+from localcloud.sigv4 import SigningKey
+
+LOCAL_USERS = ("alice", "bob")
+
+
+class LocalAws:
+    def __init__(self, region: str, port: int = 0):
+        self.region = region
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+    @property
+    def endpoint_url(self) -> str:
+        host, port = self._server.get_host_and_port()
+        return f"http://{host}:{port}"
+
+    def start(self) -> LocalAws:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def admin_session(self) -> boto3.Session:
+        """Credentials for seeding; moto accepts any key when it does not enforce auth."""
+        return boto3.Session(
+            aws_access_key_id="AKIALOCALADMIN000000",
+            aws_secret_access_key="local-admin-secret",
+            region_name=self.region,
+        )
+
+    def client(self, service: str) -> Any:
+        return self.admin_session().client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.endpoint_url,
+        )
+
+    def create_users(self, credentials_file: Path) -> dict[str, str]:
+        """Create the local IAM users and write their keys as profiles; return user ARNs."""
+        iam = self.client("iam")
+        config = configparser.ConfigParser()
+        arns = {}
+        for name in LOCAL_USERS:
+            arns[name] = iam.create_user(UserName=name)["User"]["Arn"]
+            key = iam.create_access_key(UserName=name)["AccessKey"]
+            config[name] = {
+                "aws_access_key_id": key["AccessKeyId"],
+                "aws_secret_access_key": key["SecretAccessKey"],
+                "region": self.region,
+            }
+        credentials_file.parent.mkdir(parents=True, exist_ok=True)
+        with credentials_file.open("w") as out:
+            config.write(out)
+        credentials_file.chmod(0o600)
+        return arns
+
+
+def signing_key(access_key_id: str) -> SigningKey | None:
+    """The local principal owning `access_key_id`: an IAM user's key or an STS session's."""
+    iam = iam_backends[ACCOUNT_ID]["global"]
+    for user in iam.users.values():
+        for key in user.access_keys:
+            if key.access_key_id == access_key_id and key.status == "Active":
+                return SigningKey(
+                    access_key_id, key.secret_access_key, user.arn, ACCOUNT_ID, user.id
+                )
+    for role in sts_backends[ACCOUNT_ID]["global"].assumed_roles:
+        if role.access_key_id == access_key_id:
+            return SigningKey(
+                access_key_id,
+                role.secret_access_key,
+                role.arn,
+                ACCOUNT_ID,
+                role.user_id,
+                session_token=role.session_token,
+            )
+    return None

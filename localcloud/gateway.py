@@ -1,0 +1,185 @@
+"""The local API Gateway: a REST API with AWS_IAM auth in front of our API function.
+
+Every request but the public paths must carry a valid SigV4 (`execute-api`) signature of a
+key the local IAM knows; the API function then runs in-process with a REST API proxy event
+whose `requestContext.identity` names the caller, as API Gateway would pass it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from cdk_app.declaration import ApiSpec
+from localcloud.lambdas import ACCOUNT_ID, LocalLambda
+from localcloud.sigv4 import Rejection, SigningKey, verify
+
+log = logging.getLogger("localcloud.gateway")
+STAGE = "local"
+
+
+def proxy_event(
+    method: str,
+    raw_path: str,
+    headers: dict[str, str],
+    body: bytes,
+    key: SigningKey | None,
+    source_ip: str,
+) -> dict[str, Any]:
+    """A REST API (v1) proxy integration event, as API Gateway sends it to Lambda."""
+    split = urlsplit(raw_path)
+    query = parse_qs(split.query, keep_blank_values=True)
+    path = unquote(split.path)
+    try:
+        text, is_base64 = body.decode(), False
+    except UnicodeDecodeError:
+        text, is_base64 = base64.b64encode(body).decode(), True
+    identity: dict[str, Any] = {
+        "sourceIp": source_ip,
+        "userAgent": headers.get("User-Agent"),
+        "accountId": key.account_id if key else None,
+        "accessKey": key.access_key_id if key else None,
+        "caller": key.user_id if key else None,
+        "user": key.user_id if key else None,
+        "userArn": key.principal_arn if key else None,
+        "cognitoIdentityId": None,
+        "cognitoIdentityPoolId": None,
+        "cognitoAuthenticationType": None,
+        "cognitoAuthenticationProvider": None,
+    }
+    return {
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method,
+        "headers": headers,
+        "multiValueHeaders": {name: [value] for name, value in headers.items()},
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": {"proxy": path.lstrip("/")},
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "path": f"/{STAGE}{path}",
+            "stage": STAGE,
+            "protocol": "HTTP/1.1",
+            "requestId": str(uuid.uuid4()),
+            "requestTimeEpoch": int(time.time() * 1000),
+            "accountId": ACCOUNT_ID,
+            "apiId": "local",
+            "identity": identity,
+        },
+        "body": text or None,
+        "isBase64Encoded": is_base64,
+    }
+
+
+class LocalApiGateway:
+    def __init__(
+        self,
+        api: ApiSpec,
+        lambdas: LocalLambda,
+        lookup_key: Callable[[str], SigningKey | None],
+        region: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
+        self.api = api
+        self.lambdas = lambdas
+        self.lookup_key = lookup_key
+        self.region = region
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> LocalApiGateway:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="api-gateway", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes, source_ip: str
+    ) -> tuple[int, dict[str, str], bytes]:
+        path = unquote(urlsplit(raw_path).path)
+        key = None
+        if path not in self.api.public_paths:
+            try:
+                key = verify(
+                    method=method,
+                    raw_path=raw_path,
+                    headers=headers,
+                    body=body,
+                    region=self.region,
+                    lookup_key=self.lookup_key,
+                )
+            except Rejection as rejection:
+                log.info("403 %s %s: %s", method, path, rejection.error_type)
+                return (
+                    403,
+                    {"x-amzn-ErrorType": rejection.error_type},
+                    json.dumps({"message": rejection.message}).encode(),
+                )
+        event = proxy_event(method, raw_path, headers, body, key, source_ip)
+        invocation = self.lambdas.invoke(self.api.function, event)
+        if invocation.errored or not isinstance(invocation.payload, dict):
+            log.error("API function failed: %s", invocation.payload)
+            return 502, {}, json.dumps({"message": "Internal server error"}).encode()
+        response = invocation.payload
+        out_headers = {k: str(v) for k, v in (response.get("headers") or {}).items()}
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            out_headers[name] = ",".join(str(v) for v in values)
+        payload = response.get("body") or ""
+        data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode()
+        who = key.principal_arn if key else "anonymous"
+        log.info("%s %s %s -> %s", who, method, path, response.get("statusCode"))
+        return int(response.get("statusCode", 200)), out_headers, data
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                status, headers, data = gateway.handle(
+                    self.command,
+                    self.path,
+                    dict(self.headers.items()),
+                    body,
+                    self.client_address[0],
+                )
+                self.send_response(status)
+                headers.setdefault("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # the gateway logs each request itself, with the caller
+
+        return Handler

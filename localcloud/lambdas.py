@@ -1,0 +1,105 @@
+"""Runs our real Lambda handlers in this process, as the local cloud's Lambda service.
+
+A handler is loaded from `functions/<folder>/<module>.py` under a unique module name (every
+function has a `handler.py`), called with the event and a Lambda-like context, and its
+failure is reported in Lambda's error shape (`errorType`, `errorMessage`, `stackTrace`) so
+Step Functions Retry/Catch on error names behave as in AWS.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from cdk_app.declaration import FunctionSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+ACCOUNT_ID = "123456789012"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str
+    memory_limit_in_mb: int
+    timeout_seconds: int
+    region: str
+    aws_request_id: str
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+
+    def __post_init__(self) -> None:
+        self.invoked_function_arn = (
+            f"arn:aws:lambda:{self.region}:{ACCOUNT_ID}:function:{self.function_name}"
+        )
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    payload: Any
+    errored: bool
+    request_id: str
+
+
+class LocalLambda:
+    """The local registry of functions, keyed by the declaration's names."""
+
+    def __init__(self, functions: tuple[FunctionSpec, ...], region: str):
+        self._specs = {spec.name: spec for spec in functions}
+        self._region = region
+        self._modules: dict[str, ModuleType] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def _entry_point(self, name: str) -> Callable[[Any, Any], Any]:
+        spec = self._specs[name]
+        module_name, _, attribute = spec.handler.rpartition(".")
+        with self._lock:
+            if name not in self._modules:
+                path = ROOT / "functions" / spec.folder / f"{module_name.replace('.', '/')}.py"
+                module_spec = importlib.util.spec_from_file_location(
+                    f"gpudev_functions.{spec.folder}.{module_name}", path
+                )
+                assert module_spec and module_spec.loader, f"cannot load {path}"
+                module = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(module)
+                self._modules[name] = module
+        handler: Callable[[Any, Any], Any] = getattr(self._modules[name], attribute)
+        return handler
+
+    def invoke(self, name: str, event: Any) -> Invocation:
+        spec = self._specs[name]
+        request_id = str(uuid.uuid4())
+        context = LambdaContext(
+            function_name=f"gpudev-{spec.folder}",
+            memory_limit_in_mb=spec.memory_mb,
+            timeout_seconds=spec.timeout_seconds,
+            region=self._region,
+            aws_request_id=request_id,
+        )
+        try:
+            return Invocation(self._entry_point(name)(event, context), False, request_id)
+        except Exception as exc:
+            error = {
+                "errorType": type(exc).__name__,
+                "errorMessage": str(exc),
+                "stackTrace": traceback.format_tb(exc.__traceback__),
+                "requestId": request_id,
+            }
+            return Invocation(error, True, request_id)

@@ -1,0 +1,103 @@
+"""The e2e tier: the local cloud started once per session, driven over HTTP."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from localcloud.stack import LocalCloud
+from tests.conftest import create_database, database_url_for, drop_database
+
+
+@pytest.fixture(scope="session")
+def local_cloud(
+    postgres_url: str,
+    admin_conn: psycopg.Connection[Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LocalCloud]:
+    drop_database(admin_conn, "gpudev_e2e")
+    create_database(admin_conn, "gpudev_e2e")
+    cloud = LocalCloud(
+        tmp_path_factory.mktemp("local-cloud"),
+        database_url=database_url_for(postgres_url, "gpudev_e2e"),
+    ).start()
+    yield cloud
+    cloud.stop()
+    drop_database(admin_conn, "gpudev_e2e")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class ApiClient:
+    """Signs like the CLI (botocore SigV4, execute-api) and lets tests break the request."""
+
+    base_url: str
+    region: str
+    profiles: configparser.ConfigParser
+
+    def credentials(self, profile: str) -> Credentials:
+        section = self.profiles[profile]
+        return Credentials(section["aws_access_key_id"], section["aws_secret_access_key"])
+
+    def signed_headers(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        credentials: Credentials,
+        service: str = "execute-api",
+    ) -> dict[str, str]:
+        request = AWSRequest(
+            method=method,
+            url=self.base_url + path,
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        SigV4Auth(credentials, service, self.region).add_auth(request)
+        return dict(request.headers.items())
+
+    def send(
+        self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+    ) -> Reply:
+        request = urllib.request.Request(
+            self.base_url + path, data=body, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request) as response:
+                return Reply(response.status, dict(response.headers), json.loads(response.read()))
+        except urllib.error.HTTPError as error:
+            return Reply(error.code, dict(error.headers), json.loads(error.read()))
+
+    def call(
+        self, method: str, path: str, profile: str | None = "alice", body: Any = None
+    ) -> Reply:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = (
+            self.signed_headers(method, path, data, self.credentials(profile)) if profile else {}
+        )
+        return self.send(method, path, headers, data)
+
+
+@pytest.fixture(scope="session")
+def api(local_cloud: LocalCloud) -> ApiClient:
+    profiles = configparser.ConfigParser()
+    profiles.read(local_cloud.credentials_file)
+    stack = local_cloud.describe()
+    return ApiClient(stack["api_url"], stack["region"], profiles)
