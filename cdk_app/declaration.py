@@ -1,24 +1,91 @@
-"""The deployment, declared once: functions (and, as they land, queues, state machines and
-schedules). The CDK stack and the local cloud both render this; a parity test fails when
-one of them has something the other lacks.
+"""The deployment, declared once: functions, queues, state machines, schedules and the REST
+API. The CDK stack (cdk_app/stack.py) and the local cloud (localcloud/deploy.py) both render
+this; tests/infrastructure/test_parity.py fails when one of them has something the other
+lacks.
 
 Pure data, no aws_cdk import: the local cloud reads it without loading CDK.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 
 
 @dataclass(frozen=True)
 class FunctionSpec:
-    name: str  # logical name: construct id prefix, local registry key
-    folder: str  # functions/<folder> is the code asset
+    name: str  # logical name: construct id prefix and local registry key
+    folder: str  # <source_root>/<folder> is the code asset
     handler: str = "handler.handler"
     memory_mb: int = 512
     timeout_seconds: int = 30
     uses_database: bool = True
     environment: dict[str, str] = field(default_factory=dict)
+    source_root: str = "functions"
+
+    @property
+    def code_dir(self) -> Path:
+        return ROOT / self.source_root / self.folder
+
+    @property
+    def deployed_name(self) -> str:
+        return f"gpudev-{self.folder.replace('_', '-')}"
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    consumer: str  # FunctionSpec name, invoked with batches (ReportBatchItemFailures)
+    batch_size: int = 10
+    visibility_timeout_seconds: int = 180
+    max_receive_count: int = 3  # then the message moves to the dead-letter queue
+
+    @property
+    def deployed_name(self) -> str:
+        return f"gpudev-{self.name.lower()}"
+
+
+@dataclass(frozen=True)
+class StateMachineSpec:
+    name: str
+    definition: str  # path from the repository root, e.g. statemachines/reservation.asl.json
+    functions: dict[str, str]  # ${Placeholder} -> FunctionSpec name (substituted by its ARN)
+
+    @property
+    def definition_path(self) -> Path:
+        return ROOT / self.definition
+
+    def placeholders(self) -> set[str]:
+        return set(_PLACEHOLDER.findall(self.definition_path.read_text()))
+
+    def render(self, function_arns: dict[str, str]) -> str:
+        """The ASL with every placeholder replaced, as CDK's DefinitionSubstitutions do."""
+        values = {placeholder: function_arns[fn] for placeholder, fn in self.functions.items()}
+        text = self.definition_path.read_text()
+        missing = self.placeholders() - set(values)
+        if missing:
+            raise KeyError(f"{self.definition}: no substitution for {sorted(missing)}")
+        return _PLACEHOLDER.sub(lambda m: values[m[1]], text)
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    name: str
+    expression: str  # rate(...) only: what EventBridge rules and the local ticker share
+    target: str  # FunctionSpec name
+
+    @property
+    def period_seconds(self) -> int:
+        match = _RATE.match(self.expression)
+        if not match:
+            raise ValueError(f"{self.name}: only rate(...) expressions are supported")
+        unit = match[2].rstrip("s")
+        return int(match[1]) * {"minute": 60, "hour": 3600, "day": 86400}[unit]
 
 
 @dataclass(frozen=True)
@@ -27,12 +94,37 @@ class ApiSpec:
     public_paths: tuple[str, ...]  # no IAM auth; everything else requires it
 
 
+@dataclass(frozen=True)
+class Deployment:
+    functions: tuple[FunctionSpec, ...]
+    api: ApiSpec
+    queues: tuple[QueueSpec, ...] = ()
+    state_machines: tuple[StateMachineSpec, ...] = ()
+    schedules: tuple[ScheduleSpec, ...] = ()
+
+    def function(self, name: str) -> FunctionSpec:
+        return next(spec for spec in self.functions if spec.name == name)
+
+    def extended(
+        self,
+        functions: tuple[FunctionSpec, ...] = (),
+        queues: tuple[QueueSpec, ...] = (),
+        state_machines: tuple[StateMachineSpec, ...] = (),
+        schedules: tuple[ScheduleSpec, ...] = (),
+    ) -> Deployment:
+        return replace(
+            self,
+            functions=self.functions + functions,
+            queues=self.queues + queues,
+            state_machines=self.state_machines + state_machines,
+            schedules=self.schedules + schedules,
+        )
+
+
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
 API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29)
 
-FUNCTIONS: tuple[FunctionSpec, ...] = (MIGRATE, API)
-REST_API = ApiSpec(function=API.name, public_paths=("/health",))
-
-
-def function(name: str) -> FunctionSpec:
-    return next(spec for spec in FUNCTIONS if spec.name == name)
+DEPLOYMENT = Deployment(
+    functions=(MIGRATE, API),
+    api=ApiSpec(function=API.name, public_paths=("/health",)),
+)

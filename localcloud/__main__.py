@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from localcloud.postgres import PostgresError
-from localcloud.stack import LocalCloud, Ports
+from localcloud.stack import LocalCloud, Options, Ports
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local"
@@ -46,15 +46,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-port", type=int, default=8000)
     parser.add_argument("--aws-port", type=int, default=5000)
     parser.add_argument("--postgres-port", type=int, default=0, help="default: a free port")
+    parser.add_argument(
+        "--tick-seconds",
+        type=float,
+        default=10.0,
+        help="fire every schedule this often (0 or less: their real rate)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    cloud = LocalCloud(
-        STATE, Ports(api=args.api_port, aws=args.aws_port, postgres=args.postgres_port)
-    )
+    ports = Ports(api=args.api_port, aws=args.aws_port, postgres=args.postgres_port)
+    tick = args.tick_seconds if args.tick_seconds > 0 else None
+    cloud = LocalCloud(STATE, Options(ports=ports, tick_seconds=tick))
     try:
         cloud.start()
     except (PostgresError, OSError) as exc:

@@ -42,6 +42,12 @@ class LocalAws:
     def stop(self) -> None:
         self._server.stop()
 
+    def enable_state_machine_execution(self) -> None:
+        # moto's ASL interpreter is off by default; the server shares this process's config.
+        from moto.core.config import default_user_config
+
+        default_user_config["stepfunctions"]["execute_state_machine"] = True
+
     def admin_session(self) -> boto3.Session:
         """Credentials for seeding; moto accepts any key when it does not enforce auth."""
         return boto3.Session(

@@ -15,13 +15,11 @@ import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from cdk_app.declaration import FunctionSpec
 
-ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT_ID = "123456789012"
 
 
@@ -72,7 +70,7 @@ class LocalLambda:
         module_name, _, attribute = spec.handler.rpartition(".")
         with self._lock:
             if name not in self._modules:
-                path = ROOT / "functions" / spec.folder / f"{module_name.replace('.', '/')}.py"
+                path = spec.code_dir / f"{module_name.replace('.', '/')}.py"
                 module_spec = importlib.util.spec_from_file_location(
                     f"gpudev_functions.{spec.folder}.{module_name}", path
                 )
@@ -87,7 +85,7 @@ class LocalLambda:
         spec = self._specs[name]
         request_id = str(uuid.uuid4())
         context = LambdaContext(
-            function_name=f"gpudev-{spec.folder}",
+            function_name=spec.deployed_name,
             memory_limit_in_mb=spec.memory_mb,
             timeout_seconds=spec.timeout_seconds,
             region=self._region,

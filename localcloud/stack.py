@@ -1,7 +1,9 @@
 """The local cloud as one object: start everything, describe it, stop everything.
 
-Used by `make run` (localcloud/__main__.py) and by the e2e test tier, so both exercise the
-same wiring.
+Used by `make run` (localcloud/__main__.py) and by the e2e tier, so both exercise the same
+wiring: PostgreSQL with migrations, moto with the deployment rendered onto it and our
+handlers behind its Lambda, the SQS pollers and schedule ticker, the Kubernetes stand-in
+with its simulated cluster, and the SigV4-verifying API gateway.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from typing import Any
 
 import psycopg
 
-from cdk_app.declaration import FUNCTIONS, REST_API
+from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import reset_settings_cache
+from localcloud import moto_lambda
 from localcloud.aws import LocalAws, signing_key
+from localcloud.deploy import DeployedResources, deploy
+from localcloud.event_sources import SqsPoller, Ticker
 from localcloud.gateway import LocalApiGateway
 from localcloud.lambdas import LocalLambda
 from localcloud.postgres import EmbeddedPostgres
@@ -32,18 +37,31 @@ class Ports:
     api: int = 0
     aws: int = 0
     postgres: int = 0
+    kubernetes: int = 0
+
+
+@dataclass(frozen=True)
+class Options:
+    ports: Ports = Ports()
+    database_url: str | None = None  # use this server instead of starting one
+    tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
 
 
 class LocalCloud:
-    def __init__(self, state_dir: Path, ports: Ports = Ports(), database_url: str | None = None):
+    def __init__(
+        self, state_dir: Path, options: Options = Options(), deployment: Deployment = DEPLOYMENT
+    ):
         self.state_dir = state_dir
-        self.ports = ports
-        self._external_database_url = database_url
+        self.options = options
+        self.deployment = deployment
         self._stack = ExitStack()
         self.database_url = ""
         self.aws: LocalAws | None = None
         self.gateway: LocalApiGateway | None = None
-        self.lambdas = LocalLambda(FUNCTIONS, REGION)
+        self.resources = DeployedResources()
+        self.pollers: dict[str, SqsPoller] = {}
+        self.ticker: Ticker | None = None
+        self.lambdas = LocalLambda(deployment.functions, REGION)
 
     @property
     def credentials_file(self) -> Path:
@@ -58,19 +76,19 @@ class LocalCloud:
         return self
 
     def _start(self) -> None:
-        if self._external_database_url:
-            self.database_url = self._external_database_url
+        ports = self.options.ports
+        if self.options.database_url:
+            self.database_url = self.options.database_url
         else:
-            pg = EmbeddedPostgres(
-                self.state_dir / "postgres" / "data", port=self.ports.postgres or None
-            )
+            pg = EmbeddedPostgres(self.state_dir / "postgres" / "data", port=ports.postgres or None)
             self._stack.enter_context(pg)
             self.database_url = pg.url
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             apply_migrations(conn, ROOT / "migrations")
 
-        self.aws = LocalAws(REGION, port=self.ports.aws).start()
+        self.aws = LocalAws(REGION, port=ports.aws).start()
         self._stack.callback(self.aws.stop)
+        self.aws.enable_state_machine_execution()
         self.aws.create_users(self.credentials_file)
 
         # The environment our handlers read through gpudev.settings, as CDK would set it;
@@ -80,13 +98,35 @@ class LocalCloud:
                 "DATABASE_URL": self.database_url,
                 "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
+                # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.
+                "MOTO_PORT": self.aws.endpoint_url.rsplit(":", 1)[1],
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "POWERTOOLS_METRICS_NAMESPACE": "GpuDev",
             }
         )
 
+        self.resources = deploy(self.deployment, self.aws.client)
+        moto_lambda.install(
+            self.lambdas, {spec.name: spec.deployed_name for spec in self.deployment.functions}
+        )
+        sqs = self.aws.client("sqs")
+        for queue in self.deployment.queues:
+            poller = SqsPoller(
+                queue, self.resources.queue_urls[queue.name], sqs, self.lambdas, REGION
+            ).start()
+            self._stack.callback(poller.stop)
+            self.pollers[queue.name] = poller
+        self.ticker = Ticker(
+            self.deployment.schedules,
+            self.resources.rule_arns,
+            self.lambdas,
+            REGION,
+            self.options.tick_seconds,
+        ).start()
+        self._stack.callback(self.ticker.stop)
+
         self.gateway = LocalApiGateway(
-            REST_API, self.lambdas, signing_key, REGION, port=self.ports.api
+            self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
         ).start()
         self._stack.callback(self.gateway.stop)
 
@@ -111,10 +151,13 @@ class LocalCloud:
             "api_url": self.gateway.url,
             "database_url": self.database_url,
             "aws_endpoint_url": self.aws.endpoint_url,
+            "kubernetes_url": None,
             "region": REGION,
             "credentials_file": str(self.credentials_file),
             "profiles": ["alice", "bob"],
-            "kubernetes_url": None,
+            "queues": self.resources.queue_urls,
+            "state_machines": self.resources.state_machine_arns,
+            "schedules": {s.name: s.expression for s in self.deployment.schedules},
         }
 
     def write_description(self) -> Path:

@@ -16,8 +16,15 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from localcloud.stack import LocalCloud
+from cdk_app.declaration import DEPLOYMENT
+from localcloud.stack import LocalCloud, Options
 from tests.conftest import create_database, database_url_for, drop_database
+from tests.e2e.fixtures.deployment import (
+    TEST_FUNCTIONS,
+    TEST_QUEUES,
+    TEST_SCHEDULES,
+    TEST_STATE_MACHINES,
+)
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +37,13 @@ def local_cloud(
     create_database(admin_conn, "gpudev_e2e")
     cloud = LocalCloud(
         tmp_path_factory.mktemp("local-cloud"),
-        database_url=database_url_for(postgres_url, "gpudev_e2e"),
+        Options(database_url=database_url_for(postgres_url, "gpudev_e2e"), tick_seconds=0.5),
+        deployment=DEPLOYMENT.extended(
+            functions=TEST_FUNCTIONS,
+            queues=TEST_QUEUES,
+            state_machines=TEST_STATE_MACHINES,
+            schedules=TEST_SCHEDULES,
+        ),
     ).start()
     yield cloud
     cloud.stop()

@@ -1,0 +1,182 @@
+"""Event sources moto stores but does not run: SQS → Lambda and EventBridge schedules.
+
+`SqsPoller` behaves like Lambda's SQS event source mapping with ReportBatchItemFailures:
+it long-polls batches of up to `batch_size`, invokes the consumer with an SQS event, deletes
+what succeeded, and leaves the rest to reappear after the queue's visibility timeout; the
+queue's redrive policy (in moto) moves a message to the dead-letter queue after
+`maxReceiveCount` receives. A function error fails the whole batch, as in Lambda.
+
+`Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
+every `period_seconds` scaled down for local use.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from cdk_app.declaration import QueueSpec, ScheduleSpec
+from localcloud.lambdas import ACCOUNT_ID, LocalLambda
+
+log = logging.getLogger("localcloud.events")
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": message.get("Attributes", {}),
+                "messageAttributes": message.get("MessageAttributes", {}),
+                "md5OfBody": message["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for message in messages
+        ]
+    }
+
+
+def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT_ID,
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule_arn],
+        "detail": {},
+    }
+
+
+class SqsPoller:
+    def __init__(
+        self, spec: QueueSpec, queue_url: str, sqs: Any, lambdas: LocalLambda, region: str
+    ):
+        self.spec = spec
+        self.queue_url = queue_url
+        self._sqs = sqs
+        self._lambdas = lambdas
+        self._region = region
+        self._queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"sqs-{spec.name}", daemon=True)
+
+    def start(self) -> SqsPoller:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll_once(wait_seconds=1)
+            except Exception:
+                log.exception("polling %s failed", self.spec.name)
+                self._stop.wait(1)
+
+    def poll_once(self, wait_seconds: int = 0) -> int:
+        """Receive and deliver one batch; the number of messages delivered."""
+        messages = self._sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.spec.batch_size,
+            WaitTimeSeconds=wait_seconds,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not messages:
+            return 0
+        invocation = self._lambdas.invoke(
+            self.spec.consumer, sqs_event(messages, self._queue_arn, self._region)
+        )
+        if invocation.errored:
+            log.warning(
+                "%s failed its batch of %d: %s",
+                self.spec.consumer,
+                len(messages),
+                invocation.payload.get("errorMessage"),
+            )
+            return len(messages)
+        failed = {
+            item["itemIdentifier"]
+            for item in (invocation.payload or {}).get("batchItemFailures", [])
+        }
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+        log.info("%s: %d delivered, %d failed", self.spec.name, len(messages), len(failed))
+        return len(messages)
+
+
+class Ticker:
+    def __init__(
+        self,
+        schedules: tuple[ScheduleSpec, ...],
+        rule_arns: dict[str, str],
+        lambdas: LocalLambda,
+        region: str,
+        interval_seconds: float | None,
+    ):
+        """`interval_seconds` replaces every schedule's period (None: the real periods)."""
+        self._schedules = schedules
+        self._rule_arns = rule_arns
+        self._lambdas = lambdas
+        self._region = region
+        self._interval = interval_seconds
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(s,), name=f"tick-{s.name}", daemon=True)
+            for s in schedules
+        ]
+        self.fired: dict[str, int] = {s.name: 0 for s in schedules}
+
+    def start(self) -> Ticker:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def fire(self, schedule: ScheduleSpec) -> Any:
+        invocation = self._lambdas.invoke(
+            schedule.target, scheduled_event(self._rule_arns[schedule.name], self._region)
+        )
+        self.fired[schedule.name] += 1
+        level = logging.WARNING if invocation.errored else logging.INFO
+        log.log(
+            level,
+            "%s fired %s: %s",
+            schedule.expression,
+            schedule.target,
+            "error" if invocation.errored else "ok",
+        )
+        return invocation
+
+    def _run(self, schedule: ScheduleSpec) -> None:
+        period = self._interval if self._interval is not None else schedule.period_seconds
+        while not self._stop.wait(period):
+            try:
+                self.fire(schedule)
+            except Exception:
+                log.exception("schedule %s failed", schedule.name)
