@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 from moto.awslambda.models import LambdaFunction
@@ -20,11 +21,15 @@ from localcloud.lambdas import LocalLambda
 EXPECTED_SIGNATURE = "(self, event: 'str | None' = None) -> 'tuple[str, bool, str]'"
 
 
+_MOTO_INVOKE = LambdaFunction._invoke_lambda
+
+
 def seam_signature() -> str:
-    return str(inspect.signature(LambdaFunction._invoke_lambda))
+    """The signature of moto's own method (not of our replacement)."""
+    return str(inspect.signature(_MOTO_INVOKE))
 
 
-def install(local_lambda: LocalLambda, function_names: dict[str, str]) -> None:
+def install(local_lambda: LocalLambda, function_names: dict[str, str]) -> Callable[[], None]:
     """Route invocations of moto function `function_names[key]` to `local_lambda`'s `key`."""
     by_moto_name = {moto_name: name for name, moto_name in function_names.items()}
 
@@ -42,3 +47,8 @@ def install(local_lambda: LocalLambda, function_names: dict[str, str]) -> None:
         return json.dumps(invocation.payload, default=str), invocation.errored, ""
 
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+
+    def uninstall() -> None:
+        LambdaFunction._invoke_lambda = _MOTO_INVOKE  # type: ignore[method-assign]
+
+    return uninstall

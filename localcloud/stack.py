@@ -106,8 +106,11 @@ class LocalCloud:
         )
 
         self.resources = deploy(self.deployment, self.aws.client)
-        moto_lambda.install(
-            self.lambdas, {spec.name: spec.deployed_name for spec in self.deployment.functions}
+        self._stack.callback(
+            moto_lambda.install(
+                self.lambdas,
+                {spec.name: spec.deployed_name for spec in self.deployment.functions},
+            )
         )
         sqs = self.aws.client("sqs")
         for queue in self.deployment.queues:
