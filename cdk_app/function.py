@@ -1,5 +1,5 @@
-"""One way to build a gpu-dev Lambda function: Python 3.12 on arm64, the shared layer,
-X-Ray tracing, a log group with retention and powertools settings, set once."""
+"""One way to build a gpu-dev Lambda function from its declaration: Python 3.12 on arm64,
+the shared layer, X-Ray tracing, a log group with retention and powertools settings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_app.paths import FUNCTIONS_DIR
+from cdk_app.declaration import FunctionSpec
 
 METRICS_NAMESPACE = "GpuDev"
 
@@ -18,17 +18,14 @@ class GpuDevFunction(lambda_.Function):
     def __init__(
         self,
         scope: Construct,
-        construct_id: str,
+        spec: FunctionSpec,
         *,
-        folder: str,
-        handler: str,
         layer: lambda_.ILayerVersion,
-        environment: dict[str, str] | None = None,
-        timeout: Duration | None = None,
-        memory_size: int = 512,
+        environment: dict[str, str],
         vpc: ec2.IVpc | None = None,
         security_groups: list[ec2.ISecurityGroup] | None = None,
     ):
+        construct_id = f"{spec.name}Function"
         log_group = logs.LogGroup(
             scope,
             f"{construct_id}Logs",
@@ -40,13 +37,11 @@ class GpuDevFunction(lambda_.Function):
             construct_id,
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=lambda_.Architecture.ARM_64,
-            code=lambda_.Code.from_asset(
-                str(FUNCTIONS_DIR / folder), exclude=["__pycache__", "*.pyc"]
-            ),
-            handler=handler,
+            code=lambda_.Code.from_asset(str(spec.code_dir), exclude=["__pycache__", "*.pyc"]),
+            handler=spec.handler,
             layers=[layer],
-            timeout=timeout or Duration.seconds(30),
-            memory_size=memory_size,
+            timeout=Duration.seconds(spec.timeout_seconds),
+            memory_size=spec.memory_mb,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             vpc=vpc,
@@ -55,9 +50,10 @@ class GpuDevFunction(lambda_.Function):
             else None,
             security_groups=security_groups,
             environment={
-                "POWERTOOLS_SERVICE_NAME": folder.replace("_", "-"),
+                "POWERTOOLS_SERVICE_NAME": spec.deployed_name,
                 "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                **(environment or {}),
+                **spec.environment,
+                **environment,
             },
         )

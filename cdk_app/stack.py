@@ -1,25 +1,66 @@
-"""The gpu-dev stack: network, Aurora PostgreSQL, the shared layer, and the migration
-trigger. Later issues add the API, queues, state machine and schedules here."""
+"""The gpu-dev stack: network, Aurora PostgreSQL, the shared layer, and everything the
+deployment declaration (cdk_app/declaration.py) lists: functions, the REST API, queues,
+state machines and schedules. The local cloud renders the same declaration onto moto."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Stack, triggers
+from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from cdk_app.declaration import DEPLOYMENT, MIGRATE, Deployment, FunctionSpec
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
+from cdk_app.nag import acknowledge_public_route
 from cdk_app.paths import LAYER_DIR
 
 DATABASE_NAME = "gpudev"
 
 
 class GpuDevStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: object):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        deployment: Deployment = DEPLOYMENT,
+        **kwargs: object,
+    ):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self._network()
+        self._database()
+        self.layer = lambda_.LayerVersion(
+            self,
+            "SharedLayer",
+            code=lambda_.Code.from_asset(str(LAYER_DIR), bundling=layer_bundling()),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="gpudev package, its pinned runtime dependencies and migrations/",
+        )
+        self.functions = {spec.name: self._function(spec) for spec in deployment.functions}
+        self._migrate_on_deploy()
+        self._rest_api(deployment)
+        for queue in deployment.queues:
+            self._queue(queue.name, deployment)
+        for machine in deployment.state_machines:
+            self._state_machine(machine.name, deployment)
+        for schedule in deployment.schedules:
+            events.Rule(
+                self,
+                f"{schedule.name}Schedule",
+                schedule=events.Schedule.expression(schedule.expression),
+                targets=[targets.LambdaFunction(self.functions[schedule.target])],
+            )
 
+    def _network(self) -> None:
         self.vpc = ec2.Vpc(
             self,
             "Network",
@@ -40,6 +81,7 @@ class GpuDevStack(Stack):
             self, "FunctionsSecurityGroup", vpc=self.vpc, description="gpu-dev Lambda functions"
         )
 
+    def _database(self) -> None:
         self.database = rds.DatabaseCluster(
             self,
             "Database",
@@ -62,42 +104,134 @@ class GpuDevStack(Stack):
         self.database.connections.allow_default_port_from(
             self.functions_security_group, "gpu-dev functions"
         )
-        assert self.database.secret is not None
 
-        self.layer = lambda_.LayerVersion(
+    def _function(self, spec: FunctionSpec) -> GpuDevFunction:
+        secret = self.database.secret
+        assert secret is not None
+        environment: dict[str, str] = {}
+        if spec.uses_database:
+            environment = {"DB_SECRET_ARN": secret.secret_arn, "DB_NAME": DATABASE_NAME}
+        if spec.name == MIGRATE.name:
+            # A new set of migrations is a new function version, which re-runs the trigger.
+            environment["MIGRATIONS_SHA256"] = migrations_digest()
+        function = GpuDevFunction(
             self,
-            "SharedLayer",
-            code=lambda_.Code.from_asset(str(LAYER_DIR), bundling=layer_bundling()),
-            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
-            compatible_architectures=[lambda_.Architecture.ARM_64],
-            description="gpudev package, its pinned runtime dependencies and migrations/",
-        )
-
-        self.database_environment = {
-            "DB_SECRET_ARN": self.database.secret.secret_arn,
-            "DB_NAME": DATABASE_NAME,
-        }
-        migrate = GpuDevFunction(
-            self,
-            "MigrateFunction",
-            folder="migrate",
-            handler="handler.handler",
+            spec,
             layer=self.layer,
-            timeout=Duration.minutes(5),
-            vpc=self.vpc,
-            security_groups=[self.functions_security_group],
-            environment={
-                **self.database_environment,
-                # A new set of migrations is a new function version, which re-runs the trigger.
-                "MIGRATIONS_SHA256": migrations_digest(),
-            },
+            environment=environment,
+            vpc=self.vpc if spec.uses_database else None,
+            security_groups=[self.functions_security_group] if spec.uses_database else None,
         )
-        self.database.secret.grant_read(migrate)
+        if spec.uses_database:
+            secret.grant_read(function)
+        return function
+
+    def _migrate_on_deploy(self) -> None:
         triggers.Trigger(
             self,
             "MigrateOnDeploy",
-            handler=migrate,
+            handler=self.functions[MIGRATE.name],
             execute_after=[self.database],
             execute_on_handler_change=True,
             timeout=Duration.minutes(5),
         )
+
+    def _rest_api(self, deployment: Deployment) -> None:
+        access_logs = logs.LogGroup(
+            self,
+            "ApiAccessLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.rest_api = apigateway.RestApi(
+            self,
+            "RestApi",
+            rest_api_name="gpu-dev",
+            description="gpu-dev API: SigV4 (AWS_IAM) on every route but the public ones",
+            cloud_watch_role=True,
+            cloud_watch_role_removal_policy=RemovalPolicy.DESTROY,
+            deploy_options=apigateway.StageOptions(
+                stage_name="v1",
+                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
+                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                logging_level=apigateway.MethodLoggingLevel.ERROR,
+                metrics_enabled=True,
+                tracing_enabled=True,
+                throttling_rate_limit=50,
+                throttling_burst_limit=100,
+            ),
+            default_method_options=apigateway.MethodOptions(
+                authorization_type=apigateway.AuthorizationType.IAM
+            ),
+        )
+        integration = apigateway.LambdaIntegration(self.functions[deployment.api.function])
+        for path in deployment.api.public_paths:
+            acknowledge_public_route(
+                self.rest_api.root.resource_for_path(path).add_method(
+                    "GET", integration, authorization_type=apigateway.AuthorizationType.NONE
+                )
+            )
+        self.rest_api.root.add_proxy(default_integration=integration, any_method=True)
+
+    def _queue(self, name: str, deployment: Deployment) -> None:
+        spec = next(q for q in deployment.queues if q.name == name)
+        dead_letters = sqs.Queue(
+            self,
+            f"{name}DeadLetterQueue",
+            queue_name=f"{spec.deployed_name}-dlq",
+            retention_period=Duration.days(14),
+            enforce_ssl=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+        )
+        queue = sqs.Queue(
+            self,
+            f"{name}Queue",
+            queue_name=spec.deployed_name,
+            visibility_timeout=Duration.seconds(spec.visibility_timeout_seconds),
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=dead_letters, max_receive_count=spec.max_receive_count
+            ),
+            enforce_ssl=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+        )
+        self.functions[spec.consumer].add_event_source(
+            event_sources.SqsEventSource(
+                queue, batch_size=spec.batch_size, report_batch_item_failures=True
+            )
+        )
+
+    def _state_machine(self, name: str, deployment: Deployment) -> None:
+        spec = next(m for m in deployment.state_machines if m.name == name)
+        state_machine = sfn.StateMachine(
+            self,
+            f"{name}StateMachine",
+            state_machine_name=f"gpudev-{name.lower()}",
+            definition_body=sfn.DefinitionBody.from_file(str(spec.definition_path)),
+            definition_substitutions={
+                placeholder: self.functions[function].function_arn
+                for placeholder, function in spec.functions.items()
+            },
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=logs.LogGroup(
+                    self,
+                    f"{name}StateMachineLogs",
+                    retention=logs.RetentionDays.THREE_MONTHS,
+                    removal_policy=RemovalPolicy.DESTROY,
+                ),
+                level=sfn.LogLevel.ALL,
+                include_execution_data=True,
+            ),
+        )
+        for function in set(spec.functions.values()):
+            self.functions[function].grant_invoke(state_machine)

@@ -1,0 +1,118 @@
+"""One declaration, two renderers: what CDK synthesizes and what the local cloud created
+from the same deployment declaration must match (functions and their handlers, queues and
+their redrive, state machines and their placeholders, schedules and their targets)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcloud.stack import LocalCloud
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cdk_template(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    os.environ["PATH"] = f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}"
+    import aws_cdk as cdk
+
+    from cdk_app.stack import GpuDevStack
+
+    app = cdk.App(outdir=str(tmp_path_factory.mktemp("parity.out")))
+    GpuDevStack(app, "Parity", deployment=local_cloud.deployment)
+    assembly = app.synth()
+    return assembly.get_stack_by_name("Parity").template  # type: ignore[no-any-return]
+
+
+def _resources(template: dict, kind: str) -> list[dict[str, Any]]:
+    return [r["Properties"] for r in template["Resources"].values() if r["Type"] == kind]
+
+
+def _declared_functions(cloud: LocalCloud) -> set[tuple[str, str, int, int]]:
+    return {
+        (spec.deployed_name, spec.handler, spec.memory_mb, spec.timeout_seconds)
+        for spec in cloud.deployment.functions
+    }
+
+
+def test_functions_match(local_cloud: LocalCloud, cdk_template: dict):
+    cdk_functions = {
+        (
+            f["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"],
+            f["Handler"],
+            f["MemorySize"],
+            f["Timeout"],
+        )
+        for f in _resources(cdk_template, "AWS::Lambda::Function")
+        if "POWERTOOLS_SERVICE_NAME" in f.get("Environment", {}).get("Variables", {})
+    }
+    lambda_ = local_cloud.aws.client("lambda")  # type: ignore[union-attr]
+    local_functions = {
+        (f["FunctionName"], f["Handler"], f["MemorySize"], f["Timeout"])
+        for f in lambda_.list_functions()["Functions"]
+    }
+    assert cdk_functions == local_functions == _declared_functions(local_cloud)
+
+
+def test_queues_and_their_redrive_match(local_cloud: LocalCloud, cdk_template: dict):
+    cdk_queues = {
+        (
+            q["QueueName"],
+            q.get("VisibilityTimeout"),
+            q.get("RedrivePolicy", {}).get("maxReceiveCount"),
+        )
+        for q in _resources(cdk_template, "AWS::SQS::Queue")
+    }
+    sqs = local_cloud.aws.client("sqs")  # type: ignore[union-attr]
+    local_queues = set()
+    for url in sqs.list_queues().get("QueueUrls", []):
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        redrive = json.loads(attributes.get("RedrivePolicy", "{}"))
+        local_queues.add(
+            (
+                url.rsplit("/", 1)[1],
+                int(attributes["VisibilityTimeout"]) if "RedrivePolicy" in attributes else None,
+                redrive.get("maxReceiveCount"),
+            )
+        )
+    assert cdk_queues == local_queues
+    mappings = _resources(cdk_template, "AWS::Lambda::EventSourceMapping")
+    assert {(m["BatchSize"], tuple(m["FunctionResponseTypes"])) for m in mappings} == {
+        (q.batch_size, ("ReportBatchItemFailures",)) for q in local_cloud.deployment.queues
+    }
+
+
+def test_state_machines_and_placeholders_match(local_cloud: LocalCloud, cdk_template: dict):
+    machines = _resources(cdk_template, "AWS::StepFunctions::StateMachine")
+    cdk_machines = {
+        (m["StateMachineName"], tuple(sorted(m.get("DefinitionSubstitutions", {}))))
+        for m in machines
+    }
+    declared = {
+        (f"gpudev-{spec.name.lower()}", tuple(sorted(spec.placeholders())))
+        for spec in local_cloud.deployment.state_machines
+    }
+    sfn = local_cloud.aws.client("stepfunctions")  # type: ignore[union-attr]
+    local_machines = set()
+    for machine in sfn.list_state_machines()["stateMachines"]:
+        definition = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])[
+            "definition"
+        ]
+        assert "${" not in definition, "every placeholder substituted locally"
+        local_machines.add(machine["name"])
+    assert cdk_machines == declared
+    assert local_machines == {name for name, _ in declared}
+    for spec in local_cloud.deployment.state_machines:
+        assert set(spec.functions) == spec.placeholders(), spec.definition
+
+
+def test_schedules_match(local_cloud: LocalCloud, cdk_template: dict):
+    cdk_rules = {r["ScheduleExpression"] for r in _resources(cdk_template, "AWS::Events::Rule")}
+    events = local_cloud.aws.client("events")  # type: ignore[union-attr]
+    local_rules = {r["ScheduleExpression"] for r in events.list_rules()["Rules"]}
+    assert cdk_rules == local_rules == {s.expression for s in local_cloud.deployment.schedules}

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from aws_cdk.assertions import Match, Template
+
+
+def _methods(template: Template) -> dict[str, dict]:
+    return template.find_resources("AWS::ApiGateway::Method")
+
+
+def test_every_method_requires_iam_auth_except_health(template: Template):
+    methods = _methods(template)
+    by_auth: dict[str, list[str]] = {}
+    for logical_id, method in methods.items():
+        by_auth.setdefault(method["Properties"]["AuthorizationType"], []).append(logical_id)
+    assert len(by_auth["NONE"]) == 1 and "health" in by_auth["NONE"][0].lower()
+    assert set(by_auth) == {"NONE", "AWS_IAM"}
+    assert len(by_auth["AWS_IAM"]) == 2  # ANY / and ANY /{proxy+}
+
+
+def test_stage_logs_access_traces_and_throttles(template: Template):
+    template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "StageName": "v1",
+            "TracingEnabled": True,
+            "AccessLogSetting": {"DestinationArn": Match.any_value(), "Format": Match.any_value()},
+            "MethodSettings": Match.array_with(
+                [Match.object_like({"ThrottlingRateLimit": 50, "ThrottlingBurstLimit": 100})]
+            ),
+        },
+    )
+
+
+def test_api_function_reads_the_database_secret_and_runs_in_the_vpc(template: Template):
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": "gpudev-api"}}}},
+    )
+    ((_, api),) = functions.items()
+    assert api["Properties"]["Handler"] == "handler.handler"
+    assert api["Properties"]["MemorySize"] == 1024
+    assert "DB_SECRET_ARN" in api["Properties"]["Environment"]["Variables"]
+    assert "VpcConfig" in api["Properties"]
