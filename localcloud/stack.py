@@ -19,14 +19,19 @@ import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
+from gpudev.repositories import GpuTypesRepository
 from gpudev.settings import reset_settings_cache
 from localcloud import moto_lambda
 from localcloud.aws import LocalAws, signing_key
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
 from localcloud.gateway import LocalApiGateway
+from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
+from localcloud.kubernetes.server import KubernetesApiServer
+from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import LocalLambda
 from localcloud.postgres import EmbeddedPostgres
+from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = "us-east-2"
@@ -45,6 +50,13 @@ class Options:
     ports: Ports = Ports()
     database_url: str | None = None  # use this server instead of starting one
     tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
+    kubelet_delay_seconds: float = 2.0  # bound pod -> Running
+    cluster_description: Path = DEFAULT_DESCRIPTION
+
+
+def _principal_of_key(access_key_id: str) -> str | None:
+    key = signing_key(access_key_id)
+    return key.principal_arn if key else None
 
 
 class LocalCloud:
@@ -62,6 +74,8 @@ class LocalCloud:
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
         self.lambdas = LocalLambda(deployment.functions, REGION)
+        self.kubernetes: KubernetesApiServer | None = None
+        self.cluster: SimulatedCluster | None = None
 
     @property
     def credentials_file(self) -> Path:
@@ -128,10 +142,41 @@ class LocalCloud:
         ).start()
         self._stack.callback(self.ticker.stop)
 
+        self._start_cluster()
+
         self.gateway = LocalApiGateway(
             self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
         ).start()
         self._stack.callback(self.gateway.stop)
+
+    def _start_cluster(self) -> None:
+        assert self.aws is not None
+        description = ClusterDescription.load(self.options.cluster_description)
+        with psycopg.connect(self.database_url) as conn:
+            catalogue = GpuTypesRepository(conn).list_active()
+        shapes = {
+            t.gpu_type: NodeShape(t.gpu_type, t.instance_type, t.max_gpus, t.cpus, t.memory_gb)
+            for t in catalogue
+        }
+        seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
+        store = ObjectStore()
+        self.kubernetes = KubernetesApiServer(
+            store, description.cluster_name, _principal_of_key, port=self.options.ports.kubernetes
+        ).start()
+        self._stack.callback(self.kubernetes.stop)
+        self.cluster = SimulatedCluster(
+            store,
+            self.aws.client("autoscaling"),
+            shapes,
+            kubelet_delay_seconds=self.options.kubelet_delay_seconds,
+        ).start()
+        self._stack.callback(self.cluster.stop)
+        self._set_environment(
+            {
+                "EKS_CLUSTER_NAME": description.cluster_name,
+                "KUBERNETES_ENDPOINT_URL": self.kubernetes.url,
+            }
+        )
 
     def _set_environment(self, values: dict[str, str]) -> None:
         saved = {name: os.environ.get(name) for name in values}
@@ -148,13 +193,18 @@ class LocalCloud:
         reset_settings_cache()
         self._stack.callback(restore)
 
+    @property
+    def cluster_name(self) -> str:
+        return ClusterDescription.load(self.options.cluster_description).cluster_name
+
     def describe(self) -> dict[str, Any]:
         assert self.aws and self.gateway
         return {
             "api_url": self.gateway.url,
             "database_url": self.database_url,
             "aws_endpoint_url": self.aws.endpoint_url,
-            "kubernetes_url": None,
+            "kubernetes_url": self.kubernetes.url if self.kubernetes else None,
+            "eks_cluster_name": self.cluster_name,
             "region": REGION,
             "credentials_file": str(self.credentials_file),
             "profiles": ["alice", "bob"],

@@ -37,7 +37,11 @@ def local_cloud(
     create_database(admin_conn, "gpudev_e2e")
     cloud = LocalCloud(
         tmp_path_factory.mktemp("local-cloud"),
-        Options(database_url=database_url_for(postgres_url, "gpudev_e2e"), tick_seconds=0.5),
+        Options(
+            database_url=database_url_for(postgres_url, "gpudev_e2e"),
+            tick_seconds=0.5,
+            kubelet_delay_seconds=0.2,
+        ),
         deployment=DEPLOYMENT.extended(
             functions=TEST_FUNCTIONS,
             queues=TEST_QUEUES,

@@ -51,6 +51,16 @@ class AwsSettings(BaseSettings):
 _S = TypeVar("_S", bound=BaseSettings)
 
 
+class ClusterSettings(BaseSettings):
+    """The EKS cluster user pods run on; the endpoint override is for the local stand-in."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    eks_cluster_name: str = "pytorch-gpu-dev-cluster"
+    kubernetes_endpoint_url: str | None = None
+    kubernetes_namespace: str = "gpu-dev"
+
+
 class ApiSettings(BaseSettings):
     """The API function: optionally restrict callers to sessions of named IAM roles."""
 
@@ -89,8 +99,14 @@ def api_settings() -> ApiSettings:
     return _load(ApiSettings)
 
 
+@cache
+def cluster_settings() -> ClusterSettings:
+    return _load(ClusterSettings)
+
+
 def reset_settings_cache() -> None:
     """Forget validated settings (tests change the environment between cases)."""
     database_settings.cache_clear()
     aws_settings.cache_clear()
     api_settings.cache_clear()
+    cluster_settings.cache_clear()

@@ -1,0 +1,1 @@
+"""EKS access: bearer tokens and Kubernetes API clients. Imports `kubernetes` lazily."""

@@ -1,0 +1,299 @@
+"""A simulated EKS cluster behind the stand-in.
+
+- Nodes follow the Auto Scaling groups in moto: one node per InService instance, named after
+  it, labelled like EKS GPU nodes, with allocatable GPUs/CPU/memory from the GPU catalogue.
+- A scheduler binds Pending pods to a Ready, schedulable node that satisfies nodeName,
+  nodeSelector and required node affinity (In/NotIn/Exists) and has the GPUs they request;
+  a pod that fits nowhere stays Pending with a FailedScheduling-style condition.
+- A kubelet moves bound pods to Running after `kubelet_delay_seconds`, with container
+  statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from localcloud.kubernetes.store import ApiError, ObjectStore, now
+
+log = logging.getLogger("localcloud.cluster")
+GPU = "nvidia.com/gpu"
+TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    gpu_type: str
+    instance_type: str
+    gpus: int
+    cpus: int
+    memory_gb: int
+
+
+def _gpu_request(pod: dict[str, Any]) -> int:
+    return sum(
+        int(
+            (
+                c.get("resources", {}).get("requests") or c.get("resources", {}).get("limits") or {}
+            ).get(GPU, 0)
+        )
+        for c in pod["spec"].get("containers", [])
+    )
+
+
+def _matches_expression(labels: dict[str, str], expression: dict[str, Any]) -> bool:
+    key, operator, values = expression["key"], expression["operator"], expression.get("values")
+    if operator == "In":
+        return labels.get(key) in (values or [])
+    if operator == "NotIn":
+        return labels.get(key) not in (values or [])
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def node_accepts(node: dict[str, Any], pod: dict[str, Any]) -> bool:
+    labels = node["metadata"].get("labels", {})
+    spec = pod["spec"]
+    if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
+        return False
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (
+        (spec.get("affinity") or {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )
+    terms = required.get("nodeSelectorTerms") or []
+    return not terms or any(
+        all(_matches_expression(labels, e) for e in term.get("matchExpressions", []))
+        for term in terms
+    )
+
+
+def node_is_ready(node: dict[str, Any]) -> bool:
+    ready = any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in node.get("status", {}).get("conditions", [])
+    )
+    return ready and not node["spec"].get("unschedulable")
+
+
+class SimulatedCluster:
+    def __init__(
+        self,
+        store: ObjectStore,
+        autoscaling: Any,
+        shapes: dict[str, NodeShape],
+        kubelet_delay_seconds: float = 0.5,
+    ):
+        self.store = store
+        self._autoscaling = autoscaling
+        self._shapes = shapes  # by GpuType
+        self.kubelet_delay_seconds = kubelet_delay_seconds
+        self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="simulated-cluster", daemon=True)
+
+    def start(self) -> SimulatedCluster:
+        self.sync_nodes()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        last_sync = time.monotonic()
+        while not self._stop.wait(0.05):
+            try:
+                if time.monotonic() - last_sync > 1.0:
+                    self.sync_nodes()
+                    last_sync = time.monotonic()
+                self.schedule()
+                self.run_kubelet()
+            except Exception:
+                log.exception("simulated cluster step failed")
+
+    # -- nodes ---------------------------------------------------------------------------
+    def sync_nodes(self) -> None:
+        wanted: dict[str, dict[str, Any]] = {}
+        paginator = self._autoscaling.get_paginator("describe_auto_scaling_groups")
+        for page in paginator.paginate():
+            for group in page["AutoScalingGroups"]:
+                tags = {t["Key"]: t["Value"] for t in group.get("Tags", [])}
+                shape = self._shapes.get(tags.get("GpuType", ""))
+                if shape is None:
+                    continue
+                for instance in group["Instances"]:
+                    if instance["LifecycleState"] == "InService":
+                        wanted[instance["InstanceId"]] = self._node(
+                            instance["InstanceId"], instance["AvailabilityZone"], shape
+                        )
+        existing = {n["metadata"]["name"] for n in self.store.list("nodes", None)["items"]}
+        for name in wanted.keys() - existing:
+            self.store.create("nodes", "", wanted[name])
+            log.info("node %s joined (%s)", name, wanted[name]["metadata"]["labels"]["GpuType"])
+        for name in existing - wanted.keys():
+            self.store.delete("nodes", "", name)
+            log.info("node %s left", name)
+
+    @staticmethod
+    def _node(name: str, zone: str, shape: NodeShape) -> dict[str, Any]:
+        capacity = {
+            "cpu": str(shape.cpus),
+            "memory": f"{shape.memory_gb}Gi",
+            "pods": "110",
+            GPU: str(shape.gpus),
+        }
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    "GpuType": shape.gpu_type,
+                    "node.kubernetes.io/instance-type": shape.instance_type,
+                    "topology.kubernetes.io/zone": zone,
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/os": "linux",
+                },
+            },
+            "spec": {"providerID": f"aws:///{zone}/{name}"},
+            "status": {
+                "capacity": capacity,
+                "allocatable": capacity,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "lastTransitionTime": now(),
+                    }
+                ],
+                "addresses": [
+                    {"type": "InternalIP", "address": _fake_ip(name)},
+                    {"type": "Hostname", "address": name},
+                ],
+            },
+        }
+
+    # -- scheduler -----------------------------------------------------------------------
+    def _gpus_in_use(self, pods: list[dict[str, Any]]) -> dict[str, int]:
+        used: dict[str, int] = {}
+        for pod in pods:
+            node = pod["spec"].get("nodeName")
+            if node and pod["status"].get("phase") not in TERMINAL:
+                used[node] = used.get(node, 0) + _gpu_request(pod)
+        return used
+
+    def schedule(self) -> None:
+        pods = self.store.list("pods", None)["items"]
+        nodes = self.store.list("nodes", None)["items"]
+        used = self._gpus_in_use(pods)
+        for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
+            if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":
+                continue
+            wanted = _gpu_request(pod)
+            fits = [
+                n
+                for n in nodes
+                if node_is_ready(n)
+                and node_accepts(n, pod)
+                and int(n["status"]["allocatable"].get(GPU, 0)) - used.get(n["metadata"]["name"], 0)
+                >= wanted
+            ]
+            meta = pod["metadata"]
+            if not fits:
+                self._unschedulable(pod, len(nodes), wanted)
+                continue
+            node = fits[0]["metadata"]["name"]
+            try:
+                self.store.bind(meta["namespace"], meta["name"], node)
+            except ApiError:
+                continue  # deleted or bound meanwhile
+            used[node] = used.get(node, 0) + wanted
+            log.info("pod %s/%s bound to %s", meta["namespace"], meta["name"], node)
+
+    def _unschedulable(self, pod: dict[str, Any], node_count: int, gpus: int) -> None:
+        message = (
+            f"0/{node_count} nodes are available: {node_count} Insufficient {GPU} "
+            f"or node(s) didn't match Pod's node affinity/selector (wanted {gpus} GPUs)."
+        )
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastTransitionTime": now(),
+        }
+        current = pod["status"].get("conditions") or []
+        if current and current[0].get("message") == message:
+            return
+
+        def mark(obj: dict[str, Any]) -> None:
+            obj["status"]["conditions"] = [condition]
+
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            self.store.update("pods", meta["namespace"], meta["name"], mark)
+
+    # -- kubelet -------------------------------------------------------------------------
+    def run_kubelet(self) -> None:
+        for pod in self.store.list("pods", None, field_selector="status.phase=Pending")["items"]:
+            node = pod["spec"].get("nodeName")
+            if not node:
+                continue
+            seen = self._bound_seen_at.setdefault(pod["metadata"]["uid"], time.monotonic())
+            if time.monotonic() - seen < self.kubelet_delay_seconds:
+                continue
+            meta = pod["metadata"]
+            try:
+                self.store.update(
+                    "pods",
+                    meta["namespace"],
+                    meta["name"],
+                    functools.partial(_start_pod, node=node),
+                )
+                log.info("pod %s/%s running on %s", meta["namespace"], meta["name"], node)
+            except ApiError:
+                pass
+            self._bound_seen_at.pop(meta["uid"], None)
+
+
+def _fake_ip(name: str) -> str:
+    digest = sum(name.encode())
+    return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
+
+
+def _start_pod(pod: dict[str, Any], node: str) -> None:
+    started = now()
+    pod["status"].update(
+        phase="Running",
+        hostIP=_fake_ip(node),
+        podIP=_fake_ip(pod["metadata"]["name"]),
+        startTime=started,
+        conditions=[
+            {"type": t, "status": "True", "lastTransitionTime": started}
+            for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ],
+        containerStatuses=[
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "ready": True,
+                "restartCount": 0,
+                "imageID": f"docker-pullable://{c.get('image', '')}",
+                "containerID": f"containerd://{pod['metadata']['uid']}-{c['name']}",
+                "started": True,
+                "state": {"running": {"startedAt": started}},
+            }
+            for c in pod["spec"].get("containers", [])
+        ],
+    )

@@ -1,0 +1,201 @@
+"""The Kubernetes API stand-in: core/v1 over HTTP on 127.0.0.1, for the official client.
+
+Requests need an EKS bearer token (`k8s-aws-v1.` + a presigned STS GetCallerIdentity URL
+signed with `x-k8s-aws-id`) whose access key the local IAM knows, as EKS authenticates
+callers; tokens are checked for shape, cluster and key, not for their signature. Errors are
+Status objects with the real API server's codes. `faults` injects failures for reliability
+tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from localcloud.kubernetes.selectors import SelectorError
+from localcloud.kubernetes.store import KINDS, ApiError, ObjectStore
+
+log = logging.getLogger("localcloud.kubernetes")
+_PATH = re.compile(
+    r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<resource>[a-z]+)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding))?$"
+)
+TOKEN_PREFIX = "k8s-aws-v1."
+
+
+class Faults:
+    """Failure injection: fail the next N creates of a resource, delay every response."""
+
+    def __init__(self, store: ObjectStore):
+        self._store = store
+        self.delay_seconds = 0.0
+
+    def fail_next_creates(self, resource: str, count: int) -> None:
+        self._store.create_faults[resource] = count
+
+    def clear(self) -> None:
+        self._store.create_faults.clear()
+        self.delay_seconds = 0.0
+
+
+def token_principal(authorization: str | None, known_key: Callable[[str], str | None]) -> str:
+    """The principal ARN behind an EKS bearer token, or ApiError 401."""
+    unauthorized = ApiError(401, "Unauthorized", "Unauthorized")
+    if not authorization or not authorization.startswith(f"Bearer {TOKEN_PREFIX}"):
+        raise unauthorized
+    encoded = authorization.removeprefix(f"Bearer {TOKEN_PREFIX}")
+    try:
+        url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except ValueError:
+        raise unauthorized from None
+    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    signed = query.get("X-Amz-SignedHeaders", "").split(";")
+    if (
+        query.get("Action") != "GetCallerIdentity"
+        or "x-k8s-aws-id" not in signed
+        or "X-Amz-Signature" not in query
+    ):
+        raise unauthorized
+    arn = known_key(query.get("X-Amz-Credential", "").split("/")[0])
+    if arn is None:
+        raise unauthorized
+    return arn
+
+
+class KubernetesApiServer:
+    def __init__(
+        self,
+        store: ObjectStore,
+        cluster_name: str,
+        known_key: Callable[[str], str | None],
+        port: int = 0,
+    ):
+        self.store = store
+        self.faults = Faults(store)
+        self.cluster_name = cluster_name
+        self._known_key = known_key
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server.daemon_threads = True
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> KubernetesApiServer:
+        threading.Thread(
+            target=self._server.serve_forever, name="kubernetes-api", daemon=True
+        ).start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        self.requests += 1
+        if self.faults.delay_seconds:
+            time.sleep(self.faults.delay_seconds)
+        split = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
+        try:
+            authorization = next(
+                (v for k, v in headers.items() if k.lower() == "authorization"), None
+            )
+            token_principal(authorization, self._known_key)
+            if split.path in ("/version", "/version/"):
+                return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-gpudev-local"}
+            if split.path == "/api":
+                return 200, {"kind": "APIVersions", "versions": ["v1"]}
+            if split.path == "/api/v1":
+                return 200, {
+                    "kind": "APIResourceList",
+                    "groupVersion": "v1",
+                    "resources": [
+                        {
+                            "name": r,
+                            "kind": k,
+                            "namespaced": n,
+                            "verbs": ["create", "delete", "get", "list", "patch", "update"],
+                        }
+                        for r, (k, n) in KINDS.items()
+                    ],
+                }
+            match = _PATH.match(split.path)
+            if not match or match["resource"] not in KINDS:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if query.get("watch") in ("true", "1"):
+                raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
+            return self._dispatch(method, match, query, json.loads(body) if body else None)
+        except ApiError as error:
+            return error.code, error.status()
+        except SelectorError as error:
+            return 400, ApiError(400, "BadRequest", str(error)).status()
+
+    def _dispatch(
+        self, method: str, match: re.Match[str], query: dict[str, str], body: Any
+    ) -> tuple[int, Any]:
+        resource, name, sub = match["resource"], match["name"], match["sub"]
+        namespace = match["ns"] or ""
+        store = self.store
+        if name is None:
+            scope = match["ns"] if KINDS[resource][1] else None
+            if method == "GET":
+                return 200, store.list(
+                    resource, scope, query.get("labelSelector"), query.get("fieldSelector")
+                )
+            if method == "POST":
+                return 201, store.create(resource, namespace, body or {})
+            if method == "DELETE":
+                return 200, store.delete_collection(
+                    resource, scope, query.get("labelSelector"), query.get("fieldSelector")
+                )
+        elif sub == "binding" and method == "POST":
+            store.bind(namespace, name, (body or {}).get("target", {}).get("name", ""))
+            return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
+        elif method == "GET":
+            return 200, store.get(resource, namespace, name)
+        elif method == "PUT":
+            return 200, store.replace(resource, namespace, name, body or {}, sub)
+        elif method == "PATCH":
+            return 200, store.patch(resource, namespace, name, body, sub)
+        elif method == "DELETE":
+            return 200, store.delete(resource, namespace, name)
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                status, payload = server.handle(
+                    self.command, self.path, dict(self.headers.items()), body
+                )
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler

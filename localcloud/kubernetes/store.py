@@ -1,0 +1,355 @@
+"""The object store behind the Kubernetes stand-in: core/v1 objects with server-set
+metadata, defaults, status as a subresource, bindings, service IP/port allocation, and the
+API server's error semantics (raised as ApiError with a Status body)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from localcloud.kubernetes.selectors import field_matcher, label_matcher
+
+Obj = dict[str, Any]
+
+KINDS = {
+    "namespaces": ("Namespace", False),
+    "nodes": ("Node", False),
+    "pods": ("Pod", True),
+    "services": ("Service", True),
+    "configmaps": ("ConfigMap", True),
+    "secrets": ("Secret", True),
+    "events": ("Event", True),
+}
+NODE_PORT_RANGE = range(30000, 32768)
+
+
+@dataclass
+class ApiError(Exception):
+    code: int
+    reason: str
+    message: str
+    name: str | None = None
+    kind: str | None = None
+
+    def status(self) -> Obj:
+        details = {"name": self.name, "kind": self.kind} if self.name else {}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": details,
+            "code": self.code,
+        }
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 (also used for strategic-merge patches: lists are replaced)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def json_patch(target: Obj, operations: list[Obj]) -> Obj:
+    """RFC 6902 add / replace / remove on object paths (what the client sends for lists)."""
+    result = copy.deepcopy(target)
+    for operation in operations:
+        *parents, last = [
+            p.replace("~1", "/").replace("~0", "~")
+            for p in operation["path"].lstrip("/").split("/")
+        ]
+        node: Any = result
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+        op = operation["op"]
+        if isinstance(node, list):
+            index = len(node) if last == "-" else int(last)
+            if op == "add":
+                node.insert(index, operation["value"])
+            elif op == "replace":
+                node[index] = operation["value"]
+            elif op == "remove":
+                node.pop(index)
+        elif op in ("add", "replace"):
+            node[last] = operation["value"]
+        elif op == "remove":
+            node.pop(last, None)
+        else:
+            raise ApiError(422, "Invalid", f"unsupported JSON patch operation {op!r}")
+    return result
+
+
+class ObjectStore:
+    def __init__(self) -> None:
+        self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._lock = threading.RLock()
+        self._versions = itertools.count(1000)
+        self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
+        self.changed = threading.Condition(self._lock)
+        self.create_faults: dict[str, int] = {}  # resource -> creates left to fail with 500
+        for name in ("default", "kube-system", "gpu-dev"):
+            self.create("namespaces", "", {"metadata": {"name": name}})
+
+    # -- helpers -----------------------------------------------------------------------
+    def _key(self, resource: str, namespace: str, name: str) -> tuple[str, str, str]:
+        if resource not in KINDS:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return resource, namespace if KINDS[resource][1] else "", name
+
+    def _missing(self, resource: str, name: str) -> ApiError:
+        return ApiError(404, "NotFound", f'{resource} "{name}" not found', name, resource)
+
+    def _stamp(self, obj: Obj) -> Obj:
+        obj["metadata"]["resourceVersion"] = str(next(self._versions))
+        self.changed.notify_all()
+        return copy.deepcopy(obj)
+
+    def _require_namespace(self, resource: str, namespace: str) -> None:
+        if KINDS[resource][1] and ("namespaces", "", namespace) not in self._objects:
+            raise ApiError(
+                404, "NotFound", f'namespaces "{namespace}" not found', namespace, "namespaces"
+            )
+
+    # -- defaults ------------------------------------------------------------------------
+    def _default_pod(self, pod: Obj) -> None:
+        spec = pod.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
+
+    def _used_node_ports(self) -> set[int]:
+        return {
+            port["nodePort"]
+            for (resource, _, _), svc in self._objects.items()
+            if resource == "services"
+            for port in svc["spec"].get("ports", [])
+            if port.get("nodePort")
+        }
+
+    def _default_service(self, service: Obj) -> None:
+        spec = service.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("clusterIP") != "None":
+            spec["clusterIP"] = next(self._cluster_ips)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        used = self._used_node_ports()
+        for port in spec.setdefault("ports", []):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+            if spec["type"] not in ("NodePort", "LoadBalancer"):
+                continue
+            requested = port.get("nodePort")
+            if requested:
+                if requested not in NODE_PORT_RANGE:
+                    raise ApiError(
+                        422,
+                        "Invalid",
+                        f"spec.ports[].nodePort: Invalid value: "
+                        f"{requested}: provided port is not in the valid range. "
+                        "The range of valid ports is 30000-32767",
+                    )
+                if requested in used:
+                    raise ApiError(
+                        422,
+                        "Invalid",
+                        f"spec.ports[].nodePort: Invalid value: "
+                        f"{requested}: provided port is already allocated",
+                    )
+            else:
+                port["nodePort"] = next(p for p in NODE_PORT_RANGE if p not in used)
+            used.add(port["nodePort"])
+        service["status"] = {"loadBalancer": {}}
+
+    # -- operations ----------------------------------------------------------------------
+    def create(self, resource: str, namespace: str, obj: Obj) -> Obj:
+        with self._lock:
+            key = self._key(resource, namespace, obj.get("metadata", {}).get("name", ""))
+            if self.create_faults.get(resource):
+                self.create_faults[resource] -= 1
+                raise ApiError(500, "InternalError", "injected fault: create failed")
+            obj = copy.deepcopy(obj)
+            metadata = obj.setdefault("metadata", {})
+            if not metadata.get("name") and metadata.get("generateName"):
+                metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
+                key = self._key(resource, namespace, metadata["name"])
+            if not metadata.get("name"):
+                raise ApiError(422, "Invalid", "metadata.name: Required value: name is required")
+            self._require_namespace(resource, namespace)
+            if key in self._objects:
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f'{resource} "{metadata["name"]}" already exists',
+                    metadata["name"],
+                    resource,
+                )
+            kind, namespaced = KINDS[resource]
+            obj["kind"], obj["apiVersion"] = kind, "v1"
+            metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
+            if namespaced:
+                metadata["namespace"] = namespace
+            if resource == "pods":
+                self._default_pod(obj)
+            elif resource == "services":
+                self._default_service(obj)
+            elif resource == "namespaces":
+                obj["status"] = {"phase": "Active"}
+            self._objects[key] = obj
+            return self._stamp(obj)
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj:
+        with self._lock:
+            obj = self._objects.get(self._key(resource, namespace, name))
+            if obj is None:
+                raise self._missing(resource, name)
+            return copy.deepcopy(obj)
+
+    def list(
+        self,
+        resource: str,
+        namespace: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Obj:
+        labels = label_matcher(label_selector)
+        fields = field_matcher(resource, field_selector)
+        with self._lock:
+            self._key(resource, "", "")
+            items = [
+                copy.deepcopy(obj)
+                for (kind, ns, _), obj in sorted(self._objects.items())
+                if kind == resource
+                and (namespace is None or ns == namespace)
+                and labels(obj)
+                and fields(obj)
+            ]
+            return {
+                "kind": f"{KINDS[resource][0]}List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": str(next(self._versions))},
+                "items": items,
+            }
+
+    def _write(
+        self, resource: str, namespace: str, name: str, new: Obj, subresource: str | None
+    ) -> Obj:
+        key = self._key(resource, namespace, name)
+        current = self._objects.get(key)
+        if current is None:
+            raise self._missing(resource, name)
+        expected = new.get("metadata", {}).get("resourceVersion")
+        if expected and expected != current["metadata"]["resourceVersion"]:
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {resource} "{name}"'
+                ": the object has been modified; please apply your changes to the "
+                "latest version and try again",
+                name,
+                resource,
+            )
+        if subresource == "status":
+            updated = copy.deepcopy(current)
+            updated["status"] = copy.deepcopy(new.get("status", {}))
+        else:
+            updated = copy.deepcopy(new)
+            updated["status"] = copy.deepcopy(current.get("status", {}))
+            for field in ("uid", "creationTimestamp", "namespace", "name"):
+                if field in current["metadata"]:
+                    updated.setdefault("metadata", {})[field] = current["metadata"][field]
+            updated["kind"], updated["apiVersion"] = current["kind"], "v1"
+        self._objects[key] = updated
+        return self._stamp(updated)
+
+    def replace(
+        self, resource: str, namespace: str, name: str, obj: Obj, subresource: str | None = None
+    ) -> Obj:
+        with self._lock:
+            return self._write(resource, namespace, name, obj, subresource)
+
+    def patch(
+        self, resource: str, namespace: str, name: str, patch: Any, subresource: str | None = None
+    ) -> Obj:
+        with self._lock:
+            current = self.get(resource, namespace, name)
+            patched = (
+                json_patch(current, patch)
+                if isinstance(patch, list)
+                else merge_patch(current, patch)
+            )
+            patched.setdefault("metadata", {}).pop("resourceVersion", None)
+            return self._write(resource, namespace, name, patched, subresource)
+
+    def update(
+        self, resource: str, namespace: str, name: str, change: Callable[[Obj], None]
+    ) -> Obj:
+        """Change an object in place under the lock (the simulated scheduler and kubelet)."""
+        with self._lock:
+            obj = self._objects.get(self._key(resource, namespace, name))
+            if obj is None:
+                raise self._missing(resource, name)
+            change(obj)
+            return self._stamp(obj)
+
+    def bind(self, namespace: str, name: str, node_name: str) -> None:
+        with self._lock:
+            pod = self._objects.get(self._key("pods", namespace, name))
+            if pod is None:
+                raise self._missing("pods", name)
+            if pod["spec"].get("nodeName"):
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+                    name,
+                    "pods",
+                )
+            pod["spec"]["nodeName"] = node_name
+            pod["status"]["conditions"] = [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now()}
+            ]
+            self._stamp(pod)
+
+    def delete(self, resource: str, namespace: str, name: str) -> Obj:
+        with self._lock:
+            obj = self._objects.pop(self._key(resource, namespace, name), None)
+            if obj is None:
+                raise self._missing(resource, name)
+            if resource == "namespaces":
+                for key in [k for k in self._objects if k[1] == name]:
+                    del self._objects[key]
+            obj["metadata"]["deletionTimestamp"] = now()
+            return self._stamp(obj)
+
+    def delete_collection(
+        self,
+        resource: str,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+    ) -> Obj:
+        with self._lock:
+            listed = self.list(resource, namespace, label_selector, field_selector)
+            for item in listed["items"]:
+                meta = item["metadata"]
+                self.delete(resource, meta.get("namespace", ""), meta["name"])
+            return listed

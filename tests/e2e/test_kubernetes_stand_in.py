@@ -1,0 +1,251 @@
+"""The official Kubernetes client, configured as our Lambdas configure it (EKS describe +
+STS-presigned token), against the stand-in and its simulated cluster."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpudev.aws import AwsClients
+from gpudev.cluster.eks import kubernetes_api_client
+from gpudev.settings import ClusterSettings
+from localcloud.stack import LocalCloud
+
+NAMESPACE = "gpu-dev"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
+@pytest.fixture(scope="module")
+def core(local_cloud: LocalCloud) -> Iterator[client.CoreV1Api]:
+    import configparser
+
+    import boto3
+
+    profiles = configparser.ConfigParser()
+    profiles.read(local_cloud.credentials_file)
+    session = boto3.Session(
+        aws_access_key_id=profiles["alice"]["aws_access_key_id"],
+        aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
+        region_name="us-east-2",
+    )
+    aws = AwsClients(session=session, region="us-east-2", endpoint_url=local_cloud.aws.endpoint_url)  # type: ignore[union-attr]
+    settings = ClusterSettings(
+        eks_cluster_name=local_cloud.cluster_name,
+        kubernetes_endpoint_url=local_cloud.kubernetes.url,  # type: ignore[union-attr]
+    )
+    api_client = kubernetes_api_client(aws, settings)
+    yield client.CoreV1Api(api_client)
+    api_client.close()
+
+
+def _pod(name: str, gpus: int, gpu_type: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "nodeSelector": {"GpuType": gpu_type},
+            "containers": [
+                {
+                    "name": "gpu-dev",
+                    "image": "pytorch/pytorch:latest",
+                    "resources": {
+                        "requests": {"nvidia.com/gpu": str(gpus)},
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_nodes_follow_the_seeded_auto_scaling_groups(core: client.CoreV1Api):
+    nodes = wait_for(
+        lambda: (n := core.list_node().items) and len(n) == 5 and n,
+        message="5 nodes from 2 t4 + 2 h100 + 1 cpu-x86",
+    )
+    by_type: dict[str, list[str]] = {}
+    for node in nodes:
+        labels = node.metadata.labels
+        by_type.setdefault(labels["GpuType"], []).append(node.status.allocatable["nvidia.com/gpu"])
+        assert node.metadata.name.startswith("i-")
+        assert labels["topology.kubernetes.io/zone"].startswith("us-east-2")
+    assert by_type == {"t4": ["4", "4"], "h100": ["8", "8"], "cpu-x86": ["0"]}
+    h100 = core.list_node(label_selector="GpuType=h100").items
+    assert {n.metadata.labels["node.kubernetes.io/instance-type"] for n in h100} == {"p5.48xlarge"}
+
+
+def test_changing_desired_capacity_adds_a_node(core: client.CoreV1Api, local_cloud: LocalCloud):
+    autoscaling = local_cloud.aws.client("autoscaling")  # type: ignore[union-attr]
+    autoscaling.set_desired_capacity(
+        AutoScalingGroupName="pytorch-gpu-dev-gpu-nodes-t4", DesiredCapacity=3
+    )
+    try:
+        wait_for(
+            lambda: len(core.list_node(label_selector="GpuType=t4").items) == 3,
+            message="third t4 node",
+        )
+    finally:
+        autoscaling.set_desired_capacity(
+            AutoScalingGroupName="pytorch-gpu-dev-gpu-nodes-t4", DesiredCapacity=2
+        )
+    wait_for(
+        lambda: len(core.list_node(label_selector="GpuType=t4").items) == 2,
+        message="back to two t4 nodes",
+    )
+
+
+def test_a_four_gpu_pod_is_bound_then_running_and_an_oversized_one_stays_pending(
+    core: client.CoreV1Api,
+):
+    run = uuid.uuid4().hex[:6]
+    core.create_namespaced_pod(NAMESPACE, _pod(f"fits-{run}", 4, "h100", {"run": run}))
+    core.create_namespaced_pod(NAMESPACE, _pod(f"too-big-{run}", 16, "h100", {"run": run}))
+    running = wait_for(
+        lambda: (
+            (p := core.read_namespaced_pod(f"fits-{run}", NAMESPACE)).status.phase == "Running"
+            and p
+        ),
+        message="4-GPU pod running",
+    )
+    assert running.spec.node_name.startswith("i-")
+    assert running.status.container_statuses[0].ready
+    pending = wait_for(
+        lambda: (
+            (p := core.read_namespaced_pod(f"too-big-{run}", NAMESPACE)).status.conditions and p
+        ),
+        message="FailedScheduling condition",
+    )
+    assert pending.status.phase == "Pending"
+    assert pending.status.conditions[0].reason == "Unschedulable"
+    on_node = core.list_namespaced_pod(
+        NAMESPACE, field_selector=f"spec.nodeName={running.spec.node_name}"
+    ).items
+    assert f"fits-{run}" in [p.metadata.name for p in on_node]
+    phases = core.list_namespaced_pod(
+        NAMESPACE, label_selector=f"run={run}", field_selector="status.phase=Pending"
+    ).items
+    assert [p.metadata.name for p in phases] == [f"too-big-{run}"]
+    core.delete_collection_namespaced_pod(NAMESPACE, label_selector=f"run={run}")
+    assert core.list_namespaced_pod(NAMESPACE, label_selector=f"run={run}").items == []
+
+
+def test_node_port_services_get_distinct_ports_in_range(core: client.CoreV1Api):
+    run = uuid.uuid4().hex[:6]
+    ports = []
+    for index in range(2):
+        service = core.create_namespaced_service(
+            NAMESPACE,
+            {
+                "metadata": {"name": f"ssh-{run}-{index}", "labels": {"run": run}},
+                "spec": {
+                    "type": "NodePort",
+                    "selector": {"run": run},
+                    "ports": [{"name": "ssh", "port": 22}],
+                },
+            },
+        )
+        ports.append(service.spec.ports[0].node_port)
+        assert service.spec.cluster_ip.startswith("10.100.")
+    assert len(set(ports)) == 2 and all(30000 <= p <= 32767 for p in ports)
+    with pytest.raises(ApiException) as clash:
+        core.create_namespaced_service(
+            NAMESPACE,
+            {
+                "metadata": {"name": f"clash-{run}"},
+                "spec": {"type": "NodePort", "ports": [{"port": 22, "nodePort": ports[0]}]},
+            },
+        )
+    assert clash.value.status == 422
+    headless = core.create_namespaced_service(
+        NAMESPACE,
+        {
+            "metadata": {"name": f"headless-{run}"},
+            "spec": {"clusterIP": "None", "ports": [{"port": 29500}]},
+        },
+    )
+    assert headless.spec.cluster_ip == "None"
+
+
+def test_selectors_config_maps_status_and_errors_behave_like_the_api_server(
+    core: client.CoreV1Api,
+):
+    run = uuid.uuid4().hex[:6]
+    for index, tier in enumerate(["a", "b", "a"]):
+        core.create_namespaced_config_map(
+            NAMESPACE,
+            {
+                "metadata": {"name": f"cm-{run}-{index}", "labels": {"run": run, "tier": tier}},
+                "data": {"warning": ""},
+            },
+        )
+    selected = core.list_namespaced_config_map(NAMESPACE, label_selector=f"run={run},tier in (a)")
+    assert len(selected.items) == 2
+    assert (
+        len(core.list_namespaced_config_map(NAMESPACE, label_selector=f"run={run},tier!=a").items)
+        == 1
+    )
+    patched = core.patch_namespaced_config_map(
+        f"cm-{run}-0", NAMESPACE, {"data": {"warning": "30 minutes left"}}
+    )
+    assert patched.data["warning"] == "30 minutes left"
+    with pytest.raises(ApiException) as exists:
+        core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": f"cm-{run}-0"}})
+    assert exists.value.status == 409
+    with pytest.raises(ApiException) as missing:
+        core.read_namespaced_secret(f"nope-{run}", NAMESPACE)
+    assert missing.value.status == 404
+    with pytest.raises(ApiException) as bad_field:
+        core.list_namespaced_config_map(NAMESPACE, field_selector="data.warning=x")
+    assert bad_field.value.status == 400
+
+
+def test_status_is_a_subresource(core: client.CoreV1Api):
+    name = f"status-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(NAMESPACE, _pod(name, 0, "cpu-x86", {}))
+    # A spec write cannot change status ...
+    core.patch_namespaced_pod(
+        name, NAMESPACE, {"status": {"phase": "Failed"}, "metadata": {"labels": {"x": "y"}}}
+    )
+    pod = core.read_namespaced_pod(name, NAMESPACE)
+    assert pod.status.phase != "Failed" and pod.metadata.labels == {"x": "y"}
+    # ... a status write cannot change spec.
+    core.patch_namespaced_pod_status(
+        name, NAMESPACE, {"status": {"message": "hello"}, "spec": {"nodeName": "elsewhere"}}
+    )
+    pod = core.read_namespaced_pod(name, NAMESPACE)
+    assert pod.status.message == "hello" and pod.spec.node_name != "elsewhere"
+    assert pod.metadata.uid and pod.metadata.resource_version and pod.metadata.creation_timestamp
+    core.delete_namespaced_pod(name, NAMESPACE)
+
+
+def test_injected_create_failures_surface_as_500(core: client.CoreV1Api, local_cloud: LocalCloud):
+    local_cloud.kubernetes.faults.fail_next_creates("pods", 1)  # type: ignore[union-attr]
+    name = f"flaky-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(ApiException) as failed:
+        core.create_namespaced_pod(NAMESPACE, _pod(name, 0, "cpu-x86", {}))
+    assert failed.value.status == 500
+    core.create_namespaced_pod(NAMESPACE, _pod(name, 0, "cpu-x86", {}))  # the next one works
+    core.delete_namespaced_pod(name, NAMESPACE)
+
+
+def test_requests_without_a_valid_eks_token_are_unauthorized(local_cloud: LocalCloud):
+    configuration = client.Configuration()
+    configuration.host = local_cloud.kubernetes.url  # type: ignore[union-attr]
+    configuration.api_key = {"authorization": "k8s-aws-v1.bm90LWEtdG9rZW4"}
+    configuration.api_key_prefix = {"authorization": "Bearer"}
+    with client.ApiClient(configuration) as api_client, pytest.raises(ApiException) as denied:
+        client.CoreV1Api(api_client).list_node()
+    assert denied.value.status == 401
