@@ -1,8 +1,9 @@
 """`make run`: start the local cloud and keep it up until Ctrl+C.
 
-Runs PostgreSQL (migrations applied), moto (AWS APIs, with the local IAM users alice and
-bob) and the API gateway that verifies SigV4 and runs our API function in-process. What it
-started is written to `.local/stack.json` for scripts and checks.
+Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendered onto it and
+the local IAM users alice and bob), the SQS pollers and schedule ticker, the Kubernetes
+stand-in with its simulated cluster, and the API gateway that verifies SigV4 and runs our
+API function in-process. What it started is written to `.local/stack.json`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def banner(cloud: LocalCloud) -> str:
 gpu-dev local cloud is up
   API (SigV4, execute-api)  {stack["api_url"]}
   AWS (moto)                {stack["aws_endpoint_url"]}   region {stack["region"]}
+  Kubernetes (stand-in)     {stack["kubernetes_url"]}   EKS cluster {stack["eks_cluster_name"]}
   PostgreSQL                {stack["database_url"]}
   credentials               {stack["credentials_file"]}   profiles: alice, bob
   description               {STATE / "stack.json"}
@@ -46,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-port", type=int, default=8000)
     parser.add_argument("--aws-port", type=int, default=5000)
     parser.add_argument("--postgres-port", type=int, default=0, help="default: a free port")
+    parser.add_argument("--kubernetes-port", type=int, default=6443)
     parser.add_argument(
         "--tick-seconds",
         type=float,
@@ -58,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    ports = Ports(api=args.api_port, aws=args.aws_port, postgres=args.postgres_port)
+    ports = Ports(
+        api=args.api_port,
+        aws=args.aws_port,
+        postgres=args.postgres_port,
+        kubernetes=args.kubernetes_port,
+    )
     tick = args.tick_seconds if args.tick_seconds > 0 else None
     cloud = LocalCloud(STATE, Options(ports=ports, tick_seconds=tick))
     try:

@@ -35,18 +35,22 @@ class PostgresError(RuntimeError):
     """The embedded server could not be set up, started or stopped."""
 
 
+class PortInUse(PostgresError):
+    """A port the local cloud was told to use is taken."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _require_free_port(port: int) -> None:
+def require_free_port(port: int, what: str = "port") -> None:
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            raise PostgresError(f"port {port} on 127.0.0.1 is already in use") from None
+            raise PortInUse(f"{what} {port} on 127.0.0.1 is already in use") from None
 
 
 def default_bindir() -> Path:
@@ -208,7 +212,7 @@ class EmbeddedPostgres:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._check_reachable()
         stop_stale_server(self.data_dir)
-        _require_free_port(self.port)
+        require_free_port(self.port)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
         socket_dir = self.data_dir.parent / "socket"

@@ -30,7 +30,7 @@ from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import LocalLambda
-from localcloud.postgres import EmbeddedPostgres
+from localcloud.postgres import EmbeddedPostgres, require_free_port
 from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +91,9 @@ class LocalCloud:
 
     def _start(self) -> None:
         ports = self.options.ports
+        for what, port in vars(ports).items():
+            if port:
+                require_free_port(port, f"{what} port (--{what}-port)")
         if self.options.database_url:
             self.database_url = self.options.database_url
         else:
