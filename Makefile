@@ -31,7 +31,7 @@ node_modules/.installed: package.json package-lock.json
 setup: $(VENV)/.installed node_modules/.installed ## Install Python (.venv) and node (node_modules) dependencies
 
 run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
-	$(PY) -m localcloud
+	$(PY) -m localcloud $(ARGS)
 
 test: setup ## Run every test tier (unit, integration, infrastructure, e2e)
 	$(PY) -m pytest
