@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -68,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         kubernetes=args.kubernetes_port,
     )
     tick = args.tick_seconds if args.tick_seconds > 0 else None
-    cloud = LocalCloud(STATE, Options(ports=ports, tick_seconds=tick))
+    # DATABASE_URL: use that PostgreSQL instead of the embedded one (as the test suite does).
+    database_url = os.environ.get("DATABASE_URL") or None
+    cloud = LocalCloud(STATE, Options(ports=ports, tick_seconds=tick, database_url=database_url))
     try:
         cloud.start()
     except (PostgresError, OSError) as exc:

@@ -60,6 +60,7 @@ class LocalLambda:
         self._region = region
         self._modules: dict[str, ModuleType] = {}
         self._lock = threading.Lock()
+        self.invocations: dict[str, int] = dict.fromkeys(self._specs, 0)
 
     @property
     def names(self) -> list[str]:
@@ -84,6 +85,8 @@ class LocalLambda:
     def invoke(self, name: str, event: Any) -> Invocation:
         spec = self._specs[name]
         request_id = str(uuid.uuid4())
+        with self._lock:
+            self.invocations[name] += 1
         context = LambdaContext(
             function_name=spec.deployed_name,
             memory_limit_in_mb=spec.memory_mb,

@@ -38,8 +38,10 @@ def test_first_call_creates_the_user_row(api: ApiClient, local_cloud: LocalCloud
     assert "bob" in _users(local_cloud)
 
 
-def test_an_unsigned_request_is_refused_like_api_gateway(api: ApiClient):
+def test_an_unsigned_request_is_refused_like_api_gateway(api: ApiClient, local_cloud: LocalCloud):
+    before = local_cloud.lambdas.invocations["Api"]
     reply = api.call("GET", "/v1/me", profile=None)
+    assert local_cloud.lambdas.invocations["Api"] == before
     assert reply.status == 403
     assert reply.body == {"message": "Missing Authentication Token"}
     assert reply.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
@@ -65,8 +67,12 @@ def _tampered(api: ApiClient, **change: Any) -> int:
     ],
     ids=["body", "path", "query", "method", "signed-header"],
 )
-def test_a_tampered_request_is_refused(api: ApiClient, change: dict[str, Any]):
+def test_a_tampered_request_is_refused_before_the_handler(
+    api: ApiClient, local_cloud: LocalCloud, change: dict[str, Any]
+):
+    before = local_cloud.lambdas.invocations["Api"]
     assert _tampered(api, **change) == 403
+    assert local_cloud.lambdas.invocations["Api"] == before
 
 
 def test_the_untampered_control_request_passes_verification(api: ApiClient):
@@ -74,7 +80,10 @@ def test_the_untampered_control_request_passes_verification(api: ApiClient):
     assert _tampered(api) in (404, 405)
 
 
-def test_wrong_secret_unknown_key_and_wrong_service_are_refused(api: ApiClient):
+def test_wrong_secret_unknown_key_and_wrong_service_are_refused(
+    api: ApiClient, local_cloud: LocalCloud
+):
+    before = local_cloud.lambdas.invocations["Api"]
     good = api.credentials("alice")
     wrong_secret = Credentials(good.access_key, "not-the-secret")
     unknown_key = Credentials("AKIAUNKNOWNKEY000000", good.secret_key)
@@ -87,9 +96,12 @@ def test_wrong_secret_unknown_key_and_wrong_service_are_refused(api: ApiClient):
         reply = api.send("GET", "/v1/me", headers)
         assert reply.status == 403, service
         assert message in reply.body["message"]
+    assert local_cloud.lambdas.invocations["Api"] == before
 
 
-def test_a_signature_older_than_five_minutes_is_refused(api: ApiClient, monkeypatch):
+def test_a_signature_older_than_five_minutes_is_refused(
+    api: ApiClient, local_cloud: LocalCloud, monkeypatch
+):
     import botocore.auth
 
     class Past(datetime):
@@ -104,9 +116,11 @@ def test_a_signature_older_than_five_minutes_is_refused(api: ApiClient, monkeypa
     monkeypatch.setattr(botocore.auth.datetime, "datetime", Past)
     headers = api.signed_headers("GET", "/v1/me", None, api.credentials("alice"))
     monkeypatch.undo()
+    before = local_cloud.lambdas.invocations["Api"]
     reply = api.send("GET", "/v1/me", headers)
     assert reply.status == 403
     assert reply.body["message"].startswith("Signature expired")
+    assert local_cloud.lambdas.invocations["Api"] == before
 
 
 def test_session_credentials_need_their_token(api: ApiClient, local_cloud: LocalCloud):

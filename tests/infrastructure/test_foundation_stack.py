@@ -94,3 +94,23 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synthesized: tuple[Any, Path]
     assert [p["pluginName"] for p in report["pluginReports"]] == ["AwsSolutions"]
     assert failures == []
     assert report["pluginReports"][0]["conclusion"] == "success"
+
+
+def test_cfn_lint_accepts_the_synthesized_template(synthesized: tuple[Any, Path]):
+    import subprocess
+    import sys
+
+    _, outdir = synthesized
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("cfn-lint")),
+            "--ignore-checks",
+            "W3005",
+            "--",
+            str(outdir / "GpuDev.template.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
