@@ -27,6 +27,11 @@ class FunctionSpec:
     uses_database: bool = True
     environment: dict[str, str] = field(default_factory=dict)
     source_root: str = "functions"
+    # AWS read actions that support no resource-level scoping (Describe*), granted on "*".
+    describe_actions: tuple[str, ...] = ()
+    uses_cluster: bool = False  # eks:DescribeCluster + a Kubernetes access entry
+    reserved_concurrency: int | None = None
+    alarm_on_errors: bool = False
 
     @property
     def code_dir(self) -> Path:
@@ -124,7 +129,30 @@ class Deployment:
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
 API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29)
 
+AVAILABILITY_UPDATER = FunctionSpec(
+    "AvailabilityUpdater",
+    "availability_updater",
+    memory_mb=1024,
+    timeout_seconds=120,
+    describe_actions=("autoscaling:DescribeAutoScalingGroups",),
+    uses_cluster=True,
+    alarm_on_errors=True,
+)
+DISK_RECONCILER = FunctionSpec(
+    "DiskReconciler",
+    "disk_reconciler",
+    memory_mb=1024,
+    timeout_seconds=300,
+    describe_actions=("ec2:DescribeVolumes", "ec2:DescribeSnapshots", "ec2:DescribeInstances"),
+    reserved_concurrency=1,  # with the advisory lock: never two runs at once
+    alarm_on_errors=True,
+)
+
 DEPLOYMENT = Deployment(
-    functions=(MIGRATE, API),
+    functions=(MIGRATE, API, AVAILABILITY_UPDATER, DISK_RECONCILER),
     api=ApiSpec(function=API.name, public_paths=("/health",)),
+    schedules=(
+        ScheduleSpec("GpuAvailability", "rate(5 minutes)", target=AVAILABILITY_UPDATER.name),
+        ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
+    ),
 )

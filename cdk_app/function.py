@@ -11,8 +11,6 @@ from constructs import Construct
 
 from cdk_app.declaration import FunctionSpec
 
-METRICS_NAMESPACE = "GpuDev"
-
 
 class GpuDevFunction(lambda_.Function):
     def __init__(
@@ -42,6 +40,7 @@ class GpuDevFunction(lambda_.Function):
             layers=[layer],
             timeout=Duration.seconds(spec.timeout_seconds),
             memory_size=spec.memory_mb,
+            reserved_concurrent_executions=spec.reserved_concurrency,
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             vpc=vpc,
@@ -51,7 +50,6 @@ class GpuDevFunction(lambda_.Function):
             security_groups=security_groups,
             environment={
                 "POWERTOOLS_SERVICE_NAME": spec.deployed_name,
-                "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 **spec.environment,
                 **environment,

@@ -20,8 +20,9 @@ ACKNOWLEDGED: dict[str, str] = {
         "VPC functions need ENI management; AWS maintains the minimal action set."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::*]": (
-        "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level "
-        "permissions; every other grant in the stack is scoped to a resource ARN."
+        "Actions without resource-level permissions: X-Ray PutTraceSegments/PutTelemetryRecords "
+        "(active tracing) and the reconcilers' read-only Describe* calls (Auto Scaling groups, "
+        "EBS volumes and snapshots, instances); every other grant is scoped to a resource ARN."
     ),
     "AwsSolutions::AwsSolutions-L1": (
         "Functions run Python 3.12 on purpose: the layer's wheels are built for cp312 and the "

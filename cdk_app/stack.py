@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy, Stack, triggers
 from aws_cdk import aws_apigateway as apigateway
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
@@ -35,6 +38,10 @@ class GpuDevStack(Stack):
         **kwargs: object,
     ):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        # The EKS cluster the dev pods run on is managed outside this stack.
+        self.cluster_name = str(
+            self.node.try_get_context("eksClusterName") or "pytorch-gpu-dev-cluster"
+        )
         self._network()
         self._database()
         self.layer = lambda_.LayerVersion(
@@ -111,6 +118,8 @@ class GpuDevStack(Stack):
         environment: dict[str, str] = {}
         if spec.uses_database:
             environment = {"DB_SECRET_ARN": secret.secret_arn, "DB_NAME": DATABASE_NAME}
+        if spec.uses_cluster:
+            environment["EKS_CLUSTER_NAME"] = self.cluster_name
         if spec.name == MIGRATE.name:
             # A new set of migrations is a new function version, which re-runs the trigger.
             environment["MIGRATIONS_SHA256"] = migrations_digest()
@@ -124,7 +133,43 @@ class GpuDevStack(Stack):
         )
         if spec.uses_database:
             secret.grant_read(function)
+        if spec.describe_actions:
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
+            )
+        if spec.uses_cluster:
+            self._grant_cluster_read(function)
+        if spec.alarm_on_errors:
+            cloudwatch.Alarm(
+                self,
+                f"{spec.name}Errors",
+                alarm_description=f"{spec.deployed_name} failed in the last 5 minutes",
+                metric=function.metric_errors(period=Duration.minutes(5)),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
         return function
+
+    def _grant_cluster_read(self, function: GpuDevFunction) -> None:
+        """eks:DescribeCluster on our cluster, and a Kubernetes identity for the role: the
+        group `gpu-dev-readers` (bound to list nodes and pods by deploy/kubernetes/rbac.yaml)."""
+        cluster_arn = self.format_arn(
+            service="eks", resource="cluster", resource_name=self.cluster_name
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["eks:DescribeCluster"], resources=[cluster_arn])
+        )
+        assert function.role is not None
+        eks.CfnAccessEntry(
+            self,
+            f"{function.node.id}AccessEntry",
+            cluster_name=self.cluster_name,
+            principal_arn=function.role.role_arn,
+            kubernetes_groups=["gpu-dev-readers"],
+            type="STANDARD",
+        )
 
     def _migrate_on_deploy(self) -> None:
         triggers.Trigger(

@@ -62,6 +62,13 @@ class LocalAws:
             endpoint_url=self.endpoint_url,
         )
 
+    def create_function_identity(self) -> tuple[str, str]:
+        """The credentials our in-process functions use (their "execution role")."""
+        iam = self.client("iam")
+        iam.create_user(UserName=FUNCTIONS_USER)
+        key = iam.create_access_key(UserName=FUNCTIONS_USER)["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
     def create_users(self, credentials_file: Path) -> dict[str, str]:
         """Create the local IAM users and write their keys as profiles; return user ARNs."""
         iam = self.client("iam")
@@ -80,6 +87,9 @@ class LocalAws:
             config.write(out)
         credentials_file.chmod(0o600)
         return arns
+
+
+FUNCTIONS_USER = "gpudev-functions"
 
 
 def signing_key(access_key_id: str) -> SigningKey | None:

@@ -18,6 +18,8 @@ from typing import Any
 import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
+from gpudev.aws import aws_clients
+from gpudev.cluster.eks import reset_cluster_api_client
 from gpudev.db.migrations import apply_migrations
 from gpudev.repositories import GpuTypesRepository
 from gpudev.settings import reset_settings_cache
@@ -52,6 +54,13 @@ class Options:
     tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
     kubelet_delay_seconds: float = 2.0  # bound pod -> Running
     cluster_description: Path = DEFAULT_DESCRIPTION
+
+
+def _forget_cached_configuration() -> None:
+    """Settings and clients are cached per execution environment; ours just changed."""
+    reset_settings_cache()
+    aws_clients.cache_clear()
+    reset_cluster_api_client()
 
 
 def _principal_of_key(access_key_id: str) -> str | None:
@@ -107,6 +116,7 @@ class LocalCloud:
         self._stack.callback(self.aws.stop)
         self.aws.enable_state_machine_execution()
         self.aws.create_users(self.credentials_file)
+        function_key = self.aws.create_function_identity()
 
         # The environment our handlers read through gpudev.settings, as CDK would set it;
         # restored on stop so the process (a test session) is left as it was.
@@ -117,8 +127,10 @@ class LocalCloud:
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
                 # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.
                 "MOTO_PORT": self.aws.endpoint_url.rsplit(":", 1)[1],
+                # Our functions' own identity, as a Lambda execution role would provide.
+                "AWS_ACCESS_KEY_ID": function_key[0],
+                "AWS_SECRET_ACCESS_KEY": function_key[1],
                 "POWERTOOLS_TRACE_DISABLED": "true",
-                "POWERTOOLS_METRICS_NAMESPACE": "GpuDev",
             }
         )
 
@@ -129,6 +141,14 @@ class LocalCloud:
                 {spec.name: spec.deployed_name for spec in self.deployment.functions},
             )
         )
+        self._start_cluster()
+
+        self.gateway = LocalApiGateway(
+            self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
+        ).start()
+        self._stack.callback(self.gateway.stop)
+
+        # Event sources last: scheduled functions must find the whole environment in place.
         sqs = self.aws.client("sqs")
         for queue in self.deployment.queues:
             poller = SqsPoller(
@@ -144,13 +164,6 @@ class LocalCloud:
             self.options.tick_seconds,
         ).start()
         self._stack.callback(self.ticker.stop)
-
-        self._start_cluster()
-
-        self.gateway = LocalApiGateway(
-            self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
-        ).start()
-        self._stack.callback(self.gateway.stop)
 
     def _start_cluster(self) -> None:
         assert self.aws is not None
@@ -190,10 +203,10 @@ class LocalCloud:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-            reset_settings_cache()
+            _forget_cached_configuration()
 
         os.environ.update(values)
-        reset_settings_cache()
+        _forget_cached_configuration()
         self._stack.callback(restore)
 
     @property

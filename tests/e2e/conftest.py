@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import configparser
 import json
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,3 +119,40 @@ def api(local_cloud: LocalCloud) -> ApiClient:
     profiles.read(local_cloud.credentials_file)
     stack = local_cloud.describe()
     return ApiClient(stack["api_url"], stack["region"], profiles)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
+@pytest.fixture(scope="session")
+def core(local_cloud: LocalCloud) -> Iterator[Any]:
+    """CoreV1Api built the way our functions build it: EKS describe + STS-presigned token."""
+    import boto3
+    from kubernetes import client
+
+    from gpudev.aws import AwsClients
+    from gpudev.cluster.eks import kubernetes_api_client
+    from gpudev.settings import ClusterSettings
+
+    profiles = configparser.ConfigParser()
+    profiles.read(local_cloud.credentials_file)
+    session = boto3.Session(
+        aws_access_key_id=profiles["alice"]["aws_access_key_id"],
+        aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
+        region_name="us-east-2",
+    )
+    assert local_cloud.aws is not None and local_cloud.kubernetes is not None
+    aws = AwsClients(session=session, region="us-east-2", endpoint_url=local_cloud.aws.endpoint_url)
+    settings = ClusterSettings(
+        eks_cluster_name=local_cloud.cluster_name,
+        kubernetes_endpoint_url=local_cloud.kubernetes.url,
+    )
+    api_client = kubernetes_api_client(aws, settings)
+    yield client.CoreV1Api(api_client)
+    api_client.close()

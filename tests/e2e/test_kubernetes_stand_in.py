@@ -3,53 +3,17 @@ STS-presigned token), against the stand-in and its simulated cluster."""
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpudev.aws import AwsClients
-from gpudev.cluster.eks import kubernetes_api_client
-from gpudev.settings import ClusterSettings
 from localcloud.stack import LocalCloud
+from tests.e2e.conftest import wait_for
 
 NAMESPACE = "gpu-dev"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
-
-
-@pytest.fixture(scope="module")
-def core(local_cloud: LocalCloud) -> Iterator[client.CoreV1Api]:
-    import configparser
-
-    import boto3
-
-    profiles = configparser.ConfigParser()
-    profiles.read(local_cloud.credentials_file)
-    session = boto3.Session(
-        aws_access_key_id=profiles["alice"]["aws_access_key_id"],
-        aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
-        region_name="us-east-2",
-    )
-    aws = AwsClients(session=session, region="us-east-2", endpoint_url=local_cloud.aws.endpoint_url)  # type: ignore[union-attr]
-    settings = ClusterSettings(
-        eks_cluster_name=local_cloud.cluster_name,
-        kubernetes_endpoint_url=local_cloud.kubernetes.url,  # type: ignore[union-attr]
-    )
-    api_client = kubernetes_api_client(aws, settings)
-    yield client.CoreV1Api(api_client)
-    api_client.close()
 
 
 def _pod(name: str, gpus: int, gpu_type: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -1,14 +1,17 @@
 """powertools Logger, Metrics and Tracer, created once and shared by every function.
 
-The service name comes from POWERTOOLS_SERVICE_NAME (set per function in CDK); the
-metrics namespace from POWERTOOLS_METRICS_NAMESPACE. Tracer disables itself outside
-Lambda, so importing this in tests or the local cloud costs nothing.
+The service name comes from POWERTOOLS_SERVICE_NAME (set per function in CDK). The metrics
+namespace is fixed here rather than read from the environment at import, so a process that
+imports this module before its environment is complete (the local cloud, tests) still emits
+valid metrics. Tracer disables itself outside Lambda.
 """
 
 from __future__ import annotations
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
+METRICS_NAMESPACE = "GpuDev"
+
 logger = Logger()
-metrics = Metrics()
+metrics = Metrics(namespace=METRICS_NAMESPACE)
 tracer = Tracer()

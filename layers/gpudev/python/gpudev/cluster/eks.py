@@ -81,3 +81,23 @@ def kubernetes_api_client(aws: AwsClients, settings: ClusterSettings) -> ApiClie
     refresh(configuration)
     configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
     return ApiClient(configuration)
+
+
+_cached_client: ApiClient | None = None
+
+
+def cluster_api_client() -> ApiClient:
+    """This execution environment's client for the configured cluster (built once)."""
+    global _cached_client
+    if _cached_client is None:
+        from gpudev.aws import aws_clients
+        from gpudev.settings import cluster_settings
+
+        _cached_client = kubernetes_api_client(aws_clients(), cluster_settings())
+    return _cached_client
+
+
+def reset_cluster_api_client() -> None:
+    """Forget the cached client (the local cloud re-points the process between runs)."""
+    global _cached_client
+    _cached_client = None

@@ -1,0 +1,33 @@
+"""EventBridge rate(5 minutes) → gpu_types availability (seeds 000/001)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from gpudev.availability.service import update_availability
+from gpudev.aws import aws_clients
+from gpudev.cluster.eks import cluster_api_client
+from gpudev.db.pool import connection
+from gpudev.observability import logger, metrics
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    with connection() as conn:
+        run = update_availability(
+            conn,
+            aws_clients().autoscaling,
+            cluster_api_client,
+            invoked_by=f"{context.function_name}:{context.aws_request_id}",
+        )
+    metrics.add_metric("KubernetesReachable", MetricUnit.Count, int(run.kubernetes_reachable))
+    for result in run.results:
+        metrics.add_metric(
+            f"AvailableGpus_{result.gpu_type}", MetricUnit.Count, result.available_gpus
+        )
+    logger.info("availability updated", extra={"statistics": run.statistics})
+    return {"run_id": run.run_id, "statistics": run.statistics}

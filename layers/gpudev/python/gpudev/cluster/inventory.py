@@ -1,0 +1,63 @@
+"""One node list and one pod list per call, whatever the cluster size.
+
+Responses are read as raw JSON (`_preload_content=False`): turning 20,000 pods into the
+client's model objects costs far more than the request itself, and we need five fields.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from gpudev.availability.compute import GPU_RESOURCE, Node, Pod
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def _node(item: dict[str, Any]) -> Node:
+    status = item.get("status", {})
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", [])
+    )
+    return Node(
+        name=item["metadata"]["name"],
+        gpu_type=(item["metadata"].get("labels") or {}).get("GpuType"),
+        ready=ready,
+        unschedulable=bool(item.get("spec", {}).get("unschedulable")),
+        allocatable_gpus=int((status.get("allocatable") or {}).get(GPU_RESOURCE, 0)),
+    )
+
+
+def _gpu_requests(container: dict[str, Any]) -> int:
+    resources = container.get("resources") or {}
+    # Extended resources given only as limits get equal requests (Kubernetes defaulting).
+    value = (resources.get("requests") or {}).get(GPU_RESOURCE) or (
+        resources.get("limits") or {}
+    ).get(GPU_RESOURCE, 0)
+    return int(value)
+
+
+def _pod(item: dict[str, Any]) -> Pod:
+    spec = item.get("spec", {})
+    return Pod(
+        name=item["metadata"]["name"],
+        node_name=spec.get("nodeName"),
+        phase=item.get("status", {}).get("phase", "Pending"),
+        gpu_requests=sum(_gpu_requests(c) for c in spec.get("containers", [])),
+    )
+
+
+def list_nodes_and_pods(api_client: ApiClient) -> tuple[list[Node], list[Pod]]:
+    from kubernetes.client import CoreV1Api
+
+    core = CoreV1Api(api_client)
+    node_response: Any = core.list_node(_preload_content=False)
+    pod_response: Any = core.list_pod_for_all_namespaces(
+        field_selector=LIVE_PODS, _preload_content=False
+    )
+    nodes = json.loads(node_response.data)
+    pods = json.loads(pod_response.data)
+    return [_node(i) for i in nodes.get("items", [])], [_pod(i) for i in pods.get("items", [])]

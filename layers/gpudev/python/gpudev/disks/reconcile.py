@@ -1,0 +1,172 @@
+"""Runs the disk reconciliation: reads EBS (volumes and snapshots in bulk, paginated), plans
+(disks/plan.py), applies set-based, and records the run.
+
+- One run at a time: a transaction-scoped advisory lock; a run that cannot take it returns
+  at once as skipped (the CronJob's `concurrencyPolicy: Forbid`).
+- Listing volumes fails → nothing changes. Listing snapshots fails → snapshot fields stay.
+- Each kind of change is one statement; if one row breaks a constraint, that batch is
+  retried row by row under savepoints so only that volume is rolled back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, LiteralString
+
+import psycopg
+from botocore.exceptions import BotoCoreError, ClientError
+from psycopg.rows import class_row
+
+from gpudev.db.queries import query
+from gpudev.disks.plan import (
+    DiskRow,
+    Duplicate,
+    ImportDisk,
+    Plan,
+    SyncDisk,
+    plan_reconciliation,
+    summarize_snapshots,
+)
+from gpudev.observability import logger
+from gpudev.repositories import ReconcilerRunsRepository
+
+RECONCILER = "disk_reconciliation"
+LOCK_KEY = 7_216_004_002
+GPU_DEV_TAG_FILTER = [{"Name": "tag-key", "Values": ["gpu-dev-user"]}]
+
+
+@dataclass
+class DiskReconciliation:
+    outcome: str  # succeeded | skipped | failed
+    statistics: dict[str, int] = field(default_factory=dict)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    run_id: int | None = None
+
+
+def list_gpudev_volumes(ec2: Any) -> list[dict[str, Any]]:
+    paginator = ec2.get_paginator("describe_volumes")
+    return [
+        volume
+        for page in paginator.paginate(
+            Filters=GPU_DEV_TAG_FILTER, PaginationConfig={"PageSize": 500}
+        )
+        for volume in page["Volumes"]
+    ]
+
+
+def list_gpudev_snapshots(ec2: Any) -> list[dict[str, Any]]:
+    # Always filter by tag: OwnerIds=self alone can return thousands of unrelated snapshots.
+    paginator = ec2.get_paginator("describe_snapshots")
+    return [
+        snapshot
+        for page in paginator.paginate(
+            OwnerIds=["self"], Filters=GPU_DEV_TAG_FILTER, PaginationConfig={"PageSize": 1000}
+        )
+        for snapshot in page["Snapshots"]
+    ]
+
+
+def _columns(states: Sequence[Any]) -> dict[str, list[Any]]:
+    return {
+        "volume_ids": [s.ebs_volume_id for s in states],
+        "sizes": [s.size_gb for s in states],
+        "in_use": [s.in_use for s in states],
+        "reservation_ids": [s.reservation_id for s in states],
+        "snapshot_counts": [s.snapshot_count for s in states],
+        "backing_up": [s.is_backing_up for s in states],
+        "last_snapshots": [s.last_snapshot_at for s in states],
+    }
+
+
+def _import_params(imports: Sequence[ImportDisk]) -> dict[str, list[Any]]:
+    return {
+        "user_ids": [i.user_id for i in imports],
+        "disk_names": [i.disk_name for i in imports],
+        **_columns([i.state for i in imports]),
+    }
+
+
+def _sync_params(syncs: Sequence[SyncDisk]) -> dict[str, list[Any]]:
+    return {"disk_ids": [s.disk_id for s in syncs], **_columns([s.state for s in syncs])}
+
+
+def _apply_batch(
+    conn: psycopg.Connection[Any],
+    statement: LiteralString,
+    items: Sequence[Any],
+    params: Callable[[Sequence[Any]], dict[str, Any]],
+) -> int:
+    """Apply `items` in one statement; on a constraint violation, row by row. Returns failures."""
+    if not items:
+        return 0
+    try:
+        with conn.transaction():
+            conn.execute(statement, params(items))
+        return 0
+    except psycopg.errors.IntegrityError:
+        failures = 0
+        for item in items:
+            try:
+                with conn.transaction():
+                    conn.execute(statement, params([item]))
+            except psycopg.errors.IntegrityError as exc:
+                failures += 1
+                logger.error(
+                    "disk reconciliation change rolled back",
+                    extra={"change": repr(item), "error": str(exc)},
+                )
+        return failures
+
+
+def apply_plan(conn: psycopg.Connection[Any], plan: Plan) -> dict[str, int]:
+    stats = dict(plan.statistics)
+    failed_imports = _apply_batch(
+        conn, query("disk_reconciliation/import"), plan.imports, _import_params
+    )
+    failed_syncs = _apply_batch(conn, query("disk_reconciliation/sync"), plan.syncs, _sync_params)
+    if plan.releases:
+        conn.execute(query("disk_reconciliation/release"), {"disk_ids": plan.releases})
+    stats["created"] -= failed_imports
+    stats["updated"] -= failed_syncs
+    stats["errors"] += failed_imports + failed_syncs
+    return stats
+
+
+def _rows(conn: psycopg.Connection[Any]) -> list[DiskRow]:
+    with conn.cursor(row_factory=class_row(DiskRow)) as cur:
+        return cur.execute(query("disk_reconciliation/rows")).fetchall()
+
+
+def reconcile_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str) -> DiskReconciliation:
+    runs = ReconcilerRunsRepository(conn)
+    try:
+        with conn.transaction():
+            locked = conn.execute(query("disk_reconciliation/try_lock"), {"key": LOCK_KEY})
+            if not (row := locked.fetchone()) or not row[0]:
+                run = runs.start(RECONCILER, invoked_by)
+                runs.finish(run.run_id, "skipped", {}, error="another run is in progress")
+                logger.info("disk reconciliation skipped: another run is in progress")
+                return DiskReconciliation("skipped", run_id=run.run_id)
+            run = runs.start(RECONCILER, invoked_by)
+            volumes = list_gpudev_volumes(ec2)  # a failure here aborts: nothing is changed
+            try:
+                snapshots = summarize_snapshots(list_gpudev_snapshots(ec2))
+            except (BotoCoreError, ClientError):
+                logger.exception("snapshot listing failed: snapshot fields left unchanged")
+                snapshots = None
+            plan = plan_reconciliation(volumes, snapshots, _rows(conn))
+            statistics = apply_plan(conn, plan)
+            for duplicate in plan.duplicates:
+                logger.warning(
+                    "several volumes for one disk: manual action needed",
+                    extra={"duplicate": duplicate.__dict__},
+                )
+            runs.finish(run.run_id, "succeeded", statistics)
+    except Exception as exc:
+        with conn.transaction():
+            failed = runs.start(RECONCILER, invoked_by)
+            runs.finish(failed.run_id, "failed", {}, error=f"{type(exc).__name__}: {exc}")
+        raise
+    logger.info("disk reconciliation finished", extra={"statistics": statistics})
+    return DiskReconciliation("succeeded", statistics, plan.duplicates, run.run_id)
