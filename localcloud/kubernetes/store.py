@@ -105,6 +105,9 @@ class ObjectStore:
         self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
         self.changed = threading.Condition(self._lock)
         self.create_faults: dict[str, int] = {}  # resource -> creates left to fail with 500
+        self._version_seen = 0
+        self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
+        self._node_index_version = -1
         for name in ("default", "kube-system", "gpu-dev"):
             self.create("namespaces", "", {"metadata": {"name": name}})
 
@@ -118,7 +121,8 @@ class ObjectStore:
         return ApiError(404, "NotFound", f'{resource} "{name}" not found', name, resource)
 
     def _stamp(self, obj: Obj) -> Obj:
-        obj["metadata"]["resourceVersion"] = str(next(self._versions))
+        self._version_seen = next(self._versions)
+        obj["metadata"]["resourceVersion"] = str(self._version_seen)
         self.changed.notify_all()
         return copy.deepcopy(obj)
 
@@ -223,6 +227,16 @@ class ObjectStore:
                 raise self._missing(resource, name)
             return copy.deepcopy(obj)
 
+    def _pods_on_node(self, node_name: str) -> list[tuple[tuple[str, str, str], Obj]]:
+        """Pods by spec.nodeName from an index, as kube-apiserver serves that selector."""
+        if self._node_index_version != self._version_seen:
+            index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
+            for key, obj in sorted(self._objects.items()):
+                if key[0] == "pods":
+                    index.setdefault(obj["spec"].get("nodeName") or "", []).append((key, obj))
+            self._node_index, self._node_index_version = index, self._version_seen
+        return self._node_index.get(node_name, [])
+
     def list(
         self,
         resource: str,
@@ -234,9 +248,14 @@ class ObjectStore:
         fields = field_matcher(resource, field_selector)
         with self._lock:
             self._key(resource, "", "")
+            selector = field_selector or ""
+            if resource == "pods" and selector.startswith("spec.nodeName=") and "," not in selector:
+                candidates = self._pods_on_node(selector.removeprefix("spec.nodeName="))
+            else:
+                candidates = sorted(self._objects.items())
             items = [
                 copy.deepcopy(obj)
-                for (kind, ns, _), obj in sorted(self._objects.items())
+                for (kind, ns, _), obj in candidates
                 if kind == resource
                 and (namespace is None or ns == namespace)
                 and labels(obj)

@@ -213,3 +213,27 @@ def test_requests_without_a_valid_eks_token_are_unauthorized(local_cloud: LocalC
     with client.ApiClient(configuration) as api_client, pytest.raises(ApiException) as denied:
         client.CoreV1Api(api_client).list_node()
     assert denied.value.status == 401
+
+
+def test_pods_by_node_come_from_the_index_and_match_a_full_scan(core: client.CoreV1Api):
+    run = uuid.uuid4().hex[:6]
+    core.create_namespaced_pod(NAMESPACE, _pod(f"indexed-{run}", 1, "t4", {"run": run}))
+    node = wait_for(
+        lambda: core.read_namespaced_pod(f"indexed-{run}", NAMESPACE).spec.node_name,
+        message="bound",
+    )
+    by_index = {
+        p.metadata.name
+        for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    }
+    by_scan = {
+        p.metadata.name
+        for p in core.list_pod_for_all_namespaces().items
+        if p.spec.node_name == node
+    }
+    assert f"indexed-{run}" in by_index and by_index == by_scan
+    core.delete_namespaced_pod(f"indexed-{run}", NAMESPACE)
+    assert f"indexed-{run}" not in {
+        p.metadata.name
+        for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    }

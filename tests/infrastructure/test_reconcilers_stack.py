@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+
+def _function(template: Template, service_name: str) -> tuple[str, dict[str, Any]]:
+    found = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service_name}}}},
+    )
+    ((logical_id, function),) = found.items()
+    return logical_id, function["Properties"]
+
+
+def _policy_actions(template: Template, function_id: str) -> dict[str, Any]:
+    role = _function_role(template, function_id)
+    statements: dict[str, Any] = {}
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role} in policy["Properties"]["Roles"]:
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                for action in actions if isinstance(actions, list) else [actions]:
+                    statements[action] = statement["Resource"]
+    return statements
+
+
+def _function_role(template: Template, function_id: str) -> str:
+    function = template.to_json()["Resources"][function_id]
+    return str(function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def test_both_reconcilers_run_every_five_minutes(template: Template):
+    rules = template.find_resources("AWS::Events::Rule")
+    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules.values()) == [
+        "rate(5 minutes)",
+        "rate(5 minutes)",
+    ]
+    targets = {r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0] for r in rules.values()}
+    assert targets == {
+        _function(template, "gpudev-availability-updater")[0],
+        _function(template, "gpudev-disk-reconciler")[0],
+    }
+
+
+def test_disk_reconciler_never_runs_twice_at_once(template: Template):
+    _, props = _function(template, "gpudev-disk-reconciler")
+    assert props["ReservedConcurrentExecutions"] == 1
+
+
+def test_reconcilers_get_the_seeds_permissions_and_no_more(template: Template):
+    availability_id, availability = _function(template, "gpudev-availability-updater")
+    disks_id, _ = _function(template, "gpudev-disk-reconciler")
+    availability_actions = _policy_actions(template, availability_id)
+    disk_actions = _policy_actions(template, disks_id)
+    assert availability_actions["autoscaling:DescribeAutoScalingGroups"] == "*"
+    assert "eks:DescribeCluster" in availability_actions
+    assert availability_actions["eks:DescribeCluster"] != "*", "scoped to our cluster"
+    assert {a for a in disk_actions if a.startswith("ec2:")} == {
+        "ec2:DescribeVolumes",
+        "ec2:DescribeSnapshots",
+        "ec2:DescribeInstances",
+    }
+    assert not any(
+        a.startswith(("ec2:Create", "ec2:Delete", "autoscaling:Set"))
+        for a in {**availability_actions, **disk_actions}
+    )
+    assert availability["Environment"]["Variables"]["EKS_CLUSTER_NAME"] == (
+        "pytorch-gpu-dev-cluster"
+    )
+
+
+def test_the_availability_updater_has_a_kubernetes_identity(template: Template):
+    template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {"ClusterName": "pytorch-gpu-dev-cluster", "KubernetesGroups": ["gpu-dev-readers"]},
+    )
+
+
+def test_errors_raise_alarms(template: Template):
+    alarms = template.find_resources(
+        "AWS::CloudWatch::Alarm",
+        {"Properties": {"MetricName": "Errors", "Threshold": 1, "Period": 300}},
+    )
+    assert len(alarms) == 2
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"Dimensions": Match.array_with([Match.object_like({"Name": "FunctionName"})])},
+    )
