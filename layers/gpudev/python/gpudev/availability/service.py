@@ -93,12 +93,9 @@ def update_availability(
         groups = list_scaling_groups(autoscaling)
         nodes, pods = _cluster_inventory(api_client)
         results = compute_availability(types, groups, nodes, pods)
-        for result in results:
-            if not result.groups_found:
-                logger.warning(
-                    "No ASGs found matching pattern",
-                    extra={"gpu_type": result.gpu_type},
-                )
+        without_groups = [r.gpu_type for r in results if not r.groups_found]
+        if without_groups:
+            logger.warning("No ASGs found matching pattern", extra={"gpu_types": without_groups})
         conn.execute(
             query("gpu_types/update_availability"),
             {
