@@ -10,15 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
+from localcloud.http import LocalHttpServer, RawRequest, Reply
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 from localcloud.sigv4 import Rejection, SigningKey, verify
 
@@ -96,29 +95,27 @@ class LocalApiGateway:
         self.lambdas = lambdas
         self.lookup_key = lookup_key
         self.region = region
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = LocalHttpServer(self._handle, "api-gateway", port)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
 
     def start(self) -> LocalApiGateway:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="api-gateway", daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
+
+    def _handle(self, request: RawRequest) -> Reply:
+        return self.handle(
+            request.method, request.raw_path, request.headers, request.body, request.source_ip
+        )
 
     def handle(
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes, source_ip: str
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> Reply:
         path = unquote(urlsplit(raw_path).path)
         key = None
         if path not in self.api.public_paths:
@@ -152,35 +149,3 @@ class LocalApiGateway:
         who = key.principal_arn if key else "anonymous"
         log.info("%s %s %s -> %s", who, method, path, response.get("statusCode"))
         return int(response.get("statusCode", 200)), out_headers, data
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        gateway = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body leave together: no 40 ms ACK wait
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                status, headers, data = gateway.handle(
-                    self.command,
-                    self.path,
-                    dict(self.headers.items()),
-                    body,
-                    self.client_address[0],
-                )
-                self.send_response(status)
-                headers.setdefault("Content-Type", "application/json")
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # the gateway logs each request itself, with the caller
-
-        return Handler

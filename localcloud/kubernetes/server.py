@@ -13,13 +13,12 @@ import base64
 import json
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from localcloud.http import LocalHttpServer, RawRequest, Reply
 from localcloud.kubernetes.selectors import SelectorError
 from localcloud.kubernetes.store import KINDS, ApiError, ObjectStore
 
@@ -82,24 +81,25 @@ class KubernetesApiServer:
         self.faults = Faults(store)
         self.cluster_name = cluster_name
         self._known_key = known_key
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
-        self._server.daemon_threads = True
+        self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
         self.requests = 0
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self._server.url
 
     def start(self) -> KubernetesApiServer:
-        threading.Thread(
-            target=self._server.serve_forever, name="kubernetes-api", daemon=True
-        ).start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
+
+    def _handle(self, request: RawRequest) -> Reply:
+        status, payload = self.handle(
+            request.method, request.raw_path, request.headers, request.body
+        )
+        return status, {}, json.dumps(payload).encode()
 
     def handle(
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes
@@ -173,30 +173,3 @@ class KubernetesApiServer:
         elif method == "DELETE":
             return 200, store.delete(resource, namespace, name)
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body leave together: no 40 ms ACK wait
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                status, payload = server.handle(
-                    self.command, self.path, dict(self.headers.items()), body
-                )
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
