@@ -29,43 +29,11 @@ from gpudev.disks.reconcile import reconcile_disks
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.postgres import EmbeddedPostgres
+from tests.support.counting import CountingConnection
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLUMES, SNAPSHOTS_PER_VOLUME, NODES, PODS = 10_000, 3, 1_000, 20_000
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class CountingConnection:
-    """Counts the statements our code sends; everything else is the real connection."""
-
-    def __init__(self, conn: psycopg.Connection[Any]):
-        self._conn = conn
-        self.statements = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._conn, name)
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        self.statements += 1
-        return self._conn.execute(*args, **kwargs)
-
-    def cursor(self, *args: Any, **kwargs: Any) -> Any:
-        cursor = self._conn.cursor(*args, **kwargs)
-        owner = self
-
-        class CountingCursor:
-            def __enter__(self) -> CountingCursor:
-                cursor.__enter__()
-                return self
-
-            def __exit__(self, *exc: Any) -> None:
-                cursor.__exit__(*exc)
-
-            def execute(self, *a: Any, **k: Any) -> Any:
-                owner.statements += 1
-                return cursor.execute(*a, **k)
-
-        return CountingCursor()
 
 
 class FakeEc2:

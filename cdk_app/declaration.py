@@ -32,6 +32,7 @@ class FunctionSpec:
     uses_cluster: bool = False  # eks:DescribeCluster + a Kubernetes access entry
     reserved_concurrency: int | None = None
     alarm_on_errors: bool = False
+    sends_to: tuple[str, ...] = ()  # QueueSpec names: env <NAME>_QUEUE_URL + send permission
 
     @property
     def code_dir(self) -> Path:
@@ -45,7 +46,9 @@ class FunctionSpec:
 @dataclass(frozen=True)
 class QueueSpec:
     name: str
-    consumer: str  # FunctionSpec name, invoked with batches (ReportBatchItemFailures)
+    consumer: (
+        str | None
+    )  # FunctionSpec invoked with batches (ReportBatchItemFailures); None: not yet
     batch_size: int = 10
     visibility_timeout_seconds: int = 180
     max_receive_count: int = 3  # then the message moves to the dead-letter queue
@@ -53,6 +56,11 @@ class QueueSpec:
     @property
     def deployed_name(self) -> str:
         return f"gpudev-{self.name.lower()}"
+
+    @property
+    def url_variable(self) -> str:
+        """The environment variable that carries this queue's URL to its senders."""
+        return f"{self.name.upper()}_QUEUE_URL"
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,8 @@ class Deployment:
 
 
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
-API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29)
+JOBS = QueueSpec("Jobs", consumer=None, visibility_timeout_seconds=180, max_receive_count=3)
+API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29, sends_to=(JOBS.name,))
 
 AVAILABILITY_UPDATER = FunctionSpec(
     "AvailabilityUpdater",
@@ -151,6 +160,7 @@ DISK_RECONCILER = FunctionSpec(
 DEPLOYMENT = Deployment(
     functions=(MIGRATE, API, AVAILABILITY_UPDATER, DISK_RECONCILER),
     api=ApiSpec(function=API.name, public_paths=("/health",)),
+    queues=(JOBS,),
     schedules=(
         ScheduleSpec("GpuAvailability", "rate(5 minutes)", target=AVAILABILITY_UPDATER.name),
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),

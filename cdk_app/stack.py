@@ -249,11 +249,17 @@ class GpuDevStack(Stack):
             enforce_ssl=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
         )
-        self.functions[spec.consumer].add_event_source(
-            event_sources.SqsEventSource(
-                queue, batch_size=spec.batch_size, report_batch_item_failures=True
+        if spec.consumer:
+            self.functions[spec.consumer].add_event_source(
+                event_sources.SqsEventSource(
+                    queue, batch_size=spec.batch_size, report_batch_item_failures=True
+                )
             )
-        )
+        for sender in deployment.functions:
+            if spec.name in sender.sends_to:
+                function = self.functions[sender.name]
+                function.add_environment(spec.url_variable, queue.queue_url)
+                queue.grant_send_messages(function)
 
     def _state_machine(self, name: str, deployment: Deployment) -> None:
         spec = next(m for m in deployment.state_machines if m.name == name)

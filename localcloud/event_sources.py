@@ -99,6 +99,7 @@ class SqsPoller:
         ).get("Messages", [])
         if not messages:
             return 0
+        assert self.spec.consumer is not None
         invocation = self._lambdas.invoke(
             self.spec.consumer, sqs_event(messages, self._queue_arn, self._region)
         )

@@ -9,6 +9,7 @@ Step Functions Retry/Catch on error names behave as in AWS.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 import time
 import traceback
@@ -77,6 +78,7 @@ class LocalLambda:
                 )
                 assert module_spec and module_spec.loader, f"cannot load {path}"
                 module = importlib.util.module_from_spec(module_spec)
+                sys.modules[module_spec.name] = module  # as an import would: pydantic needs it
                 module_spec.loader.exec_module(module)
                 self._modules[name] = module
         handler: Callable[[Any, Any], Any] = getattr(self._modules[name], attribute)

@@ -135,6 +135,9 @@ class LocalCloud:
         )
 
         self.resources = deploy(self.deployment, self.aws.client)
+        self._set_environment(
+            {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
+        )
         self._stack.callback(
             moto_lambda.install(
                 self.lambdas,
@@ -151,6 +154,8 @@ class LocalCloud:
         # Event sources last: scheduled functions must find the whole environment in place.
         sqs = self.aws.client("sqs")
         for queue in self.deployment.queues:
+            if queue.consumer is None:
+                continue
             poller = SqsPoller(
                 queue, self.resources.queue_urls[queue.name], sqs, self.lambdas, REGION
             ).start()

@@ -6,23 +6,41 @@ and only here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from gpudev.aws import aws_clients
 from gpudev.db.pool import connection
-from gpudev.errors import Conflict, GpuDevError, InvalidRequest, NotFound
+from gpudev.errors import Conflict, GpuDevError, InvalidRequest, NotFound, Unavailable
 from gpudev.identity import Caller, NotAuthorized, caller_from_arn, require_allowed_role
+from gpudev.jobs import JobQueue
+from gpudev.models import ReservationStatus
 from gpudev.observability import logger, tracer
-from gpudev.repositories import UsersRepository
+from gpudev.repositories import ReservationsRepository, UsersRepository
+from gpudev.reservations.service import (
+    ReservationRequest,
+    find_reservation,
+    submit_reservation,
+)
+from gpudev.reservations.views import ReservationView
 from gpudev.settings import api_settings
 
 app = APIGatewayRestResolver(enable_validation=True)
+API_TITLE = "gpu-dev API"
+API_VERSION = "1"
 
-_STATUS = {NotAuthorized: 403, NotFound: 404, Conflict: 409, InvalidRequest: 422}
+_STATUS = {
+    NotAuthorized: 403,
+    NotFound: 404,
+    Conflict: 409,
+    InvalidRequest: 422,
+    Unavailable: 503,
+}
 
 
 @app.exception_handler(GpuDevError)
@@ -64,6 +82,46 @@ def me() -> Me:
         account_id=caller.account_id,
         github_username=user.github_username,
     )
+
+
+class ReservationList(BaseModel):
+    reservations: list[ReservationView]
+    limit: int
+    offset: int
+
+
+@app.post("/v1/reservations")
+def create_reservation(request: ReservationRequest) -> Response[ReservationView]:
+    caller = current_caller()
+    queue = JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
+    with connection() as conn:
+        reservation, created = submit_reservation(conn, queue, caller, request)
+    return Response(
+        202 if created else 200,
+        content_types.APPLICATION_JSON,
+        ReservationView.of(reservation),
+    )
+
+
+@app.get("/v1/reservations")
+def list_reservations(
+    status: Annotated[list[ReservationStatus] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> ReservationList:
+    caller = current_caller()
+    with connection() as conn:
+        rows = ReservationsRepository(conn).list_for_user(caller.username, status, limit, offset)
+    return ReservationList(
+        reservations=[ReservationView.of(r) for r in rows], limit=limit, offset=offset
+    )
+
+
+@app.get("/v1/reservations/<reservation_id>")
+def get_reservation(reservation_id: str) -> ReservationView:
+    caller = current_caller()
+    with connection() as conn:
+        return ReservationView.of(find_reservation(conn, caller, reservation_id))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -41,3 +41,36 @@ def test_api_function_reads_the_database_secret_and_runs_in_the_vpc(template: Te
     assert api["Properties"]["MemorySize"] == 1024
     assert "DB_SECRET_ARN" in api["Properties"]["Environment"]["Variables"]
     assert "VpcConfig" in api["Properties"]
+
+
+def test_jobs_queue_has_a_dead_letter_queue_after_three_receives_and_the_api_can_send(
+    template: Template,
+):
+    queues = template.find_resources("AWS::SQS::Queue")
+    jobs = next(q for q in queues.values() if q["Properties"]["QueueName"] == "gpudev-jobs")
+    assert jobs["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 3
+    assert jobs["Properties"]["SqsManagedSseEnabled"] is True
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": "gpudev-api"}}}},
+    )
+    ((_, api),) = functions.items()
+    assert "JOBS_QUEUE_URL" in api["Properties"]["Environment"]["Variables"]
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["sqs:SendMessage"]),
+                                "Effect": "Allow",
+                                "Resource": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )

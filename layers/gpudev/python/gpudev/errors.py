@@ -27,6 +27,10 @@ class Conflict(GpuDevError):
     """The request is valid but clashes with current state (name taken, wrong status)."""
 
 
+class Unavailable(GpuDevError):
+    """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
+
+
 class DiskNameTaken(Conflict):
     pass
 

@@ -62,10 +62,11 @@ class ClusterSettings(BaseSettings):
 
 
 class ApiSettings(BaseSettings):
-    """The API function: optionally restrict callers to sessions of named IAM roles."""
+    """The API function: where jobs go; optionally, only sessions of named IAM roles."""
 
     model_config = SettingsConfigDict(extra="ignore")
 
+    jobs_queue_url: str
     allowed_roles: str = ""  # comma-separated role names; empty allows every caller
 
     @property

@@ -47,7 +47,11 @@ class ReservationsRepository:
             ).fetchone()
 
     def list_for_user(
-        self, user_id: str, statuses: list[ReservationStatus] | None = None, limit: int = 100
+        self,
+        user_id: str,
+        statuses: list[ReservationStatus] | None = None,
+        limit: int = 100,
+        offset: int = 0,
     ) -> list[Reservation]:
         with self._cursor() as cur:
             return cur.execute(
@@ -56,7 +60,31 @@ class ReservationsRepository:
                     "user_id": user_id,
                     "statuses": [str(s) for s in statuses] if statuses else None,
                     "limit": limit,
+                    "offset": offset,
                 },
+            ).fetchall()
+
+    def submit(self, username: str, principal_arn: str, new: NewReservation) -> Reservation | None:
+        """Create the caller's user row if needed and the reservation, in one statement;
+        None when the client request id was already used (nothing inserted)."""
+        with domain_errors(), self._cursor() as cur:
+            return cur.execute(
+                query("reservations/submit"),
+                {"username": username, "principal_arn": principal_arn, **new.model_dump()},
+            ).fetchone()
+
+    def get_by_client_request(self, user_id: str, client_request_id: str) -> Reservation | None:
+        with self._cursor() as cur:
+            return cur.execute(
+                query("reservations/get_by_client_request"),
+                {"user_id": user_id, "client_request_id": client_request_id},
+            ).fetchone()
+
+    def find_by_prefix(self, user_id: str, prefix: str) -> list[Reservation]:
+        """At most two of the user's reservations whose id starts with `prefix`."""
+        with self._cursor() as cur:
+            return cur.execute(
+                query("reservations/find_by_prefix"), {"user_id": user_id, "prefix": prefix}
             ).fetchall()
 
     def set_status(

@@ -1,0 +1,49 @@
+"""Jobs the API puts on the SQS jobs queue: one pydantic model per kind, shared with the
+consumer that turns them into Step Functions work (next issue). A job is sent inside the
+database transaction that records it, so a failed send rolls the record back: nothing is
+half-written, and a job whose record did not commit is ignored by its consumer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import BaseModel, Field, TypeAdapter
+
+from gpudev.errors import Unavailable
+from gpudev.observability import logger
+
+
+class CreateReservationJob(BaseModel):
+    kind: Literal["create_reservation"] = "create_reservation"
+    reservation_id: UUID
+    user_id: str
+
+
+Job = Annotated[CreateReservationJob, Field(discriminator="kind")]
+_JOB = TypeAdapter(Job)
+
+
+def parse_job(body: str) -> Job:
+    return _JOB.validate_json(body)
+
+
+class JobQueue:
+    def __init__(self, sqs: Any, queue_url: str):
+        self._sqs = sqs
+        self._queue_url = queue_url
+
+    def send(self, job: CreateReservationJob) -> str:
+        try:
+            response = self._sqs.send_message(
+                QueueUrl=self._queue_url,
+                MessageBody=job.model_dump_json(),
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": job.kind}},
+            )
+        except (BotoCoreError, ClientError) as exc:
+            logger.exception("the jobs queue refused a job", extra={"job": job.model_dump_json()})
+            raise Unavailable(
+                "the jobs queue did not accept the request; nothing was saved, try again"
+            ) from exc
+        return str(response["MessageId"])

@@ -1,0 +1,1 @@
+"""Reservations: the rules a request must satisfy and the service the API calls."""

@@ -1,0 +1,76 @@
+"""What a reservation request must satisfy, checked at submit time with messages a user can
+act on (reference §2.4 and §3, minus its defects: types are case-insensitive, fractional hours
+are allowed, a T4 node cannot be asked for 8 GPUs)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpudev.errors import InvalidRequest
+from gpudev.models import GpuType
+
+MIN_HOURS = 5 / 60
+MAX_HOURS = 24.0
+MULTINODE_TYPES = frozenset({"h100", "h200", "b200", "a100"})
+MAX_NODES = 4
+DISK_NAME = re.compile(r"^[A-Za-z0-9_-]{1,50}$")
+GITHUB_USERNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A valid request's resolved shape."""
+
+    gpu_type: GpuType
+    gpu_count: int
+    total_nodes: int
+
+
+def _choices(gpu_type: GpuType) -> list[int]:
+    if gpu_type.is_cpu_only:
+        return [0]
+    single = [n for n in (1, 2, 4, 8) if n <= gpu_type.max_per_node]
+    if gpu_type.gpu_type in MULTINODE_TYPES and gpu_type.max_per_node == 8:
+        single += [8 * nodes for nodes in range(2, MAX_NODES + 1)]
+    return single
+
+
+def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int) -> Shape:
+    by_name = {t.gpu_type: t for t in catalogue}
+    gpu_type = by_name.get(requested_type.strip().lower())
+    if gpu_type is None:
+        raise InvalidRequest(
+            f"unknown GPU type {requested_type!r}; valid types: {', '.join(sorted(by_name))}"
+        )
+    allowed = _choices(gpu_type)
+    if gpu_count not in allowed:
+        if gpu_type.is_cpu_only:
+            hint = f"{gpu_type.gpu_type} is CPU-only: ask for 0 GPUs"
+        else:
+            hint = f"{gpu_type.gpu_type} accepts {', '.join(map(str, allowed))} GPUs"
+            if gpu_count > gpu_type.max_per_node and gpu_type.gpu_type not in MULTINODE_TYPES:
+                hint += f" (one node has {gpu_type.max_per_node}; multinode is only for "
+                hint += f"{', '.join(sorted(MULTINODE_TYPES))})"
+        raise InvalidRequest(f"cannot reserve {gpu_count} GPUs: {hint}")
+    nodes = max(1, gpu_count // 8) if gpu_count > gpu_type.max_per_node else 1
+    return Shape(gpu_type, gpu_count, nodes)
+
+
+def check_hours(hours: float) -> None:
+    if not MIN_HOURS - 1e-9 <= hours <= MAX_HOURS:
+        raise InvalidRequest(
+            f"hours must be between 5 minutes ({MIN_HOURS:.4f}) and {MAX_HOURS:g}; got {hours:g}"
+        )
+
+
+def check_disk_name(name: str) -> None:
+    if not DISK_NAME.match(name):
+        raise InvalidRequest(f"invalid disk name {name!r}: use 1-50 letters, digits, '-' or '_'")
+
+
+def check_github_username(name: str) -> None:
+    if not GITHUB_USERNAME.match(name):
+        raise InvalidRequest(
+            f"invalid GitHub username {name!r}: 1-39 letters, digits or single inner hyphens"
+        )

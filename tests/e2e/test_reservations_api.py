@@ -1,0 +1,188 @@
+"""POST/GET /v1/reservations through the SigV4 gateway: validation at submit time with
+actionable messages and nothing written, idempotent create, one job per reservation, and
+users never seeing each other's reservations."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from gpudev.jobs import parse_job
+from localcloud.stack import LocalCloud
+from tests.e2e.conftest import ApiClient
+
+
+def _count_reservations(cloud: LocalCloud) -> int:
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute("SELECT count(*) FROM reservations").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _drain_jobs(cloud: LocalCloud) -> list[Any]:
+    sqs = cloud.aws.client("sqs")  # type: ignore[union-attr]
+    url = cloud.resources.queue_urls["Jobs"]
+    jobs = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            jobs.append(parse_job(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return jobs
+
+
+def _reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> Any:
+    body = {"gpu_type": "h100", "gpu_count": 4, "hours": 2, **fields}
+    return api.call("POST", "/v1/reservations", profile=profile, body=body)
+
+
+def test_a_valid_request_is_accepted_pending_and_enqueued_once(api, local_cloud):
+    _drain_jobs(local_cloud)
+    reply = _reserve(api, gpu_type="H100", hours=0.5, name="train", jupyter=True)
+    assert reply.status == 202, reply.body
+    body = reply.body
+    assert (
+        body["status"],
+        body["gpu_type"],
+        body["gpu_count"],
+        body["duration_hours"],
+        body["user_id"],
+        body["instance_type"],
+    ) == ("pending", "h100", 4, 0.5, "alice", "p5.48xlarge")
+    assert "task_token" not in body and "execution_arn" not in body
+    jobs = _drain_jobs(local_cloud)
+    assert [(j.kind, str(j.reservation_id)) for j in jobs] == [
+        ("create_reservation", body["reservation_id"])
+    ]
+
+
+def test_a_repeated_client_request_id_returns_the_first_reservation_and_enqueues_nothing(
+    api, local_cloud
+):
+    _drain_jobs(local_cloud)
+    request_id = uuid.uuid4().hex
+    first = _reserve(api, client_request_id=request_id)
+    again = _reserve(api, client_request_id=request_id, hours=9)
+    assert (first.status, again.status) == (202, 200)
+    assert again.body["reservation_id"] == first.body["reservation_id"]
+    assert again.body["duration_hours"] == 2
+    assert len(_drain_jobs(local_cloud)) == 1
+
+
+def test_multinode_requests_take_whole_nodes(api):
+    reply = _reserve(api, gpu_count=16)
+    assert reply.status == 202 and reply.body["total_nodes"] == 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"gpu_type": "foo"}, "unknown GPU type 'foo'; valid types: a100, a10g, b200"),
+        ({"gpu_type": "t4", "gpu_count": 8}, "t4 accepts 1, 2, 4 GPUs (one node has 4"),
+        ({"gpu_type": "h100", "gpu_count": 40}, "h100 accepts 1, 2, 4, 8, 16, 24, 32 GPUs"),
+        ({"gpu_type": "h100", "gpu_count": 3}, "cannot reserve 3 GPUs"),
+        ({"gpu_type": "cpu-x86", "gpu_count": 1}, "cpu-x86 is CPU-only: ask for 0 GPUs"),
+        ({"gpu_type": "t4", "gpu_count": 0}, "t4 accepts 1, 2, 4 GPUs"),
+        ({"hours": 0.05}, "hours must be between 5 minutes"),
+        ({"hours": 25}, "hours must be between 5 minutes"),
+        ({"disk_name": "my disk"}, "invalid disk name 'my disk'"),
+        ({"github_user": "-bad-"}, "invalid GitHub username '-bad-'"),
+    ],
+)
+def test_invalid_requests_fail_at_submit_with_a_clear_message_and_write_nothing(
+    api, local_cloud, fields, message
+):
+    _drain_jobs(local_cloud)
+    before = _count_reservations(local_cloud)
+    reply = _reserve(api, **fields)
+    assert reply.status == 422, reply.body
+    assert message in reply.body["message"]
+    assert _count_reservations(local_cloud) == before
+    assert _drain_jobs(local_cloud) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"gpu_type": "h100"},
+        {"gpu_type": "h100", "gpu_count": "four", "hours": 1},
+        {"gpu_type": "h100", "gpu_count": -1, "hours": 1},
+    ],
+)
+def test_malformed_bodies_are_422_with_field_locations(api, body):
+    reply = api.call("POST", "/v1/reservations", body=body)
+    assert reply.status == 422
+    assert reply.body.get("detail") or reply.body.get("message")
+
+
+def test_a_failed_enqueue_rolls_the_reservation_back(api, local_cloud, monkeypatch):
+    monkeypatch.setenv("JOBS_QUEUE_URL", local_cloud.resources.queue_urls["Jobs"] + "-missing")
+    from gpudev.settings import reset_settings_cache
+
+    reset_settings_cache()
+    try:
+        before = _count_reservations(local_cloud)
+        reply = _reserve(api)
+        assert reply.status == 503
+        assert "nothing was saved, try again" in reply.body["message"]
+        assert _count_reservations(local_cloud) == before
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+
+
+def test_reservations_are_found_by_id_or_prefix_and_listed_for_their_owner_only(api):
+    created = _reserve(api, profile="alice", name="mine").body
+    rid = created["reservation_id"]
+    assert api.call("GET", f"/v1/reservations/{rid}").body["name"] == "mine"
+    assert api.call("GET", f"/v1/reservations/{rid[:8]}").body["reservation_id"] == rid
+    short = api.call("GET", f"/v1/reservations/{rid[:5]}")
+    assert short.status == 404 and "at least 8 characters" in short.body["message"]
+    # bob cannot see alice's reservation, by id or in his list
+    assert api.call("GET", f"/v1/reservations/{rid}", profile="bob").status == 404
+    bobs = api.call("GET", "/v1/reservations?limit=500", profile="bob").body["reservations"]
+    assert rid not in [r["reservation_id"] for r in bobs]
+    alices = api.call("GET", "/v1/reservations?status=pending&limit=500").body["reservations"]
+    assert rid in [r["reservation_id"] for r in alices]
+    assert all(r["user_id"] == "alice" for r in alices)
+    assert api.call("GET", "/v1/reservations?status=active").body["reservations"] == []
+
+
+def test_an_ambiguous_prefix_is_409(api, local_cloud):
+    ids = []
+    with psycopg.connect(local_cloud.database_url) as conn:
+        for suffix in ("1", "2"):
+            rid = f"abcdef01-0000-4000-8000-00000000000{suffix}"
+            ids.append(rid)
+            conn.execute(
+                "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
+                " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
+                (rid,),
+            )
+    api.call("GET", "/v1/me")  # alice exists
+    reply = api.call("GET", "/v1/reservations/abcdef01")
+    assert reply.status == 409 and "more than one" in reply.body["message"]
+    assert api.call("GET", f"/v1/reservations/{ids[0]}").status == 200
+
+
+def test_pagination_and_bad_query_values(api):
+    for _ in range(3):
+        _reserve(api, gpu_type="t4", gpu_count=1)
+    page = api.call("GET", "/v1/reservations?limit=2&offset=1").body
+    assert len(page["reservations"]) == 2 and (page["limit"], page["offset"]) == (2, 1)
+    assert api.call("GET", "/v1/reservations?limit=0").status == 422
+    assert api.call("GET", "/v1/reservations?status=bogus").status == 422
+
+
+def test_request_bodies_are_json_objects(api):
+    reply = api.send(
+        "POST",
+        "/v1/reservations",
+        api.signed_headers("POST", "/v1/reservations", b"[1]", api.credentials("alice")),
+        b"[1]",
+    )
+    assert reply.status == 422
+    assert json.dumps(reply.body)
