@@ -25,6 +25,7 @@ from gpudev.repositories import ReservationsRepository, UsersRepository
 from gpudev.reservations.service import (
     ReservationRequest,
     find_reservation,
+    request_cancel,
     submit_reservation,
 )
 from gpudev.reservations.views import ReservationView
@@ -90,10 +91,14 @@ class ReservationList(BaseModel):
     offset: int
 
 
+def jobs() -> JobQueue:
+    return JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
+
+
 @app.post("/v1/reservations")
 def create_reservation(request: ReservationRequest) -> Response[ReservationView]:
     caller = current_caller()
-    queue = JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
+    queue = jobs()
     with connection() as conn:
         reservation, created = submit_reservation(conn, queue, caller, request)
     return Response(
@@ -122,6 +127,14 @@ def get_reservation(reservation_id: str) -> ReservationView:
     caller = current_caller()
     with connection() as conn:
         return ReservationView.of(find_reservation(conn, caller, reservation_id))
+
+
+@app.post("/v1/reservations/<reservation_id>/cancel")
+def cancel_reservation(reservation_id: str) -> Response[ReservationView]:
+    caller = current_caller()
+    with connection() as conn:
+        reservation = request_cancel(conn, jobs(), caller, reservation_id)
+    return Response(202, content_types.APPLICATION_JSON, ReservationView.of(reservation))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

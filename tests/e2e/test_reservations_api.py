@@ -186,3 +186,35 @@ def test_request_bodies_are_json_objects(api):
     )
     assert reply.status == 422
     assert json.dumps(reply.body)
+
+
+def test_cancel_is_recorded_once_and_queued_once(api, local_cloud):
+    rid = _reserve(api).body["reservation_id"]
+    _drain_jobs(local_cloud)
+    first = api.call("POST", f"/v1/reservations/{rid[:8]}/cancel")
+    again = api.call("POST", f"/v1/reservations/{rid}/cancel")
+    assert (first.status, again.status) == (202, 202)
+    assert first.body["cancel_requested_at"] is not None
+    assert again.body["cancel_requested_at"] == first.body["cancel_requested_at"]
+    assert [(j.kind, str(j.reservation_id)) for j in _drain_jobs(local_cloud)] == [
+        ("cancel_reservation", rid)
+    ]
+
+
+def test_nobody_cancels_someone_elses_reservation(api, local_cloud):
+    rid = _reserve(api, profile="alice").body["reservation_id"]
+    _drain_jobs(local_cloud)
+    assert api.call("POST", f"/v1/reservations/{rid}/cancel", profile="bob").status == 404
+    assert _drain_jobs(local_cloud) == []
+
+
+def test_cancelling_an_ended_reservation_is_409_naming_its_state(api, local_cloud):
+    rid = _reserve(api).body["reservation_id"]
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+            " WHERE reservation_id = %s",
+            (rid,),
+        )
+    reply = api.call("POST", f"/v1/reservations/{rid}/cancel")
+    assert reply.status == 409 and "already expired" in reply.body["message"]

@@ -21,7 +21,13 @@ class CreateReservationJob(BaseModel):
     user_id: str
 
 
-Job = Annotated[CreateReservationJob, Field(discriminator="kind")]
+class CancelReservationJob(BaseModel):
+    kind: Literal["cancel_reservation"] = "cancel_reservation"
+    reservation_id: UUID
+    user_id: str
+
+
+Job = Annotated[CreateReservationJob | CancelReservationJob, Field(discriminator="kind")]
 _JOB = TypeAdapter(Job)
 
 
@@ -34,7 +40,7 @@ class JobQueue:
         self._sqs = sqs
         self._queue_url = queue_url
 
-    def send(self, job: CreateReservationJob) -> str:
+    def send(self, job: CreateReservationJob | CancelReservationJob) -> str:
         try:
             response = self._sqs.send_message(
                 QueueUrl=self._queue_url,

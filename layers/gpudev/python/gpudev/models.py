@@ -99,6 +99,7 @@ class Reservation(Row):
     last_oom_at: datetime | None
     execution_arn: str | None
     task_token: str | None
+    cancel_requested_at: datetime | None
     created_at: datetime
     updated_at: datetime
     launched_at: datetime | None

@@ -102,3 +102,10 @@ class ReservationsRepository:
             return cur.execute(
                 query("reservations/events"), {"reservation_id": reservation_id}
             ).fetchall()
+
+    def request_cancel(self, reservation_id: UUID) -> Reservation | None:
+        """Stamp the cancel request; None if already requested or no longer live."""
+        with self._cursor() as cur:
+            return cur.execute(
+                query("reservations/request_cancel"), {"reservation_id": reservation_id}
+            ).fetchone()

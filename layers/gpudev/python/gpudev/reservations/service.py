@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from gpudev.errors import Conflict, NotFound
 from gpudev.identity import Caller
-from gpudev.jobs import CreateReservationJob, JobQueue
+from gpudev.jobs import CancelReservationJob, CreateReservationJob, JobQueue
 from gpudev.models import Reservation
 from gpudev.repositories import GpuTypesRepository, NewReservation, ReservationsRepository
 from gpudev.reservations.rules import (
@@ -96,3 +96,22 @@ def find_reservation(
     if len(matches) > 1:
         raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
     return matches[0]
+
+
+def request_cancel(
+    conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, id_or_prefix: str
+) -> Reservation:
+    """Record the cancel request and queue it once; a repeat is accepted and changes nothing."""
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    if reservation.status.is_final:
+        raise Conflict(
+            f"reservation {str(reservation.reservation_id)[:8]} is already {reservation.status}"
+        )
+    with conn.transaction():
+        requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id)
+        if requested is None:
+            return reservation  # already requested: the first request stands
+        queue.send(
+            CancelReservationJob(reservation_id=requested.reservation_id, user_id=requested.user_id)
+        )
+    return requested

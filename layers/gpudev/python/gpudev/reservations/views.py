@@ -36,6 +36,7 @@ class ReservationView(BaseModel):
     failure_reason: str | None
     extension_error: str | None
     client_request_id: str | None
+    cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None
     expires_at: datetime | None
