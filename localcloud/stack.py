@@ -131,6 +131,8 @@ class LocalCloud:
                 "AWS_ACCESS_KEY_ID": function_key[0],
                 "AWS_SECRET_ACCESS_KEY": function_key[1],
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # EMF metrics are CloudWatch's; locally they would only interleave with output.
+                "POWERTOOLS_METRICS_DISABLED": "true",
             }
         )
 

@@ -8,10 +8,14 @@ valid metrics. Tracer disables itself outside Lambda.
 
 from __future__ import annotations
 
+import sys
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
 METRICS_NAMESPACE = "GpuDev"
 
-logger = Logger()
+# stderr: stdout carries EMF metrics in Lambda, and command output when functions run
+# in-process beside the CLI (the local cloud's tests). CloudWatch records both streams.
+logger = Logger(stream=sys.stderr)
 metrics = Metrics(namespace=METRICS_NAMESPACE)
 tracer = Tracer()
