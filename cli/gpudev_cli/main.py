@@ -250,6 +250,72 @@ def cancel(obj: Context, reservation_id: str) -> None:
     )
 
 
+def _availability_table(types: list[dict[str, Any]]) -> None:
+    table = Table(title="GPU availability (numbers are GPUs; CPU types: user slots)")
+    for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
+        table.add_column(column)
+    for t in types:
+        per_node = t["max_per_node"] or 3
+        colour = (
+            "red"
+            if t["available_gpus"] == 0
+            else ("green" if t["available_gpus"] >= per_node else "yellow")
+        )
+        wait = t.get("estimated_wait_minutes")
+        table.add_row(
+            t["gpu_type"],
+            f"[{colour}]{t['available_gpus']}[/]",
+            str(t["max_reservable"]),
+            str(t["total_cluster_gpus"]),
+            str(t["queue_length"]),
+            "now" if wait == 0 else ("unknown" if wait is None else f"{wait} min"),
+            (t.get("last_availability_update") or "never")[:19].replace("T", " "),
+        )
+    console.print(table)
+    console.print("Reserve with: gpu-dev reserve --gpu-type <type> --gpus <n>")
+
+
+@cli.command()
+@click.option("--watch", is_flag=True, help="refresh every --interval seconds until Ctrl+C")
+@click.option("--interval", type=float, default=5.0, show_default=True)
+@click.pass_obj
+def avail(obj: Context, watch: bool, interval: float) -> None:
+    """Live GPU availability per type, with queue lengths."""
+    client = obj.client()
+    while True:
+        obj.emit(client.request("GET", "/v1/gpu/availability")["gpu_types"], _availability_table)
+        if not watch:
+            return
+        try:
+            time.sleep(interval)
+        except KeyboardInterrupt:
+            return
+        console.clear()
+
+
+@cli.command()
+@click.pass_obj
+def status(obj: Context) -> None:
+    """Cluster totals: GPUs, reservations running and queued."""
+
+    def render(s: dict[str, Any]) -> None:
+        table = Table(title="GPU cluster status")
+        table.add_column("")
+        table.add_column("")
+        for label, key in (
+            ("Total GPUs", "total_gpus"),
+            ("Available GPUs", "available_gpus"),
+            ("GPUs reserved", "gpus_in_use"),
+            ("GPUs queued", "queued_gpus"),
+            ("Running reservations", "active_reservations"),
+            ("Queued reservations", "queued_reservations"),
+        ):
+            table.add_row(label, str(s[key]))
+        console.print(table)
+
+    obj.emit(obj.client().request("GET", "/v1/cluster/status"), render)
+
+
 @cli.group()
 def config() -> None:
     """Show or change the CLI's settings."""

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from gpudev.aws import aws_clients
+from gpudev.capacity import ClusterStatus, TypeAvailability, availability_by_type, cluster_status
 from gpudev.db.pool import connection
 from gpudev.errors import Conflict, GpuDevError, InvalidRequest, NotFound, Unavailable
 from gpudev.identity import Caller, NotAuthorized, caller_from_arn, require_allowed_role
@@ -135,6 +136,24 @@ def cancel_reservation(reservation_id: str) -> Response[ReservationView]:
     with connection() as conn:
         reservation = request_cancel(conn, jobs(), caller, reservation_id)
     return Response(202, content_types.APPLICATION_JSON, ReservationView.of(reservation))
+
+
+class Availability(BaseModel):
+    gpu_types: list[TypeAvailability]
+
+
+@app.get("/v1/gpu/availability")
+def gpu_availability() -> Availability:
+    current_caller()
+    with connection() as conn:
+        return Availability(gpu_types=availability_by_type(conn))
+
+
+@app.get("/v1/cluster/status")
+def get_cluster_status() -> ClusterStatus:
+    current_caller()
+    with connection() as conn:
+        return cluster_status(conn)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)

@@ -101,3 +101,21 @@ def test_config_set_and_show(run, local_cloud):
     assert run("list", api=False).exit_code == 0
     bad = run("config", "set", "api_url", "ftp://x")
     assert bad.exit_code == 1 and "must start with http" in bad.output
+
+
+def test_avail_and_status(run, local_cloud):
+    event = json.loads(
+        (
+            Path(__file__).resolve().parents[2]
+            / "events"
+            / "availability_updater"
+            / "scheduled.json"
+        ).read_text()
+    )
+    local_cloud.lambdas.invoke("AvailabilityUpdater", event)
+    table = run("avail")
+    assert table.exit_code == 0 and "h100" in table.stdout and "GPU availability" in table.stdout
+    types = json.loads(run("--output", "json", "avail").stdout)
+    assert {t["gpu_type"]: t["total_cluster_gpus"] for t in types}["h100"] == 16
+    status = json.loads(run("--output", "json", "status").stdout)
+    assert status["total_gpus"] >= 24

@@ -1,0 +1,66 @@
+"""What users see of capacity: per-type availability (kept by the availability updater)
+with live demand from reservations, and cluster totals — one SQL round trip each."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import class_row
+from pydantic import BaseModel
+
+from gpudev.db.queries import query
+
+
+class TypeAvailability(BaseModel):
+    gpu_type: str
+    instance_type: str
+    max_per_node: int
+    total_cluster_gpus: int
+    available_gpus: int
+    max_reservable: int
+    full_nodes_available: int
+    running_instances: int
+    last_availability_update: datetime | None
+    queue_length: int
+    queued_gpus: int
+    running_reservations: int
+    gpus_in_use: int
+    # Set once the allocator computes ETAs from running reservations' end times; until
+    # then 0 when a request of one node fits now, else unknown.
+    estimated_wait_minutes: int | None = None
+
+
+class ClusterStatus(BaseModel):
+    total_gpus: int
+    available_gpus: int
+    gpus_in_use: int
+    queued_gpus: int
+    active_reservations: int
+    queued_reservations: int
+    by_gpu_type: list[TypeAvailability]
+
+
+def availability_by_type(conn: psycopg.Connection[Any]) -> list[TypeAvailability]:
+    with conn.cursor(row_factory=class_row(TypeAvailability)) as cur:
+        rows = cur.execute(query("capacity/by_type")).fetchall()
+    return [
+        row.model_copy(update={"estimated_wait_minutes": 0})
+        if row.queue_length == 0 and row.max_reservable > 0
+        else row
+        for row in rows
+    ]
+
+
+def cluster_status(conn: psycopg.Connection[Any]) -> ClusterStatus:
+    types = availability_by_type(conn)
+    return ClusterStatus(
+        total_gpus=sum(t.total_cluster_gpus for t in types if t.max_per_node),
+        available_gpus=sum(t.available_gpus for t in types if t.max_per_node),
+        gpus_in_use=sum(t.gpus_in_use for t in types),
+        queued_gpus=sum(t.queued_gpus for t in types),
+        active_reservations=sum(t.running_reservations for t in types),
+        queued_reservations=sum(t.queue_length for t in types),
+        by_gpu_type=types,
+    )
