@@ -20,7 +20,14 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from cdk_app.declaration import DEPLOYMENT, MIGRATE, Deployment, FunctionSpec
+from cdk_app.declaration import (
+    DEPLOYMENT,
+    MIGRATE,
+    Deployment,
+    FunctionSpec,
+    QueueSpec,
+    StateMachineSpec,
+)
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.nag import acknowledge_public_route
@@ -56,9 +63,9 @@ class GpuDevStack(Stack):
         self._migrate_on_deploy()
         self._rest_api(deployment)
         for queue in deployment.queues:
-            self._queue(queue.name, deployment)
+            self._queue(queue, deployment)
         for machine in deployment.state_machines:
-            self._state_machine(machine.name, deployment)
+            self._state_machine(machine)
         for schedule in deployment.schedules:
             events.Rule(
                 self,
@@ -228,8 +235,8 @@ class GpuDevStack(Stack):
             )
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)
 
-    def _queue(self, name: str, deployment: Deployment) -> None:
-        spec = next(q for q in deployment.queues if q.name == name)
+    def _queue(self, spec: QueueSpec, deployment: Deployment) -> None:
+        name = spec.name
         dead_letters = sqs.Queue(
             self,
             f"{name}DeadLetterQueue",
@@ -261,8 +268,8 @@ class GpuDevStack(Stack):
                 function.add_environment(spec.url_variable, queue.queue_url)
                 queue.grant_send_messages(function)
 
-    def _state_machine(self, name: str, deployment: Deployment) -> None:
-        spec = next(m for m in deployment.state_machines if m.name == name)
+    def _state_machine(self, spec: StateMachineSpec) -> None:
+        name = spec.name
         state_machine = sfn.StateMachine(
             self,
             f"{name}StateMachine",

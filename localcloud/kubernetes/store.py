@@ -103,7 +103,6 @@ class ObjectStore:
         self._lock = threading.RLock()
         self._versions = itertools.count(1000)
         self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
-        self.changed = threading.Condition(self._lock)
         self.create_faults: dict[str, int] = {}  # resource -> creates left to fail with 500
         self._version_seen = 0
         self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
@@ -123,7 +122,6 @@ class ObjectStore:
     def _stamp(self, obj: Obj) -> Obj:
         self._version_seen = next(self._versions)
         obj["metadata"]["resourceVersion"] = str(self._version_seen)
-        self.changed.notify_all()
         return copy.deepcopy(obj)
 
     def _require_namespace(self, resource: str, namespace: str) -> None:

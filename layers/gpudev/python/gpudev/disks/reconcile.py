@@ -144,8 +144,7 @@ def reconcile_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str) ->
         with conn.transaction():
             locked = conn.execute(query("disk_reconciliation/try_lock"), {"key": LOCK_KEY})
             if not (row := locked.fetchone()) or not row[0]:
-                run = runs.start(RECONCILER, invoked_by)
-                runs.finish(run.run_id, "skipped", {}, error="another run is in progress")
+                run = runs.record(RECONCILER, invoked_by, "skipped", "another run is in progress")
                 logger.info("disk reconciliation skipped: another run is in progress")
                 return DiskReconciliation("skipped", run_id=run.run_id)
             run = runs.start(RECONCILER, invoked_by)
@@ -165,8 +164,7 @@ def reconcile_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str) ->
             runs.finish(run.run_id, "succeeded", statistics)
     except Exception as exc:
         with conn.transaction():
-            failed = runs.start(RECONCILER, invoked_by)
-            runs.finish(failed.run_id, "failed", {}, error=f"{type(exc).__name__}: {exc}")
+            runs.record(RECONCILER, invoked_by, "failed", f"{type(exc).__name__}: {exc}")
         raise
     logger.info("disk reconciliation finished", extra={"statistics": statistics})
     return DiskReconciliation("succeeded", statistics, plan.duplicates, run.run_id)

@@ -43,6 +43,21 @@ class ReconcilerRunsRepository:
         assert row is not None
         return row
 
+    def record(self, reconciler: str, invoked_by: str, outcome: str, error: str) -> ReconcilerRun:
+        """A finished run with no work done (skipped, or failed), in one round trip."""
+        with self._conn.cursor(row_factory=class_row(ReconcilerRun)) as cur:
+            row = cur.execute(
+                query("reconciler_runs/record"),
+                {
+                    "reconciler": reconciler,
+                    "invoked_by": invoked_by,
+                    "outcome": outcome,
+                    "error": error,
+                },
+            ).fetchone()
+        assert row is not None
+        return row
+
     def latest(self, reconciler: str) -> ReconcilerRun | None:
         with self._conn.cursor(row_factory=class_row(ReconcilerRun)) as cur:
             return cur.execute(
