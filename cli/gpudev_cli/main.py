@@ -2,56 +2,23 @@
 
 from __future__ import annotations
 
-import json
+import signal
+import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from gpudev_cli import prompts, ssh
 from gpudev_cli.client import ApiClient, CliError
 from gpudev_cli.config import ConfigError, config_path, load, resolve_api_url, save
-
-LIVE = ("pending", "queued", "preparing", "active")
-FINAL = ("cancelled", "expired", "failed")
-console = Console()
-
-
-@dataclass
-class Context:
-    api_url_flag: str | None
-    profile: str | None
-    region: str | None
-    output: str
-
-    def client(self) -> ApiClient:
-        api_url, _ = resolve_api_url(self.api_url_flag)
-        settings = load()
-        return ApiClient(
-            api_url, self.profile or settings.get("profile"), self.region or settings.get("region")
-        )
-
-    def emit(self, data: Any, render: Any) -> None:
-        if self.output == "json":
-            click.echo(json.dumps(data, indent=2, default=str))
-        else:
-            render(data)
-
-
-class Group(click.Group):
-    """Turns every expected failure into one line on stderr and exit code 1."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (CliError, ConfigError) as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(1)
+from gpudev_cli.context import FINAL, LIVE, Context, Group, console, interactive, progress, short
+from gpudev_cli.disks import disk
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["--help"]})
@@ -67,10 +34,6 @@ def cli(
     ctx: click.Context, api_url: str | None, profile: str | None, region: str | None, output: str
 ) -> None:
     ctx.obj = Context(api_url, profile, region, output)
-
-
-def short(reservation_id: str) -> str:
-    return reservation_id[:8]
 
 
 def _gpus(r: dict[str, Any]) -> str:
@@ -98,15 +61,39 @@ def _reservations_table(rows: list[dict[str, Any]]) -> None:
     console.print(table if rows else "No reservations.")
 
 
+def _ago(moment: str | None) -> str:
+    if not moment:
+        return ""
+    seconds = int((datetime.now(UTC) - datetime.fromisoformat(moment)).total_seconds())
+    prefix, seconds = ("in ", -seconds) if seconds < 0 else ("", seconds)
+    hours, minutes = divmod(seconds // 60, 60)
+    text = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+    return f"{prefix}{text}" + ("" if prefix else " ago")
+
+
 def _show(r: dict[str, Any]) -> None:
+    rid = short(r["reservation_id"])
     lines = [
-        f"[bold]{short(r['reservation_id'])}[/] {r.get('name') or ''}  {r['status']}",
+        f"[bold]{rid}[/] {r.get('name') or ''}  {r['status']}",
         f"GPUs: {_gpus(r)}   hours: {r['duration_hours']:g}   id: {r['reservation_id']}",
     ]
     if r.get("queue_position"):
         lines.append(f"Queue: #{r['queue_position']}, about {r.get('estimated_wait_minutes')} min")
-    if r.get("ssh_command"):
-        lines.append(f"Connect: {r['ssh_command']}")
+    if r["status"] == "active":
+        lines.append(f"Connect: gpu-dev connect {rid}   (or: {r.get('ssh_command')})")
+        lines.append(f"Started {_ago(r.get('launched_at'))}, expires {_ago(r.get('expires_at'))}")
+    if r.get("jupyter_url"):
+        lines.append(f"Jupyter: {r['jupyter_url']}")
+    elif r["status"] in LIVE:
+        lines.append(
+            "Jupyter: on, starting"
+            if r["jupyter_enabled"]
+            else f"Jupyter: off (gpu-dev edit {rid} --enable-jupyter)"
+        )
+    users = ", ".join(r.get("secondary_users") or []) or f"none (gpu-dev edit {rid} --add-user GH)"
+    lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
+    if r.get("extension_error"):
+        lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
     if r.get("failure_reason"):
         lines.append(f"[red]Failed: {r['failure_reason']}[/]")
     if r.get("cancel_requested_at") and r["status"] in LIVE:
@@ -114,43 +101,77 @@ def _show(r: dict[str, Any]) -> None:
     console.print("\n".join(lines))
 
 
+def _request_body(
+    client: ApiClient,
+    ask: bool,
+    gpu_type: str | None,
+    gpus: int | None,
+    hours: float | None,
+    distributed: bool,
+) -> tuple[str, int, float]:
+    """The type, count and hours, asking for the missing ones when a person is there."""
+    if gpu_type is None and not ask:
+        raise click.UsageError("--gpu-type is required when not run interactively")
+    if gpu_type is None:
+        types = client.request("GET", "/v1/gpu/availability")["gpu_types"]
+        _availability_table(types)
+        chosen = prompts.pick_type(types)
+        gpu_type = chosen["gpu_type"]
+        if gpus is None:
+            gpus = prompts.pick_count(chosen)
+    if gpus is None:
+        gpus = 0 if gpu_type.lower().startswith("cpu") else 1
+    if hours is None:
+        hours = prompts.pick_hours() if ask else 8.0
+    if gpus > 8 and not distributed:
+        if not ask:
+            raise click.UsageError(
+                f"{gpus} GPUs span {gpus // 8} nodes: add --distributed to confirm multinode"
+            )
+        click.confirm(
+            f"{gpus} GPUs run as {gpus // 8} pods on whole nodes, rendezvous on port 29500. "
+            "Continue?",
+            abort=True,
+        )
+    return gpu_type, gpus, hours
+
+
 @cli.command()
-@click.option("--gpu-type", "-t", required=True, help="e.g. h100, t4, cpu-x86 (see `avail`)")
+@click.option("--gpu-type", "-t", help="e.g. h100, t4, cpu-x86 (see `avail`)")
 @click.option(
-    "--gpus",
-    "-g",
-    type=int,
-    default=1,
-    show_default=True,
-    help="GPU count (0 for CPU types; multiples of 8 for multinode)",
+    "--gpus", "-g", type=int, help="GPU count (default 1; 0 for CPU types; 16/24/32 multinode)"
 )
-@click.option(
-    "--hours",
-    "-h",
-    type=float,
-    default=8.0,
-    show_default=True,
-    help="5 minutes (0.0833) to 24; fractions allowed",
-)
+@click.option("--hours", "-h", type=float, help="5 minutes (0.0833) to 24; fractions allowed")
 @click.option("--name", help="a name to recognise it by")
 @click.option("--disk", help="a named persistent disk, or 'none'")
 @click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
+@click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
+@click.option(
+    "--interactive/--no-interactive",
+    "interactive_flag",
+    default=None,
+    help="ask for missing values (default: when run in a terminal)",
+)
 @click.pass_obj
 def reserve(
     obj: Context,
-    gpu_type: str,
-    gpus: int,
-    hours: float,
+    gpu_type: str | None,
+    gpus: int | None,
+    hours: float | None,
     name: str | None,
     disk: str | None,
     jupyter: bool,
+    distributed: bool,
     github_user: str | None,
     no_wait: bool,
+    interactive_flag: bool | None,
 ) -> None:
     """Reserve GPUs and (unless --no-wait) follow the reservation until it is ready."""
     client = obj.client()
+    ask = interactive(interactive_flag)
+    gpu_type, gpus, hours = _request_body(client, ask, gpu_type, gpus, hours, distributed)
     body = {
         "gpu_type": gpu_type,
         "gpu_count": gpus,
@@ -162,7 +183,7 @@ def reserve(
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }
     reservation = client.request("POST", "/v1/reservations", body)
-    if no_wait or obj.output == "json":
+    if no_wait:
         obj.emit(
             reservation,
             lambda r: console.print(
@@ -171,14 +192,31 @@ def reserve(
             ),
         )
         return
-    _follow(client, reservation)
+    final = _follow(client, reservation, ask)
+    if final is None:
+        return
+    if final["status"] == "active":
+        ssh.write_config(final)
+    obj.emit(final, _show_with_connect)
+    if final["status"] != "active":
+        sys.exit(1)
 
 
-def _follow(client: ApiClient, reservation: dict[str, Any]) -> None:
+def _show_with_connect(r: dict[str, Any]) -> None:
+    _show(r)
+    if r["status"] == "active":
+        console.print(f"SSH config: {ssh.config_file(r)}  (ssh -F <that file> {ssh.host_alias(r)})")
+
+
+POLL_SECONDS = {"queued": 3.0}
+
+
+def _follow(client: ApiClient, reservation: dict[str, Any], ask: bool) -> dict[str, Any] | None:
+    """Poll until active or ended, showing progress; None if the user stopped waiting."""
     rid = reservation["reservation_id"]
     started = time.monotonic()
     try:
-        with console.status("") as status:
+        with progress.status("") as status:
             while reservation["status"] not in ("active", *FINAL):
                 elapsed = int(time.monotonic() - started)
                 detail = reservation.get("current_detailed_status") or reservation["status"]
@@ -188,20 +226,20 @@ def _follow(client: ApiClient, reservation: dict[str, Any]) -> None:
                         f"{reservation.get('estimated_wait_minutes')} min"
                     )
                 status.update(f"[{elapsed // 60}m{elapsed % 60:02d}s] {detail}")
-                time.sleep(1 if reservation["status"] != "queued" else 3)
+                time.sleep(POLL_SECONDS.get(reservation["status"], 1.0))
                 reservation = client.request("GET", f"/v1/reservations/{rid}")
     except KeyboardInterrupt:
-        if sys.stdin.isatty() and click.confirm(f"\nCancel reservation {short(rid)}?"):
+        if ask and click.confirm(f"\nCancel reservation {short(rid)}?", default=False):
             client.request("POST", f"/v1/reservations/{rid}/cancel")
-            console.print(f"Cancellation of {short(rid)} requested.")
+            click.echo(f"Cancellation of {short(rid)} requested.", err=True)
         else:
-            console.print(
-                f"\nReservation {short(rid)} continues; `gpu-dev cancel {short(rid)}` stops it."
+            click.echo(
+                f"\nStopped waiting; reservation {short(rid)} continues. "
+                f"`gpu-dev show {short(rid)}` follows it, `gpu-dev cancel {short(rid)}` stops it.",
+                err=True,
             )
-        return
-    _show(reservation)
-    if reservation["status"] != "active":
-        sys.exit(1)
+        return None
+    return reservation
 
 
 @cli.command("list")
@@ -213,20 +251,37 @@ def _follow(client: ApiClient, reservation: dict[str, Any]) -> None:
     type=click.Choice([*LIVE, *FINAL]),
     help="only these statuses (repeatable)",
 )
+@click.option("--watch", is_flag=True, help="refresh every --interval seconds until Ctrl+C")
+@click.option("--interval", type=float, default=5.0, show_default=True)
 @click.pass_obj
-def list_(obj: Context, show_all: bool, statuses: tuple[str, ...]) -> None:
+def list_(
+    obj: Context, show_all: bool, statuses: tuple[str, ...], watch: bool, interval: float
+) -> None:
     """Your reservations: live ones and those that ended in the last hour."""
     query = "&".join([f"status={s}" for s in statuses] + ["limit=500"])
-    rows = obj.client().request("GET", f"/v1/reservations?{query}")["reservations"]
-    if not show_all and not statuses:
-        cutoff = time.time() - 3600
-        rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
-    obj.emit(rows, _reservations_table)
+    client = obj.client()
+    while True:
+        rows = client.request("GET", f"/v1/reservations?{query}")["reservations"]
+        if not show_all and not statuses:
+            cutoff = time.time() - 3600
+            rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
+        obj.emit(rows, _reservations_table)
+        if not _wait_for_refresh(watch, interval):
+            return
+
+
+def _wait_for_refresh(watch: bool, interval: float) -> bool:
+    if not watch:
+        return False
+    try:
+        time.sleep(interval)
+    except KeyboardInterrupt:
+        return False
+    console.clear()
+    return True
 
 
 def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
-    from datetime import datetime
-
     ended: str | None = r.get("reservation_ended")
     return ended is not None and datetime.fromisoformat(ended).timestamp() >= cutoff
 
@@ -245,9 +300,110 @@ def show(obj: Context, reservation_id: str) -> None:
 def cancel(obj: Context, reservation_id: str) -> None:
     """Cancel a reservation (full id or 8-character prefix)."""
     result = obj.client().request("POST", f"/v1/reservations/{reservation_id}/cancel")
+    ssh.remove_config(result)
     obj.emit(
         result, lambda r: console.print(f"Cancellation of {short(r['reservation_id'])} requested.")
     )
+
+
+def _extend(obj: Context, client: ApiClient, reservation_id: str, hours: float) -> None:
+    result = client.request("POST", f"/v1/reservations/{reservation_id}/extend", {"hours": hours})
+    obj.emit(
+        result,
+        lambda r: console.print(
+            f"Extended {short(r['reservation_id'])} by {hours:g} h "
+            f"({r['duration_hours']:g} h in total); the new expiry applies within seconds."
+        ),
+    )
+
+
+@cli.command()
+@click.argument("reservation_id")
+@click.option(
+    "--hours", "-h", type=float, required=True, help="1 to 24; at most 48 in total since launch"
+)
+@click.pass_obj
+def extend(obj: Context, reservation_id: str, hours: float) -> None:
+    """Give a reservation more time."""
+    _extend(obj, obj.client(), reservation_id, hours)
+
+
+@cli.command()
+@click.argument("reservation_id")
+@click.option("--extend", "extend_hours", type=float, help="add hours (1 to 24)")
+@click.option(
+    "--add-user", "github_users", multiple=True, help="GitHub user to let in (repeatable)"
+)
+@click.option("--enable-jupyter/--disable-jupyter", "jupyter", default=None)
+@click.pass_obj
+def edit(
+    obj: Context,
+    reservation_id: str,
+    extend_hours: float | None,
+    github_users: tuple[str, ...],
+    jupyter: bool | None,
+) -> None:
+    """Change a live reservation: more time, more users, Jupyter on or off."""
+    if extend_hours is None and not github_users and jupyter is None:
+        raise click.UsageError("nothing to change: give --extend, --add-user or --enable-jupyter")
+    client = obj.client()
+    path = f"/v1/reservations/{reservation_id}"
+    for user in github_users:
+        result = client.request("POST", f"{path}/users", {"github_username": user})
+        obj.emit(result, lambda r, u=user: console.print(f"{u} may now log in."))
+    if jupyter is not None:
+        result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
+        obj.emit(result, lambda r: console.print(f"Jupyter {'on' if jupyter else 'off'}."))
+    if extend_hours is not None:
+        _extend(obj, client, reservation_id, extend_hours)
+
+
+@cli.command()
+@click.argument("reservation_id", required=False)
+@click.pass_obj
+def connect(obj: Context, reservation_id: str | None) -> None:
+    """SSH into an active reservation (the only one, if you have exactly one)."""
+    client = obj.client()
+    if reservation_id is None:
+        active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
+        if len(active) != 1:
+            raise CliError(
+                "you have no active reservation"
+                if not active
+                else f"you have {len(active)} active reservations: name one "
+                f"({', '.join(short(r['reservation_id']) for r in active)})"
+            )
+        reservation = active[0]
+    else:
+        reservation = client.request("GET", f"/v1/reservations/{reservation_id}")
+    if reservation["status"] != "active":
+        raise CliError(
+            f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "
+            "not active"
+        )
+    command = ssh.ssh_command(reservation)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
+    try:
+        code = subprocess.call(command)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code == 255:
+        raise CliError(
+            f"ssh could not connect to {short(reservation['reservation_id'])}; "
+            f"check `gpu-dev show {short(reservation['reservation_id'])}` and your SSH keys"
+        )
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script, e.g. eval "$(gpu-dev completion bash)"."""
+    from click.shell_completion import get_completion_class
+
+    completion_class = get_completion_class(shell)
+    assert completion_class is not None
+    click.echo(completion_class(cli, {}, "gpu-dev", "_GPU_DEV_COMPLETE").source())
 
 
 def _availability_table(types: list[dict[str, Any]]) -> None:
@@ -284,13 +440,8 @@ def avail(obj: Context, watch: bool, interval: float) -> None:
     client = obj.client()
     while True:
         obj.emit(client.request("GET", "/v1/gpu/availability")["gpu_types"], _availability_table)
-        if not watch:
+        if not _wait_for_refresh(watch, interval):
             return
-        try:
-            time.sleep(interval)
-        except KeyboardInterrupt:
-            return
-        console.clear()
 
 
 @cli.command()
@@ -344,6 +495,9 @@ def config_show(obj: Context) -> None:
 def config_set(key: str, value: str) -> None:
     path = save(key, value)
     console.print(f"{key} saved to {path}")
+
+
+cli.add_command(disk)
 
 
 def main() -> None:

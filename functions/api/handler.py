@@ -12,21 +12,33 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gpudev.aws import aws_clients
 from gpudev.capacity import ClusterStatus, TypeAvailability, availability_by_type, cluster_status
 from gpudev.db.pool import connection
-from gpudev.errors import Conflict, GpuDevError, InvalidRequest, NotFound, Unavailable
+from gpudev.disks.requests import (
+    DiskRequest,
+    RenameRequest,
+    create_disk,
+    delete_disk,
+    find_disk,
+    rename_disk,
+)
+from gpudev.disks.views import DiskView
+from gpudev.errors import Conflict, Gone, GpuDevError, InvalidRequest, NotFound, Unavailable
 from gpudev.identity import Caller, NotAuthorized, caller_from_arn, require_allowed_role
 from gpudev.jobs import JobQueue
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger, tracer
-from gpudev.repositories import ReservationsRepository, UsersRepository
+from gpudev.repositories import DisksRepository, ReservationsRepository, UsersRepository
 from gpudev.reservations.service import (
     ReservationRequest,
+    add_user,
     find_reservation,
     request_cancel,
+    request_extension,
+    set_jupyter,
     submit_reservation,
 )
 from gpudev.reservations.views import ReservationView
@@ -40,6 +52,7 @@ _STATUS = {
     NotAuthorized: 403,
     NotFound: 404,
     Conflict: 409,
+    Gone: 410,
     InvalidRequest: 422,
     Unavailable: 503,
 }
@@ -134,8 +147,91 @@ def get_reservation(reservation_id: str) -> ReservationView:
 def cancel_reservation(reservation_id: str) -> Response[ReservationView]:
     caller = current_caller()
     with connection() as conn:
-        reservation = request_cancel(conn, jobs(), caller, reservation_id)
+        return _accepted(request_cancel(conn, jobs(), caller, reservation_id))
+
+
+def _accepted(reservation: Any) -> Response[ReservationView]:
     return Response(202, content_types.APPLICATION_JSON, ReservationView.of(reservation))
+
+
+class ExtendRequest(BaseModel):
+    hours: float = Field(description="1 to 24; the total since launch stays within 48")
+
+
+class AddUserRequest(BaseModel):
+    github_username: str = Field(min_length=1, max_length=39)
+
+
+@app.post("/v1/reservations/<reservation_id>/extend")
+def extend_reservation(reservation_id: str, request: ExtendRequest) -> Response[ReservationView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _accepted(request_extension(conn, jobs(), caller, reservation_id, request.hours))
+
+
+@app.post("/v1/reservations/<reservation_id>/users")
+def add_reservation_user(reservation_id: str, request: AddUserRequest) -> Response[ReservationView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _accepted(add_user(conn, jobs(), caller, reservation_id, request.github_username))
+
+
+@app.put("/v1/reservations/<reservation_id>/jupyter")
+def enable_jupyter(reservation_id: str) -> Response[ReservationView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _accepted(set_jupyter(conn, jobs(), caller, reservation_id, enabled=True))
+
+
+@app.delete("/v1/reservations/<reservation_id>/jupyter")
+def disable_jupyter(reservation_id: str) -> Response[ReservationView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _accepted(set_jupyter(conn, jobs(), caller, reservation_id, enabled=False))
+
+
+class DiskList(BaseModel):
+    disks: list[DiskView]
+
+
+def _disk_accepted(disk: Any) -> Response[DiskView]:
+    return Response(202, content_types.APPLICATION_JSON, DiskView.of(disk))
+
+
+@app.post("/v1/disks")
+def create_user_disk(request: DiskRequest) -> Response[DiskView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _disk_accepted(create_disk(conn, jobs(), caller, request))
+
+
+@app.get("/v1/disks")
+def list_disks() -> DiskList:
+    caller = current_caller()
+    with connection() as conn:
+        rows = DisksRepository(conn).list_for_user(caller.username)
+    return DiskList(disks=[DiskView.of(d) for d in rows])
+
+
+@app.get("/v1/disks/<disk_name>")
+def get_disk(disk_name: str) -> DiskView:
+    caller = current_caller()
+    with connection() as conn:
+        return DiskView.of(find_disk(conn, caller, disk_name))
+
+
+@app.delete("/v1/disks/<disk_name>")
+def delete_user_disk(disk_name: str) -> Response[DiskView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _disk_accepted(delete_disk(conn, jobs(), caller, disk_name))
+
+
+@app.post("/v1/disks/<disk_name>/rename")
+def rename_user_disk(disk_name: str, request: RenameRequest) -> Response[DiskView]:
+    caller = current_caller()
+    with connection() as conn:
+        return _disk_accepted(rename_disk(conn, jobs(), caller, disk_name, request))
 
 
 class Availability(BaseModel):

@@ -4,14 +4,19 @@ through the standard credential chain (a shared credentials file and --profile).
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
 from gpudev_cli.main import cli
 from localcloud.stack import LocalCloud
+from tests.e2e.jobs import count_reservations
 
 
 @pytest.fixture
@@ -21,15 +26,18 @@ def run(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
     # The in-process functions keep their own env credentials; an explicit --profile wins.
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     api_url = local_cloud.describe()["api_url"]
 
-    def invoke(*args: str, profile: str = "alice", api: bool = True) -> Result:
+    def invoke(
+        *args: str, profile: str = "alice", api: bool = True, input: str | None = None
+    ) -> Result:
         options = ["--profile", profile, "--region", "us-east-2"]
         if api:
             options += ["--api-url", api_url]
-        return CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
+        return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
 
     yield invoke
 
@@ -68,6 +76,10 @@ def test_table_output_is_readable(run):
         (("reserve", "-t", "h100", "-h", "30", "--no-wait"), "hours must be between"),
         (("show", "abc"), "at least 8 characters"),
         (("cancel", "ffffffff"), "no reservation 'ffffffff'"),
+        (("extend", "ffffffff", "-h", "2"), "no reservation 'ffffffff'"),
+        (("disk", "show", "nope"), "no disk named 'nope'"),
+        (("disk", "create", "bad name"), "invalid disk name 'bad name'"),
+        (("connect",), "you have no active reservation"),
     ],
 )
 def test_errors_are_one_line_and_exit_non_zero(run, args, message):
@@ -119,3 +131,145 @@ def test_avail_and_status(run, local_cloud):
     assert {t["gpu_type"]: t["total_cluster_gpus"] for t in types}["h100"] == 16
     status = json.loads(run("--output", "json", "status").stdout)
     assert status["total_gpus"] >= 24
+
+
+def _json(result: Result) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_interactive_reserve_asks_for_type_count_and_hours(run):
+    result = run("reserve", "--interactive", "--no-wait", input="t4\n2\n1.5\n")
+    assert result.exit_code == 0, result.output
+    assert "GPU type" in result.stdout and "GPUs" in result.stdout
+    rid = result.stdout.split("Reservation ")[1][:8]
+    shown = _json(run("--output", "json", "show", rid))
+    assert (shown["gpu_type"], shown["gpu_count"], shown["duration_hours"]) == ("t4", 2, 1.5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("reserve", "--no-interactive", "--no-wait"), "--gpu-type is required"),
+        (("reserve", "-t", "h100", "-g", "16", "--no-wait"), "add --distributed"),
+        (("edit", "ffffffff"), "nothing to change"),
+        (("disk", "delete", "x", "--no-interactive"), "needs --yes"),
+    ],
+)
+def test_missing_values_without_a_terminal_are_usage_errors(run, local_cloud, args, message):
+    before = count_reservations(local_cloud)
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.output
+    assert count_reservations(local_cloud) == before
+
+
+def test_multinode_needs_distributed(run):
+    reserved = _json(
+        run("-o", "json", "reserve", "-t", "h100", "-g", "16", "--distributed", "--no-wait")
+    )
+    assert reserved["total_nodes"] == 2
+
+
+def test_extend_and_edit(run):
+    rid = _json(run("-o", "json", "reserve", "-t", "t4", "-h", "2", "--no-wait"))["reservation_id"]
+    assert _json(run("-o", "json", "extend", rid[:8], "-h", "3"))["duration_hours"] == 5
+    edited = run("edit", rid[:8], "--add-user", "octocat", "--enable-jupyter", "--extend", "1")
+    assert edited.exit_code == 0, edited.output
+    assert "octocat may now log in" in edited.stdout and "Jupyter on" in edited.stdout
+    shown = _json(run("-o", "json", "show", rid))
+    assert (shown["duration_hours"], shown["secondary_users"], shown["jupyter_enabled"]) == (
+        6,
+        ["octocat"],
+        True,
+    )
+    assert run("extend", rid[:8], "-h", "24").exit_code == 0  # 30 h
+    refused = run("extend", rid[:8], "-h", "24")
+    assert refused.exit_code == 1 and "at most 48 h in total" in refused.stderr
+
+
+def test_disk_commands(run):
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    assert _json(run("-o", "json", "disk", "create", name))["disk_name"] == name
+    assert name in run("disk", "list").stdout
+    assert _json(run("-o", "json", "disk", "show", name))["operation_status"] == "requested"
+    assert _json(run("-o", "json", "disk", "rename", name, name + "-2"))["disk_name"] == name + "-2"
+    deleted = run("disk", "delete", name + "-2", "--interactive", input="y\n")
+    assert deleted.exit_code == 0 and "marked for deletion" in deleted.stdout
+    again = run("disk", "delete", name + "-2", "-y")
+    assert again.exit_code == 1 and "HTTP 410" in again.stderr
+
+
+def _activate(cloud: LocalCloud, rid: str) -> None:
+    with psycopg.connect(cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = 'active', launched_at = now(),"
+            " expires_at = now() + interval '1 hour', node_ip = '10.0.0.7', node_port = 30123,"
+            " ssh_command = 'ssh -p 30123 dev@10.0.0.7' WHERE reservation_id = %s",
+            (rid,),
+        )
+
+
+def test_connect_runs_ssh_with_a_private_per_reservation_config(
+    run, local_cloud, tmp_path, monkeypatch
+):
+    # ssh itself is the outer boundary: a stand-in records how it was called.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_ssh = bin_dir / "ssh"
+    fake_ssh.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/ssh-args\nexit 0\n')
+    fake_ssh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    for r in _json(run("-o", "json", "list", "--status", "active")):
+        with psycopg.connect(local_cloud.database_url) as conn:
+            conn.execute(
+                "UPDATE reservations SET status = 'cancelled', reservation_ended = now()"
+                " WHERE reservation_id = %s",
+                (r["reservation_id"],),
+            )
+    rid = _json(run("-o", "json", "reserve", "-t", "t4", "--no-wait"))["reservation_id"]
+    not_yet = run("connect", rid[:8])
+    assert not_yet.exit_code == 1 and "is pending, not active" in not_yet.stderr
+    _activate(local_cloud, rid)
+    assert run("connect").exit_code == 0  # the only active one
+    config = tmp_path / "gpu-dev" / f"{rid[:8]}-sshconfig"
+    assert (tmp_path / "ssh-args").read_text().split() == ["-F", str(config), f"gpu-dev-{rid[:8]}"]
+    assert config.stat().st_mode & 0o777 == 0o600
+    text = config.read_text()
+    assert "HostName 10.0.0.7" in text and "Port 30123" in text and "User dev" in text
+    shown = run("show", rid[:8]).stdout
+    assert f"gpu-dev connect {rid[:8]}" in shown
+    # cancelling forgets the config
+    assert run("cancel", rid[:8]).exit_code == 0 and not config.exists()
+
+
+def test_ctrl_c_while_waiting_leaves_it_running_without_a_terminal(run, local_cloud, monkeypatch):
+    import gpudev_cli.main as main
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main.time, "sleep", interrupted)
+    result = run("reserve", "-t", "t4", "-h", "1", "--no-interactive")
+    assert result.exit_code == 0
+    assert "Stopped waiting; reservation" in result.stderr and "continues" in result.stderr
+    rid = result.stderr.split("reservation ")[1][:8]
+    assert _json(run("-o", "json", "show", rid))["cancel_requested_at"] is None
+
+
+def test_ctrl_c_while_waiting_offers_to_cancel(run, monkeypatch):
+    import gpudev_cli.main as main
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main.time, "sleep", interrupted)
+    result = run("reserve", "-t", "t4", "-h", "1", "--interactive", input="y\n")
+    assert result.exit_code == 0, result.output
+    rid = result.stderr.split("Cancellation of ")[1][:8]
+    assert _json(run("-o", "json", "show", rid))["cancel_requested_at"] is not None
+
+
+def test_shell_completion_scripts(run):
+    bash = run("completion", "bash", api=False)
+    assert bash.exit_code == 0 and "_GPU_DEV_COMPLETE=bash_complete" in bash.stdout
+    assert "compdef" in run("completion", "zsh", api=False).stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from localcloud.stack import LocalCloud
@@ -39,3 +40,34 @@ def test_the_create_event_creates_once_then_returns_the_same_reservation(local_c
     assert (
         json.loads(first["body"])["reservation_id"] == json.loads(again["body"])["reservation_id"]
     )
+
+
+EVENT_RESERVATION = "0c0ffee0-0000-4000-8000-000000000001"  # the id the change events name
+
+
+def test_the_change_events_act_on_the_reservation_they_name(local_cloud):
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES"
+            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        )
+        conn.execute(
+            "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
+            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
+            (EVENT_RESERVATION,),
+        )
+    for name, field in (("extend_reservation", "duration_hours"), ("cancel_reservation", None)):
+        event = json.loads((EVENTS / f"api/{name}.json").read_text())
+        payload = local_cloud.lambdas.invoke("Api", event).payload
+        assert payload["statusCode"] == 202, payload
+        body = json.loads(payload["body"])
+        assert body["reservation_id"] == EVENT_RESERVATION
+        if field:
+            assert body[field] == 3
+
+
+def test_the_create_disk_event_creates_the_disk_once(local_cloud):
+    event = json.loads((EVENTS / "api/create_disk.json").read_text())
+    first = local_cloud.lambdas.invoke("Api", event).payload
+    again = local_cloud.lambdas.invoke("Api", event).payload
+    assert (first["statusCode"], again["statusCode"]) == (202, 409), (first, again)

@@ -6,41 +6,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 import psycopg
 import pytest
 
-from gpudev.jobs import parse_job
-from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
-
-
-def _count_reservations(cloud: LocalCloud) -> int:
-    with psycopg.connect(cloud.database_url) as conn:
-        row = conn.execute("SELECT count(*) FROM reservations").fetchone()
-    return int(row[0]) if row else 0
-
-
-def _drain_jobs(cloud: LocalCloud) -> list[Any]:
-    sqs = cloud.aws.client("sqs")  # type: ignore[union-attr]
-    url = cloud.resources.queue_urls["Jobs"]
-    jobs = []
-    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        for message in messages:
-            jobs.append(parse_job(message["Body"]))
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return jobs
-
-
-def _reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> Any:
-    body = {"gpu_type": "h100", "gpu_count": 4, "hours": 2, **fields}
-    return api.call("POST", "/v1/reservations", profile=profile, body=body)
+from tests.e2e.jobs import count_reservations, drain_jobs, reserve
 
 
 def test_a_valid_request_is_accepted_pending_and_enqueued_once(api, local_cloud):
-    _drain_jobs(local_cloud)
-    reply = _reserve(api, gpu_type="H100", hours=0.5, name="train", jupyter=True)
+    drain_jobs(local_cloud)
+    reply = reserve(api, gpu_type="H100", hours=0.5, name="train", jupyter=True)
     assert reply.status == 202, reply.body
     body = reply.body
     assert (
@@ -52,7 +27,7 @@ def test_a_valid_request_is_accepted_pending_and_enqueued_once(api, local_cloud)
         body["instance_type"],
     ) == ("pending", "h100", 4, 0.5, "alice", "p5.48xlarge")
     assert "task_token" not in body and "execution_arn" not in body
-    jobs = _drain_jobs(local_cloud)
+    jobs = drain_jobs(local_cloud)
     assert [(j.kind, str(j.reservation_id)) for j in jobs] == [
         ("create_reservation", body["reservation_id"])
     ]
@@ -61,18 +36,18 @@ def test_a_valid_request_is_accepted_pending_and_enqueued_once(api, local_cloud)
 def test_a_repeated_client_request_id_returns_the_first_reservation_and_enqueues_nothing(
     api, local_cloud
 ):
-    _drain_jobs(local_cloud)
+    drain_jobs(local_cloud)
     request_id = uuid.uuid4().hex
-    first = _reserve(api, client_request_id=request_id)
-    again = _reserve(api, client_request_id=request_id, hours=9)
+    first = reserve(api, client_request_id=request_id)
+    again = reserve(api, client_request_id=request_id, hours=9)
     assert (first.status, again.status) == (202, 200)
     assert again.body["reservation_id"] == first.body["reservation_id"]
     assert again.body["duration_hours"] == 2
-    assert len(_drain_jobs(local_cloud)) == 1
+    assert len(drain_jobs(local_cloud)) == 1
 
 
 def test_multinode_requests_take_whole_nodes(api):
-    reply = _reserve(api, gpu_count=16)
+    reply = reserve(api, gpu_count=16)
     assert reply.status == 202 and reply.body["total_nodes"] == 2
 
 
@@ -94,13 +69,13 @@ def test_multinode_requests_take_whole_nodes(api):
 def test_invalid_requests_fail_at_submit_with_a_clear_message_and_write_nothing(
     api, local_cloud, fields, message
 ):
-    _drain_jobs(local_cloud)
-    before = _count_reservations(local_cloud)
-    reply = _reserve(api, **fields)
+    drain_jobs(local_cloud)
+    before = count_reservations(local_cloud)
+    reply = reserve(api, **fields)
     assert reply.status == 422, reply.body
     assert message in reply.body["message"]
-    assert _count_reservations(local_cloud) == before
-    assert _drain_jobs(local_cloud) == []
+    assert count_reservations(local_cloud) == before
+    assert drain_jobs(local_cloud) == []
 
 
 @pytest.mark.parametrize(
@@ -124,18 +99,18 @@ def test_a_failed_enqueue_rolls_the_reservation_back(api, local_cloud, monkeypat
 
     reset_settings_cache()
     try:
-        before = _count_reservations(local_cloud)
-        reply = _reserve(api)
+        before = count_reservations(local_cloud)
+        reply = reserve(api)
         assert reply.status == 503
         assert "nothing was saved, try again" in reply.body["message"]
-        assert _count_reservations(local_cloud) == before
+        assert count_reservations(local_cloud) == before
     finally:
         monkeypatch.undo()
         reset_settings_cache()
 
 
 def test_reservations_are_found_by_id_or_prefix_and_listed_for_their_owner_only(api):
-    created = _reserve(api, profile="alice", name="mine").body
+    created = reserve(api, profile="alice", name="mine").body
     rid = created["reservation_id"]
     assert api.call("GET", f"/v1/reservations/{rid}").body["name"] == "mine"
     assert api.call("GET", f"/v1/reservations/{rid[:8]}").body["reservation_id"] == rid
@@ -148,7 +123,9 @@ def test_reservations_are_found_by_id_or_prefix_and_listed_for_their_owner_only(
     alices = api.call("GET", "/v1/reservations?status=pending&limit=500").body["reservations"]
     assert rid in [r["reservation_id"] for r in alices]
     assert all(r["user_id"] == "alice" for r in alices)
-    assert api.call("GET", "/v1/reservations?status=active").body["reservations"] == []
+    actives = api.call("GET", "/v1/reservations?status=active").body["reservations"]
+    assert rid not in [r["reservation_id"] for r in actives]
+    assert all(r["status"] == "active" for r in actives)
 
 
 def test_an_ambiguous_prefix_is_409(api, local_cloud):
@@ -170,7 +147,7 @@ def test_an_ambiguous_prefix_is_409(api, local_cloud):
 
 def test_pagination_and_bad_query_values(api):
     for _ in range(3):
-        _reserve(api, gpu_type="t4", gpu_count=1)
+        reserve(api, gpu_type="t4", gpu_count=1)
     page = api.call("GET", "/v1/reservations?limit=2&offset=1").body
     assert len(page["reservations"]) == 2 and (page["limit"], page["offset"]) == (2, 1)
     assert api.call("GET", "/v1/reservations?limit=0").status == 422
@@ -189,27 +166,27 @@ def test_request_bodies_are_json_objects(api):
 
 
 def test_cancel_is_recorded_once_and_queued_once(api, local_cloud):
-    rid = _reserve(api).body["reservation_id"]
-    _drain_jobs(local_cloud)
+    rid = reserve(api).body["reservation_id"]
+    drain_jobs(local_cloud)
     first = api.call("POST", f"/v1/reservations/{rid[:8]}/cancel")
     again = api.call("POST", f"/v1/reservations/{rid}/cancel")
     assert (first.status, again.status) == (202, 202)
     assert first.body["cancel_requested_at"] is not None
     assert again.body["cancel_requested_at"] == first.body["cancel_requested_at"]
-    assert [(j.kind, str(j.reservation_id)) for j in _drain_jobs(local_cloud)] == [
+    assert [(j.kind, str(j.reservation_id)) for j in drain_jobs(local_cloud)] == [
         ("cancel_reservation", rid)
     ]
 
 
 def test_nobody_cancels_someone_elses_reservation(api, local_cloud):
-    rid = _reserve(api, profile="alice").body["reservation_id"]
-    _drain_jobs(local_cloud)
+    rid = reserve(api, profile="alice").body["reservation_id"]
+    drain_jobs(local_cloud)
     assert api.call("POST", f"/v1/reservations/{rid}/cancel", profile="bob").status == 404
-    assert _drain_jobs(local_cloud) == []
+    assert drain_jobs(local_cloud) == []
 
 
 def test_cancelling_an_ended_reservation_is_409_naming_its_state(api, local_cloud):
-    rid = _reserve(api).body["reservation_id"]
+    rid = reserve(api).body["reservation_id"]
     with psycopg.connect(local_cloud.database_url) as conn:
         conn.execute(
             "UPDATE reservations SET status = 'expired', reservation_ended = now()"
@@ -217,4 +194,4 @@ def test_cancelling_an_ended_reservation_is_409_naming_its_state(api, local_clou
             (rid,),
         )
     reply = api.call("POST", f"/v1/reservations/{rid}/cancel")
-    assert reply.status == 409 and "already expired" in reply.body["message"]
+    assert reply.status == 409 and "it is expired" in reply.body["message"]

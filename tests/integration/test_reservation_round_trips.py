@@ -1,4 +1,4 @@
-"""The API's reservation calls stay within three SQL round trips."""
+"""The API's reservation and disk calls stay within three SQL round trips."""
 
 from __future__ import annotations
 
@@ -7,9 +7,18 @@ from typing import Any
 
 import psycopg
 
+from gpudev.disks.requests import DiskRequest, RenameRequest, create_disk, delete_disk, rename_disk
 from gpudev.identity import caller_from_arn
-from gpudev.jobs import CreateReservationJob
-from gpudev.reservations.service import ReservationRequest, find_reservation, submit_reservation
+from gpudev.jobs import AnyJob
+from gpudev.reservations.service import (
+    ReservationRequest,
+    add_user,
+    find_reservation,
+    request_cancel,
+    request_extension,
+    set_jupyter,
+    submit_reservation,
+)
 from tests.support.counting import CountingConnection
 
 ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
@@ -17,9 +26,9 @@ ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
 
 class RecordingQueue:
     def __init__(self) -> None:
-        self.sent: list[CreateReservationJob] = []
+        self.sent: list[AnyJob] = []
 
-    def send(self, job: CreateReservationJob) -> str:
+    def send(self, job: AnyJob) -> str:
         self.sent.append(job)
         return "message-id"
 
@@ -41,3 +50,36 @@ def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: 
         assert find_reservation(conn, ALICE, str(created.reservation_id)[:8]) == created
         assert conn.statements == 1
     assert [job.reservation_id for job in queue.sent] == [created.reservation_id]
+
+
+def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database: str):
+    queue: Any = RecordingQueue()
+    with psycopg.connect(fresh_database) as raw:
+        conn: Any = CountingConnection(raw)
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))
+        request = ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, disk_name="data")
+        created, _ = submit_reservation(conn, queue, ALICE, request)
+        rid = str(created.reservation_id)
+        calls = [
+            lambda: request_extension(conn, queue, ALICE, rid, 2),
+            lambda: add_user(conn, queue, ALICE, rid, "octocat"),
+            lambda: add_user(conn, queue, ALICE, rid, "octocat"),  # repeat: reads it back
+            lambda: set_jupyter(conn, queue, ALICE, rid, enabled=True),
+            lambda: request_cancel(conn, queue, ALICE, rid),
+            lambda: rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="data2")),
+            lambda: delete_disk(conn, queue, ALICE, "data2"),
+        ]
+        for call in calls:
+            conn.statements = 0
+            call()
+            assert conn.statements <= 3
+    assert [job.kind for job in queue.sent] == [
+        "disk_operation",
+        "create_reservation",
+        "reservation_changed",
+        "reservation_changed",
+        "reservation_changed",
+        "cancel_reservation",
+        "disk_operation",
+        "disk_operation",
+    ]

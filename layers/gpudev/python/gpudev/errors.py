@@ -27,6 +27,10 @@ class Conflict(GpuDevError):
     """The request is valid but clashes with current state (name taken, wrong status)."""
 
 
+class Gone(GpuDevError):
+    """The thing existed but is going away (a disk marked for deletion)."""
+
+
 class Unavailable(GpuDevError):
     """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
 
@@ -68,6 +72,10 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
     "reservations_gpu_type_fkey": (UnknownReference, "unknown GPU type"),
     "reservations_user_id_fkey": (UnknownReference, "unknown user"),
     "reservations_gpu_count_check": (InvalidRequest, "GPU count cannot be negative"),
+    "reservations_total_hours_check": (
+        InvalidRequest,
+        "a reservation lasts at most 48 hours in total",
+    ),
     "reservations_duration_hours_check": (
         InvalidRequest,
         "duration must be positive",

@@ -1,5 +1,5 @@
 """Jobs the API puts on the SQS jobs queue: one pydantic model per kind, shared with the
-consumer that turns them into Step Functions work (next issue). A job is sent inside the
+consumer that turns them into Step Functions work. A job is sent inside the
 database transaction that records it, so a failed send rolls the record back: nothing is
 half-written, and a job whose record did not commit is ignored by its consumer."""
 
@@ -27,7 +27,30 @@ class CancelReservationJob(BaseModel):
     user_id: str
 
 
-Job = Annotated[CreateReservationJob | CancelReservationJob, Field(discriminator="kind")]
+class ReservationChangedJob(BaseModel):
+    """Extend, add-user or Jupyter: the new desired state is already on the row (with
+    `change_generation`); the job only wakes the execution to apply it."""
+
+    kind: Literal["reservation_changed"] = "reservation_changed"
+    reservation_id: UUID
+    user_id: str
+    change_generation: int
+
+
+class DiskJob(BaseModel):
+    """A disk operation the API recorded on the disk's row (operation_id/status)."""
+
+    kind: Literal["disk_operation"] = "disk_operation"
+    operation: Literal["create", "delete", "rename"]
+    operation_id: UUID
+    disk_id: UUID
+    user_id: str
+    disk_name: str
+    previous_name: str | None = None
+
+
+AnyJob = CreateReservationJob | CancelReservationJob | ReservationChangedJob | DiskJob
+Job = Annotated[AnyJob, Field(discriminator="kind")]
 _JOB = TypeAdapter(Job)
 
 
@@ -40,7 +63,7 @@ class JobQueue:
         self._sqs = sqs
         self._queue_url = queue_url
 
-    def send(self, job: CreateReservationJob | CancelReservationJob) -> str:
+    def send(self, job: AnyJob) -> str:
         try:
             response = self._sqs.send_message(
                 QueueUrl=self._queue_url,

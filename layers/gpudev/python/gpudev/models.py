@@ -100,6 +100,8 @@ class Reservation(Row):
     execution_arn: str | None
     task_token: str | None
     cancel_requested_at: datetime | None
+    change_generation: int
+    applied_generation: int
     created_at: datetime
     updated_at: datetime
     launched_at: datetime | None

@@ -40,3 +40,27 @@ class DisksRepository:
                 query("disks/list_for_user"),
                 {"user_id": user_id, "include_deleted": include_deleted},
             ).fetchall()
+
+    def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> Disk:
+        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
+            row = cur.execute(
+                query("disks/request_create"),
+                {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
+            ).fetchone()
+        assert row is not None
+        return row
+
+    def request_delete(self, user_id: str, disk_name: str) -> Disk | None:
+        """None if the disk is gone, already deleted or in use."""
+        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
+            return cur.execute(
+                query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
+            ).fetchone()
+
+    def rename(self, user_id: str, disk_name: str, new_name: str) -> Disk | None:
+        """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is."""
+        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
+            return cur.execute(
+                query("disks/rename"),
+                {"user_id": user_id, "disk_name": disk_name, "new_name": new_name},
+            ).fetchone()

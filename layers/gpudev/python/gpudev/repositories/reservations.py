@@ -4,12 +4,19 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row
+from psycopg.rows import class_row, dict_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
-from gpudev.models import Reservation, ReservationEvent, ReservationStatus
+from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
+
+
+class NamedDisk(BaseModel):
+    """The state of the disk a request names, as the submit sees it."""
+
+    state: str  # available | in_use | deleted
+    reservation_id: UUID | None
 
 
 class NewReservation(BaseModel):
@@ -64,6 +71,25 @@ class ReservationsRepository:
                 },
             ).fetchall()
 
+    def submit_context(
+        self, user_id: str, disk_name: str | None
+    ) -> tuple[list[GpuType], NamedDisk | None]:
+        """The active catalogue and the named disk's state, in one round trip."""
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                query("reservations/submit_context"), {"user_id": user_id, "disk_name": disk_name}
+            ).fetchall()
+        disk = None
+        if rows and rows[0]["disk_state"] is not None:
+            disk = NamedDisk(
+                state=rows[0]["disk_state"], reservation_id=rows[0]["disk_reservation_id"]
+            )
+        catalogue = [
+            GpuType.model_validate({k: v for k, v in row.items() if k in GpuType.model_fields})
+            for row in rows
+        ]
+        return catalogue, disk
+
     def submit(self, username: str, principal_arn: str, new: NewReservation) -> Reservation | None:
         """Create the caller's user row if needed and the reservation, in one statement;
         None when the client request id was already used (nothing inserted)."""
@@ -108,4 +134,27 @@ class ReservationsRepository:
         with self._cursor() as cur:
             return cur.execute(
                 query("reservations/request_cancel"), {"reservation_id": reservation_id}
+            ).fetchone()
+
+    def extend(self, reservation_id: UUID, hours: float) -> Reservation | None:
+        """Add `hours` to the total; None if the reservation is no longer live."""
+        with domain_errors(), self._cursor() as cur:
+            return cur.execute(
+                query("reservations/extend"), {"reservation_id": reservation_id, "hours": hours}
+            ).fetchone()
+
+    def add_user(self, reservation_id: UUID, github_user: str) -> Reservation | None:
+        """None if the user was already there or the reservation is no longer live."""
+        with self._cursor() as cur:
+            return cur.execute(
+                query("reservations/add_user"),
+                {"reservation_id": reservation_id, "github_user": github_user},
+            ).fetchone()
+
+    def set_jupyter(self, reservation_id: UUID, enabled: bool) -> Reservation | None:
+        """None if nothing changed or the reservation is no longer live."""
+        with self._cursor() as cur:
+            return cur.execute(
+                query("reservations/set_jupyter"),
+                {"reservation_id": reservation_id, "enabled": enabled},
             ).fetchone()

@@ -14,6 +14,9 @@ MIN_HOURS = 5 / 60
 MAX_HOURS = 24.0
 MULTINODE_TYPES = frozenset({"h100", "h200", "b200", "a100"})
 MAX_NODES = 4
+MIN_EXTENSION_HOURS = 1.0
+MAX_EXTENSION_HOURS = 24.0
+MAX_TOTAL_HOURS = 48.0  # since launch, extensions included
 DISK_NAME = re.compile(r"^[A-Za-z0-9_-]{1,50}$")
 GITHUB_USERNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
 
@@ -73,4 +76,19 @@ def check_github_username(name: str) -> None:
     if not GITHUB_USERNAME.match(name):
         raise InvalidRequest(
             f"invalid GitHub username {name!r}: 1-39 letters, digits or single inner hyphens"
+        )
+
+
+def check_extension(total_hours: float, hours: float) -> None:
+    """An extension is 1-24 h and the total since launch stays within 48 h."""
+    if not MIN_EXTENSION_HOURS <= hours <= MAX_EXTENSION_HOURS:
+        raise InvalidRequest(
+            f"extend by {MIN_EXTENSION_HOURS:g} to {MAX_EXTENSION_HOURS:g} hours at a time; "
+            f"got {hours:g}"
+        )
+    if total_hours + hours > MAX_TOTAL_HOURS + 1e-9:
+        left = max(0.0, MAX_TOTAL_HOURS - total_hours)
+        raise InvalidRequest(
+            f"cannot extend by {hours:g} h: a reservation lasts at most {MAX_TOTAL_HOURS:g} h "
+            f"in total and this one has {total_hours:g} h ({left:g} h left to add)"
         )

@@ -1,22 +1,33 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
-in at most three SQL round trips (catalogue; caller + reservation in one statement; the
-first reservation again when a client request id repeats)."""
+in at most three SQL round trips (catalogue and named disk; caller + reservation in one
+statement; the first reservation again when a client request id repeats).
+
+Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
+and queued as a job in the same transaction; its execution applies them."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from pydantic import BaseModel, Field
 
-from gpudev.errors import Conflict, NotFound
+from gpudev.errors import Conflict, InvalidRequest, NotFound
 from gpudev.identity import Caller
-from gpudev.jobs import CancelReservationJob, CreateReservationJob, JobQueue
+from gpudev.jobs import (
+    CancelReservationJob,
+    CreateReservationJob,
+    JobQueue,
+    ReservationChangedJob,
+)
 from gpudev.models import Reservation
-from gpudev.repositories import GpuTypesRepository, NewReservation, ReservationsRepository
+from gpudev.repositories import NewReservation, ReservationsRepository
+from gpudev.repositories.reservations import NamedDisk
 from gpudev.reservations.rules import (
     check_disk_name,
+    check_extension,
     check_github_username,
     check_hours,
     resolve_shape,
@@ -45,12 +56,14 @@ def submit_reservation(
     conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, request: ReservationRequest
 ) -> tuple[Reservation, bool]:
     """The reservation and whether this call created it (False: a repeated request id)."""
-    shape = resolve_shape(
-        GpuTypesRepository(conn).list_active(), request.gpu_type, request.gpu_count
-    )
-    check_hours(request.hours)
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
+    reservations = ReservationsRepository(conn)
+    catalogue, disk = reservations.submit_context(caller.username, request.disk_name)
+    shape = resolve_shape(catalogue, request.gpu_type, request.gpu_count)
+    check_hours(request.hours)
+    if request.disk_name is not None:
+        _check_disk_usable(request.disk_name, disk)
     if request.github_user is not None:
         check_github_username(request.github_user)
     new = NewReservation(
@@ -67,7 +80,6 @@ def submit_reservation(
         disk_name=request.disk_name,
         jupyter_enabled=request.jupyter,
     )
-    reservations = ReservationsRepository(conn)
     with conn.transaction():
         created = reservations.submit(caller.username, caller.principal_arn, new)
         if created is not None:
@@ -81,6 +93,19 @@ def submit_reservation(
     if existing is None:  # pragma: no cover - the conflict implies the row exists
         raise Conflict("the reservation for this client request id could not be read")
     return existing, False
+
+
+def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
+    if disk is None:
+        raise InvalidRequest(
+            f"you have no disk named {name!r}: create it with `gpu-dev disk create {name}` "
+            "or reserve with --disk none"
+        )
+    if disk.state == "deleted":
+        raise InvalidRequest(f"disk {name!r} is marked for deletion; choose another disk")
+    if disk.state == "in_use":
+        holder = str(disk.reservation_id)[:8] if disk.reservation_id else "another reservation"
+        raise Conflict(f"disk {name!r} is in use by reservation {holder}; use another disk")
 
 
 def find_reservation(
@@ -98,15 +123,101 @@ def find_reservation(
     return matches[0]
 
 
+def _live(reservation: Reservation, action: str) -> None:
+    if reservation.status.is_final:
+        raise Conflict(
+            f"cannot {action} reservation {str(reservation.reservation_id)[:8]}: "
+            f"it is {reservation.status}"
+        )
+
+
+def _record_change(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    reservation: Reservation,
+    action: str,
+    apply: Callable[[ReservationsRepository], Reservation | None],
+) -> Reservation:
+    """Apply one change to the row and queue the wake-up, in one transaction. `apply`
+    returns None when nothing changed (a repeat): then no job is sent."""
+    _live(reservation, action)
+    with conn.transaction():
+        changed = apply(ReservationsRepository(conn))
+        if changed is None:
+            current = ReservationsRepository(conn).get(reservation.reservation_id)
+            assert current is not None
+            _live(current, action)  # it ended meanwhile
+            return current
+        queue.send(
+            ReservationChangedJob(
+                reservation_id=changed.reservation_id,
+                user_id=changed.user_id,
+                change_generation=changed.change_generation,
+            )
+        )
+    return changed
+
+
+def request_extension(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    id_or_prefix: str,
+    hours: float,
+) -> Reservation:
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    _live(reservation, "extend")
+    check_extension(reservation.duration_hours, hours)
+    return _record_change(
+        conn,
+        queue,
+        reservation,
+        "extend",
+        lambda repo: repo.extend(reservation.reservation_id, hours),
+    )
+
+
+def add_user(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    id_or_prefix: str,
+    github_user: str,
+) -> Reservation:
+    check_github_username(github_user)
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    return _record_change(
+        conn,
+        queue,
+        reservation,
+        "add a user to",
+        lambda repo: repo.add_user(reservation.reservation_id, github_user),
+    )
+
+
+def set_jupyter(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    id_or_prefix: str,
+    enabled: bool,
+) -> Reservation:
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    return _record_change(
+        conn,
+        queue,
+        reservation,
+        "change Jupyter on",
+        lambda repo: repo.set_jupyter(reservation.reservation_id, enabled),
+    )
+
+
 def request_cancel(
     conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, id_or_prefix: str
 ) -> Reservation:
     """Record the cancel request and queue it once; a repeat is accepted and changes nothing."""
     reservation = find_reservation(conn, caller, id_or_prefix)
-    if reservation.status.is_final:
-        raise Conflict(
-            f"reservation {str(reservation.reservation_id)[:8]} is already {reservation.status}"
-        )
+    _live(reservation, "cancel")
     with conn.transaction():
         requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id)
         if requested is None:

@@ -1,0 +1,61 @@
+"""What every command shares: the global options, the API client, output in table or JSON,
+and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from rich.console import Console
+
+from gpudev_cli.client import ApiClient, CliError
+from gpudev_cli.config import ConfigError, load, resolve_api_url
+
+LIVE = ("pending", "queued", "preparing", "active")
+FINAL = ("cancelled", "expired", "failed")
+console = Console()
+progress = Console(stderr=True)  # spinners: never mixed into output a script reads
+
+
+@dataclass
+class Context:
+    api_url_flag: str | None
+    profile: str | None
+    region: str | None
+    output: str
+
+    def client(self) -> ApiClient:
+        api_url, _ = resolve_api_url(self.api_url_flag)
+        settings = load()
+        return ApiClient(
+            api_url, self.profile or settings.get("profile"), self.region or settings.get("region")
+        )
+
+    def emit(self, data: Any, render: Any) -> None:
+        if self.output == "json":
+            click.echo(json.dumps(data, indent=2, default=str))
+        else:
+            render(data)
+
+
+class Group(click.Group):
+    """Turns every expected failure into one line on stderr and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (CliError, ConfigError) as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(1)
+
+
+def short(identifier: str) -> str:
+    return identifier[:8]
+
+
+def interactive(flag: bool | None) -> bool:
+    """--interactive/--no-interactive, else whether a person is at the terminal."""
+    return sys.stdin.isatty() if flag is None else flag
