@@ -30,9 +30,14 @@ class FunctionSpec:
     # AWS read actions that support no resource-level scoping (Describe*), granted on "*".
     describe_actions: tuple[str, ...] = ()
     uses_cluster: bool = False  # eks:DescribeCluster + a Kubernetes access entry
+    kubernetes_group: str = "gpu-dev-readers"  # bound by deploy/kubernetes/rbac.yaml
     reserved_concurrency: int | None = None
     alarm_on_errors: bool = False
     sends_to: tuple[str, ...] = ()  # QueueSpec names: env <NAME>_QUEUE_URL + send permission
+    # StateMachineSpec names: env <NAME>_STATE_MACHINE_ARN + states:StartExecution
+    starts: tuple[str, ...] = ()
+    # StateMachineSpec names whose task tokens it sends (and whose executions it reads)
+    answers_tasks: tuple[str, ...] = ()
 
     @property
     def code_dir(self) -> Path:
@@ -68,6 +73,15 @@ class StateMachineSpec:
     name: str
     definition: str  # path from the repository root, e.g. statemachines/reservation.asl.json
     functions: dict[str, str]  # ${Placeholder} -> FunctionSpec name (substituted by its ARN)
+
+    @property
+    def deployed_name(self) -> str:
+        return f"gpudev-{self.name.lower()}"
+
+    @property
+    def arn_variable(self) -> str:
+        """The environment variable that carries this state machine's ARN to its starters."""
+        return f"{self.name.upper()}_STATE_MACHINE_ARN"
 
     @property
     def definition_path(self) -> Path:
@@ -135,8 +149,43 @@ class Deployment:
 
 
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
-JOBS = QueueSpec("Jobs", consumer=None, visibility_timeout_seconds=180, max_receive_count=3)
-API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29, sends_to=(JOBS.name,))
+RESERVATION_MACHINE = "Reservation"
+API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29, sends_to=("Jobs",))
+JOBS_CONSUMER = FunctionSpec(
+    "JobsConsumer",
+    "jobs_consumer",
+    timeout_seconds=60,
+    starts=(RESERVATION_MACHINE,),
+    answers_tasks=(RESERVATION_MACHINE,),
+    alarm_on_errors=True,
+)
+JOBS = QueueSpec(
+    "Jobs", consumer=JOBS_CONSUMER.name, visibility_timeout_seconds=180, max_receive_count=3
+)
+RESERVATION_TASKS = FunctionSpec(
+    "ReservationTasks",
+    "reservation_tasks",
+    memory_mb=1024,
+    timeout_seconds=120,
+    uses_cluster=True,
+    kubernetes_group="gpu-dev-lifecycle",
+    answers_tasks=(RESERVATION_MACHINE,),
+    alarm_on_errors=True,
+)
+ALLOCATOR = FunctionSpec(
+    "Allocator",
+    "allocator",
+    memory_mb=1024,
+    timeout_seconds=120,
+    uses_cluster=True,
+    answers_tasks=(RESERVATION_MACHINE,),
+    alarm_on_errors=True,
+)
+RESERVATION = StateMachineSpec(
+    RESERVATION_MACHINE,
+    "statemachines/reservation.asl.json",
+    functions={"ReservationTasksFunctionArn": RESERVATION_TASKS.name},
+)
 
 AVAILABILITY_UPDATER = FunctionSpec(
     "AvailabilityUpdater",
@@ -158,11 +207,21 @@ DISK_RECONCILER = FunctionSpec(
 )
 
 DEPLOYMENT = Deployment(
-    functions=(MIGRATE, API, AVAILABILITY_UPDATER, DISK_RECONCILER),
+    functions=(
+        MIGRATE,
+        API,
+        JOBS_CONSUMER,
+        RESERVATION_TASKS,
+        ALLOCATOR,
+        AVAILABILITY_UPDATER,
+        DISK_RECONCILER,
+    ),
     api=ApiSpec(function=API.name, public_paths=("/health",)),
     queues=(JOBS,),
+    state_machines=(RESERVATION,),
     schedules=(
         ScheduleSpec("GpuAvailability", "rate(5 minutes)", target=AVAILABILITY_UPDATER.name),
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
+        ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
     ),
 )

@@ -4,7 +4,7 @@ state machines and schedules. The local cloud renders the same declaration onto 
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack, triggers
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, triggers
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -66,6 +66,7 @@ class GpuDevStack(Stack):
             self._queue(queue, deployment)
         for machine in deployment.state_machines:
             self._state_machine(machine)
+        self._state_machine_grants(deployment)
         for schedule in deployment.schedules:
             events.Rule(
                 self,
@@ -145,7 +146,7 @@ class GpuDevStack(Stack):
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
         if spec.uses_cluster:
-            self._grant_cluster_read(function)
+            self._grant_cluster_access(function, spec)
         if spec.alarm_on_errors:
             cloudwatch.Alarm(
                 self,
@@ -159,9 +160,10 @@ class GpuDevStack(Stack):
             )
         return function
 
-    def _grant_cluster_read(self, function: GpuDevFunction) -> None:
-        """eks:DescribeCluster on our cluster, and a Kubernetes identity for the role: the
-        group `gpu-dev-readers` (bound to list nodes and pods by deploy/kubernetes/rbac.yaml)."""
+    def _grant_cluster_access(self, function: GpuDevFunction, spec: FunctionSpec) -> None:
+        """eks:DescribeCluster on our cluster, and a Kubernetes identity for the role: its
+        group (bound by deploy/kubernetes/rbac.yaml: readers list nodes and pods; the
+        lifecycle also manages pods, services, config maps and secrets in gpu-dev)."""
         cluster_arn = self.format_arn(
             service="eks", resource="cluster", resource_name=self.cluster_name
         )
@@ -174,7 +176,7 @@ class GpuDevStack(Stack):
             f"{function.node.id}AccessEntry",
             cluster_name=self.cluster_name,
             principal_arn=function.role.role_arn,
-            kubernetes_groups=["gpu-dev-readers"],
+            kubernetes_groups=[spec.kubernetes_group],
             type="STANDARD",
         )
 
@@ -273,7 +275,7 @@ class GpuDevStack(Stack):
         state_machine = sfn.StateMachine(
             self,
             f"{name}StateMachine",
-            state_machine_name=f"gpudev-{name.lower()}",
+            state_machine_name=spec.deployed_name,
             definition_body=sfn.DefinitionBody.from_file(str(spec.definition_path)),
             definition_substitutions={
                 placeholder: self.functions[function].function_arn
@@ -293,3 +295,42 @@ class GpuDevStack(Stack):
         )
         for function in set(spec.functions.values()):
             self.functions[function].grant_invoke(state_machine)
+
+    def _state_machine_grants(self, deployment: Deployment) -> None:
+        """Starters and token senders, by ARNs built from the fixed names: referencing the
+        state machine's token would make function → policy → state machine → function a
+        CloudFormation cycle for the task function."""
+        for machine in deployment.state_machines:
+            machine_arn = self.format_arn(
+                service="states",
+                resource="stateMachine",
+                resource_name=machine.deployed_name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            executions_arn = self.format_arn(
+                service="states",
+                resource="execution",
+                resource_name=f"{machine.deployed_name}:*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for spec in deployment.functions:
+                function = self.functions[spec.name]
+                if machine.name in spec.starts:
+                    function.add_environment(machine.arn_variable, machine_arn)
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(
+                            actions=["states:StartExecution"], resources=[machine_arn]
+                        )
+                    )
+                if machine.name in spec.answers_tasks:
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(
+                            actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                            resources=[machine_arn],
+                        )
+                    )
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(
+                            actions=["states:DescribeExecution"], resources=[executions_arn]
+                        )
+                    )

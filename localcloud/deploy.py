@@ -86,7 +86,7 @@ def deploy(deployment: Deployment, client: Any) -> DeployedResources:
     stepfunctions = client("stepfunctions")
     for machine in deployment.state_machines:
         resources.state_machine_arns[machine.name] = stepfunctions.create_state_machine(
-            name=f"gpudev-{machine.name.lower()}",
+            name=machine.deployed_name,
             definition=machine.render(resources.function_arns),
             roleArn=role_arn,
         )["stateMachineArn"]

@@ -70,6 +70,7 @@ class SqsPoller:
             "Attributes"
         ]["QueueArn"]
         self._stop = threading.Event()
+        self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._thread = threading.Thread(target=self._run, name=f"sqs-{spec.name}", daemon=True)
 
     def start(self) -> SqsPoller:
@@ -82,6 +83,9 @@ class SqsPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if self.paused:
+                self._stop.wait(0.05)
+                continue
             try:
                 self.poll_once(wait_seconds=1)
             except Exception:

@@ -53,6 +53,10 @@ class Options:
     database_url: str | None = None  # use this server instead of starting one
     tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
     kubelet_delay_seconds: float = 2.0  # bound pod -> Running
+    # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
+    seconds_per_hour: float = 3600.0
+    ready_timeout_seconds: float = 600.0
+    ready_poll_seconds: int = 2
     cluster_description: Path = DEFAULT_DESCRIPTION
 
 
@@ -63,9 +67,32 @@ def _forget_cached_configuration() -> None:
     reset_cluster_api_client()
 
 
+def _import_kubernetes_client() -> None:
+    """Import the Kubernetes client once, here. Our functions import it lazily, and in AWS
+    each runs in its own process; here they share one, and the client's lazy submodule
+    imports deadlock when two threads take the first import at once."""
+    import importlib
+
+    for module in (
+        "kubernetes.client",
+        "kubernetes.client.api_client",
+        "kubernetes.client.configuration",
+        "kubernetes.client.exceptions",
+        "kubernetes.client.api.core_v1_api",
+    ):
+        importlib.import_module(module)
+
+
 def _principal_of_key(access_key_id: str) -> str | None:
     key = signing_key(access_key_id)
     return key.principal_arn if key else None
+
+
+# GitHub users' public keys as the lifecycle's key seam sees them locally (no network).
+LOCAL_GITHUB_KEYS = {
+    user: [f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{user.upper():A<43} {user}@local"]
+    for user in ("alice", "bob", "octocat")
+}
 
 
 class LocalCloud:
@@ -123,6 +150,8 @@ class LocalCloud:
         self._set_environment(
             {
                 "DATABASE_URL": self.database_url,
+                # Every function shares this process (in AWS each has its own): a bigger pool.
+                "DB_POOL_MAX_SIZE": "16",
                 "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
                 # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.
@@ -139,6 +168,11 @@ class LocalCloud:
         self.resources = deploy(self.deployment, self.aws.client)
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
+            | {
+                m.arn_variable: self.resources.state_machine_arns[m.name]
+                for m in self.deployment.state_machines
+            }
+            | self._lifecycle_environment()
         )
         self._stack.callback(
             moto_lambda.install(
@@ -172,8 +206,20 @@ class LocalCloud:
         ).start()
         self._stack.callback(self.ticker.stop)
 
+    def _lifecycle_environment(self) -> dict[str, str]:
+        keys_file = self.state_dir / "github_keys.json"
+        keys_file.parent.mkdir(parents=True, exist_ok=True)
+        keys_file.write_text(json.dumps(LOCAL_GITHUB_KEYS, indent=2))
+        return {
+            "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
+            "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
+            "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
+            "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
+        }
+
     def _start_cluster(self) -> None:
         assert self.aws is not None
+        _import_kubernetes_client()
         description = ClusterDescription.load(self.options.cluster_description)
         with psycopg.connect(self.database_url) as conn:
             catalogue = GpuTypesRepository(conn).list_active()

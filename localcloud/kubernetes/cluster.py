@@ -6,7 +6,7 @@
   nodeSelector and required node affinity (In/NotIn/Exists) and has the GPUs they request;
   a pod that fits nowhere stays Pending with a FailedScheduling-style condition.
 - A kubelet moves bound pods to Running after `kubelet_delay_seconds`, with container
-  statuses.
+  statuses; while `image_pulls_fail` is set it leaves them Pending in ImagePullBackOff.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ class SimulatedCluster:
         self._autoscaling = autoscaling
         self._shapes = shapes  # by GpuType
         self.kubelet_delay_seconds = kubelet_delay_seconds
+        self.image_pulls_fail = False  # fault injection: pods never start
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="simulated-cluster", daemon=True)
@@ -254,6 +255,11 @@ class SimulatedCluster:
             if time.monotonic() - seen < self.kubelet_delay_seconds:
                 continue
             meta = pod["metadata"]
+            if self.image_pulls_fail:
+                if not pod["status"].get("containerStatuses"):
+                    with contextlib.suppress(ApiError):
+                        self.store.update("pods", meta["namespace"], meta["name"], _pull_failed)
+                continue
             try:
                 self.store.update(
                     "pods",
@@ -297,3 +303,23 @@ def _start_pod(pod: dict[str, Any], node: str) -> None:
             for c in pod["spec"].get("containers", [])
         ],
     )
+
+
+def _pull_failed(pod: dict[str, Any]) -> None:
+    pod["status"]["containerStatuses"] = [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": {
+                "waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": f'Back-off pulling image "{c.get("image", "")}"',
+                }
+            },
+        }
+        for c in pod["spec"].get("containers", [])
+    ]

@@ -1,4 +1,8 @@
-"""The e2e tier: the local cloud started once per session, driven over HTTP."""
+"""The e2e tier: the local cloud started once for this package, driven over HTTP.
+
+Here the jobs queue has no consumer, so API tests can read exactly what was enqueued; the
+lifecycle tier (tests/lifecycle) runs the whole deployment, consumer included. Fixtures are
+package-scoped so that the two clouds (each sets process-wide environment) never overlap."""
 
 from __future__ import annotations
 
@@ -17,18 +21,12 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from cdk_app.declaration import DEPLOYMENT
 from localcloud.stack import LocalCloud, Options
 from tests.conftest import create_database, database_url_for, drop_database
-from tests.e2e.fixtures.deployment import (
-    TEST_FUNCTIONS,
-    TEST_QUEUES,
-    TEST_SCHEDULES,
-    TEST_STATE_MACHINES,
-)
+from tests.e2e.fixtures.deployment import API_TIER
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local_cloud(
     postgres_url: str,
     admin_conn: psycopg.Connection[Any],
@@ -43,12 +41,7 @@ def local_cloud(
             tick_seconds=0.5,
             kubelet_delay_seconds=0.2,
         ),
-        deployment=DEPLOYMENT.extended(
-            functions=TEST_FUNCTIONS,
-            queues=TEST_QUEUES,
-            state_machines=TEST_STATE_MACHINES,
-            schedules=TEST_SCHEDULES,
-        ),
+        deployment=API_TIER,
     ).start()
     yield cloud
     cloud.stop()
@@ -113,7 +106,7 @@ class ApiClient:
         return self.send(method, path, headers, data)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def api(local_cloud: LocalCloud) -> ApiClient:
     profiles = configparser.ConfigParser()
     profiles.read(local_cloud.credentials_file)
@@ -130,7 +123,7 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "
     raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def core(local_cloud: LocalCloud) -> Iterator[Any]:
     """CoreV1Api built the way our functions build it: EKS describe + STS-presigned token."""
     import boto3

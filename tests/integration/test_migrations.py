@@ -35,6 +35,9 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
             for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
         }
     assert tables == {
+        "cluster_nodes",
+        "node_slots",
+        "allocations",
         "schema_migrations",
         "users",
         "gpu_types",

@@ -102,6 +102,10 @@ class Reservation(Row):
     cancel_requested_at: datetime | None
     change_generation: int
     applied_generation: int
+    granted_at: datetime | None
+    grant_signalled_at: datetime | None
+    ready_deadline: datetime | None
+    warning_text: str | None
     created_at: datetime
     updated_at: datetime
     launched_at: datetime | None

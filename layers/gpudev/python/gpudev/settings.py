@@ -74,6 +74,30 @@ class ApiSettings(BaseSettings):
         return frozenset(name.strip() for name in self.allowed_roles.split(",") if name.strip())
 
 
+class LifecycleSettings(BaseSettings):
+    """The reservation lifecycle's clock and pod image. Every duration derives from
+    `seconds_per_hour` (3600 in AWS): the local cloud and tests compress time by lowering it,
+    and the state machine reads every wait from task outputs, never from the ASL."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="LIFECYCLE_")
+
+    seconds_per_hour: float = Field(default=3600.0, gt=0)
+    ready_timeout_seconds: float = Field(default=600.0, gt=0)  # then the reservation fails
+    ready_poll_seconds: int = Field(default=5, ge=1)
+    queue_timeout_hours: float = Field(default=48.0, gt=0)  # then it is cancelled as stale
+    warning_minutes: tuple[int, ...] = (30, 15, 5)
+    pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
+    # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
+    github_keys_file: str | None = None
+    reservation_state_machine_arn: str = Field(
+        default="", validation_alias="RESERVATION_STATE_MACHINE_ARN"
+    )
+
+    def minutes(self, minutes: float) -> float:
+        """Clock minutes in real seconds."""
+        return minutes * self.seconds_per_hour / 60
+
+
 def _load(model: type[_S]) -> _S:
     try:
         return model()
@@ -105,9 +129,15 @@ def cluster_settings() -> ClusterSettings:
     return _load(ClusterSettings)
 
 
+@cache
+def lifecycle_settings() -> LifecycleSettings:
+    return _load(LifecycleSettings)
+
+
 def reset_settings_cache() -> None:
     """Forget validated settings (tests change the environment between cases)."""
     database_settings.cache_clear()
     aws_settings.cache_clear()
     api_settings.cache_clear()
     cluster_settings.cache_clear()
+    lifecycle_settings.cache_clear()

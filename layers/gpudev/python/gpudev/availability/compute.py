@@ -55,6 +55,8 @@ class Node:
     ready: bool
     unschedulable: bool
     allocatable_gpus: int
+    tainted: bool = False  # a NoSchedule/NoExecute taint other than nvidia.com/gpu
+    internal_ip: str | None = None
 
     @property
     def schedulable(self) -> bool:
@@ -67,6 +69,7 @@ class Pod:
     node_name: str | None
     phase: str
     gpu_requests: int
+    reservation_id: str | None = None  # the gpu-dev reservation label, on our pods
 
 
 @dataclass(frozen=True)

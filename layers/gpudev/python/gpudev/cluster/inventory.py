@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+RESERVATION_LABEL = "gpu-dev/reservation"
+TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
+
+
+def _tainted(spec: dict[str, Any]) -> bool:
+    return any(
+        t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") not in TOLERATED_TAINTS
+        for t in spec.get("taints") or []
+    )
 
 
 def _node(item: dict[str, Any]) -> Node:
@@ -28,6 +37,11 @@ def _node(item: dict[str, Any]) -> Node:
         ready=ready,
         unschedulable=bool(item.get("spec", {}).get("unschedulable")),
         allocatable_gpus=int((status.get("allocatable") or {}).get(GPU_RESOURCE, 0)),
+        tainted=_tainted(item.get("spec", {})),
+        internal_ip=next(
+            (a["address"] for a in status.get("addresses", []) if a.get("type") == "InternalIP"),
+            None,
+        ),
     )
 
 
@@ -47,6 +61,7 @@ def _pod(item: dict[str, Any]) -> Pod:
         node_name=spec.get("nodeName"),
         phase=item.get("status", {}).get("phase", "Pending"),
         gpu_requests=sum(_gpu_requests(c) for c in spec.get("containers", [])),
+        reservation_id=(item["metadata"].get("labels") or {}).get(RESERVATION_LABEL),
     )
 
 

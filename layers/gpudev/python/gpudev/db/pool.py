@@ -74,6 +74,19 @@ def connection() -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
+@contextmanager
+def autocommit_connection() -> Iterator[psycopg.Connection[Any]]:
+    """A pooled connection where each statement commits by itself and `conn.transaction()`
+    is a real transaction: for work that must commit before it signals someone else (the
+    lifecycle's tasks, the allocator, the jobs consumer)."""
+    with connection_pool().connection() as conn:
+        conn.autocommit = True
+        try:
+            yield conn
+        finally:
+            conn.autocommit = False
+
+
 def close_pool() -> None:
     global _pool
     with _lock:

@@ -35,6 +35,7 @@ class ReservationView(BaseModel):
     current_detailed_status: str | None
     failure_reason: str | None
     extension_error: str | None
+    warning_text: str | None
     client_request_id: str | None
     cancel_requested_at: datetime | None
     created_at: datetime

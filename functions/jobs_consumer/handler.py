@@ -1,0 +1,41 @@
+"""SQS jobs queue → reservations' executions (gpudev/lifecycle/consumer.py). Batches report
+partial failures: only the failed messages come back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from gpudev.aws import aws_clients
+from gpudev.db.pool import autocommit_connection
+from gpudev.jobs import parse_job
+from gpudev.lifecycle.consumer import JobConsumer
+from gpudev.observability import logger
+from gpudev.settings import lifecycle_settings
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> str:
+    job = parse_job(record.body)
+    with autocommit_connection() as conn:
+        consumer = JobConsumer(
+            conn, aws_clients().stepfunctions, lifecycle_settings().reservation_state_machine_arn
+        )
+        outcome = consumer.handle(job)
+    logger.info("job handled", extra={"kind": job.kind, "outcome": outcome})
+    return outcome
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

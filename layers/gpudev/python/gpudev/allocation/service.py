@@ -1,0 +1,205 @@
+"""One allocator pass: read the cluster once, then under a transaction-scoped advisory lock
+sync the nodes, decide (plan.py), write the grants and every waiting reservation's position
+and ETA; after commit, tell each granted execution through its task token.
+
+A grant is written before it is signalled. A send that fails for a transient reason is
+retried by the next pass (grant_signalled_at is still NULL); a send to a token whose
+execution is gone releases the allocation, so capacity is never lost to a dead execution.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from gpudev.allocation.plan import (
+    Decisions,
+    Holding,
+    NodeCapacity,
+    Request,
+    eta_minutes,
+    plan,
+)
+from gpudev.availability.compute import Node, Pod
+from gpudev.db.queries import query
+from gpudev.lifecycle.signals import Signals
+from gpudev.models import ReservationStatus
+from gpudev.observability import logger
+from gpudev.repositories import ReservationsRepository
+from gpudev.settings import LifecycleSettings
+
+CPU_SLOTS_PER_NODE = 3
+LIVE_PHASES = ("Pending", "Running")
+
+
+@dataclass
+class AllocatorReport:
+    nodes: int = 0
+    queued: int = 0
+    granted: list[UUID] = field(default_factory=list)
+    signalled: int = 0
+    released_dead: int = 0
+    statements: int = 0
+
+
+def node_rows(
+    nodes: list[Node], pods: list[Pod], cpu_types: set[str]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Node rows for the database, and per node the GPUs other (non gpu-dev) pods use."""
+    others: dict[str, int] = {}
+    for pod in pods:
+        if pod.node_name and pod.reservation_id is None and pod.phase in LIVE_PHASES:
+            others[pod.node_name] = others.get(pod.node_name, 0) + pod.gpu_requests
+    rows = []
+    for node in nodes:
+        if not node.gpu_type:
+            continue
+        cpu = node.gpu_type in cpu_types
+        rows.append(
+            {
+                "name": node.name,
+                "gpu_type": node.gpu_type,
+                "slots": CPU_SLOTS_PER_NODE if cpu else node.allocatable_gpus,
+                "schedulable": node.schedulable and not node.tainted,
+                "node_ip": node.internal_ip,
+            }
+        )
+    return rows, others
+
+
+def _request(row: dict[str, Any], settings: LifecycleSettings) -> Request:
+    nodes = row["total_nodes"]
+    per_node = 1 if row["gpu_count"] == 0 else row["gpu_count"] // nodes
+    return Request(
+        reservation_id=row["reservation_id"],
+        gpu_type=row["gpu_type"],
+        slots_per_node=per_node,
+        nodes=nodes,
+        duration_seconds=row["duration_hours"] * settings.seconds_per_hour,
+    )
+
+
+def _holding(row: dict[str, Any], settings: LifecycleSettings) -> Holding:
+    if row["expires_at"] is not None:
+        ends = row["expires_at"].timestamp()
+    else:  # granted, not active yet: provisioning allowance, then the whole duration
+        ends = (
+            row["granted_at"].timestamp()
+            + settings.ready_timeout_seconds
+            + row["duration_hours"] * settings.seconds_per_hour
+        )
+    return Holding(row["node_name"], row["slots"], ends)
+
+
+class Allocator:
+    def __init__(
+        self, conn: psycopg.Connection[Any], signals: Signals, settings: LifecycleSettings
+    ):
+        self._conn = conn
+        self._signals = signals
+        self._settings = settings
+
+    def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(query(f"allocation/{name}"), params)
+            return cur.fetchall() if cur.description else []
+
+    def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
+        report = AllocatorReport()
+        rows, others = node_rows(nodes, pods, cpu_types)
+        now = time.time()
+        with self._conn.transaction():
+            self._run("lock")
+            self._run(
+                "sync_nodes",
+                {
+                    "names": [r["name"] for r in rows],
+                    "gpu_types": [r["gpu_type"] for r in rows],
+                    "slots": [r["slots"] for r in rows],
+                    "schedulable": [r["schedulable"] for r in rows],
+                    "node_ips": [r["node_ip"] for r in rows],
+                },
+            )
+            capacity = [
+                NodeCapacity(
+                    n["node_name"],
+                    n["gpu_type"],
+                    n["slots"],
+                    self._free_slots(n, others.get(n["node_name"], 0)),
+                )
+                for n in self._run("nodes")
+                if n["schedulable"]
+            ]
+            holdings = [_holding(h, self._settings) for h in self._run("holdings")]
+            queue = [_request(q, self._settings) for q in self._run("queue")]
+            decisions = plan(capacity, holdings, queue, now)
+            self._write(decisions)
+            report.statements = 7
+        report.nodes, report.queued = len(capacity), len(queue)
+        report.granted = [g.reservation_id for g in decisions.grants]
+        self._signal(report)
+        return report
+
+    @staticmethod
+    def _free_slots(node: dict[str, Any], used_by_others: int) -> tuple[int, ...]:
+        allocated = set(node["allocated"])
+        free = [s for s in range(node["slots"]) if s not in allocated]
+        usable = max(0, len(free) - used_by_others)
+        return tuple(free[:usable])
+
+    def _write(self, decisions: Decisions) -> None:
+        placements = [
+            (node, slot, grant.reservation_id, rank)
+            for grant in decisions.grants
+            for rank, (node, slots) in enumerate(grant.placements)
+            for slot in slots
+        ]
+        self._run(
+            "grant",
+            {
+                "nodes": [p[0] for p in placements],
+                "slots": [p[1] for p in placements],
+                "reservation_ids": [p[2] for p in placements],
+                "ranks": [p[3] for p in placements],
+            },
+        )
+        self._run(
+            "record_waits",
+            {
+                "reservation_ids": [w.reservation_id for w in decisions.waits],
+                "positions": [w.position for w in decisions.waits],
+                "minutes": [
+                    eta_minutes(w.eta_seconds, self._settings.seconds_per_hour)
+                    for w in decisions.waits
+                ],
+            },
+        )
+
+    def _signal(self, report: AllocatorReport) -> None:
+        delivered: list[UUID] = []
+        for row in self._run("unsignalled"):
+            if self._signals.wake(row["task_token"], {"outcome": "granted"}):
+                delivered.append(row["reservation_id"])
+            elif not self._signals.execution_running(row["execution_arn"]):
+                with self._conn.transaction():
+                    self._run("release", {"reservation_id": row["reservation_id"]})
+                    ReservationsRepository(self._conn).set_status(
+                        row["reservation_id"],
+                        ReservationStatus.FAILED,
+                        "its Step Functions execution ended before it started",
+                    )
+                report.released_dead += 1
+                logger.warning(
+                    "released a grant whose execution is gone",
+                    extra={"reservation_id": str(row["reservation_id"])},
+                )
+            else:
+                delivered.append(row["reservation_id"])  # it was told already
+        if delivered:
+            self._run("mark_signalled", {"reservation_ids": delivered})
+        report.signalled = len(delivered)

@@ -1,0 +1,164 @@
+"""The reservation's objects in the cluster, through the official Kubernetes client: create
+(idempotent: an object that exists already is left as it is), read back, replace the
+control objects, and delete everything labelled with the reservation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+WAITING_FAILURES = {
+    "ErrImagePull": "the image could not be pulled",
+    "ImagePullBackOff": "the image could not be pulled",
+    "InvalidImageName": "the image name is invalid",
+    "CrashLoopBackOff": "the container keeps crashing",
+    "CreateContainerConfigError": "the container could not be configured",
+}
+
+
+class KubernetesUnavailable(Exception):
+    """A transient Kubernetes API failure; the state machine retries the task."""
+
+
+@dataclass(frozen=True)
+class PodsState:
+    ready: bool
+    problem: str | None  # why it is not ready, in words a user can act on
+
+
+def _status(exc: Exception) -> int:
+    return int(getattr(exc, "status", 0) or 0)
+
+
+class ReservationObjects:
+    def __init__(self, api_client: ApiClient, namespace: str):
+        from kubernetes.client import CoreV1Api
+
+        self._core = CoreV1Api(api_client)
+        self._namespace = namespace
+
+    def _call(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return getattr(self._core, operation)(*args, **kwargs)
+        except ApiException as exc:
+            if _status(exc) >= 500 or _status(exc) == 429:
+                raise KubernetesUnavailable(f"{operation}: HTTP {_status(exc)}") from exc
+            raise
+
+    def create(self, manifest: dict[str, Any]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        operation = {
+            "Pod": "create_namespaced_pod",
+            "Service": "create_namespaced_service",
+            "ConfigMap": "create_namespaced_config_map",
+            "Secret": "create_namespaced_secret",
+        }[manifest["kind"]]
+        try:
+            self._call(operation, self._namespace, manifest)
+        except ApiException as exc:
+            if _status(exc) != 409:  # already there: a retried task
+                raise
+
+    def replace(self, manifest: dict[str, Any]) -> None:
+        operation = {
+            "ConfigMap": "replace_namespaced_config_map",
+            "Secret": "replace_namespaced_secret",
+        }[manifest["kind"]]
+        self._call(operation, manifest["metadata"]["name"], self._namespace, manifest)
+
+    def _list(self, kind: str, reservation_id: str) -> list[dict[str, Any]]:
+        operation = {
+            "pods": "list_namespaced_pod",
+            "services": "list_namespaced_service",
+            "configmaps": "list_namespaced_config_map",
+            "secrets": "list_namespaced_secret",
+        }[kind]
+        response = self._call(
+            operation,
+            self._namespace,
+            label_selector=f"{RESERVATION_LABEL}={reservation_id}",
+            _preload_content=False,
+        )
+        items: list[dict[str, Any]] = json.loads(response.data).get("items", [])
+        return items
+
+    def pods(self, reservation_id: str) -> list[dict[str, Any]]:
+        return self._list("pods", reservation_id)
+
+    def services(self, reservation_id: str) -> list[dict[str, Any]]:
+        return self._list("services", reservation_id)
+
+    def delete_service(self, name: str) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._call("delete_namespaced_service", name, self._namespace)
+        except ApiException as exc:
+            if _status(exc) != 404:
+                raise
+
+    def delete_all(self, reservation_id: str) -> int:
+        """Delete every object labelled with the reservation; how many there were."""
+        from kubernetes.client.exceptions import ApiException
+
+        deleted = 0
+        operations = {
+            "pods": "delete_namespaced_pod",
+            "services": "delete_namespaced_service",
+            "configmaps": "delete_namespaced_config_map",
+            "secrets": "delete_namespaced_secret",
+        }
+        for kind in KINDS:
+            for item in self._list(kind, reservation_id):
+                try:
+                    self._call(operations[kind], item["metadata"]["name"], self._namespace)
+                except ApiException as exc:
+                    if _status(exc) != 404:  # gone meanwhile is what we wanted
+                        raise
+                deleted += 1
+        return deleted
+
+    def remaining(self, reservation_id: str) -> int:
+        return sum(len(self._list(kind, reservation_id)) for kind in KINDS)
+
+
+def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
+    """Ready when every expected pod runs with all containers ready; otherwise the most
+    telling reason it is not (unschedulable, image pull, crash)."""
+    if len(pods) < expected:
+        return PodsState(False, f"{len(pods)} of {expected} pods exist")
+    problems = []
+    ready = 0
+    for pod in pods:
+        status = pod.get("status", {})
+        if status.get("phase") == "Failed":
+            problems.append(f"pod {pod['metadata']['name']} failed: {status.get('reason', '')}")
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                problems.append(f"unschedulable: {condition.get('message', '')}")
+        containers = status.get("containerStatuses") or []
+        for container in containers:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in WAITING_FAILURES:
+                problems.append(
+                    f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
+                    f"{waiting.get('message', '')})".replace(": )", ")")
+                )
+        if (
+            status.get("phase") == "Running"
+            and containers
+            and all(c.get("ready") for c in containers)
+        ):
+            ready += 1
+    if ready == expected:
+        return PodsState(True, None)
+    return PodsState(False, "; ".join(problems) or "the pod is starting")

@@ -1,0 +1,309 @@
+"""The Kubernetes objects of a reservation, as plain manifests (reference §7, minus exec).
+
+Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
+pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
+keys, Jupyter token) are mounted into it and a small script in the pod applies them; nobody
+needs pods/exec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpudev.models import GpuType, Reservation
+
+RESERVATION_LABEL = "gpu-dev/reservation"
+RANK_LABEL = "gpu-dev/rank"
+GPU = "nvidia.com/gpu"
+RENDEZVOUS_PORT = 29500
+JUPYTER_PORT = 8888
+KINDS = ("pods", "services", "configmaps", "secrets")
+
+
+@dataclass(frozen=True)
+class Placement:
+    rank: int
+    node_name: str
+    node_ip: str | None
+    slots: int
+
+
+@dataclass(frozen=True)
+class Names:
+    base: str
+    total_nodes: int
+
+    @classmethod
+    def of(cls, reservation: Reservation) -> Names:
+        return cls(f"gpu-dev-{str(reservation.reservation_id)[:8]}", reservation.total_nodes)
+
+    def pod(self, rank: int) -> str:
+        return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
+
+    @property
+    def ssh_service(self) -> str:
+        return f"{self.base}-ssh"
+
+    @property
+    def headless_service(self) -> str:
+        return f"{self.base}-headless"
+
+    @property
+    def jupyter_service(self) -> str:
+        return f"{self.base}-jupyter"
+
+    @property
+    def control(self) -> str:
+        return f"{self.base}-control"
+
+    @property
+    def keys(self) -> str:
+        return f"{self.base}-keys"
+
+
+def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
+    return {
+        "app": "gpu-dev-pod",
+        RESERVATION_LABEL: str(reservation.reservation_id),
+        "gpu-dev/user": reservation.user_id,
+        **extra,
+    }
+
+
+def _metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any]:
+    return {"name": name, "labels": labels(reservation, **extra)}
+
+
+def control_config_map(
+    reservation: Reservation, expires_at: str, warning_level: int | None, warning_text: str
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(reservation, Names.of(reservation).control),
+        "data": {
+            "expires_at": expires_at,
+            "warning_level": "" if warning_level is None else str(warning_level),
+            "warning_text": warning_text,
+            "jupyter": "true" if reservation.jupyter_enabled else "false",
+        },
+    }
+
+
+def keys_secret(reservation: Reservation, authorized_keys: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _metadata(reservation, Names.of(reservation).keys),
+        "stringData": {
+            "authorized_keys": authorized_keys,
+            "jupyter_token": reservation.jupyter_token or "",
+        },
+    }
+
+
+def ssh_service(reservation: Reservation) -> dict[str, Any]:
+    names = Names.of(reservation)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(reservation, names.ssh_service),
+        "spec": {
+            "type": "NodePort",
+            "externalTrafficPolicy": "Local",
+            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
+            "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
+        },
+    }
+
+
+def jupyter_service(reservation: Reservation) -> dict[str, Any]:
+    names = Names.of(reservation)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(reservation, names.jupyter_service, **{"gpu-dev/jupyter": "true"}),
+        "spec": {
+            "type": "NodePort",
+            "externalTrafficPolicy": "Local",
+            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
+            "ports": [{"name": "jupyter", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}],
+        },
+    }
+
+
+def headless_service(reservation: Reservation) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(reservation, Names.of(reservation).headless_service),
+        "spec": {
+            "clusterIP": "None",
+            "selector": {RESERVATION_LABEL: str(reservation.reservation_id)},
+            "ports": [{"name": "torch-rendezvous", "port": RENDEZVOUS_PORT}],
+        },
+    }
+
+
+def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
+    """Requests, limits and the thread count: the GPU share of the node (reference §7)."""
+    if gpu_type.is_cpu_only:
+        threads = max(1, gpu_type.cpus - 2)
+        return {
+            "requests": {"cpu": "2", "memory": "4Gi"},
+            "limits": {"cpu": str(threads), "memory": f"{gpu_type.memory_gb - 2}Gi"},
+        }, threads
+    ratio = gpus / gpu_type.max_gpus
+    threads = max(1, min(gpu_type.cpus, int(gpu_type.cpus * ratio * 1.5)))
+    return {
+        "requests": {
+            GPU: str(gpus),
+            "cpu": str(max(1, int(gpu_type.cpus * ratio * 0.9))),
+            "memory": f"{max(1, int(gpu_type.memory_gb * ratio * 0.9))}Gi",
+        },
+        "limits": {
+            GPU: str(gpus),
+            "cpu": str(threads),
+            "memory": f"{max(1, int(gpu_type.memory_gb * ratio))}Gi",
+        },
+    }, threads
+
+
+STARTUP = r"""set -u
+id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
+mkdir -p /home/dev/.ssh /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
+cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
+#!/bin/bash
+# Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
+last_keys="" last_warning=""
+while true; do
+  keys=$(cat /etc/gpu-dev/keys/authorized_keys 2>/dev/null)
+  if [ "$keys" != "$last_keys" ]; then
+    printf '%s\n' "$keys" > /home/dev/.ssh/authorized_keys
+    chmod 700 /home/dev/.ssh; chmod 600 /home/dev/.ssh/authorized_keys
+    chown -R dev /home/dev/.ssh; last_keys=$keys
+  fi
+  warning=$(cat /etc/gpu-dev/control/warning_text 2>/dev/null)
+  if [ "$warning" != "$last_warning" ]; then
+    printf '%s\n' "$warning" > /etc/gpu-dev-warning
+    [ -n "$warning" ] && wall "$warning" 2>/dev/null
+    last_warning=$warning
+  fi
+  if [ "$(cat /etc/gpu-dev/control/jupyter 2>/dev/null)" = "true" ]; then
+    pgrep -f jupyter-lab >/dev/null || su - dev -c "nohup jupyter-lab --ip=0.0.0.0 \
+      --port=8888 --no-browser --ServerApp.root_dir=/workspace \
+      --IdentityProvider.token=$(cat /etc/gpu-dev/keys/jupyter_token) >/tmp/jupyter.log 2>&1 &"
+  else
+    pkill -f jupyter-lab 2>/dev/null
+  fi
+  sleep 5
+done
+CONTROL
+chmod 755 /usr/local/bin/gpu-dev-control
+echo '[ -s /etc/gpu-dev-warning ] && cat /etc/gpu-dev-warning' > /etc/profile.d/gpu-dev.sh
+/usr/local/bin/gpu-dev-control &
+command -v sshd >/dev/null || (apt-get update -qq && apt-get install -y -qq openssh-server)
+mkdir -p /run/sshd && ssh-keygen -A
+printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n' \
+  > /etc/ssh/sshd_config
+printf 'AuthorizedKeysFile .ssh/authorized_keys\nUsePAM no\nX11Forwarding yes\n' \
+  >> /etc/ssh/sshd_config
+echo "SSH daemon starting on port 22"
+exec /usr/sbin/sshd -D -e
+"""
+
+
+def pod(
+    reservation: Reservation,
+    gpu_type: GpuType,
+    placement: Placement,
+    image: str,
+) -> dict[str, Any]:
+    names = Names.of(reservation)
+    per_node = 0 if gpu_type.is_cpu_only else reservation.gpu_count // reservation.total_nodes
+    resources, threads = _resources(gpu_type, per_node)
+    env = {
+        "GPU_DEV_RESERVATION_ID": str(reservation.reservation_id),
+        "GPU_DEV_USER_ID": reservation.user_id,
+        "GPU_TYPE": gpu_type.gpu_type.upper(),
+        "HF_HOME": "/workspace/.cache/huggingface",
+        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_ASYNC_ERROR_HANDLING": "1",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        **{
+            variable: str(threads)
+            for variable in (
+                "OMP_NUM_THREADS",
+                "MKL_NUM_THREADS",
+                "OPENBLAS_NUM_THREADS",
+                "NUMEXPR_MAX_THREADS",
+                "MAX_JOBS",
+                "CMAKE_BUILD_PARALLEL_LEVEL",
+                "GPU_DEV_THREAD_COUNT",
+            )
+        },
+        "MAKEFLAGS": f"-j{threads}",
+    }
+    if reservation.total_nodes > 1:
+        peers = [
+            f"{names.pod(rank)}.{names.headless_service}" for rank in range(reservation.total_nodes)
+        ]
+        env |= {
+            "MASTER_ADDR": peers[0],
+            "MASTER_PORT": str(RENDEZVOUS_PORT),
+            "RANK": str(placement.rank),
+            "NODE_RANK": str(placement.rank),
+            "WORLD_SIZE": str(reservation.total_nodes),
+            "GPU_DEV_PEERS": ",".join(peers),
+        }
+    spec: dict[str, Any] = {
+        "nodeName": placement.node_name,
+        "nodeSelector": {"GpuType": gpu_type.gpu_type},
+        "hostname": names.pod(placement.rank),
+        "subdomain": names.headless_service,
+        "restartPolicy": "OnFailure",
+        "terminationGracePeriodSeconds": 10,
+        "automountServiceAccountToken": False,
+        "containers": [
+            {
+                "name": "gpu-dev",
+                "image": image,
+                "command": ["/bin/bash", "-c", STARTUP],
+                "ports": [
+                    {"name": "ssh", "containerPort": 22},
+                    {"name": "jupyter", "containerPort": JUPYTER_PORT},
+                    {"name": "rendezvous", "containerPort": RENDEZVOUS_PORT},
+                ],
+                "env": [{"name": k, "value": v} for k, v in env.items()],
+                "resources": resources,
+                "securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_ADMIN"]}},
+                "volumeMounts": [
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    {"name": "workspace", "mountPath": "/workspace"},
+                    {"name": "dev-home", "mountPath": "/home/dev"},
+                    {"name": "control", "mountPath": "/etc/gpu-dev/control", "readOnly": True},
+                    {"name": "keys", "mountPath": "/etc/gpu-dev/keys", "readOnly": True},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+            {"name": "workspace", "emptyDir": {"sizeLimit": "500Gi"}},
+            {"name": "dev-home", "emptyDir": {}},
+            {"name": "control", "configMap": {"name": names.control}},
+            {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
+        ],
+    }
+    if not gpu_type.is_cpu_only:
+        spec["tolerations"] = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(
+            reservation, names.pod(placement.rank), **{RANK_LABEL: str(placement.rank)}
+        ),
+        "spec": spec,
+    }

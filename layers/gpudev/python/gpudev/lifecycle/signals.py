@@ -1,0 +1,40 @@
+"""Waking a parked execution through its task token."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from gpudev.observability import logger
+
+# The token's task is over: completed already, timed out, or its execution has ended.
+CLOSED = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
+
+class Signals:
+    def __init__(self, stepfunctions: Any):
+        self._stepfunctions = stepfunctions
+
+    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+        """True if delivered; False if the token is closed (anything else raises)."""
+        try:
+            self._stepfunctions.send_task_success(taskToken=task_token, output=json.dumps(output))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in CLOSED:
+                logger.info("task token already closed", extra={"output": output})
+                return False
+            raise
+        return True
+
+    def execution_running(self, execution_arn: str | None) -> bool:
+        if not execution_arn:
+            return False
+        try:
+            status = self._stepfunctions.describe_execution(executionArn=execution_arn)["status"]
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ExecutionDoesNotExist":
+                return False
+            raise
+        return bool(status == "RUNNING")

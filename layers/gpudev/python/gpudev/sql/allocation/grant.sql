@@ -1,0 +1,13 @@
+WITH granted AS (
+    INSERT INTO allocations (node_name, slot, reservation_id, rank)
+    SELECT * FROM unnest(
+        %(nodes)s::text[], %(slots)s::int[], %(reservation_ids)s::uuid[], %(ranks)s::int[]
+    )
+    RETURNING reservation_id
+)
+UPDATE reservations SET
+    granted_at = now(),
+    queue_position = NULL,
+    estimated_wait_minutes = 0,
+    current_detailed_status = 'capacity granted, preparing'
+WHERE reservation_id IN (SELECT reservation_id FROM granted)

@@ -1,0 +1,11 @@
+UPDATE reservations SET
+    status = 'active',
+    launched_at = now(),
+    expires_at = now() + make_interval(secs => duration_hours * %(seconds_per_hour)s),
+    node_ip = %(node_ip)s,
+    node_port = %(node_port)s,
+    ssh_command = %(ssh_command)s,
+    warnings_sent = '{}',
+    current_detailed_status = 'ready'
+WHERE reservation_id = %(reservation_id)s AND status = 'preparing'
+RETURNING *

@@ -1,0 +1,14 @@
+-- The final status, once: a reservation that already ended keeps its first ending.
+UPDATE reservations SET
+    status = %(status)s,
+    task_token = NULL,
+    queue_position = NULL,
+    estimated_wait_minutes = NULL,
+    current_detailed_status = %(detail)s,
+    cancelled_at = CASE WHEN %(status)s = 'cancelled' THEN now() END,
+    failed_at = CASE WHEN %(status)s = 'failed' THEN now() END,
+    failure_reason = CASE WHEN %(status)s = 'failed' THEN %(detail)s END,
+    reservation_ended = now()
+WHERE reservation_id = %(reservation_id)s
+  AND status NOT IN ('cancelled', 'expired', 'failed')
+RETURNING *

@@ -1,0 +1,67 @@
+"""The lifecycle tier: the whole deployment (jobs consumer, reservation state machine,
+allocator) on the local cloud with a compressed clock: one hour lasts 36 s, so a clock
+minute is 0.6 s, and a pod must be ready within 6 s."""
+
+from __future__ import annotations
+
+import configparser
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from cdk_app.declaration import DEPLOYMENT
+from localcloud.stack import LocalCloud, Options
+from tests.conftest import create_database, database_url_for, drop_database
+from tests.e2e.conftest import ApiClient
+
+SECONDS_PER_HOUR = 36.0
+MINUTE = SECONDS_PER_HOUR / 60
+READY_TIMEOUT_SECONDS = 6.0
+
+
+@pytest.fixture(scope="package")
+def local_cloud(
+    postgres_url: str,
+    admin_conn: psycopg.Connection[Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LocalCloud]:
+    drop_database(admin_conn, "gpudev_lifecycle")
+    create_database(admin_conn, "gpudev_lifecycle")
+    cloud = LocalCloud(
+        tmp_path_factory.mktemp("lifecycle-cloud"),
+        Options(
+            database_url=database_url_for(postgres_url, "gpudev_lifecycle"),
+            tick_seconds=1.0,
+            kubelet_delay_seconds=0.2,
+            seconds_per_hour=SECONDS_PER_HOUR,
+            ready_timeout_seconds=READY_TIMEOUT_SECONDS,
+            ready_poll_seconds=1,
+        ),
+        deployment=DEPLOYMENT,
+    ).start()
+    yield cloud
+    cloud.stop()
+    drop_database(admin_conn, "gpudev_lifecycle")
+
+
+@pytest.fixture(scope="package")
+def api(local_cloud: LocalCloud) -> ApiClient:
+    profiles = configparser.ConfigParser()
+    profiles.read(local_cloud.credentials_file)
+    stack = local_cloud.describe()
+    return ApiClient(stack["api_url"], stack["region"], profiles)
+
+
+@pytest.fixture(autouse=True)
+def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
+    """Every test starts and ends with no live reservation and no fault injected."""
+    from tests.lifecycle.helpers import end_everything
+
+    yield
+    assert local_cloud.kubernetes is not None and local_cloud.cluster is not None
+    local_cloud.kubernetes.faults.clear()
+    local_cloud.cluster.image_pulls_fail = False
+    local_cloud.pollers["Jobs"].paused = False
+    end_everything(api, local_cloud)

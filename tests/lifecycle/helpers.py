@@ -1,0 +1,106 @@
+"""Driving reservations through the API and watching them in the database and the cluster."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+
+from localcloud.stack import LocalCloud
+from tests.e2e.conftest import ApiClient
+
+RESERVATION_LABEL = "gpu-dev/reservation"
+KINDS = ("pods", "services", "configmaps", "secrets")
+
+
+def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> dict[str, Any]:
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, **fields}
+    reply = api.call("POST", "/v1/reservations", profile=profile, body=body)
+    assert reply.status == 202, reply.body
+    return dict(reply.body)
+
+
+def show(api: ApiClient, reservation_id: str, profile: str = "alice") -> dict[str, Any]:
+    reply = api.call("GET", f"/v1/reservations/{reservation_id}", profile=profile)
+    assert reply.status == 200, reply.body
+    return dict(reply.body)
+
+
+def wait_for_status(
+    api: ApiClient,
+    reservation_id: str,
+    statuses: str | tuple[str, ...],
+    timeout: float = 20,
+    profile: str = "alice",
+) -> dict[str, Any]:
+    wanted = (statuses,) if isinstance(statuses, str) else statuses
+    deadline = time.monotonic() + timeout
+    current: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        current = show(api, reservation_id, profile)
+        if current["status"] in wanted:
+            return current
+        time.sleep(0.1)
+    raise AssertionError(
+        f"{reservation_id[:8]} is {current.get('status')} "
+        f"({current.get('current_detailed_status')}), not {wanted} after {timeout}s"
+    )
+
+
+def objects_of(cloud: LocalCloud, reservation_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Every object labelled with the reservation, by kind, straight from the stand-in."""
+    assert cloud.kubernetes is not None
+    store = cloud.kubernetes.store
+    selector = f"{RESERVATION_LABEL}={reservation_id}"
+    return {kind: store.list(kind, None, selector)["items"] for kind in KINDS}
+
+
+def allocated_slots(cloud: LocalCloud, reservation_id: str) -> int:
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM allocations WHERE reservation_id = %s", (reservation_id,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def execution_history(cloud: LocalCloud, reservation_id: str) -> list[str]:
+    """The names of the states the reservation's execution entered, in order."""
+    assert cloud.aws is not None
+    sfn = cloud.aws.client("stepfunctions")
+    arn = cloud.resources.state_machine_arns["Reservation"].replace(":stateMachine:", ":execution:")
+    events = sfn.get_execution_history(executionArn=f"{arn}:{reservation_id}", maxResults=1000)
+    return [
+        e["stateEnteredEventDetails"]["name"]
+        for e in events["events"]
+        if "stateEnteredEventDetails" in e
+    ]
+
+
+def cancel(api: ApiClient, reservation_id: str, profile: str = "alice") -> None:
+    reply = api.call("POST", f"/v1/reservations/{reservation_id}/cancel", profile=profile)
+    assert reply.status in (202, 409), reply.body
+
+
+def end_everything(api: ApiClient, cloud: LocalCloud) -> None:
+    """Cancel every live reservation and wait until each has ended with nothing left, so
+    the next test starts on an empty cluster."""
+    with psycopg.connect(cloud.database_url) as conn:
+        live = conn.execute(
+            "SELECT reservation_id::text, user_id FROM reservations"
+            " WHERE status IN ('pending', 'queued', 'preparing', 'active')"
+        ).fetchall()
+    for reservation_id, user in live:
+        cancel(api, reservation_id, profile=user)
+    for reservation_id, user in live:
+        wait_for_status(
+            api, reservation_id, ("cancelled", "expired", "failed"), timeout=30, profile=user
+        )
+    assert cloud.kubernetes is not None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pods = cloud.kubernetes.store.list("pods", "gpu-dev")["items"]
+        if not pods:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"pods left behind: {[p['metadata']['name'] for p in pods]}")

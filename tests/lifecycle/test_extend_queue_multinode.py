@@ -1,0 +1,130 @@
+"""Extend while active; the queue's order, positions and ETAs; EASY backfill; multinode
+all-or-nothing."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import psycopg
+
+from tests.e2e.conftest import wait_for
+from tests.lifecycle.conftest import MINUTE, SECONDS_PER_HOUR
+from tests.lifecycle.helpers import objects_of, reserve, show, wait_for_status
+
+
+def _timestamp(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
+def _queued(api, rid: str, profile: str = "alice") -> dict:
+    return wait_for(
+        lambda: (r := show(api, rid, profile))["queue_position"] and r,
+        message=f"{rid[:8]} queued with a position",
+    )
+
+
+def test_extend_moves_the_expiry_and_resets_the_warnings(api, local_cloud):
+    rid = reserve(api, hours=0.6)["reservation_id"]
+    active = wait_for_status(api, rid, "active")
+    first_expiry = _timestamp(active["expires_at"])
+    wait_for(lambda: show(api, rid)["warning_text"], message="the 30-minute warning")
+    reply = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 1})
+    assert reply.status == 202, reply.body
+    extended = wait_for(
+        lambda: (
+            (r := show(api, rid))["expires_at"]
+            and _timestamp(r["expires_at"]) > first_expiry + 1
+            and r
+        ),
+        message="the new expiry",
+    )
+    assert abs(_timestamp(extended["expires_at"]) - first_expiry - SECONDS_PER_HOUR) < 1
+    assert extended["warning_text"] is None
+    configmap = objects_of(local_cloud, rid)["configmaps"][0]["data"]
+    assert configmap["warning_level"] == ""
+    refused = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 24})
+    refused = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 24})
+    assert refused.status == 422 and "at most 48 h in total" in refused.body["message"]
+    assert show(api, rid)["status"] == "active"
+
+
+def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
+    rid = reserve(api, github_user="alice")["reservation_id"]
+    wait_for_status(api, rid, "active")
+    api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octocat"})
+    api.call("PUT", f"/v1/reservations/{rid}/jupyter")
+
+    def applied():
+        objects = objects_of(local_cloud, rid)
+        keys = objects["secrets"][0].get("stringData") or objects["secrets"][0].get("data", {})
+        jupyter = objects["configmaps"][0]["data"]["jupyter"]
+        return "octocat@github" in str(keys) and jupyter == "true" and objects
+
+    objects = wait_for(applied, message="keys and Jupyter applied")
+    assert any(s["metadata"]["name"].endswith("-jupyter") for s in objects["services"])
+    shown = wait_for(lambda: (r := show(api, rid))["jupyter_url"] and r, message="Jupyter URL")
+    assert shown["jupyter_url"].startswith(f"http://{shown['node_ip']}:")
+
+
+def test_queue_order_positions_and_etas(api, local_cloud):
+    short = reserve(api, gpu_type="h100", gpu_count=8, hours=0.4)["reservation_id"]
+    long = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]
+    short_active = wait_for_status(api, short, "active")
+    wait_for_status(api, long, "active")
+    first = reserve(api, gpu_type="h100", gpu_count=4, hours=0.2, profile="alice")
+    second = reserve(api, gpu_type="h100", gpu_count=8, hours=0.2, profile="bob")
+    alice = _queued(api, first["reservation_id"])
+    bob = _queued(api, second["reservation_id"], "bob")
+    assert (alice["queue_position"], bob["queue_position"]) == (1, 2)
+    # both wait for the short holder's end; bob's 8 GPUs then need alice's 4 to end too
+    until_short_ends = (_timestamp(short_active["expires_at"]) - time.time()) / MINUTE
+    assert abs(alice["estimated_wait_minutes"] - until_short_ends) <= 3
+    assert bob["estimated_wait_minutes"] >= alice["estimated_wait_minutes"] + 0.2 * 60 - 3
+    started_alice = wait_for_status(api, first["reservation_id"], "active", timeout=40)
+    assert show(api, second["reservation_id"], "bob")["status"] == "queued"
+    started_bob = wait_for_status(
+        api, second["reservation_id"], "active", timeout=40, profile="bob"
+    )
+    assert _timestamp(started_alice["launched_at"]) < _timestamp(started_bob["launched_at"])
+
+
+def test_backfill_never_delays_the_head(api, local_cloud):
+    # node A: 8 of 8 GPUs for an hour; node B: 4 of 8 GPUs for 0.4 h
+    full = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]
+    wait_for_status(api, full, "active")
+    half = reserve(api, gpu_type="h100", gpu_count=4, hours=0.4)["reservation_id"]
+    wait_for_status(api, half, "active")
+    head = reserve(api, gpu_type="h100", gpu_count=8, hours=0.2)["reservation_id"]
+    _queued(api, head)
+    # ends after the head's reserved start on node B: it would delay the head
+    delaying = reserve(api, gpu_type="h100", gpu_count=1, hours=1, profile="bob")
+    # ends well before the head can start: fits in the gap
+    filling = reserve(api, gpu_type="h100", gpu_count=1, hours=0.1, profile="bob")
+    wait_for_status(api, filling["reservation_id"], "active", profile="bob")
+    assert show(api, delaying["reservation_id"], "bob")["status"] == "queued"
+    assert show(api, head)["status"] == "queued"
+    started = wait_for_status(api, head, "active", timeout=40)
+    assert show(api, delaying["reservation_id"], "bob")["status"] == "queued"
+    assert started["status"] == "active"
+
+
+def test_multinode_takes_two_whole_nodes_or_waits(api, local_cloud):
+    blocker = reserve(api, gpu_type="h100", gpu_count=1, hours=0.2)["reservation_id"]
+    wait_for_status(api, blocker, "active")
+    rid = reserve(api, gpu_type="h100", gpu_count=16, hours=0.3)["reservation_id"]
+    _queued(api, rid)
+    assert objects_of(local_cloud, rid)["pods"] == []
+    with psycopg.connect(local_cloud.database_url) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM allocations WHERE reservation_id = %s", (rid,)
+        ).fetchone() == (0,)
+    wait_for_status(api, rid, "active", timeout=40)
+    pods = objects_of(local_cloud, rid)["pods"]
+    assert len(pods) == 2
+    assert len({p["spec"]["nodeName"] for p in pods}) == 2
+    envs = [{e["name"]: e["value"] for e in p["spec"]["containers"][0]["env"]} for p in pods]
+    assert sorted(e["RANK"] for e in envs) == ["0", "1"]
+    assert {e["WORLD_SIZE"] for e in envs} == {"2"}
+    assert {e["MASTER_ADDR"] for e in envs} == {f"gpu-dev-{rid[:8]}-0.gpu-dev-{rid[:8]}-headless"}
+    assert {e["MASTER_PORT"] for e in envs} == {"29500"}
