@@ -24,6 +24,15 @@ ACKNOWLEDGED: dict[str, str] = {
         "(active tracing) and the reconcilers' read-only Describe* calls (Auto Scaling groups, "
         "EBS volumes and snapshots, instances); every other grant is scoped to a resource ARN."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
+    "<AWS::AccountId>:execution:gpudev-reservation:*]": (
+        "DescribeExecution on the reservation state machine's executions, which are named by "
+        "reservation id and so not known in advance; scoped to that one state machine."
+    ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
+        "CDK's grant_invoke for the state machine covers the task function's versions and "
+        "aliases (<arn>:*), and nothing else."
+    ),
     "AwsSolutions::AwsSolutions-L1": (
         "Functions run Python 3.12 on purpose: the layer's wheels are built for cp312 and the "
         "runtime is a project decision (docs/decisions.md); upgrading is a deliberate change."

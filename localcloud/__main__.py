@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         default=10.0,
         help="fire every schedule this often (0 or less: their real rate)",
     )
+    parser.add_argument(
+        "--seconds-per-hour",
+        type=float,
+        default=3600.0,
+        help="the reservation lifecycle's clock: how long an hour lasts (e.g. 60)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
@@ -71,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     tick = args.tick_seconds if args.tick_seconds > 0 else None
     # DATABASE_URL: use that PostgreSQL instead of the embedded one (as the test suite does).
     database_url = os.environ.get("DATABASE_URL") or None
-    cloud = LocalCloud(STATE, Options(ports=ports, tick_seconds=tick, database_url=database_url))
+    options = Options(
+        ports=ports,
+        tick_seconds=tick,
+        database_url=database_url,
+        seconds_per_hour=args.seconds_per_hour,
+    )
+    cloud = LocalCloud(STATE, options)
     try:
         cloud.start()
     except (PostgresError, OSError) as exc:

@@ -9,7 +9,9 @@ creation, and neither does moto over its API.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import logging
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,11 @@ class LocalAws:
         return self
 
     def stop(self) -> None:
+        # moto's backends are process-global: forget everything (moto's documented reset
+        # endpoint), so a later cloud in this process starts empty.
+        reset = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
+        with contextlib.suppress(OSError), urllib.request.urlopen(reset, timeout=10):
+            pass
         self._server.stop()
 
     def enable_state_machine_execution(self) -> None:
