@@ -10,7 +10,7 @@ or 8 GPUs (some multinode 16), FIFO by creation time.
 - naive: what a per-row implementation does: for each queued reservation, read the free
   slots, then write its grant or its position (one statement per slot granted).
 
-Both run inside a transaction that is rolled back, so each sees the same starting state. SQL
+Each runs on its own copy of the same seeded database (CREATE DATABASE … TEMPLATE). SQL
 statements are counted on the connection. Run: `make bench`.
 """
 
@@ -49,13 +49,14 @@ class CountingSignals:
         return True
 
 
-def _fresh_database(admin_url: str) -> str:
+def _database(admin_url: str, name: str, template: str | None = None) -> str:
     with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute('DROP DATABASE IF EXISTS "bench_allocator" WITH (FORCE)')
-        admin.execute('CREATE DATABASE "bench_allocator"')
-    url = admin_url.rsplit("/", 1)[0] + "/bench_allocator"
-    with psycopg.connect(url, autocommit=True) as conn:
-        apply_migrations(conn, ROOT / "migrations")
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    if template is None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            apply_migrations(conn, ROOT / "migrations")
     return url
 
 
@@ -161,17 +162,16 @@ def _naive(conn: Any) -> tuple[int, int]:
 def main() -> None:
     settings = LifecycleSettings()
     with EmbeddedPostgres(ROOT / ".local" / "bench-postgres" / "data") as server:
-        url = _fresh_database(server.admin_url)
-        _seed(url, settings)
+        _seed(_database(server.admin_url, "bench_allocator_seed"), settings)
         results = {}
         for name in ("ours", "naive"):
+            url = _database(server.admin_url, f"bench_allocator_{name}", "bench_allocator_seed")
             with psycopg.connect(url) as raw:
                 conn = CountingConnection(raw)
                 start = time.perf_counter()
                 granted, signals = _ours(conn, settings) if name == "ours" else _naive(conn)
                 elapsed = time.perf_counter() - start
                 results[name] = (elapsed, conn.statements, granted, signals)
-                raw.rollback()
     print(
         f"allocator pass: {QUEUED:,} queued reservations, {NODES:,} h100 nodes "
         f"({BUSY_NODES} fully held)"

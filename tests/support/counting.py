@@ -36,6 +36,14 @@ class CountingConnection:
 
             def execute(self, *a: Any, **k: Any) -> Any:
                 owner.statements += 1
-                return cursor.execute(*a, **k)
+                cursor.execute(*a, **k)
+                return self
+
+            def executemany(self, *a: Any, **k: Any) -> Any:
+                owner.statements += 1
+                return cursor.executemany(*a, **k)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(cursor, name)
 
         return CountingCursor()
