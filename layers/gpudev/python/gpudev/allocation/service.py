@@ -44,7 +44,6 @@ class AllocatorReport:
     granted: list[UUID] = field(default_factory=list)
     signalled: int = 0
     released_dead: int = 0
-    statements: int = 0
 
 
 def node_rows(
@@ -139,7 +138,6 @@ class Allocator:
             queue = [_request(q, self._settings) for q in self._run("queue")]
             decisions = plan(capacity, holdings, queue, now)
             self._write(decisions)
-            report.statements = 7
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [g.reservation_id for g in decisions.grants]
         self._signal(report)
