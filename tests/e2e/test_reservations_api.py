@@ -195,3 +195,23 @@ def test_cancelling_an_ended_reservation_is_409_naming_its_state(api, local_clou
         )
     reply = api.call("POST", f"/v1/reservations/{rid}/cancel")
     assert reply.status == 409 and "it is expired" in reply.body["message"]
+
+
+def test_allowed_roles_refuse_other_principals_before_anything_is_written(
+    api, local_cloud, monkeypatch
+):
+    from gpudev.settings import reset_settings_cache
+
+    monkeypatch.setenv("ALLOWED_ROLES", "GpuDevUsers")
+    reset_settings_cache()
+    try:
+        before = count_reservations(local_cloud)
+        reply = reserve(api)
+        assert reply.status == 403
+        assert "gpu-dev accepts sessions of the roles GpuDevUsers" in reply.body["message"]
+        assert "user/alice" in reply.body["message"]
+        assert count_reservations(local_cloud) == before
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+    assert reserve(api).status == 202
