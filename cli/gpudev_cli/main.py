@@ -7,14 +7,14 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib.metadata import version
 from typing import Any
 
 import click
 from rich.table import Table
 
-from gpudev_cli import prompts, ssh
+from gpudev_cli import prompts, render, ssh
 from gpudev_cli.client import ApiClient, CliError
 from gpudev_cli.config import ConfigError, config_path, load, resolve_api_url, save
 from gpudev_cli.context import FINAL, LIVE, Context, Group, console, interactive, progress, short
@@ -36,71 +36,6 @@ def cli(
     ctx.obj = Context(api_url, profile, region, output)
 
 
-def _gpus(r: dict[str, Any]) -> str:
-    return r["gpu_type"] if r["gpu_count"] == 0 else f"{r['gpu_count']}x {r['gpu_type']}"
-
-
-def _reservations_table(rows: list[dict[str, Any]]) -> None:
-    table = Table(title="GPU Reservations")
-    for column in ("ID", "Name", "GPUs", "Status", "Hours", "Created", "Expires"):
-        table.add_column(column)
-    colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
-    for r in rows:
-        status = r["status"] + (
-            " (cancel requested)" if r.get("cancel_requested_at") and r["status"] in LIVE else ""
-        )
-        table.add_row(
-            short(r["reservation_id"]),
-            r.get("name") or "",
-            _gpus(r),
-            f"[{colours.get(r['status'], 'dim')}]{status}[/]",
-            f"{r['duration_hours']:g}",
-            r["created_at"][:16].replace("T", " "),
-            (r.get("expires_at") or "")[:16].replace("T", " "),
-        )
-    console.print(table if rows else "No reservations.")
-
-
-def _ago(moment: str | None) -> str:
-    if not moment:
-        return ""
-    seconds = int((datetime.now(UTC) - datetime.fromisoformat(moment)).total_seconds())
-    prefix, seconds = ("in ", -seconds) if seconds < 0 else ("", seconds)
-    hours, minutes = divmod(seconds // 60, 60)
-    text = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
-    return f"{prefix}{text}" + ("" if prefix else " ago")
-
-
-def _show(r: dict[str, Any]) -> None:
-    rid = short(r["reservation_id"])
-    lines = [
-        f"[bold]{rid}[/] {r.get('name') or ''}  {r['status']}",
-        f"GPUs: {_gpus(r)}   hours: {r['duration_hours']:g}   id: {r['reservation_id']}",
-    ]
-    if r.get("queue_position"):
-        lines.append(f"Queue: #{r['queue_position']}, about {r.get('estimated_wait_minutes')} min")
-    if r["status"] == "active":
-        lines.append(f"Connect: gpu-dev connect {rid}   (or: {r.get('ssh_command')})")
-        lines.append(f"Started {_ago(r.get('launched_at'))}, expires {_ago(r.get('expires_at'))}")
-    if r.get("jupyter_url"):
-        lines.append(f"Jupyter: {r['jupyter_url']}")
-    elif r["status"] in LIVE:
-        lines.append(
-            "Jupyter: on, starting"
-            if r["jupyter_enabled"]
-            else f"Jupyter: off (gpu-dev edit {rid} --enable-jupyter)"
-        )
-    users = ", ".join(r.get("secondary_users") or []) or f"none (gpu-dev edit {rid} --add-user GH)"
-    lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
-    if r.get("extension_error"):
-        lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
-    if r.get("failure_reason"):
-        lines.append(f"[red]Failed: {r['failure_reason']}[/]")
-    if r.get("cancel_requested_at") and r["status"] in LIVE:
-        lines.append("Cancel requested.")
-    console.print("\n".join(lines))
-
-
 def _request_body(
     client: ApiClient,
     ask: bool,
@@ -114,7 +49,7 @@ def _request_body(
         raise click.UsageError("--gpu-type is required when not run interactively")
     if gpu_type is None:
         types = client.request("GET", "/v1/gpu/availability")["gpu_types"]
-        _availability_table(types)
+        render.availability_table(types)
         chosen = prompts.pick_type(types)
         gpu_type = chosen["gpu_type"]
         if gpus is None:
@@ -197,15 +132,9 @@ def reserve(
         return
     if final["status"] == "active":
         ssh.write_config(final)
-    obj.emit(final, _show_with_connect)
+    obj.emit(final, render.reservation_panel_with_connect)
     if final["status"] != "active":
         sys.exit(1)
-
-
-def _show_with_connect(r: dict[str, Any]) -> None:
-    _show(r)
-    if r["status"] == "active":
-        console.print(f"SSH config: {ssh.config_file(r)}  (ssh -F <that file> {ssh.host_alias(r)})")
 
 
 POLL_SECONDS = {"queued": 3.0}
@@ -265,7 +194,7 @@ def list_(
         if not show_all and not statuses:
             cutoff = time.time() - 3600
             rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
-        obj.emit(rows, _reservations_table)
+        obj.emit(rows, render.reservations_table)
         if not _wait_for_refresh(watch, interval):
             return
 
@@ -291,7 +220,9 @@ def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
 @click.pass_obj
 def show(obj: Context, reservation_id: str) -> None:
     """Everything about one reservation (full id or 8-character prefix)."""
-    obj.emit(obj.client().request("GET", f"/v1/reservations/{reservation_id}"), _show)
+    obj.emit(
+        obj.client().request("GET", f"/v1/reservations/{reservation_id}"), render.reservation_panel
+    )
 
 
 @cli.command()
@@ -406,31 +337,6 @@ def completion(shell: str) -> None:
     click.echo(completion_class(cli, {}, "gpu-dev", "_GPU_DEV_COMPLETE").source())
 
 
-def _availability_table(types: list[dict[str, Any]]) -> None:
-    table = Table(title="GPU availability (numbers are GPUs; CPU types: user slots)")
-    for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
-        table.add_column(column)
-    for t in types:
-        per_node = t["max_per_node"] or 3
-        colour = (
-            "red"
-            if t["available_gpus"] == 0
-            else ("green" if t["available_gpus"] >= per_node else "yellow")
-        )
-        wait = t.get("estimated_wait_minutes")
-        table.add_row(
-            t["gpu_type"],
-            f"[{colour}]{t['available_gpus']}[/]",
-            str(t["max_reservable"]),
-            str(t["total_cluster_gpus"]),
-            str(t["queue_length"]),
-            "now" if wait == 0 else ("unknown" if wait is None else f"{wait} min"),
-            (t.get("last_availability_update") or "never")[:19].replace("T", " "),
-        )
-    console.print(table)
-    console.print("Reserve with: gpu-dev reserve --gpu-type <type> --gpus <n>")
-
-
 @cli.command()
 @click.option("--watch", is_flag=True, help="refresh every --interval seconds until Ctrl+C")
 @click.option("--interval", type=float, default=5.0, show_default=True)
@@ -439,7 +345,9 @@ def avail(obj: Context, watch: bool, interval: float) -> None:
     """Live GPU availability per type, with queue lengths."""
     client = obj.client()
     while True:
-        obj.emit(client.request("GET", "/v1/gpu/availability")["gpu_types"], _availability_table)
+        obj.emit(
+            client.request("GET", "/v1/gpu/availability")["gpu_types"], render.availability_table
+        )
         if not _wait_for_refresh(watch, interval):
             return
 

@@ -12,7 +12,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -21,9 +23,34 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from cdk_app.declaration import Deployment
 from localcloud.stack import LocalCloud, Options
 from tests.conftest import create_database, database_url_for, drop_database
 from tests.e2e.fixtures.deployment import API_TIER
+
+
+@contextmanager
+def running_cloud(
+    admin_conn: psycopg.Connection[Any],
+    postgres_url: str,
+    state_dir: Path,
+    database: str,
+    options: Options,
+    deployment: Deployment,
+) -> Iterator[LocalCloud]:
+    """A local cloud on its own database of the session's PostgreSQL, removed afterwards."""
+    drop_database(admin_conn, database)
+    create_database(admin_conn, database)
+    cloud = LocalCloud(
+        state_dir,
+        replace(options, database_url=database_url_for(postgres_url, database)),
+        deployment=deployment,
+    ).start()
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+        drop_database(admin_conn, database)
 
 
 @pytest.fixture(scope="package")
@@ -32,20 +59,15 @@ def local_cloud(
     admin_conn: psycopg.Connection[Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LocalCloud]:
-    drop_database(admin_conn, "gpudev_e2e")
-    create_database(admin_conn, "gpudev_e2e")
-    cloud = LocalCloud(
+    with running_cloud(
+        admin_conn,
+        postgres_url,
         tmp_path_factory.mktemp("local-cloud"),
-        Options(
-            database_url=database_url_for(postgres_url, "gpudev_e2e"),
-            tick_seconds=0.5,
-            kubelet_delay_seconds=0.2,
-        ),
-        deployment=API_TIER,
-    ).start()
-    yield cloud
-    cloud.stop()
-    drop_database(admin_conn, "gpudev_e2e")
+        "gpudev_e2e",
+        Options(tick_seconds=0.5, kubelet_delay_seconds=0.2),
+        API_TIER,
+    ) as cloud:
+        yield cloud
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,13 @@ class ApiClient:
     base_url: str
     region: str
     profiles: configparser.ConfigParser
+
+    @classmethod
+    def for_cloud(cls, cloud: LocalCloud) -> ApiClient:
+        profiles = configparser.ConfigParser()
+        profiles.read(cloud.credentials_file)
+        stack = cloud.describe()
+        return cls(stack["api_url"], stack["region"], profiles)
 
     def credentials(self, profile: str) -> Credentials:
         section = self.profiles[profile]
@@ -108,10 +137,7 @@ class ApiClient:
 
 @pytest.fixture(scope="package")
 def api(local_cloud: LocalCloud) -> ApiClient:
-    profiles = configparser.ConfigParser()
-    profiles.read(local_cloud.credentials_file)
-    stack = local_cloud.describe()
-    return ApiClient(stack["api_url"], stack["region"], profiles)
+    return ApiClient.for_cloud(local_cloud)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:

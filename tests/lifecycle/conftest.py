@@ -4,7 +4,6 @@ minute is 0.6 s, and a pod must be ready within 6 s."""
 
 from __future__ import annotations
 
-import configparser
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +12,7 @@ import pytest
 
 from cdk_app.declaration import DEPLOYMENT
 from localcloud.stack import LocalCloud, Options
-from tests.conftest import create_database, database_url_for, drop_database
-from tests.e2e.conftest import ApiClient
+from tests.e2e.conftest import ApiClient, running_cloud
 
 SECONDS_PER_HOUR = 36.0
 MINUTE = SECONDS_PER_HOUR / 60
@@ -27,31 +25,27 @@ def local_cloud(
     admin_conn: psycopg.Connection[Any],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LocalCloud]:
-    drop_database(admin_conn, "gpudev_lifecycle")
-    create_database(admin_conn, "gpudev_lifecycle")
-    cloud = LocalCloud(
+    options = Options(
+        tick_seconds=1.0,
+        kubelet_delay_seconds=0.2,
+        seconds_per_hour=SECONDS_PER_HOUR,
+        ready_timeout_seconds=READY_TIMEOUT_SECONDS,
+        ready_poll_seconds=1,
+    )
+    with running_cloud(
+        admin_conn,
+        postgres_url,
         tmp_path_factory.mktemp("lifecycle-cloud"),
-        Options(
-            database_url=database_url_for(postgres_url, "gpudev_lifecycle"),
-            tick_seconds=1.0,
-            kubelet_delay_seconds=0.2,
-            seconds_per_hour=SECONDS_PER_HOUR,
-            ready_timeout_seconds=READY_TIMEOUT_SECONDS,
-            ready_poll_seconds=1,
-        ),
-        deployment=DEPLOYMENT,
-    ).start()
-    yield cloud
-    cloud.stop()
-    drop_database(admin_conn, "gpudev_lifecycle")
+        "gpudev_lifecycle",
+        options,
+        DEPLOYMENT,
+    ) as cloud:
+        yield cloud
 
 
 @pytest.fixture(scope="package")
 def api(local_cloud: LocalCloud) -> ApiClient:
-    profiles = configparser.ConfigParser()
-    profiles.read(local_cloud.credentials_file)
-    stack = local_cloud.describe()
-    return ApiClient(stack["api_url"], stack["region"], profiles)
+    return ApiClient.for_cloud(local_cloud)
 
 
 @pytest.fixture(autouse=True)

@@ -7,11 +7,9 @@ from typing import Any
 
 import psycopg
 
+from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import ApiClient
-
-RESERVATION_LABEL = "gpu-dev/reservation"
-KINDS = ("pods", "services", "configmaps", "secrets")
 
 
 def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> dict[str, Any]:

@@ -22,6 +22,19 @@ WAITING_FAILURES = {
 }
 
 
+# Resource (as in objects.KINDS) and manifest kind -> the client's method name suffix.
+_SUFFIX = {
+    "pods": "pod",
+    "services": "service",
+    "configmaps": "config_map",
+    "secrets": "secret",
+    "Pod": "pod",
+    "Service": "service",
+    "ConfigMap": "config_map",
+    "Secret": "secret",
+}
+
+
 class KubernetesUnavailable(Exception):
     """A transient Kubernetes API failure; the state machine retries the task."""
 
@@ -56,34 +69,23 @@ class ReservationObjects:
     def create(self, manifest: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
 
-        operation = {
-            "Pod": "create_namespaced_pod",
-            "Service": "create_namespaced_service",
-            "ConfigMap": "create_namespaced_config_map",
-            "Secret": "create_namespaced_secret",
-        }[manifest["kind"]]
         try:
-            self._call(operation, self._namespace, manifest)
+            self._call(f"create_namespaced_{_SUFFIX[manifest['kind']]}", self._namespace, manifest)
         except ApiException as exc:
             if _status(exc) != 409:  # already there: a retried task
                 raise
 
     def replace(self, manifest: dict[str, Any]) -> None:
-        operation = {
-            "ConfigMap": "replace_namespaced_config_map",
-            "Secret": "replace_namespaced_secret",
-        }[manifest["kind"]]
-        self._call(operation, manifest["metadata"]["name"], self._namespace, manifest)
+        self._call(
+            f"replace_namespaced_{_SUFFIX[manifest['kind']]}",
+            manifest["metadata"]["name"],
+            self._namespace,
+            manifest,
+        )
 
     def _list(self, kind: str, reservation_id: str) -> list[dict[str, Any]]:
-        operation = {
-            "pods": "list_namespaced_pod",
-            "services": "list_namespaced_service",
-            "configmaps": "list_namespaced_config_map",
-            "secrets": "list_namespaced_secret",
-        }[kind]
         response = self._call(
-            operation,
+            f"list_namespaced_{_SUFFIX[kind]}",
             self._namespace,
             label_selector=f"{RESERVATION_LABEL}={reservation_id}",
             _preload_content=False,
@@ -94,41 +96,35 @@ class ReservationObjects:
     def pods(self, reservation_id: str) -> list[dict[str, Any]]:
         return self._list("pods", reservation_id)
 
-    def services(self, reservation_id: str) -> list[dict[str, Any]]:
-        return self._list("services", reservation_id)
+    def node_port(self, reservation_id: str, service_name: str) -> int | None:
+        """The NodePort Kubernetes gave the reservation's service, if it exists."""
+        return next(
+            (
+                s["spec"]["ports"][0].get("nodePort")
+                for s in self._list("services", reservation_id)
+                if s["metadata"]["name"] == service_name
+            ),
+            None,
+        )
 
-    def delete_service(self, name: str) -> None:
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one object; one that is gone already is what we wanted."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self._call("delete_namespaced_service", name, self._namespace)
+            self._call(f"delete_namespaced_{_SUFFIX[kind]}", name, self._namespace)
         except ApiException as exc:
             if _status(exc) != 404:
                 raise
 
     def delete_all(self, reservation_id: str) -> int:
         """Delete every object labelled with the reservation; how many there were."""
-        from kubernetes.client.exceptions import ApiException
-
         deleted = 0
-        operations = {
-            "pods": "delete_namespaced_pod",
-            "services": "delete_namespaced_service",
-            "configmaps": "delete_namespaced_config_map",
-            "secrets": "delete_namespaced_secret",
-        }
         for kind in KINDS:
             for item in self._list(kind, reservation_id):
-                try:
-                    self._call(operations[kind], item["metadata"]["name"], self._namespace)
-                except ApiException as exc:
-                    if _status(exc) != 404:  # gone meanwhile is what we wanted
-                        raise
+                self.delete(kind, item["metadata"]["name"])
                 deleted += 1
         return deleted
-
-    def remaining(self, reservation_id: str) -> int:
-        return sum(len(self._list(kind, reservation_id)) for kind in KINDS)
 
 
 def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:

@@ -147,12 +147,7 @@ class Lifecycle:
                     "reason": f"the pod was not ready in time: {state.problem}",
                 }
             return {"outcome": "waiting", "detail": state.problem}
-        names = Names.of(reservation)
-        node_port = next(
-            s["spec"]["ports"][0].get("nodePort")
-            for s in cluster.services(str(reservation_id))
-            if s["metadata"]["name"] == names.ssh_service
-        )
+        node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
         node_ip = self.placements(reservation_id)[0].node_ip
         self._row(
             "activate",
@@ -258,17 +253,10 @@ class Lifecycle:
         cluster = self.objects
         name = Names.of(reservation).jupyter_service
         if not reservation.jupyter_enabled:
-            cluster.delete_service(name)
+            cluster.delete("services", name)
             return None, None
         cluster.create(objects.jupyter_service(reservation))
-        port = next(
-            (
-                s["spec"]["ports"][0].get("nodePort")
-                for s in cluster.services(str(reservation.reservation_id))
-                if s["metadata"]["name"] == name
-            ),
-            None,
-        )
+        port = cluster.node_port(str(reservation.reservation_id), name)
         url = f"http://{reservation.node_ip}:{port}/lab?token={reservation.jupyter_token}"
         return url, port
 

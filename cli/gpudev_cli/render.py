@@ -1,0 +1,107 @@
+"""How the CLI shows reservations and availability as tables and panels (`--output table`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.table import Table
+
+from gpudev_cli import ssh
+from gpudev_cli.context import LIVE, console, short
+
+
+def gpus(r: dict[str, Any]) -> str:
+    return r["gpu_type"] if r["gpu_count"] == 0 else f"{r['gpu_count']}x {r['gpu_type']}"
+
+
+def reservations_table(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="GPU Reservations")
+    for column in ("ID", "Name", "GPUs", "Status", "Hours", "Created", "Expires"):
+        table.add_column(column)
+    colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
+    for r in rows:
+        status = r["status"] + (
+            " (cancel requested)" if r.get("cancel_requested_at") and r["status"] in LIVE else ""
+        )
+        table.add_row(
+            short(r["reservation_id"]),
+            r.get("name") or "",
+            gpus(r),
+            f"[{colours.get(r['status'], 'dim')}]{status}[/]",
+            f"{r['duration_hours']:g}",
+            r["created_at"][:16].replace("T", " "),
+            (r.get("expires_at") or "")[:16].replace("T", " "),
+        )
+    console.print(table if rows else "No reservations.")
+
+
+def ago(moment: str | None) -> str:
+    if not moment:
+        return ""
+    seconds = int((datetime.now(UTC) - datetime.fromisoformat(moment)).total_seconds())
+    prefix, seconds = ("in ", -seconds) if seconds < 0 else ("", seconds)
+    hours, minutes = divmod(seconds // 60, 60)
+    text = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
+    return f"{prefix}{text}" + ("" if prefix else " ago")
+
+
+def reservation_panel(r: dict[str, Any]) -> None:
+    rid = short(r["reservation_id"])
+    lines = [
+        f"[bold]{rid}[/] {r.get('name') or ''}  {r['status']}",
+        f"GPUs: {gpus(r)}   hours: {r['duration_hours']:g}   id: {r['reservation_id']}",
+    ]
+    if r.get("queue_position"):
+        lines.append(f"Queue: #{r['queue_position']}, about {r.get('estimated_wait_minutes')} min")
+    if r["status"] == "active":
+        lines.append(f"Connect: gpu-dev connect {rid}   (or: {r.get('ssh_command')})")
+        lines.append(f"Started {ago(r.get('launched_at'))}, expires {ago(r.get('expires_at'))}")
+    if r.get("jupyter_url"):
+        lines.append(f"Jupyter: {r['jupyter_url']}")
+    elif r["status"] in LIVE:
+        lines.append(
+            "Jupyter: on, starting"
+            if r["jupyter_enabled"]
+            else f"Jupyter: off (gpu-dev edit {rid} --enable-jupyter)"
+        )
+    users = ", ".join(r.get("secondary_users") or []) or f"none (gpu-dev edit {rid} --add-user GH)"
+    lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
+    if r.get("extension_error"):
+        lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
+    if r.get("failure_reason"):
+        lines.append(f"[red]Failed: {r['failure_reason']}[/]")
+    if r.get("cancel_requested_at") and r["status"] in LIVE:
+        lines.append("Cancel requested.")
+    console.print("\n".join(lines))
+
+
+def reservation_panel_with_connect(r: dict[str, Any]) -> None:
+    reservation_panel(r)
+    if r["status"] == "active":
+        console.print(f"SSH config: {ssh.config_file(r)}  (ssh -F <that file> {ssh.host_alias(r)})")
+
+
+def availability_table(types: list[dict[str, Any]]) -> None:
+    table = Table(title="GPU availability (numbers are GPUs; CPU types: user slots)")
+    for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
+        table.add_column(column)
+    for t in types:
+        per_node = t["max_per_node"] or 3
+        colour = (
+            "red"
+            if t["available_gpus"] == 0
+            else ("green" if t["available_gpus"] >= per_node else "yellow")
+        )
+        wait = t.get("estimated_wait_minutes")
+        table.add_row(
+            t["gpu_type"],
+            f"[{colour}]{t['available_gpus']}[/]",
+            str(t["max_reservable"]),
+            str(t["total_cluster_gpus"]),
+            str(t["queue_length"]),
+            "now" if wait == 0 else ("unknown" if wait is None else f"{wait} min"),
+            (t.get("last_availability_update") or "never")[:19].replace("T", " "),
+        )
+    console.print(table)
+    console.print("Reserve with: gpu-dev reserve --gpu-type <type> --gpus <n>")
