@@ -56,13 +56,16 @@ def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPReques
                 self.client_address[0],
             )
             status, headers, data = handle(request)
-            self.send_response(status)
-            headers.setdefault("Content-Type", "application/json")
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                headers.setdefault("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (its timeout): nothing to say
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 

@@ -149,29 +149,41 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "
     raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
-@pytest.fixture(scope="package")
-def core(local_cloud: LocalCloud) -> Iterator[Any]:
-    """CoreV1Api built the way our functions build it: EKS describe + STS-presigned token."""
+def eks_api_client(
+    cloud: LocalCloud,
+    clock: Callable[[], float] = time.monotonic,
+    timeout_seconds: float = 10.0,
+) -> Any:
+    """An ApiClient built the way our functions build it (EKS describe + STS-presigned
+    token), as alice, with the clock and request timeout given."""
     import boto3
-    from kubernetes import client
 
     from gpudev.aws import AwsClients
     from gpudev.cluster.eks import kubernetes_api_client
     from gpudev.settings import ClusterSettings
 
     profiles = configparser.ConfigParser()
-    profiles.read(local_cloud.credentials_file)
+    profiles.read(cloud.credentials_file)
     session = boto3.Session(
         aws_access_key_id=profiles["alice"]["aws_access_key_id"],
         aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
         region_name="us-east-2",
     )
-    assert local_cloud.aws is not None and local_cloud.kubernetes is not None
-    aws = AwsClients(session=session, region="us-east-2", endpoint_url=local_cloud.aws.endpoint_url)
+    assert cloud.aws is not None and cloud.kubernetes is not None
+    aws = AwsClients(session=session, region="us-east-2", endpoint_url=cloud.aws.endpoint_url)
     settings = ClusterSettings(
-        eks_cluster_name=local_cloud.cluster_name,
-        kubernetes_endpoint_url=local_cloud.kubernetes.url,
+        eks_cluster_name=cloud.cluster_name,
+        kubernetes_endpoint_url=cloud.kubernetes.url,
+        kubernetes_timeout_seconds=timeout_seconds,
     )
-    api_client = kubernetes_api_client(aws, settings)
+    return kubernetes_api_client(aws, settings, clock)
+
+
+@pytest.fixture(scope="package")
+def core(local_cloud: LocalCloud) -> Iterator[Any]:
+    """CoreV1Api built the way our functions build it."""
+    from kubernetes import client
+
+    api_client = eks_api_client(local_cloud)
     yield client.CoreV1Api(api_client)
     api_client.close()

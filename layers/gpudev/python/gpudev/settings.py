@@ -59,6 +59,9 @@ class ClusterSettings(BaseSettings):
     eks_cluster_name: str = "pytorch-gpu-dev-cluster"
     kubernetes_endpoint_url: str | None = None
     kubernetes_namespace: str = "gpu-dev"
+    # Read timeout of every Kubernetes request (connect: at most 3 s); a timeout is a
+    # transient failure the state machine retries.
+    kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
 
 
 class ApiSettings(BaseSettings):

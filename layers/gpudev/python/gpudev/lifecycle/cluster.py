@@ -58,6 +58,7 @@ class ReservationObjects:
 
     def _call(self, operation: str, *args: Any, **kwargs: Any) -> Any:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             return getattr(self._core, operation)(*args, **kwargs)
@@ -65,6 +66,8 @@ class ReservationObjects:
             if _status(exc) >= 500 or _status(exc) == 429:
                 raise KubernetesUnavailable(f"{operation}: HTTP {_status(exc)}") from exc
             raise
+        except HTTPError as exc:  # timed out, refused, reset: the API server did not answer
+            raise KubernetesUnavailable(f"{operation}: {type(exc).__name__}") from exc
 
     def create(self, manifest: dict[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
