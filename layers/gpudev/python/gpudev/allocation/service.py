@@ -48,12 +48,12 @@ class AllocatorReport:
 
 def node_rows(
     nodes: list[Node], pods: list[Pod], cpu_types: set[str]
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Node rows for the database, and per node the GPUs other (non gpu-dev) pods use."""
-    others: dict[str, int] = {}
+) -> tuple[list[dict[str, Any]], dict[str, list[Pod]]]:
+    """Node rows for the database, and per node the live pods on it."""
+    live: dict[str, list[Pod]] = {}
     for pod in pods:
-        if pod.node_name and pod.reservation_id is None and pod.phase in LIVE_PHASES:
-            others[pod.node_name] = others.get(pod.node_name, 0) + pod.gpu_requests
+        if pod.node_name and pod.phase in LIVE_PHASES:
+            live.setdefault(pod.node_name, []).append(pod)
     rows = []
     for node in nodes:
         if not node.gpu_type:
@@ -68,7 +68,14 @@ def node_rows(
                 "node_ip": node.internal_ip,
             }
         )
-    return rows, others
+    return rows, live
+
+
+def gpus_held_outside_allocations(pods: list[Pod], holders: set[str]) -> int:
+    """GPUs that live pods on a node use without an allocation there: other workloads' pods,
+    and pods of reservations that no longer hold the node (a released reservation's pod is
+    Terminating for its grace period, and the kubelet refuses a new pod until it is gone)."""
+    return sum(p.gpu_requests for p in pods if p.reservation_id not in holders)
 
 
 def _request(row: dict[str, Any], settings: LifecycleSettings) -> Request:
@@ -110,7 +117,7 @@ class Allocator:
 
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
-        rows, others = node_rows(nodes, pods, cpu_types)
+        rows, live_pods = node_rows(nodes, pods, cpu_types)
         now = time.time()
         with self._conn.transaction():
             self._run("lock")
@@ -129,7 +136,12 @@ class Allocator:
                     n["node_name"],
                     n["gpu_type"],
                     n["slots"],
-                    self._free_slots(n, others.get(n["node_name"], 0)),
+                    self._free_slots(
+                        n,
+                        gpus_held_outside_allocations(
+                            live_pods.get(n["node_name"], []), set(n["holders"])
+                        ),
+                    ),
                 )
                 for n in self._run("nodes")
                 if n["schedulable"]

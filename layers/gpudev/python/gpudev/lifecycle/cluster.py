@@ -39,10 +39,15 @@ class KubernetesUnavailable(Exception):
     """A transient Kubernetes API failure; the state machine retries the task."""
 
 
+class ObjectNameTaken(Exception):
+    """An object of our name belongs to another reservation: never adopt or delete it."""
+
+
 @dataclass(frozen=True)
 class PodsState:
     ready: bool
     problem: str | None  # why it is not ready, in words a user can act on
+    failed: bool = False  # a pod ended (phase Failed, e.g. refused by the kubelet): final
 
 
 def _status(exc: Exception) -> int:
@@ -70,13 +75,28 @@ class ReservationObjects:
             raise KubernetesUnavailable(f"{operation}: {type(exc).__name__}") from exc
 
     def create(self, manifest: dict[str, Any]) -> None:
+        """Create one object. One of that name that exists already is success only when it
+        is ours (a retried task); another reservation's object is never taken over."""
         from kubernetes.client.exceptions import ApiException
 
+        suffix = _SUFFIX[manifest["kind"]]
         try:
-            self._call(f"create_namespaced_{_SUFFIX[manifest['kind']]}", self._namespace, manifest)
+            self._call(f"create_namespaced_{suffix}", self._namespace, manifest)
         except ApiException as exc:
-            if _status(exc) != 409:  # already there: a retried task
+            if _status(exc) != 409:
                 raise
+            name = manifest["metadata"]["name"]
+            existing = self._call(
+                f"read_namespaced_{suffix}", name, self._namespace, _preload_content=False
+            )
+            ours = manifest["metadata"]["labels"][RESERVATION_LABEL]
+            holder = (json.loads(existing.data)["metadata"].get("labels") or {}).get(
+                RESERVATION_LABEL
+            )
+            if holder != ours:
+                raise ObjectNameTaken(
+                    f"{manifest['kind']} {name} already exists for reservation {holder}"
+                ) from exc
 
     def replace(self, manifest: dict[str, Any]) -> None:
         self._call(
@@ -110,7 +130,7 @@ class ReservationObjects:
             None,
         )
 
-    def delete(self, kind: str, name: str) -> None:
+    def _delete(self, kind: str, name: str) -> None:
         """Delete one object; one that is gone already is what we wanted."""
         from kubernetes.client.exceptions import ApiException
 
@@ -120,13 +140,18 @@ class ReservationObjects:
             if _status(exc) != 404:
                 raise
 
-    def delete_all(self, reservation_id: str) -> int:
-        """Delete every object labelled with the reservation; how many there were."""
+    def delete_all(
+        self, reservation_id: str, kinds: tuple[str, ...] = KINDS, name: str | None = None
+    ) -> int:
+        """Delete every object of `kinds` labelled with the reservation (only the one called
+        `name`, if given); how many there were. Found by label, so another reservation's
+        object is never deleted, whatever its name."""
         deleted = 0
-        for kind in KINDS:
+        for kind in kinds:
             for item in self._list(kind, reservation_id):
-                self.delete(kind, item["metadata"]["name"])
-                deleted += 1
+                if name is None or item["metadata"]["name"] == name:
+                    self._delete(kind, item["metadata"]["name"])
+                    deleted += 1
         return deleted
 
 
@@ -137,10 +162,15 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
         return PodsState(False, f"{len(pods)} of {expected} pods exist")
     problems = []
     ready = 0
+    failed = False
     for pod in pods:
         status = pod.get("status", {})
         if status.get("phase") == "Failed":
-            problems.append(f"pod {pod['metadata']['name']} failed: {status.get('reason', '')}")
+            failed = True
+            problems.append(
+                f"pod {pod['metadata']['name']} failed: {status.get('reason', '')} "
+                f"{status.get('message', '')}".strip()
+            )
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
                 problems.append(f"unschedulable: {condition.get('message', '')}")
@@ -160,4 +190,4 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
             ready += 1
     if ready == expected:
         return PodsState(True, None)
-    return PodsState(False, "; ".join(problems) or "the pod is starting")
+    return PodsState(False, "; ".join(problems) or "the pod is starting", failed)

@@ -8,12 +8,15 @@ needs pods/exec.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from gpudev.models import GpuType, Reservation
 
 RESERVATION_LABEL = "gpu-dev/reservation"
+USER_LABEL = "gpu-dev/user"  # a label (sanitised) and an annotation (the username as is)
 RANK_LABEL = "gpu-dev/rank"
 GPU = "nvidia.com/gpu"
 RENDEZVOUS_PORT = 29500
@@ -62,17 +65,37 @@ class Names:
         return f"{self.base}-keys"
 
 
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NOT_IN_LABEL_VALUE = re.compile(r"[^-A-Za-z0-9_.]+")
+
+
+def label_value(raw: str) -> str:
+    """`raw` as a valid Kubernetes label value (at most 63 of [-A-Za-z0-9_.], alphanumeric
+    at both ends). A valid value is kept as it is; any other (an SSO session name such as
+    `carol@example.com`) becomes a readable form plus a hash of the original, so two
+    different users never share a value. The original goes into an annotation."""
+    if _LABEL_VALUE.match(raw) and len(raw) <= 63:
+        return raw
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+    readable = _NOT_IN_LABEL_VALUE.sub("_", raw)[:52].strip("-_.")
+    return f"{readable}-{digest}" if readable else digest
+
+
 def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
     return {
         "app": "gpu-dev-pod",
         RESERVATION_LABEL: str(reservation.reservation_id),
-        "gpu-dev/user": reservation.user_id,
+        USER_LABEL: label_value(reservation.user_id),
         **extra,
     }
 
 
 def _metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any]:
-    return {"name": name, "labels": labels(reservation, **extra)}
+    return {
+        "name": name,
+        "labels": labels(reservation, **extra),
+        "annotations": {USER_LABEL: reservation.user_id},
+    }
 
 
 def control_config_map(

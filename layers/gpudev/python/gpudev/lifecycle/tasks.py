@@ -140,6 +140,8 @@ class Lifecycle:
         cluster = self.objects
         state = pods_state(cluster.pods(str(reservation_id)), reservation.total_nodes)
         if not state.ready:
+            if state.failed:
+                return {"outcome": "failed", "reason": f"the pod did not start: {state.problem}"}
             deadline = reservation.ready_deadline
             if deadline is not None and time.time() > deadline.timestamp():
                 return {
@@ -253,7 +255,7 @@ class Lifecycle:
         cluster = self.objects
         name = Names.of(reservation).jupyter_service
         if not reservation.jupyter_enabled:
-            cluster.delete("services", name)
+            cluster.delete_all(str(reservation.reservation_id), ("services",), name)
             return None, None
         cluster.create(objects.jupyter_service(reservation))
         port = cluster.node_port(str(reservation.reservation_id), name)

@@ -1,0 +1,81 @@
+"""A released node is granted again only once the previous holder's pods are gone: a pod
+pinned to a node whose GPUs a Terminating pod still holds is refused by the kubelet
+(`OutOfnvidia.com/gpu`), so the allocator counts every live pod on a node that does not
+belong to a reservation holding it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+
+from gpudev.allocation.service import Allocator
+from gpudev.availability.compute import Node, Pod
+from gpudev.settings import LifecycleSettings
+
+NODE = Node("h100-0", "h100", True, False, 8)
+
+
+class Signals:
+    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+        return True
+
+    def execution_running(self, execution_arn: str | None) -> bool:
+        return True
+
+
+def _queue(conn: psycopg.Connection[Any], gpus: int) -> uuid.UUID:
+    reservation_id = uuid.uuid4()
+    conn.execute(
+        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+        " total_nodes, duration_hours, task_token)"
+        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, 1, 'token')",
+        (reservation_id, gpus),
+    )
+    return reservation_id
+
+
+def _pass(conn: psycopg.Connection[Any], pods: list[Pod]) -> list[uuid.UUID]:
+    report = Allocator(conn, Signals(), LifecycleSettings()).run([NODE], pods, set())  # type: ignore[arg-type]
+    return report.granted
+
+
+def _pod(reservation_id: uuid.UUID | None, gpus: int) -> Pod:
+    return Pod(
+        f"pod-{reservation_id}",
+        NODE.name,
+        "Running",
+        gpus,
+        None if reservation_id is None else str(reservation_id),
+    )
+
+
+def test_the_node_of_a_released_reservation_waits_for_its_terminating_pod(fresh_database):
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        first = _queue(conn, 8)
+        assert _pass(conn, []) == [first]
+        conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (first,))
+        conn.execute(
+            "UPDATE reservations SET status = 'cancelled', reservation_ended = now(),"
+            " task_token = NULL WHERE reservation_id = %s",
+            (first,),
+        )
+        second = _queue(conn, 8)
+        terminating = _pod(first, 8)  # still Running, deletionTimestamp set
+        assert _pass(conn, [terminating]) == []
+        assert _pass(conn, []) == [second]
+
+
+def test_a_holders_own_pod_does_not_count_against_the_node(fresh_database):
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        first = _queue(conn, 4)
+        assert _pass(conn, []) == [first]
+        second = _queue(conn, 4)
+        assert _pass(conn, [_pod(first, 4)]) == [second]
+        third = _queue(conn, 1)
+        assert _pass(conn, [_pod(first, 4), _pod(second, 4)]) == []
+        conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (second,))
+        assert _pass(conn, [_pod(first, 4), _pod(None, 3)]) == [third]
