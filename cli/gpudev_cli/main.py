@@ -291,8 +291,13 @@ def edit(
 
 @cli.command()
 @click.argument("reservation_id", required=False)
+@click.option(
+    "--forward-agent",
+    is_flag=True,
+    help="Forward your SSH agent into the pod (off by default: root in the pod could use it).",
+)
 @click.pass_obj
-def connect(obj: Context, reservation_id: str | None) -> None:
+def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> None:
     """SSH into an active reservation (the only one, if you have exactly one)."""
     client = obj.client()
     if reservation_id is None:
@@ -312,7 +317,7 @@ def connect(obj: Context, reservation_id: str | None) -> None:
             f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "
             "not active"
         )
-    command = ssh.ssh_command(reservation)
+    command = ssh.ssh_command(reservation, forward_agent)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
     try:
         code = subprocess.call(command)

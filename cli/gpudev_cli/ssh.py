@@ -37,7 +37,7 @@ def write_config(reservation: dict[str, Any]) -> Path:
         f"    HostName {reservation['node_ip']}\n"
         f"    Port {reservation['node_port']}\n"
         "    User dev\n"
-        "    ForwardAgent yes\n"
+        "    ForwardAgent no\n"
         "    ServerAliveInterval 30\n"
         "    StrictHostKeyChecking accept-new\n"
         f"    UserKnownHostsFile {directory / 'known_hosts'}\n"
@@ -53,8 +53,11 @@ def remove_config(reservation: dict[str, Any]) -> None:
     config_file(reservation).unlink(missing_ok=True)
 
 
-def ssh_command(reservation: dict[str, Any]) -> list[str]:
+def ssh_command(reservation: dict[str, Any], forward_agent: bool = False) -> list[str]:
+    """ssh with the reservation's config. The agent is forwarded only when asked: anyone
+    with root in the pod could use a forwarded agent while the session lasts."""
     ssh = shutil.which("ssh")
     if ssh is None:
         raise CliError("ssh is not installed or not on PATH")
-    return [ssh, "-F", str(write_config(reservation)), host_alias(reservation)]
+    agent = ["-o", "ForwardAgent=yes"] if forward_agent else []
+    return [ssh, "-F", str(write_config(reservation)), *agent, host_alias(reservation)]

@@ -236,6 +236,15 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
     assert config.stat().st_mode & 0o777 == 0o600
     text = config.read_text()
     assert "HostName 10.0.0.7" in text and "Port 30123" in text and "User dev" in text
+    assert "ForwardAgent no" in text, "the owner's agent is not forwarded by default"
+    assert run("connect", rid[:8], "--forward-agent").exit_code == 0
+    assert (tmp_path / "ssh-args").read_text().split() == [
+        "-F",
+        str(config),
+        "-o",
+        "ForwardAgent=yes",
+        f"gpu-dev-{rid[:8]}",
+    ]
     shown = run("show", rid[:8]).stdout
     assert f"gpu-dev connect {rid[:8]}" in shown
     # cancelling forgets the config

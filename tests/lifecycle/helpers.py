@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -52,6 +53,13 @@ def objects_of(cloud: LocalCloud, reservation_id: str) -> dict[str, list[dict[st
     store = cloud.kubernetes.store
     selector = f"{RESERVATION_LABEL}={reservation_id}"
     return {kind: store.list(kind, None, selector)["items"] for kind in KINDS}
+
+
+def secret_data(secret: dict[str, Any]) -> dict[str, str]:
+    """A Secret's values as text, as the API server stores them (base64 `data`) or as sent
+    (`stringData`)."""
+    decoded = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+    return {**decoded, **(secret.get("stringData") or {})}
 
 
 def allocated_slots(cloud: LocalCloud, reservation_id: str) -> int:

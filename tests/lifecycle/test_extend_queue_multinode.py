@@ -10,7 +10,7 @@ import psycopg
 
 from tests.e2e.conftest import wait_for
 from tests.lifecycle.conftest import MINUTE, SECONDS_PER_HOUR
-from tests.lifecycle.helpers import objects_of, reserve, show, wait_for_status
+from tests.lifecycle.helpers import objects_of, reserve, secret_data, show, wait_for_status
 
 
 def _timestamp(value: str) -> float:
@@ -57,11 +57,14 @@ def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
 
     def applied():
         objects = objects_of(local_cloud, rid)
-        keys = objects["secrets"][0].get("stringData") or objects["secrets"][0].get("data", {})
+        keys = secret_data(objects["secrets"][0])
         jupyter = objects["configmaps"][0]["data"]["jupyter"]
-        return "octocat@github" in str(keys) and jupyter == "true" and objects
+        return "octocat@github" in keys.get("user.octocat", "") and jupyter == "true" and objects
 
     objects = wait_for(applied, message="keys and Jupyter applied")
+    keys = secret_data(objects["secrets"][0])
+    assert "alice@github" in keys["authorized_keys"], "the owner's keys open the dev account"
+    assert "octocat" not in keys["authorized_keys"], "an added user has an account of their own"
     assert any(s["metadata"]["name"].endswith("-jupyter") for s in objects["services"])
     shown = wait_for(lambda: (r := show(api, rid))["jupyter_url"] and r, message="Jupyter URL")
     assert shown["jupyter_url"].startswith(f"http://{shown['node_ip']}:")

@@ -114,7 +114,12 @@ def control_config_map(
     }
 
 
-def keys_secret(reservation: Reservation, authorized_keys: str) -> dict[str, Any]:
+def keys_secret(
+    reservation: Reservation, authorized_keys: str, added_users: dict[str, str]
+) -> dict[str, Any]:
+    """SSH keys and the Jupyter token. The owner's keys open the `dev` account; each added
+    GitHub user gets an account of their own (`user.<login>` → account `<login>` in lower
+    case, GitHub logins being case-insensitive), so nobody shares a session or an agent."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -123,6 +128,7 @@ def keys_secret(reservation: Reservation, authorized_keys: str) -> dict[str, Any
         "stringData": {
             "authorized_keys": authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
+            **{f"user.{login.lower()}": keys for login, keys in added_users.items()},
         },
     }
 
@@ -200,13 +206,28 @@ mkdir -p /home/dev/.ssh /workspace/.cache/huggingface && chown -R dev /workspace
 cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
 #!/bin/bash
 # Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
+install_keys() {  # account, keys file
+  home=$(getent passwd "$1" | cut -d: -f6)
+  mkdir -p "$home/.ssh" && cat "$2" > "$home/.ssh/authorized_keys" 2>/dev/null
+  chmod 700 "$home/.ssh"; chmod 600 "$home/.ssh/authorized_keys"; chown -R "$1" "$home/.ssh"
+}
 last_keys="" last_warning=""
 while true; do
-  keys=$(cat /etc/gpu-dev/keys/authorized_keys 2>/dev/null)
+  keys=$(cat /etc/gpu-dev/keys/authorized_keys /etc/gpu-dev/keys/user.* 2>/dev/null)
   if [ "$keys" != "$last_keys" ]; then
-    printf '%s\n' "$keys" > /home/dev/.ssh/authorized_keys
-    chmod 700 /home/dev/.ssh; chmod 600 /home/dev/.ssh/authorized_keys
-    chown -R dev /home/dev/.ssh; last_keys=$keys
+    install_keys dev /etc/gpu-dev/keys/authorized_keys
+    for file in /etc/gpu-dev/keys/user.*; do
+      [ -e "$file" ] || continue
+      login=${file##*/user.}
+      id "$login" >/dev/null 2>&1 || useradd -m -s /bin/bash "$login" 2>/dev/null \
+        || adduser -D "$login"
+      install_keys "$login" "$file"
+    done
+    for home in /home/*/.ssh; do  # a user removed from the reservation loses access
+      login=$(basename "$(dirname "$home")")
+      [ "$login" = dev ] || [ -e "/etc/gpu-dev/keys/user.$login" ] || : > "$home/authorized_keys"
+    done
+    last_keys=$keys
   fi
   warning=$(cat /etc/gpu-dev/control/warning_text 2>/dev/null)
   if [ "$warning" != "$last_warning" ]; then

@@ -118,7 +118,7 @@ class Lifecycle:
         reservation = reservation.model_copy(update={"jupyter_token": token})
         cluster = self.objects
         cluster.create(objects.control_config_map(reservation, "", None, ""))
-        cluster.create(objects.keys_secret(reservation, self._authorized_keys(reservation)))
+        cluster.create(self._keys_secret(reservation))
         cluster.create(objects.headless_service(reservation))
         cluster.create(objects.ssh_service(reservation))
         for placement in placements:
@@ -237,9 +237,13 @@ class Lifecycle:
         return {"status": str(final), "objects_deleted": deleted}
 
     # -- helpers ---------------------------------------------------------------------------
-    def _authorized_keys(self, reservation: Reservation) -> str:
-        users = [u for u in [reservation.github_user, *reservation.secondary_users] if u]
-        return self.keys.authorized_keys(users)
+    def _keys_secret(self, reservation: Reservation) -> dict[str, Any]:
+        owner = [reservation.github_user] if reservation.github_user else []
+        return objects.keys_secret(
+            reservation,
+            self.keys.authorized_keys(owner),
+            {user: self.keys.authorized_keys([user]) for user in reservation.secondary_users},
+        )
 
     def _apply(
         self, reservation: Reservation, expires: float, level: int | None, text: str
@@ -249,7 +253,7 @@ class Lifecycle:
         expires_at = datetime.fromtimestamp(expires).astimezone().isoformat()
         cluster.replace(objects.control_config_map(reservation, expires_at, level, text))
         if reservation.change_generation > reservation.applied_generation:
-            cluster.replace(objects.keys_secret(reservation, self._authorized_keys(reservation)))
+            cluster.replace(self._keys_secret(reservation))
 
     def _jupyter(self, reservation: Reservation) -> tuple[str | None, int | None]:
         cluster = self.objects
