@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from localcloud.kubernetes import validation
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
 
 Obj = dict[str, Any]
@@ -36,9 +37,12 @@ class ApiError(Exception):
     message: str
     name: str | None = None
     kind: str | None = None
+    causes: list[dict[str, str]] | None = None
 
     def status(self) -> Obj:
-        details = {"name": self.name, "kind": self.kind} if self.name else {}
+        details: Obj = {"name": self.name, "kind": self.kind} if self.name else {}
+        if self.causes is not None:
+            details = {"kind": self.kind, **details, "causes": self.causes}
         return {
             "kind": "Status",
             "apiVersion": "v1",
@@ -49,6 +53,13 @@ class ApiError(Exception):
             "details": details,
             "code": self.code,
         }
+
+
+def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
+    """Refuse what kube-apiserver refuses (validation.py); may normalise `obj` in place."""
+    rejection = validation.admit(resource, KINDS[resource][0], obj, current)
+    if rejection is not None:
+        raise ApiError(*rejection.as_tuple())
 
 
 def now() -> str:
@@ -193,8 +204,7 @@ class ObjectStore:
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
                 key = self._key(resource, namespace, metadata["name"])
-            if not metadata.get("name"):
-                raise ApiError(422, "Invalid", "metadata.name: Required value: name is required")
+            admit(resource, obj)
             self._require_namespace(resource, namespace)
             if key in self._objects:
                 raise ApiError(
@@ -288,6 +298,7 @@ class ObjectStore:
             updated = copy.deepcopy(current)
             updated["status"] = copy.deepcopy(new.get("status", {}))
         else:
+            admit(resource, new, current)
             updated = copy.deepcopy(new)
             updated["status"] = copy.deepcopy(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name"):

@@ -1,0 +1,161 @@
+"""Every manifest our lifecycle builds (`gpudev.lifecycle.objects`), for every GPU type in the
+catalogue migration, survives the official client's models unchanged (a misspelt field would
+vanish there, and so in EKS) and passes the stand-in's validation, which follows
+kube-apiserver's. This keeps our objects, the client and the stand-in from drifting apart."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client import ApiClient
+
+from gpudev.lifecycle import objects
+from gpudev.lifecycle.objects import Placement
+from gpudev.models import GpuType, Reservation, ReservationStatus
+from localcloud.kubernetes import validation
+
+CATALOGUE = Path(__file__).parents[2] / "migrations" / "0002_gpu_type_catalogue.sql"
+RESOURCES = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps", "Secret": "secrets"}
+SSO_XFAIL = pytest.mark.xfail(
+    strict=True,
+    reason="label values derived from the username are sanitised in issue #10's layer fix",
+)
+
+
+def _catalogue() -> list[GpuType]:
+    rows = re.findall(
+        r"\('([\w-]+)',\s*'([\w.-]+)',\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+)", CATALOGUE.read_text()
+    )
+    assert len(rows) >= 10, "the catalogue migration changed shape"
+    return [
+        GpuType(
+            gpu_type=gpu_type,
+            instance_type=instance_type,
+            max_gpus=int(max_gpus),
+            cpus=int(cpus),
+            memory_gb=int(memory_gb),
+            is_active=True,
+            description=None,
+            total_cluster_gpus=0,
+            available_gpus=0,
+            max_reservable=0,
+            full_nodes_available=0,
+            running_instances=0,
+            desired_capacity=0,
+            max_per_node=int(max_per_node),
+            last_availability_update=None,
+            last_availability_updated_by=None,
+        )
+        for gpu_type, instance_type, max_gpus, cpus, memory_gb, max_per_node in rows
+    ]
+
+
+def _reservation(user_id: str, gpu_type: GpuType, gpus: int, nodes: int) -> Reservation:
+    now = datetime.now(UTC)
+    fields: dict[str, Any] = dict.fromkeys(Reservation.model_fields)
+    return Reservation(
+        **fields
+        | {
+            "reservation_id": uuid.uuid4(),
+            "user_id": user_id,
+            "status": ReservationStatus.PREPARING,
+            "gpu_type": gpu_type.gpu_type,
+            "gpu_count": gpus,
+            "total_nodes": nodes,
+            "duration_hours": 8.0,
+            "jupyter_enabled": True,
+            "jupyter_token": "token-123",
+            "namespace": "gpu-dev",
+            "secondary_users": [],
+            "warnings_sent": [],
+            "oom_count": 0,
+            "change_generation": 0,
+            "applied_generation": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+    )
+
+
+def _shapes() -> list[tuple[GpuType, int, int]]:
+    """Each type reserved whole, a single GPU where a node has several, and two nodes."""
+    shapes = []
+    for gpu_type in _catalogue():
+        shapes.append((gpu_type, gpu_type.max_gpus, 1))
+        if gpu_type.max_gpus > 1:
+            shapes += [(gpu_type, 1, 1), (gpu_type, gpu_type.max_gpus * 2, 2)]
+    return shapes
+
+
+def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
+    built: list[tuple[str, dict[str, Any]]] = []
+    for gpu_type, gpus, nodes in _shapes():
+        reservation = _reservation(user_id, gpu_type, gpus, nodes)
+        shape = f"{gpu_type.gpu_type}x{gpus}/{nodes}"
+        for rank in range(nodes):
+            placement = Placement(rank, f"i-0{rank}abcdef", f"10.0.0.{rank + 10}", gpus // nodes)
+            built.append(
+                (
+                    f"pod {shape} rank {rank}",
+                    objects.pod(reservation, gpu_type, placement, "pytorch/pytorch:2.5"),
+                )
+            )
+    reservation = _reservation(user_id, _catalogue()[0], 1, 1)
+    builders: dict[str, Callable[[], dict[str, Any]]] = {
+        "ssh_service": lambda: objects.ssh_service(reservation),
+        "jupyter_service": lambda: objects.jupyter_service(reservation),
+        "headless_service": lambda: objects.headless_service(reservation),
+        "control_config_map": lambda: objects.control_config_map(
+            reservation, "2030-01-01T00:00:00Z", 30, "30 minutes left"
+        ),
+        "control_config_map without warning": lambda: objects.control_config_map(
+            reservation, "2030-01-01T00:00:00Z", None, ""
+        ),
+        "keys_secret": lambda: objects.keys_secret(
+            reservation, "ssh-ed25519 AAAAC3Nz carol@laptop"
+        ),
+    }
+    return built + [(name, build()) for name, build in builders.items()]
+
+
+def _round_trip(manifest: dict[str, Any]) -> dict[str, Any]:
+    """Through the official client's model, as our code's manifests travel to EKS."""
+    api = ApiClient()
+    model = api.deserialize(json.dumps(manifest), f"V1{manifest['kind']}", "application/json")
+    result: dict[str, Any] = api.sanitize_for_serialization(model)
+    return result
+
+
+def _cases() -> list[Any]:
+    cases = [pytest.param(m, id=name) for name, m in _manifests("alice")]
+    cases += [
+        pytest.param(m, id=f"sso user: {name}", marks=SSO_XFAIL)
+        for name, m in _manifests("carol@example.com")
+        if not name.startswith("pod ") or name.startswith("pod h100x8/1")
+    ]
+    return cases
+
+
+@pytest.mark.parametrize("manifest", _cases())
+def test_our_manifest_survives_the_client_models_and_the_api_servers_validation(
+    manifest: dict[str, Any],
+):
+    sent = _round_trip(manifest)
+    assert sent == manifest, "a field our manifest sets is unknown to the client's models"
+    kind = manifest["kind"]
+    rejection = validation.admit(RESOURCES[kind], kind, copy.deepcopy(sent))
+    assert rejection is None, rejection.message
+
+
+def test_a_misspelt_field_is_lost_in_the_client_models_and_caught_here():
+    manifest = objects.headless_service(_reservation("alice", _catalogue()[0], 1, 1))
+    manifest["spec"]["clusterIp"] = manifest["spec"].pop("clusterIP")
+    assert "clusterIp" not in _round_trip(manifest)["spec"]
