@@ -24,10 +24,6 @@ from localcloud.kubernetes import validation
 
 CATALOGUE = Path(__file__).parents[2] / "migrations" / "0002_gpu_type_catalogue.sql"
 RESOURCES = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps", "Secret": "secrets"}
-SSO_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="label values derived from the username are sanitised in issue #10's layer fix",
-)
 
 
 def _catalogue() -> list[GpuType]:
@@ -120,7 +116,9 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
             reservation, "2030-01-01T00:00:00Z", None, ""
         ),
         "keys_secret": lambda: objects.keys_secret(
-            reservation, "ssh-ed25519 AAAAC3Nz carol@laptop"
+            reservation,
+            "ssh-ed25519 AAAAC3Nz carol@laptop",
+            {"Octo-Cat": "ssh-ed25519 AAAAC3Nz octo@github"},
         ),
     }
     return built + [(name, build()) for name, build in builders.items()]
@@ -137,7 +135,7 @@ def _round_trip(manifest: dict[str, Any]) -> dict[str, Any]:
 def _cases() -> list[Any]:
     cases = [pytest.param(m, id=name) for name, m in _manifests("alice")]
     cases += [
-        pytest.param(m, id=f"sso user: {name}", marks=SSO_XFAIL)
+        pytest.param(m, id=f"sso user: {name}")
         for name, m in _manifests("carol@example.com")
         if not name.startswith("pod ") or name.startswith("pod h100x8/1")
     ]
