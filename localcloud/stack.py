@@ -53,6 +53,8 @@ class Options:
     database_url: str | None = None  # use this server instead of starting one
     tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
     kubelet_delay_seconds: float = 2.0  # bound pod -> Running
+    # A deleted pod stays Terminating for its grace period times this (our pods: 10 s -> 2 s).
+    termination_seconds_scale: float = 0.2
     # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
     seconds_per_hour: float = 3600.0
     ready_timeout_seconds: float = 600.0
@@ -238,6 +240,7 @@ class LocalCloud:
             self.aws.client("autoscaling"),
             shapes,
             kubelet_delay_seconds=self.options.kubelet_delay_seconds,
+            termination_seconds_scale=self.options.termination_seconds_scale,
         ).start()
         self._stack.callback(self.cluster.stop)
         self._set_environment(

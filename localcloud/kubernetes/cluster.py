@@ -5,8 +5,13 @@
 - A scheduler binds Pending pods to a Ready, schedulable node that satisfies nodeName,
   nodeSelector and required node affinity (In/NotIn/Exists) and has the GPUs they request;
   a pod that fits nowhere stays Pending with a FailedScheduling-style condition.
-- A kubelet moves bound pods to Running after `kubelet_delay_seconds`, with container
-  statuses; while `image_pulls_fail` is set it leaves them Pending in ImagePullBackOff.
+- A kubelet admits each pod bound to its node (by the scheduler or created with nodeName)
+  after `kubelet_delay_seconds` if the node's allocatable GPUs minus those of the pods it
+  admitted before (Terminating ones included) cover the request, else the pod is Failed
+  with reason OutOfnvidia.com/gpu, as the real kubelet rejects it. Admitted pods run, with
+  container statuses; while `image_pulls_fail` is set they stay Pending in ImagePullBackOff.
+- The kubelet finishes graceful deletions: a Terminating pod keeps running (and holding its
+  GPUs) for its grace period times `termination_seconds_scale`, then is deleted.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from localcloud.kubernetes.store import ApiError, ObjectStore, now
+from localcloud.kubernetes.store import ApiError, DeleteOptions, ObjectStore, now
 
 log = logging.getLogger("localcloud.cluster")
 GPU = "nvidia.com/gpu"
@@ -93,13 +98,16 @@ class SimulatedCluster:
         autoscaling: Any,
         shapes: dict[str, NodeShape],
         kubelet_delay_seconds: float = 0.5,
+        termination_seconds_scale: float = 1.0,
     ):
         self.store = store
         self._autoscaling = autoscaling
         self._shapes = shapes  # by GpuType
         self.kubelet_delay_seconds = kubelet_delay_seconds
+        self.termination_seconds_scale = termination_seconds_scale  # real s per grace s
         self.image_pulls_fail = False  # fault injection: pods never start
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
+        self._terminating_since: dict[str, float] = {}  # pod uid -> when it saw the deletion
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="simulated-cluster", daemon=True)
 
@@ -247,14 +255,35 @@ class SimulatedCluster:
 
     # -- kubelet -------------------------------------------------------------------------
     def run_kubelet(self) -> None:
-        for pod in self.store.list("pods", None, field_selector="status.phase=Pending")["items"]:
+        pods = sorted(
+            self.store.list("pods", None)["items"], key=lambda p: p["metadata"]["creationTimestamp"]
+        )
+        self._forget_pods_gone({p["metadata"]["uid"] for p in pods})
+        self._finish_terminations(pods)
+        allocatable = {
+            n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0))
+            for n in self.store.list("nodes", None)["items"]
+        }
+        used = _gpus_of_admitted_pods(pods)
+        for pod in pods:
             node = pod["spec"].get("nodeName")
-            if not node:
+            meta = pod["metadata"]
+            if (
+                not node
+                or node not in allocatable  # no kubelet there to run it
+                or pod["status"].get("phase") != "Pending"
+                or meta.get("deletionTimestamp")  # never started: _finish_terminations
+            ):
                 continue
-            seen = self._bound_seen_at.setdefault(pod["metadata"]["uid"], time.monotonic())
+            seen = self._bound_seen_at.setdefault(meta["uid"], time.monotonic())
             if time.monotonic() - seen < self.kubelet_delay_seconds:
                 continue
-            meta = pod["metadata"]
+            if not _admitted(pod):
+                wanted = _gpu_request(pod)
+                if used.get(node, 0) + wanted > allocatable[node]:
+                    self._reject(pod, wanted, used.get(node, 0), allocatable[node])
+                    continue
+                used[node] = used.get(node, 0) + wanted
             if self.image_pulls_fail:
                 if not pod["status"].get("containerStatuses"):
                     with contextlib.suppress(ApiError):
@@ -272,10 +301,69 @@ class SimulatedCluster:
                 pass
             self._bound_seen_at.pop(meta["uid"], None)
 
+    def _reject(self, pod: dict[str, Any], wanted: int, used: int, capacity: int) -> None:
+        meta = pod["metadata"]
+        message = (
+            f"Pod was rejected: Node didn't have enough resource: {GPU}, "
+            f"requested: {wanted}, used: {used}, capacity: {capacity}"
+        )
+
+        def reject(obj: dict[str, Any]) -> None:
+            obj["status"].update(phase="Failed", reason=f"OutOf{GPU}", message=message)
+
+        with contextlib.suppress(ApiError):
+            self.store.update("pods", meta["namespace"], meta["name"], reject)
+            log.info("pod %s/%s rejected: %s", meta["namespace"], meta["name"], message)
+        self._bound_seen_at.pop(meta["uid"], None)
+
+    def _finish_terminations(self, pods: list[dict[str, Any]]) -> None:
+        """The kubelet's half of a graceful deletion: stop the containers, then delete the pod
+        with grace 0 and its UID as precondition. Our pods' PID 1 (`bash -c`) ignores
+        SIGTERM, so stopping takes the whole grace period (times `termination_seconds_scale`);
+        a pod whose containers never started goes at once."""
+        moment = time.monotonic()
+        for pod in pods:
+            meta = pod["metadata"]
+            if not meta.get("deletionTimestamp"):
+                continue
+            since = self._terminating_since.setdefault(meta["uid"], moment)
+            grace = (meta.get("deletionGracePeriodSeconds") or 0) * self.termination_seconds_scale
+            if _admitted(pod) and moment - since < grace:
+                continue
+            with contextlib.suppress(ApiError):  # gone already, or a new pod of that name
+                self.store.delete(
+                    "pods", meta["namespace"], meta["name"], DeleteOptions(0, meta["uid"])
+                )
+                log.info("pod %s/%s stopped and deleted", meta["namespace"], meta["name"])
+
+    def _forget_pods_gone(self, uids: set[str]) -> None:
+        for seen in (self._bound_seen_at, self._terminating_since):
+            for uid in seen.keys() - uids:
+                del seen[uid]
+
 
 def _fake_ip(name: str) -> str:
     digest = sum(name.encode())
     return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
+
+
+def _admitted(pod: dict[str, Any]) -> bool:
+    """The kubelet accepted the pod: it runs, or it waits for its image (ImagePullBackOff)."""
+    status = pod["status"]
+    return status.get("phase") == "Running" or bool(
+        status.get("phase") == "Pending" and status.get("containerStatuses")
+    )
+
+
+def _gpus_of_admitted_pods(pods: list[dict[str, Any]]) -> dict[str, int]:
+    """GPUs in use per node as the kubelet counts them: every admitted pod, Terminating ones
+    included (their containers still hold the devices)."""
+    used: dict[str, int] = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if node and _admitted(pod):
+            used[node] = used.get(node, 0) + _gpu_request(pod)
+    return used
 
 
 def _start_pod(pod: dict[str, Any], node: str) -> None:

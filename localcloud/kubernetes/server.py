@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import LocalHttpServer, RawRequest, Reply
 from localcloud.kubernetes.selectors import SelectorError
-from localcloud.kubernetes.store import KINDS, ApiError, ObjectStore
+from localcloud.kubernetes.store import KINDS, ApiError, DeleteOptions, ObjectStore
 
 log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(
@@ -31,18 +32,78 @@ TOKEN_PREFIX = "k8s-aws-v1."
 
 
 class Faults:
-    """Failure injection: fail the next N creates of a resource, delay every response."""
+    """Failure injection for reliability tests: fail the next N requests of a verb on a
+    resource with 500, slow one verb on one resource down, or slow every response.
 
-    def __init__(self, store: ObjectStore):
-        self._store = store
-        self.delay_seconds = 0.0
+    Verbs are the client's: create, get, list, replace, patch, delete, deletecollection;
+    resources are the URL's (`pods`, `configmaps`, or a subresource: `pods/status`).
+    The simulated scheduler and kubelet work on the store directly and are never affected."""
+
+    VERBS = frozenset({"create", "get", "list", "replace", "patch", "delete", "deletecollection"})
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[tuple[str, str], int] = {}  # (verb, resource) -> left to fail
+        self._delays: dict[tuple[str, str], float] = {}  # (verb, resource) -> seconds
+        self.delay_seconds = 0.0  # every response
+
+    def _check(self, verb: str) -> None:
+        if verb not in self.VERBS:
+            raise ValueError(f"unknown verb {verb!r}; one of {sorted(self.VERBS)}")
+
+    def fail_next(self, verb: str, resource: str, count: int = 1) -> None:
+        self._check(verb)
+        with self._lock:
+            self._failures[verb, resource] = count
 
     def fail_next_creates(self, resource: str, count: int) -> None:
-        self._store.create_faults[resource] = count
+        self.fail_next("create", resource, count)
+
+    def delay(self, verb: str, resource: str, seconds: float) -> None:
+        self._check(verb)
+        with self._lock:
+            self._delays[verb, resource] = seconds
 
     def clear(self) -> None:
-        self._store.create_faults.clear()
+        with self._lock:
+            self._failures.clear()
+            self._delays.clear()
         self.delay_seconds = 0.0
+
+    def apply(self, verb: str, resource: str) -> None:
+        """Before a request is served: sleep as configured, then fail it if one is due."""
+        with self._lock:
+            pause = self._delays.get((verb, resource), 0.0)
+            failing = self._failures.get((verb, resource), 0) > 0
+            if failing:
+                self._failures[verb, resource] -= 1
+        if pause:
+            time.sleep(pause)
+        if failing:
+            raise ApiError(500, "InternalError", f"injected fault: {verb} {resource} failed")
+
+
+_VERBS = {  # (method, names one object) -> the verb faults are keyed by
+    ("GET", False): "list",
+    ("POST", False): "create",
+    ("DELETE", False): "deletecollection",
+    ("GET", True): "get",
+    ("POST", True): "create",  # pods/binding
+    ("PUT", True): "replace",
+    ("PATCH", True): "patch",
+    ("DELETE", True): "delete",
+}
+
+
+def delete_options(query: dict[str, str], body: Any) -> DeleteOptions:
+    """DeleteOptions from the body (where the official client puts them) or the query."""
+    options = body if isinstance(body, dict) else {}
+    grace = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+    try:
+        seconds = None if grace is None else int(grace)
+    except (TypeError, ValueError):
+        raise ApiError(400, "BadRequest", f"gracePeriodSeconds: invalid value {grace!r}") from None
+    return DeleteOptions(seconds, (options.get("preconditions") or {}).get("uid"))
 
 
 def token_principal(authorization: str | None, known_key: Callable[[str], str | None]) -> str:
@@ -78,7 +139,7 @@ class KubernetesApiServer:
         port: int = 0,
     ):
         self.store = store
-        self.faults = Faults(store)
+        self.faults = Faults()
         self.cluster_name = cluster_name
         self._known_key = known_key
         self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
@@ -149,6 +210,9 @@ class KubernetesApiServer:
         resource, name, sub = match["resource"], match["name"], match["sub"]
         namespace = match["ns"] or ""
         store = self.store
+        verb = _VERBS.get((method, name is not None))
+        if verb:
+            self.faults.apply(verb, f"{resource}/{sub}" if sub else resource)
         if name is None:
             scope = match["ns"] if KINDS[resource][1] else None
             if method == "GET":
@@ -159,7 +223,11 @@ class KubernetesApiServer:
                 return 201, store.create(resource, namespace, body or {})
             if method == "DELETE":
                 return 200, store.delete_collection(
-                    resource, scope, query.get("labelSelector"), query.get("fieldSelector")
+                    resource,
+                    scope,
+                    query.get("labelSelector"),
+                    query.get("fieldSelector"),
+                    delete_options(query, body),
                 )
         elif sub == "binding" and method == "POST":
             store.bind(namespace, name, (body or {}).get("target", {}).get("name", ""))
@@ -171,5 +239,5 @@ class KubernetesApiServer:
         elif method == "PATCH":
             return 200, store.patch(resource, namespace, name, body, sub)
         elif method == "DELETE":
-            return 200, store.delete(resource, namespace, name)
+            return 200, store.delete(resource, namespace, name, delete_options(query, body))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")

@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from localcloud.kubernetes import validation
@@ -28,6 +28,10 @@ KINDS = {
     "events": ("Event", True),
 }
 NODE_PORT_RANGE = range(30000, 32768)
+DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
+TERMINAL_PHASES = ("Succeeded", "Failed")
+DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass
@@ -62,8 +66,17 @@ def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
         raise ApiError(*rejection.as_tuple())
 
 
+@dataclass(frozen=True)
+class DeleteOptions:
+    """What a DELETE may ask for (meta/v1 DeleteOptions): a grace period in seconds (None:
+    the object's own) and a UID precondition."""
+
+    grace_period_seconds: int | None = None
+    uid: str | None = None
+
+
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime(TIME_FORMAT)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -114,7 +127,6 @@ class ObjectStore:
         self._lock = threading.RLock()
         self._versions = itertools.count(1000)
         self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
-        self.create_faults: dict[str, int] = {}  # resource -> creates left to fail with 500
         self._version_seen = 0
         self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
         self._node_index_version = -1
@@ -147,6 +159,7 @@ class ObjectStore:
         spec.setdefault("restartPolicy", "Always")
         spec.setdefault("schedulerName", "default-scheduler")
         spec.setdefault("dnsPolicy", "ClusterFirst")
+        spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
         pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
 
     def _used_node_ports(self) -> set[int]:
@@ -196,9 +209,6 @@ class ObjectStore:
     def create(self, resource: str, namespace: str, obj: Obj) -> Obj:
         with self._lock:
             key = self._key(resource, namespace, obj.get("metadata", {}).get("name", ""))
-            if self.create_faults.get(resource):
-                self.create_faults[resource] -= 1
-                raise ApiError(500, "InternalError", "injected fault: create failed")
             obj = copy.deepcopy(obj)
             metadata = obj.setdefault("metadata", {})
             if not metadata.get("name") and metadata.get("generateName"):
@@ -299,11 +309,14 @@ class ObjectStore:
             updated["status"] = copy.deepcopy(new.get("status", {}))
         else:
             admit(resource, new, current)
+            _refuse_spec_change_while_terminating(current, new)
             updated = copy.deepcopy(new)
             updated["status"] = copy.deepcopy(current.get("status", {}))
-            for field in ("uid", "creationTimestamp", "namespace", "name"):
+            for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
                 if field in current["metadata"]:
                     updated.setdefault("metadata", {})[field] = current["metadata"][field]
+                else:  # server-set: a client cannot start a deletion by writing them
+                    updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], "v1"
         self._objects[key] = updated
         return self._stamp(updated)
@@ -357,15 +370,50 @@ class ObjectStore:
             ]
             self._stamp(pod)
 
-    def delete(self, resource: str, namespace: str, name: str) -> Obj:
+    def delete(
+        self, resource: str, namespace: str, name: str, options: DeleteOptions | None = None
+    ) -> Obj:
+        """Remove the object, or for a pod a kubelet runs start a graceful deletion: the pod
+        stays (Terminating, holding its node's resources) until the kubelet deletes it
+        with grace 0, as kube-apiserver's pod strategy does."""
+        options = options or DeleteOptions()
         with self._lock:
-            obj = self._objects.pop(self._key(resource, namespace, name), None)
+            key = self._key(resource, namespace, name)
+            obj = self._objects.get(key)
             if obj is None:
                 raise self._missing(resource, name)
+            meta = obj["metadata"]
+            if options.uid is not None and options.uid != meta["uid"]:
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: {options.uid}, "
+                    f"UID in object meta: {meta['uid']}",
+                    name,
+                    resource,
+                )
+            if resource == "pods":
+                grace = _pod_grace_seconds(obj, options.grace_period_seconds)
+                if meta.get("deletionTimestamp"):  # already terminating: only shorten
+                    if (
+                        options.grace_period_seconds is None
+                        or grace >= meta["deletionGracePeriodSeconds"]
+                    ):
+                        return copy.deepcopy(obj)
+                    started = _parse_time(meta["deletionTimestamp"]) - timedelta(
+                        seconds=meta["deletionGracePeriodSeconds"]
+                    )
+                else:
+                    started = datetime.now(UTC)
+                meta["deletionTimestamp"] = _format_time(started + timedelta(seconds=grace))
+                meta["deletionGracePeriodSeconds"] = grace
+                if grace > 0:
+                    return self._stamp(obj)
+            del self._objects[key]
             if resource == "namespaces":
-                for key in [k for k in self._objects if k[1] == name]:
-                    del self._objects[key]
-            obj["metadata"]["deletionTimestamp"] = now()
+                for child in [k for k in self._objects if k[1] == name]:
+                    del self._objects[child]
+            meta.setdefault("deletionTimestamp", now())
             return self._stamp(obj)
 
     def delete_collection(
@@ -374,10 +422,50 @@ class ObjectStore:
         namespace: str | None,
         label_selector: str | None,
         field_selector: str | None,
+        options: DeleteOptions | None = None,
     ) -> Obj:
+        """Delete each selected object with the same options; the list of what was deleted
+        (pods that are now Terminating included)."""
         with self._lock:
             listed = self.list(resource, namespace, label_selector, field_selector)
-            for item in listed["items"]:
-                meta = item["metadata"]
-                self.delete(resource, meta.get("namespace", ""), meta["name"])
+            listed["items"] = [
+                self.delete(
+                    resource,
+                    item["metadata"].get("namespace", ""),
+                    item["metadata"]["name"],
+                    options,
+                )
+                for item in listed["items"]
+            ]
             return listed
+
+
+def _pod_grace_seconds(pod: Obj, requested: int | None) -> int:
+    """The grace period a pod deletion gets: none for a pod no kubelet runs (unbound or
+    finished), else the request's (negative counts as 1 s), else the pod's own."""
+    if not pod["spec"].get("nodeName") or pod["status"].get("phase") in TERMINAL_PHASES:
+        return 0
+    if requested is not None:
+        return 1 if requested < 0 else requested
+    grace = pod["spec"].get("terminationGracePeriodSeconds")
+    return DEFAULT_GRACE_SECONDS if grace is None else int(grace)
+
+
+def _refuse_spec_change_while_terminating(current: Obj, new: Obj) -> None:
+    if current["metadata"].get("deletionTimestamp") and new.get("spec") != current.get("spec"):
+        raise ApiError(
+            422,
+            "Invalid",
+            f'{current["kind"]} "{current["metadata"]["name"]}" is invalid: spec: Forbidden: '
+            "the object is being deleted; only metadata and status may change",
+            current["metadata"]["name"],
+            current["kind"],
+        )
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.strptime(value, TIME_FORMAT).replace(tzinfo=UTC)
+
+
+def _format_time(moment: datetime) -> str:
+    return moment.strftime(TIME_FORMAT)

@@ -64,7 +64,7 @@ def local_cloud(
         postgres_url,
         tmp_path_factory.mktemp("local-cloud"),
         "gpudev_e2e",
-        Options(tick_seconds=0.5, kubelet_delay_seconds=0.2),
+        Options(tick_seconds=0.5, kubelet_delay_seconds=0.2, termination_seconds_scale=0.1),
         API_TIER,
     ) as cloud:
         yield cloud

@@ -103,7 +103,14 @@ def test_a_four_gpu_pod_is_bound_then_running_and_an_oversized_one_stays_pending
     ).items
     assert [p.metadata.name for p in phases] == [f"too-big-{run}"]
     core.delete_collection_namespaced_pod(NAMESPACE, label_selector=f"run={run}")
-    assert core.list_namespaced_pod(NAMESPACE, label_selector=f"run={run}").items == []
+    # The unbound pod goes at once; the running one terminates for its grace period.
+    terminating = core.list_namespaced_pod(NAMESPACE, label_selector=f"run={run}").items
+    assert [p.metadata.name for p in terminating] == [f"fits-{run}"]
+    assert terminating[0].metadata.deletion_timestamp is not None
+    wait_for(
+        lambda: core.list_namespaced_pod(NAMESPACE, label_selector=f"run={run}").items == [],
+        message="the running pod deleted after its grace period",
+    )
 
 
 def test_node_port_services_get_distinct_ports_in_range(core: client.CoreV1Api):
@@ -232,7 +239,7 @@ def test_pods_by_node_come_from_the_index_and_match_a_full_scan(core: client.Cor
         if p.spec.node_name == node
     }
     assert f"indexed-{run}" in by_index and by_index == by_scan
-    core.delete_namespaced_pod(f"indexed-{run}", NAMESPACE)
+    core.delete_namespaced_pod(f"indexed-{run}", NAMESPACE, grace_period_seconds=0)
     assert f"indexed-{run}" not in {
         p.metadata.name
         for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items

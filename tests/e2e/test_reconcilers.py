@@ -62,6 +62,14 @@ def pods(core: Any) -> Iterator[list[str]]:
     yield created
     for name in created:
         core.delete_namespaced_pod(name, NAMESPACE)
+    # Deleted pods terminate for their grace period, holding their GPUs: the next test's
+    # availability must not see them.
+    wait_for(
+        lambda: (
+            not {p.metadata.name for p in core.list_namespaced_pod(NAMESPACE).items} & set(created)
+        ),
+        message="test pods deleted",
+    )
 
 
 def _bound(core: Any, name: str) -> Any:
