@@ -1,9 +1,9 @@
 """`make run`: start the local cloud and keep it up until Ctrl+C.
 
-Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendered onto it and
-the local IAM users alice and bob), the SQS pollers and schedule ticker, the Kubernetes
-stand-in with its simulated cluster, and the API gateway that verifies SigV4 and runs our
-API function in-process. What it started is written to `.local/stack.json`.
+Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendered onto it,
+the local IAM users alice and bob, and the SSO-style user carol), the SQS pollers and schedule
+ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway that verifies
+SigV4 and runs our API function in-process. What it started is written to `.local/stack.json`.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ gpu-dev local cloud is up
   AWS (moto)                {stack["aws_endpoint_url"]}   region {stack["region"]}
   Kubernetes (stand-in)     {stack["kubernetes_url"]}   EKS cluster {stack["eks_cluster_name"]}
   PostgreSQL                {stack["database_url"]}
-  credentials               {stack["credentials_file"]}   profiles: alice, bob
+  credentials               {stack["credentials_file"]}   profiles: {", ".join(stack["profiles"])}
   description               {STATE / "stack.json"}
 
 Try it from another terminal:
   export AWS_SHARED_CREDENTIALS_FILE={stack["credentials_file"]}
   curl -s {stack["api_url"]}/health
   .venv/bin/python -m localcloud.call --profile alice GET /v1/me
+  .venv/bin/python -m localcloud.call --profile carol GET /v1/me     # an SSO session
   .venv/bin/python -m localcloud.call --unsigned GET /v1/me     # 403, like API Gateway
 
 Ctrl+C stops everything.

@@ -1,17 +1,22 @@
-"""AWS on this machine: a moto server on 127.0.0.1, seeded with the local IAM users.
+"""AWS on this machine: a moto server on 127.0.0.1, seeded with the local users.
 
-The local users' keys are written to an AWS shared-credentials file (one profile per user)
-so the CLI and botocore use them through the standard credential chain. The gateway reads
-secrets from moto's IAM and STS backends in this process: AWS never returns a secret after
-creation, and neither does moto over its API.
+Two IAM users (alice, bob) with long-term keys, and one IAM Identity Center (SSO) user,
+carol, as most engineers sign in to AWS: a session of the permission set's role
+`AWSReservedSSO_GpuDevUsers_<hex>` named by her login, with temporary credentials. Their
+keys are written to an AWS shared-credentials file (one profile each) so the CLI and botocore
+use them through the standard credential chain. The gateway reads secrets from moto's IAM and
+STS backends in this process: AWS never returns a secret after creation, and neither does
+moto over its API.
 """
 
 from __future__ import annotations
 
 import configparser
 import contextlib
+import json
 import logging
 import urllib.request
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,38 @@ from localcloud.lambdas import ACCOUNT_ID
 from localcloud.sigv4 import SigningKey
 
 LOCAL_USERS = ("alice", "bob")
+
+# The SSO user. Identity Center names a permission set's role AWSReservedSSO_<set>_<16 hex>
+# under this path, trusts its account's SAML provider, and names each session after the
+# user's login; our username is that session name.
+SSO_PROFILE = "carol"
+SSO_SESSION_NAME = "carol@example.com"
+SSO_ROLE_NAME = "AWSReservedSSO_GpuDevUsers_5f2c4e8a9b3d1c07"
+SSO_ROLE_PATH = "/aws-reserved/sso.amazonaws.com/"
+SSO_SAML_PROVIDER = "AWSSSO_8d3e1f4b7a2c6e90_DO_NOT_DELETE"
+SSO_SESSION_SECONDS = 12 * 3600  # the longest session a permission set allows
+PROFILES = (*LOCAL_USERS, SSO_PROFILE)
+
+
+def sso_trust_policy(account_id: str) -> str:
+    """The trust policy Identity Center gives a permission set's role."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {
+                        "Federated": f"arn:aws:iam::{account_id}:saml-provider/{SSO_SAML_PROVIDER}"
+                    },
+                    "Action": ["sts:AssumeRoleWithSAML", "sts:TagSession"],
+                    "Condition": {
+                        "StringEquals": {"SAML:aud": "https://signin.aws.amazon.com/saml"}
+                    },
+                }
+            ],
+        }
+    )
 
 
 class LocalAws:
@@ -77,7 +114,8 @@ class LocalAws:
         return key["AccessKeyId"], key["SecretAccessKey"]
 
     def create_users(self, credentials_file: Path) -> dict[str, str]:
-        """Create the local IAM users and write their keys as profiles; return user ARNs."""
+        """Create the local users and write their keys as profiles; return their principal
+        ARNs by profile."""
         iam = self.client("iam")
         config = configparser.ConfigParser()
         arns = {}
@@ -89,11 +127,36 @@ class LocalAws:
                 "aws_secret_access_key": key["SecretAccessKey"],
                 "region": self.region,
             }
+        arns[SSO_PROFILE], config[SSO_PROFILE] = self._sign_in_sso_user()
         credentials_file.parent.mkdir(parents=True, exist_ok=True)
         with credentials_file.open("w") as out:
             config.write(out)
         credentials_file.chmod(0o600)
         return arns
+
+    def _sign_in_sso_user(self) -> tuple[str, dict[str, str]]:
+        """The permission set's role and a session of it for carol, as the SSO portal hands
+        out. In AWS the portal calls AssumeRoleWithSAML; moto does not check trust
+        policies, so the admin session assumes the role directly."""
+        iam = self.client("iam")
+        role = iam.create_role(
+            RoleName=SSO_ROLE_NAME,
+            Path=SSO_ROLE_PATH,
+            AssumeRolePolicyDocument=sso_trust_policy(ACCOUNT_ID),
+            MaxSessionDuration=SSO_SESSION_SECONDS,
+        )["Role"]
+        session = self.client("sts").assume_role(
+            RoleArn=role["Arn"],
+            RoleSessionName=SSO_SESSION_NAME,
+            DurationSeconds=SSO_SESSION_SECONDS,
+        )
+        credentials = session["Credentials"]
+        return session["AssumedRoleUser"]["Arn"], {
+            "aws_access_key_id": credentials["AccessKeyId"],
+            "aws_secret_access_key": credentials["SecretAccessKey"],
+            "aws_session_token": credentials["SessionToken"],
+            "region": self.region,
+        }
 
 
 FUNCTIONS_USER = "gpudev-functions"
@@ -117,5 +180,6 @@ def signing_key(access_key_id: str) -> SigningKey | None:
                 ACCOUNT_ID,
                 role.user_id,
                 session_token=role.session_token,
+                expires_at=role.expiration.replace(tzinfo=UTC),  # moto's is naive UTC
             )
     return None

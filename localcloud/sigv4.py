@@ -32,7 +32,8 @@ class SigningKey:
     principal_arn: str
     account_id: str
     user_id: str
-    session_token: str | None = None
+    session_token: str | None = None  # temporary credentials (STS) only
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Rejection(Exception):
 MISSING_TOKEN = Rejection("MissingAuthenticationTokenException", "Missing Authentication Token")
 INVALID_TOKEN = Rejection(
     "UnrecognizedClientException", "The security token included in the request is invalid."
+)
+EXPIRED_TOKEN = Rejection(
+    "ExpiredTokenException", "The security token included in the request is expired"
 )
 BAD_SIGNATURE = Rejection(
     "InvalidSignatureException",
@@ -116,8 +120,7 @@ def verify(
     key = lookup_key(access_key_id)
     if key is None:
         raise INVALID_TOKEN
-    if key.session_token is not None and lowered.get("x-amz-security-token") != key.session_token:
-        raise INVALID_TOKEN
+    _check_session_token(key, lowered.get("x-amz-security-token"), now)
 
     host = lowered.get("host", "")
     request = AWSRequest(
@@ -138,3 +141,16 @@ def verify(
     if not hmac.compare_digest(expected, match["signature"]):
         raise BAD_SIGNATURE
     return key
+
+
+def _check_session_token(key: SigningKey, token: str | None, now: datetime) -> None:
+    """Temporary credentials are valid only with their own session token and until they
+    expire; a long-term key (an IAM user's) must come without one."""
+    if key.session_token is None:
+        if token is not None:
+            raise INVALID_TOKEN
+        return
+    if token is None or not hmac.compare_digest(token.encode(), key.session_token.encode()):
+        raise INVALID_TOKEN
+    if key.expires_at is not None and now >= key.expires_at:
+        raise EXPIRED_TOKEN

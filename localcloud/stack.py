@@ -24,7 +24,7 @@ from gpudev.db.migrations import apply_migrations
 from gpudev.repositories import GpuTypesRepository
 from gpudev.settings import reset_settings_cache
 from localcloud import moto_lambda
-from localcloud.aws import LocalAws, signing_key
+from localcloud.aws import PROFILES, LocalAws, signing_key
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
 from localcloud.gateway import LocalApiGateway
@@ -279,7 +279,7 @@ class LocalCloud:
             "eks_cluster_name": self.cluster_name,
             "region": REGION,
             "credentials_file": str(self.credentials_file),
-            "profiles": ["alice", "bob"],
+            "profiles": list(PROFILES),
             "queues": self.resources.queue_urls,
             "state_machines": self.resources.state_machine_arns,
             "schedules": {s.name: s.expression for s in self.deployment.schedules},

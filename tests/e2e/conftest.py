@@ -22,6 +22,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from click.testing import CliRunner, Result
 
 from cdk_app.declaration import Deployment
 from localcloud.stack import LocalCloud, Options
@@ -93,8 +94,13 @@ class ApiClient:
         return cls(stack["api_url"], stack["region"], profiles)
 
     def credentials(self, profile: str) -> Credentials:
+        """A profile's keys, with its session token when it has one (the SSO user's)."""
         section = self.profiles[profile]
-        return Credentials(section["aws_access_key_id"], section["aws_secret_access_key"])
+        return Credentials(
+            section["aws_access_key_id"],
+            section["aws_secret_access_key"],
+            section.get("aws_session_token"),
+        )
 
     def signed_headers(
         self,
@@ -138,6 +144,32 @@ class ApiClient:
 @pytest.fixture(scope="package")
 def api(local_cloud: LocalCloud) -> ApiClient:
     return ApiClient.for_cloud(local_cloud)
+
+
+@pytest.fixture
+def run(
+    local_cloud: LocalCloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Result]]:
+    """The real `gpu-dev` CLI, in-process, as a profile of the cloud's credentials file."""
+    from gpudev_cli.main import cli
+
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
+    # The in-process functions keep their own env credentials; an explicit --profile wins.
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    api_url = local_cloud.describe()["api_url"]
+
+    def invoke(
+        *args: str, profile: str = "alice", api: bool = True, input: str | None = None
+    ) -> Result:
+        options = ["--profile", profile, "--region", "us-east-2"]
+        if api:
+            options += ["--api-url", api_url]
+        return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
+
+    yield invoke
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:

@@ -1,45 +1,21 @@
-"""The real `gpu-dev` CLI against the local cloud, signed with the local IAM users' keys
-through the standard credential chain (a shared credentials file and --profile)."""
+"""The real `gpu-dev` CLI against the local cloud (the `run` fixture is in conftest.py), signed
+with the local users' keys through the standard credential chain (a shared credentials file
+and --profile)."""
 
 from __future__ import annotations
 
 import json
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from gpudev_cli.main import cli
 from localcloud.stack import LocalCloud
 from tests.e2e.jobs import count_reservations
-
-
-@pytest.fixture
-def run(
-    local_cloud: LocalCloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[object]:
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
-    # The in-process functions keep their own env credentials; an explicit --profile wins.
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    api_url = local_cloud.describe()["api_url"]
-
-    def invoke(
-        *args: str, profile: str = "alice", api: bool = True, input: str | None = None
-    ) -> Result:
-        options = ["--profile", profile, "--region", "us-east-2"]
-        if api:
-            options += ["--api-url", api_url]
-        return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
-
-    yield invoke
 
 
 def test_reserve_no_wait_then_list_show_and_cancel_in_json(run):

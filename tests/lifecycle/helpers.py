@@ -3,14 +3,40 @@
 from __future__ import annotations
 
 import base64
+import re
 import time
 from typing import Any
 
 import psycopg
 
 from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+from localcloud.aws import SSO_PROFILE, SSO_SESSION_NAME
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import ApiClient
+
+# Kubernetes' label rules (apimachinery validation): a value, and a key's name part, is at
+# most 63 characters of this shape; a key's optional prefix is a DNS subdomain.
+_LABEL_NAME = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def profile_of(username: str) -> str:
+    """The credentials profile of a local user: the SSO user's username is her login."""
+    return SSO_PROFILE if username == SSO_SESSION_NAME else username
+
+
+def label_problems(labels: dict[str, str]) -> list[str]:
+    """Why a real API server would refuse these labels (empty if it would accept them)."""
+    problems = []
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+            problems.append(f"key {key!r}: prefix is not a DNS subdomain")
+        if not name or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
+            problems.append(f"key {key!r}: name is not a valid label name")
+        if len(value) > 63 or not _LABEL_NAME.fullmatch(value):
+            problems.append(f"{key}={value!r}: not a valid label value")
+    return problems
 
 
 def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> dict[str, Any]:
@@ -97,10 +123,14 @@ def end_everything(api: ApiClient, cloud: LocalCloud) -> None:
             " WHERE status IN ('pending', 'queued', 'preparing', 'active')"
         ).fetchall()
     for reservation_id, user in live:
-        cancel(api, reservation_id, profile=user)
+        cancel(api, reservation_id, profile=profile_of(user))
     for reservation_id, user in live:
         wait_for_status(
-            api, reservation_id, ("cancelled", "expired", "failed"), timeout=30, profile=user
+            api,
+            reservation_id,
+            ("cancelled", "expired", "failed"),
+            timeout=30,
+            profile=profile_of(user),
         )
     assert cloud.kubernetes is not None
     deadline = time.monotonic() + 10
