@@ -1,6 +1,6 @@
 """The lifecycle tier: the whole deployment (jobs consumer, reservation state machine,
 allocator) on the local cloud with a compressed clock: one hour lasts 36 s, so a clock
-minute is 0.6 s, and a pod must be ready within 6 s."""
+minute is 0.6 s, a pod must be ready within 6 s, and a deleted pod terminates for 1 s."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def local_cloud(
         seconds_per_hour=SECONDS_PER_HOUR,
         ready_timeout_seconds=READY_TIMEOUT_SECONDS,
         ready_poll_seconds=1,
+        termination_seconds_scale=0.1,  # our pods' 10 s grace lasts 1 s
     )
     with running_cloud(
         admin_conn,

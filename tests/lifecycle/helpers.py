@@ -88,6 +88,24 @@ def secret_data(secret: dict[str, Any]) -> dict[str, str]:
     return {**decoded, **(secret.get("stringData") or {})}
 
 
+def assert_nothing_left(cloud: LocalCloud, reservation_id: str, timeout: float = 10) -> None:
+    """Nothing labelled with the reservation remains once its pods have terminated: right
+    after the end only pods may still be there, and only Terminating (deleted, within their
+    grace period, as in a real cluster)."""
+    lingering = [
+        f"{kind}/{item['metadata']['name']}"
+        for kind, items in objects_of(cloud, reservation_id).items()
+        for item in items
+        if not (kind == "pods" and item["metadata"].get("deletionTimestamp"))
+    ]
+    assert lingering == [], f"not deleted: {lingering}"
+    deadline = time.monotonic() + timeout
+    while any(objects_of(cloud, reservation_id).values()):
+        assert time.monotonic() < deadline, f"pods of {reservation_id[:8]} never went"
+        time.sleep(0.1)
+    assert allocated_slots(cloud, reservation_id) == 0
+
+
 def allocated_slots(cloud: LocalCloud, reservation_id: str) -> int:
     with psycopg.connect(cloud.database_url) as conn:
         row = conn.execute(

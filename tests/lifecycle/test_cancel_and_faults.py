@@ -11,6 +11,7 @@ import psycopg
 from tests.e2e.conftest import wait_for
 from tests.lifecycle.helpers import (
     allocated_slots,
+    assert_nothing_left,
     cancel,
     execution_history,
     objects_of,
@@ -18,11 +19,6 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
-
-
-def _nothing_left(cloud, rid: str) -> None:
-    assert all(items == [] for items in objects_of(cloud, rid).values()), objects_of(cloud, rid)
-    assert allocated_slots(cloud, rid) == 0
 
 
 def test_cancel_while_pending(api, local_cloud):
@@ -37,7 +33,7 @@ def test_cancel_while_pending(api, local_cloud):
     assert (
         ended["reservation_ended"] and ended["current_detailed_status"] == "cancelled by the user"
     )
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
     assert "Pending" not in execution_history(local_cloud, rid)
 
 
@@ -50,7 +46,7 @@ def test_cancel_while_queued(api, local_cloud):
     assert queued["status"] == "queued" and queued["queue_position"] == 1
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
     assert all(show(api, h)["status"] == "active" for h in holders)
 
 
@@ -61,7 +57,7 @@ def test_cancel_while_preparing(api, local_cloud):
     wait_for(lambda: objects_of(local_cloud, rid)["pods"], message="pod created")
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
 
 
 def test_cancel_while_active(api, local_cloud):
@@ -70,7 +66,7 @@ def test_cancel_while_active(api, local_cloud):
     assert allocated_slots(local_cloud, rid) == 1
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
     assert execution_history(local_cloud, rid)[-1] == "Cancelled"
 
 
@@ -86,7 +82,7 @@ def test_pod_creation_that_always_fails_ends_failed_with_nothing_left(api, local
     failed = wait_for_status(api, rid, ("failed", "active"), timeout=40)
     assert failed["status"] == "failed"
     assert "KubernetesUnavailable" in failed["failure_reason"]
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
     assert execution_history(local_cloud, rid)[-1] == "Failed"
 
 
@@ -96,7 +92,7 @@ def test_a_pod_that_never_becomes_ready_fails_after_the_timeout(api, local_cloud
     failed = wait_for_status(api, rid, "failed", timeout=30)
     assert "the pod was not ready in time" in failed["failure_reason"]
     assert "the image could not be pulled (ImagePullBackOff" in failed["failure_reason"]
-    _nothing_left(local_cloud, rid)
+    assert_nothing_left(local_cloud, rid)
 
 
 def test_duplicate_create_jobs_start_one_execution_and_one_pod(api, local_cloud):

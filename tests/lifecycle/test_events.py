@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.lifecycle.helpers import objects_of
+from tests.lifecycle.helpers import assert_nothing_left, objects_of
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 RID = "0c0ffee0-0000-4000-8000-0000000000aa"  # the reservation the events name
@@ -54,7 +54,7 @@ def test_each_reservation_task_event_is_accepted(local_cloud):
     assert len(objects_of(local_cloud, RID)["pods"]) == 1
     ended = _invoke(local_cloud, "ReservationTasks", "reservation_tasks/tear_down.json")
     assert ended["status"] == "cancelled" and ended["objects_deleted"] == 5
-    assert all(items == [] for items in objects_of(local_cloud, RID).values())
+    assert_nothing_left(local_cloud, RID)
     _invoke(local_cloud, "ReservationTasks", "reservation_tasks/wait_for_capacity.json")
 
 

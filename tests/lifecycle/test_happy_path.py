@@ -9,6 +9,7 @@ from datetime import datetime
 from tests.lifecycle.conftest import MINUTE
 from tests.lifecycle.helpers import (
     allocated_slots,
+    assert_nothing_left,
     execution_history,
     objects_of,
     reserve,
@@ -50,7 +51,7 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
 
     ended = wait_for_status(api, rid, "expired", timeout=30)
     assert ended["reservation_ended"]
-    assert all(items == [] for items in objects_of(local_cloud, rid).values())
+    assert_nothing_left(local_cloud, rid)
     assert allocated_slots(local_cloud, rid) == 0
     history = execution_history(local_cloud, rid)
     assert history[:3] == ["Validate request", "Queue, cancel or done?", "Wait for capacity"]

@@ -11,7 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.lifecycle.helpers import allocated_slots, cancel, objects_of, reserve, wait_for_status
+from tests.lifecycle.helpers import assert_nothing_left, cancel, reserve, wait_for_status
 
 SHAPES = [("t4", 1), ("t4", 2), ("t4", 4), ("h100", 4), ("h100", 8), ("h100", 16), ("cpu-x86", 0)]
 
@@ -24,6 +24,8 @@ def _overbooked(cloud) -> list[str]:
     }
     used: dict[str, int] = {}
     for pod in store.list("pods", "gpu-dev")["items"]:
+        if pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue  # holds nothing (a pod the kubelet refused ends its reservation: failed)
         node = pod["spec"].get("nodeName")
         limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
         used[node] = used.get(node, 0) + int(limits.get("nvidia.com/gpu", 0))
@@ -69,5 +71,4 @@ def test_concurrent_reservations_and_cancels_never_overbook_and_leave_nothing(ap
     assert {e["status"] for e in endings} <= {"expired", "cancelled"}
     assert sum(e["status"] == "expired" for e in endings) >= 12
     for reservation_id, _ in submitted:
-        assert all(items == [] for items in objects_of(local_cloud, reservation_id).values())
-        assert allocated_slots(local_cloud, reservation_id) == 0
+        assert_nothing_left(local_cloud, reservation_id)
