@@ -5,6 +5,7 @@ belong to a reservation holding it."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -25,13 +26,13 @@ class Signals:
         return True
 
 
-def _queue(conn: psycopg.Connection[Any], gpus: int) -> uuid.UUID:
+def _queue(conn: psycopg.Connection[Any], gpus: int, hours: float = 1) -> uuid.UUID:
     reservation_id = uuid.uuid4()
     conn.execute(
         "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
         " total_nodes, duration_hours, task_token)"
-        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, 1, 'token')",
-        (reservation_id, gpus),
+        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, %s, 'token')",
+        (reservation_id, gpus, hours),
     )
     return reservation_id
 
@@ -79,3 +80,26 @@ def test_a_holders_own_pod_does_not_count_against_the_node(fresh_database):
         assert _pass(conn, [_pod(first, 4), _pod(second, 4)]) == []
         conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (second,))
         assert _pass(conn, [_pod(first, 4), _pod(None, 3)]) == [third]
+
+
+def test_a_terminating_pods_gpus_count_as_coming_back_so_backfill_never_delays_the_head(
+    fresh_database,
+):
+    settings = LifecycleSettings(seconds_per_hour=36)  # an hour lasts 36 s
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        released = uuid.uuid4()
+        terminating = Pod("pod-released", NODE.name, "Running", 4, str(released), time.time() + 10)
+        head = _queue(conn, 8)
+        long = _queue(conn, 1, hours=1)  # 36 s: would still hold a GPU when the head can start
+        short = _queue(conn, 1, hours=0.1)  # 3.6 s: done before the terminating pod is gone
+        report = Allocator(conn, Signals(), settings).run([NODE], [terminating], set())  # type: ignore[arg-type]
+        assert report.granted == [short]
+        waits = dict(
+            conn.execute(
+                "SELECT reservation_id, queue_position FROM reservations"
+                " WHERE reservation_id = ANY(%s)",
+                ([head, long],),
+            ).fetchall()
+        )
+        assert waits == {head: 1, long: 2}

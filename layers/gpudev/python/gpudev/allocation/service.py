@@ -34,6 +34,7 @@ from gpudev.repositories import ReservationsRepository
 from gpudev.settings import LifecycleSettings
 
 CPU_SLOTS_PER_NODE = 3
+RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 LIVE_PHASES = ("Pending", "Running")
 
 
@@ -71,11 +72,22 @@ def node_rows(
     return rows, live
 
 
-def gpus_held_outside_allocations(pods: list[Pod], holders: set[str]) -> int:
-    """GPUs that live pods on a node use without an allocation there: other workloads' pods,
+def outside_allocations(pods: list[Pod], holders: set[str]) -> list[Pod]:
+    """Live pods on a node that use GPUs without an allocation there: other workloads' pods,
     and pods of reservations that no longer hold the node (a released reservation's pod is
     Terminating for its grace period, and the kubelet refuses a new pod until it is gone)."""
-    return sum(p.gpu_requests for p in pods if p.reservation_id not in holders)
+    return [p for p in pods if p.reservation_id not in holders and p.gpu_requests]
+
+
+def released_pod_holdings(node: str, pods: list[Pod], now: float) -> list[Holding]:
+    """GPUs of a released reservation's pods come back when the pods are gone: by their
+    deletion deadline, or within a grace period if not deleted yet. (Other workloads' pods
+    have no known end, so they are not holdings: their GPUs are simply not free.)"""
+    return [
+        Holding(node, p.gpu_requests, p.terminating_until or now + RELEASED_POD_GRACE_SECONDS)
+        for p in pods
+        if p.reservation_id is not None
+    ]
 
 
 def _request(row: dict[str, Any], settings: LifecycleSettings) -> Request:
@@ -131,22 +143,19 @@ class Allocator:
                     "node_ips": [r["node_ip"] for r in rows],
                 },
             )
-            capacity = [
-                NodeCapacity(
-                    n["node_name"],
-                    n["gpu_type"],
-                    n["slots"],
-                    self._free_slots(
-                        n,
-                        gpus_held_outside_allocations(
-                            live_pods.get(n["node_name"], []), set(n["holders"])
-                        ),
-                    ),
+            capacity, holdings = [], []
+            for n in self._run("nodes"):
+                if not n["schedulable"]:
+                    continue
+                outside = outside_allocations(live_pods.get(n["node_name"], []), set(n["holders"]))
+                used_outside = sum(p.gpu_requests for p in outside)
+                capacity.append(
+                    NodeCapacity(
+                        n["node_name"], n["gpu_type"], n["slots"], self._free_slots(n, used_outside)
+                    )
                 )
-                for n in self._run("nodes")
-                if n["schedulable"]
-            ]
-            holdings = [_holding(h, self._settings) for h in self._run("holdings")]
+                holdings += released_pod_holdings(n["node_name"], outside, now)
+            holdings += [_holding(h, self._settings) for h in self._run("holdings")]
             queue = [_request(q, self._settings) for q in self._run("queue")]
             decisions = plan(capacity, holdings, queue, now)
             self._write(decisions)

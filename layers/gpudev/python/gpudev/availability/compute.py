@@ -70,6 +70,7 @@ class Pod:
     phase: str
     gpu_requests: int
     reservation_id: str | None = None  # the gpu-dev reservation label, on our pods
+    terminating_until: float | None = None  # deleted: gone by then (epoch seconds)
 
 
 @dataclass(frozen=True)

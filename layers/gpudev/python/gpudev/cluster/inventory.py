@@ -7,6 +7,7 @@ client's model objects costs far more than the request itself, and we need five 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from gpudev.availability.compute import GPU_RESOURCE, Node, Pod
@@ -55,13 +56,19 @@ def _gpu_requests(container: dict[str, Any]) -> int:
 
 
 def _pod(item: dict[str, Any]) -> Pod:
-    spec = item.get("spec", {})
+    spec, metadata = item.get("spec", {}), item["metadata"]
+    deletion = metadata.get("deletionTimestamp")
     return Pod(
-        name=item["metadata"]["name"],
+        name=metadata["name"],
         node_name=spec.get("nodeName"),
         phase=item.get("status", {}).get("phase", "Pending"),
         gpu_requests=sum(_gpu_requests(c) for c in spec.get("containers", [])),
-        reservation_id=(item["metadata"].get("labels") or {}).get(RESERVATION_LABEL),
+        reservation_id=(metadata.get("labels") or {}).get(RESERVATION_LABEL),
+        terminating_until=(
+            datetime.fromisoformat(deletion.replace("Z", "+00:00")).timestamp()
+            if deletion
+            else None
+        ),
     )
 
 
