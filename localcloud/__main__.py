@@ -4,26 +4,49 @@ Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendere
 the local IAM users alice and bob, and the SSO-style user carol), the SQS pollers and schedule
 ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway that verifies
 SigV4 and runs our API function in-process. What it started is written to `.local/stack.json`.
+
+Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
+the stop itself hangs, a watchdog prints every thread's stack, ends PostgreSQL and exits
+after EXIT_DEADLINE_SECONDS, and so does a second Ctrl+C at once. Handler threads abandoned
+by the stop are not waited for: the process exits with `os._exit` once the stop is done.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+from types import FrameType
 
 from localcloud.postgres import PostgresError
-from localcloud.stack import LocalCloud, Options, Ports
+from localcloud.stack import STOP_BUDGET_SECONDS, LocalCloud, Options, Ports
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local"
+EXIT_DEADLINE_SECONDS = 9.5  # from Ctrl+C to the process gone, whatever hangs
 
 
-def banner(cloud: LocalCloud) -> str:
+def _exit_now(code: int) -> None:
+    """Leave without waiting for anything: abandoned threads, atexit, interpreter teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
+
+
+def _abandon(cloud: LocalCloud, why: str) -> None:
+    print(f"{why}: ending PostgreSQL and exiting now; every thread's stack:", file=sys.stderr)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    cloud.stop_postgres_now()
+    _exit_now(1)
+
+
+def banner(cloud: LocalCloud, state: Path) -> str:
     stack = cloud.describe()
     return f"""
 gpu-dev local cloud is up
@@ -32,7 +55,7 @@ gpu-dev local cloud is up
   Kubernetes (stand-in)     {stack["kubernetes_url"]}   EKS cluster {stack["eks_cluster_name"]}
   PostgreSQL                {stack["database_url"]}
   credentials               {stack["credentials_file"]}   profiles: {", ".join(stack["profiles"])}
-  description               {STATE / "stack.json"}
+  description               {state / "stack.json"}
 
 Try it from another terminal:
   export AWS_SHARED_CREDENTIALS_FILE={stack["credentials_file"]}
@@ -52,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--kubernetes-port", type=int, default=6443)
     parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=STATE,
+        help="PostgreSQL data, credentials and stack.json (default: .local in the project)",
+    )
+    parser.add_argument(
         "--tick-seconds",
         type=float,
         default=10.0,
@@ -66,9 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
+    state = args.state_dir.resolve()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    cloud: LocalCloud | None = None
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set() and cloud is not None:  # a second Ctrl+C: do not wait for the stop
+            _abandon(cloud, "interrupted again while stopping")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     ports = Ports(
         api=args.api_port,
         aws=args.aws_port,
@@ -84,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         database_url=database_url,
         seconds_per_hour=args.seconds_per_hour,
     )
-    cloud = LocalCloud(STATE, options)
+    cloud = LocalCloud(state, options)
     try:
         cloud.start()
     except (PostgresError, OSError) as exc:
@@ -92,14 +129,27 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         cloud.write_description()
-        print(banner(cloud), flush=True)
+        print(banner(cloud, state), flush=True)
         stop.wait()
         print("stopping...", flush=True)
     finally:
-        (STATE / "stack.json").unlink(missing_ok=True)
-        cloud.stop()
+        (state / "stack.json").unlink(missing_ok=True)
+        watchdog = threading.Timer(
+            EXIT_DEADLINE_SECONDS, _abandon, (cloud, f"not stopped after {EXIT_DEADLINE_SECONDS} s")
+        )
+        watchdog.daemon = True
+        watchdog.start()
+        began = time.monotonic()
+        try:
+            cloud.stop(STOP_BUDGET_SECONDS)
+        except Exception:
+            logging.getLogger("localcloud.stop").exception("stopping failed")
+            return 1
+        finally:
+            watchdog.cancel()
+            print(f"stopped in {time.monotonic() - began:.2f} s", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())

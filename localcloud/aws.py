@@ -15,6 +15,7 @@ import configparser
 import contextlib
 import json
 import logging
+import threading
 import urllib.request
 from datetime import UTC
 from pathlib import Path
@@ -22,9 +23,16 @@ from typing import Any
 
 import boto3
 from moto.iam.models import iam_backends
-from moto.server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
 from moto.sts.models import sts_backends
+from werkzeug.serving import BaseWSGIServer, make_server
 
+from localcloud.deadline import Deadline, join_or_abandon
+from localcloud.http import POLL_SECONDS
 from localcloud.lambdas import ACCOUNT_ID
 from localcloud.sigv4 import SigningKey
 
@@ -64,27 +72,59 @@ def sso_trust_policy(account_id: str) -> str:
 
 
 class LocalAws:
+    """moto's server app on werkzeug's threaded server, as `moto.server.ThreadedMotoServer`
+    builds it, but bound in the caller's thread (a busy port raises here, where
+    ThreadedMotoServer's `start` would wait forever for a server that never came up) and
+    closed on stop (ThreadedMotoServer leaves its listening socket open)."""
+
     def __init__(self, region: str, port: int = 0):
         self.region = region
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self._port = port
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     @property
     def endpoint_url(self) -> str:
-        host, port = self._server.get_host_and_port()
-        return f"http://{host}:{port}"
+        assert self._server is not None, "start() first"
+        return f"http://{self._server.host}:{self._server.port}"
 
     def start(self) -> LocalAws:
-        self._server.start()
+        # werkzeug binds with SO_REUSEADDR: a restart is not refused by TIME_WAIT connections.
+        self._server = make_server(
+            "127.0.0.1",
+            self._port,
+            DomainDispatcherApplication(create_backend_app),
+            threaded=True,  # request threads are daemon threads: never joined
+            request_handler=MotoRequestHandler,
+        )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": POLL_SECONDS},
+            name="moto-server",
+            daemon=True,
+        )
+        self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, deadline: Deadline | None = None) -> None:
+        deadline = deadline or Deadline.after(5.0)
+        if self._thread is None:
+            return
         # moto's backends are process-global: forget everything (moto's documented reset
-        # endpoint), so a later cloud in this process starts empty.
+        # endpoint), so a later cloud in this process starts empty. Bounded: a reset that
+        # cannot finish in time is given up (the process is exiting anyway).
         reset = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
-        with contextlib.suppress(OSError), urllib.request.urlopen(reset, timeout=10):
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(reset, timeout=deadline.remaining(at_least=0.5)),
+        ):
             pass
-        self._server.stop()
+        assert self._server is not None
+        self._server.shutdown()  # returns within one poll interval
+        self._server.server_close()
+        thread, self._thread = self._thread, None
+        join_or_abandon([thread], deadline)
 
     def enable_state_machine_execution(self) -> None:
         # moto's ASL interpreter is off by default; the server shares this process's config.

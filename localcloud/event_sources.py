@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cdk_app.declaration import QueueSpec, ScheduleSpec
+from localcloud.deadline import Deadline, join_or_abandon
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 
 log = logging.getLogger("localcloud.events")
@@ -77,9 +78,13 @@ class SqsPoller:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
+        """Take no new batch; a batch being handled finishes (or is abandoned at `stop`)."""
         self._stop.set()
-        self._thread.join(timeout=5)
+
+    def stop(self, deadline: Deadline) -> None:
+        self.signal_stop()
+        join_or_abandon([self._thread], deadline)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -158,10 +163,12 @@ class Ticker:
             thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
         self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=5)
+
+    def stop(self, deadline: Deadline) -> None:
+        self.signal_stop()
+        join_or_abandon(self._threads, deadline)
 
     def fire(self, schedule: ScheduleSpec) -> Any:
         invocation = self._lambdas.invoke(

@@ -20,13 +20,17 @@ class RawRequest:
 
 
 Reply = tuple[int, dict[str, str], bytes]
+POLL_SECONDS = 0.1  # how often serve_forever looks for a shutdown request
 
 
 class LocalHttpServer:
     def __init__(self, handle: Callable[[RawRequest], Reply], name: str, port: int = 0):
         self._name = name
+        # HTTPServer binds with SO_REUSEADDR: a restart is not refused by TIME_WAIT connections.
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_class(handle))
+        # Request threads are never joined: one stuck in a slow handler cannot hold up a stop.
         self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -34,10 +38,20 @@ class LocalHttpServer:
         return f"http://{host!s}:{port}"
 
     def start(self) -> None:
-        threading.Thread(target=self._server.serve_forever, name=self._name, daemon=True).start()
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": POLL_SECONDS},
+            name=self._name,
+            daemon=True,
+        )
+        self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop accepting and close the listening socket, within one poll interval; requests
+        being handled are left to finish on their own threads."""
+        if self._thread is not None:  # shutdown() waits forever for a loop that never ran
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
 

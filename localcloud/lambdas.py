@@ -62,6 +62,7 @@ class LocalLambda:
         self._modules: dict[str, ModuleType] = {}
         self._lock = threading.Lock()
         self.invocations: dict[str, int] = dict.fromkeys(self._specs, 0)
+        self.closed = False  # stopping: no new invocation starts (those running finish)
 
     @property
     def names(self) -> list[str]:
@@ -89,6 +90,13 @@ class LocalLambda:
         request_id = str(uuid.uuid4())
         with self._lock:
             self.invocations[name] += 1
+        if self.closed:
+            refused = {
+                "errorType": "ServiceException",
+                "errorMessage": f"{name} not invoked: the local cloud is stopping",
+                "requestId": request_id,
+            }
+            return Invocation(refused, True, request_id)
         context = LambdaContext(
             function_name=spec.deployed_name,
             memory_limit_in_mb=spec.memory_mb,

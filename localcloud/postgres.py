@@ -46,7 +46,14 @@ def free_port() -> int:
 
 
 def require_free_port(port: int, what: str = "port") -> None:
+    """Refuse a port something listens on, as our servers would find it.
+
+    Bound with SO_REUSEADDR, as every server we start binds (http.server, werkzeug for moto,
+    PostgreSQL): the connections a stopped server left in TIME_WAIT do not count, so a
+    restart right after Ctrl+C is not refused; a listener still does (Linux refuses
+    SO_REUSEADDR binds to a listening address)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
@@ -282,16 +289,33 @@ class EmbeddedPostgres:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    def stop_now(self, pid: int) -> None:
+        """From any thread, when a stop has run out of time: immediate shutdown (SIGQUIT) of
+        the server `pid` (read from `pid` beforehand), SIGKILL after a second."""
+        for signum in (signal.SIGQUIT, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+            deadline = time.monotonic() + 1.0
+            while _pid_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not _pid_alive(pid):
+                return
+
     def stop(self, timeout: float = 15.0) -> None:
+        """Fast shutdown (SIGINT: sessions are ended, data is safe); after `timeout`, an
+        immediate shutdown (SIGQUIT: crash recovery at the next start), then SIGKILL."""
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        for signum, wait in ((signal.SIGINT, timeout), (signal.SIGQUIT, 1.0)):
+            process.send_signal(signum)
+            try:
+                process.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        process.kill()
+        process.wait()
 
     def __enter__(self) -> EmbeddedPostgres:
         return self.start()

@@ -9,7 +9,10 @@ with its simulated cluster, and the SigV4-verifying API gateway.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,7 @@ from gpudev.repositories import GpuTypesRepository
 from gpudev.settings import reset_settings_cache
 from localcloud import moto_lambda
 from localcloud.aws import PROFILES, LocalAws, signing_key
+from localcloud.deadline import Deadline
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
 from localcloud.gateway import LocalApiGateway
@@ -37,6 +41,14 @@ from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = "us-east-2"
+log = logging.getLogger("localcloud.stop")
+
+# Ctrl+C: the whole stop ends within this budget. Work in flight (handlers in event sources)
+# gets DRAIN_SECONDS of it to finish; what is still running then is abandoned (daemon
+# threads), and the servers, the pool and PostgreSQL are stopped with what is left.
+STOP_BUDGET_SECONDS = 8.0
+DRAIN_SECONDS = 4.0
+POSTGRES_STOP_SECONDS = 1.0  # at least, whatever is left of the budget: it is our child
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,13 @@ class LocalCloud:
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.kubernetes: KubernetesApiServer | None = None
         self.cluster: SimulatedCluster | None = None
+        self.postgres_pid: int | None = None  # when we started PostgreSQL
+        self._postgres: EmbeddedPostgres | None = None
+        # Set when stop() begins; each step of the stop takes what is left of it.
+        self._deadline = Deadline.after(STOP_BUDGET_SECONDS)
+        self._drain_deadline = self._deadline
+        self._signal_stop: list[Callable[[], None]] = []  # ask workers to stop, without waiting
+        self.stop_times: list[tuple[str, float]] = []  # (step, seconds) of the last stop
 
     @property
     def credentials_file(self) -> Path:
@@ -136,13 +155,18 @@ class LocalCloud:
             self.database_url = self.options.database_url
         else:
             pg = EmbeddedPostgres(self.state_dir / "postgres" / "data", port=ports.postgres or None)
-            self._stack.enter_context(pg)
+            pg.start()
+            self._postgres, self.postgres_pid = pg, pg.pid
+            self._on_stop(
+                "postgres",
+                lambda: pg.stop(timeout=self._deadline.remaining(at_least=POSTGRES_STOP_SECONDS)),
+            )
             self.database_url = pg.url
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             apply_migrations(conn, ROOT / "migrations")
 
-        self.aws = LocalAws(REGION, port=ports.aws).start()
-        self._stack.callback(self.aws.stop)
+        aws = self.aws = LocalAws(REGION, port=ports.aws).start()
+        self._on_stop("aws", lambda: aws.stop(self._deadline))
         self.aws.enable_state_machine_execution()
         self.aws.create_users(self.credentials_file)
         function_key = self.aws.create_function_identity()
@@ -166,6 +190,9 @@ class LocalCloud:
                 "POWERTOOLS_METRICS_DISABLED": "true",
             }
         )
+        # Closed once nothing of ours can use it any more (every step registered below has
+        # stopped), before PostgreSQL.
+        self._on_stop("connection pool", self._close_pool)
 
         self.resources = deploy(self.deployment, self.aws.client)
         self._set_environment(
@@ -176,18 +203,19 @@ class LocalCloud:
             }
             | self._lifecycle_environment()
         )
-        self._stack.callback(
+        self._on_stop(
+            "moto lambda seam",
             moto_lambda.install(
                 self.lambdas,
                 {spec.name: spec.deployed_name for spec in self.deployment.functions},
-            )
+            ),
         )
         self._start_cluster()
 
         self.gateway = LocalApiGateway(
             self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
         ).start()
-        self._stack.callback(self.gateway.stop)
+        self._on_stop("api gateway", self.gateway.stop)
 
         # Event sources last: scheduled functions must find the whole environment in place.
         sqs = self.aws.client("sqs")
@@ -197,7 +225,8 @@ class LocalCloud:
             poller = SqsPoller(
                 queue, self.resources.queue_urls[queue.name], sqs, self.lambdas, REGION
             ).start()
-            self._stack.callback(poller.stop)
+            self._signal_stop.append(poller.signal_stop)
+            self._on_stop(f"sqs poller {queue.name}", self._drained(poller.stop))
             self.pollers[queue.name] = poller
         self.ticker = Ticker(
             self.deployment.schedules,
@@ -206,7 +235,8 @@ class LocalCloud:
             REGION,
             self.options.tick_seconds,
         ).start()
-        self._stack.callback(self.ticker.stop)
+        self._signal_stop.append(self.ticker.signal_stop)
+        self._on_stop("ticker", self._drained(self.ticker.stop))
 
     def _lifecycle_environment(self) -> dict[str, str]:
         keys_file = self.state_dir / "github_keys.json"
@@ -234,7 +264,7 @@ class LocalCloud:
         self.kubernetes = KubernetesApiServer(
             store, description.cluster_name, _principal_of_key, port=self.options.ports.kubernetes
         ).start()
-        self._stack.callback(self.kubernetes.stop)
+        self._on_stop("kubernetes api", self.kubernetes.stop)
         self.cluster = SimulatedCluster(
             store,
             self.aws.client("autoscaling"),
@@ -242,7 +272,8 @@ class LocalCloud:
             kubelet_delay_seconds=self.options.kubelet_delay_seconds,
             termination_seconds_scale=self.options.termination_seconds_scale,
         ).start()
-        self._stack.callback(self.cluster.stop)
+        self._signal_stop.append(self.cluster.signal_stop)
+        self._on_stop("simulated cluster", self._drained(self.cluster.stop))
         self._set_environment(
             {
                 "EKS_CLUSTER_NAME": description.cluster_name,
@@ -263,7 +294,28 @@ class LocalCloud:
 
         os.environ.update(values)
         _forget_cached_configuration()
-        self._stack.callback(restore)
+        self._on_stop("environment", restore)
+
+    def _on_stop(self, step: str, stop: Callable[[], object]) -> None:
+        """Register a step of the stop (run last-registered first), timed."""
+
+        def timed() -> None:
+            began = time.monotonic()
+            try:
+                stop()
+            finally:
+                self.stop_times.append((step, time.monotonic() - began))
+
+        self._stack.callback(timed)
+
+    def _drained(self, stop: Callable[[Deadline], None]) -> Callable[[], None]:
+        """A worker's stop, given the drain deadline of the stop in progress."""
+        return lambda: stop(self._drain_deadline)
+
+    def _close_pool(self) -> None:
+        from gpudev.db.pool import close_pool
+
+        close_pool(timeout=min(self._deadline.remaining(at_least=0.1), 1.0))
 
     @property
     def cluster_name(self) -> str:
@@ -290,8 +342,27 @@ class LocalCloud:
         path.write_text(json.dumps(self.describe(), indent=2) + "\n")
         return path
 
-    def stop(self) -> None:
-        from gpudev.db.pool import close_pool
+    def stop(self, budget_seconds: float = STOP_BUDGET_SECONDS) -> float:
+        """Stop everything within `budget_seconds` (give or take PostgreSQL's own second); the
+        seconds it took. Handlers still running after the drain are abandoned: their daemon
+        threads end at their next check, and nothing new is invoked."""
+        began = time.monotonic()
+        self._deadline = Deadline(began + budget_seconds)
+        self._drain_deadline = Deadline(min(self._deadline.at, began + DRAIN_SECONDS))
+        self.stop_times = []
+        self.lambdas.closed = True
+        for signal_stop in self._signal_stop:  # all at once: their work winds down together
+            signal_stop()
+        try:
+            self._stack.close()
+        finally:
+            self._close_pool()  # one an abandoned handler opened meanwhile
+            took = time.monotonic() - began
+            steps = ", ".join(f"{step} {seconds:.2f}" for step, seconds in self.stop_times)
+            log.info("stopped in %.2f s (%s)", took, steps)
+        return took
 
-        close_pool()
-        self._stack.close()
+    def stop_postgres_now(self) -> None:
+        """From any thread, when a stop has run out of time: end the PostgreSQL we started."""
+        if self._postgres is not None and self.postgres_pid is not None:
+            self._postgres.stop_now(self.postgres_pid)

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from localcloud.deadline import Deadline, join_or_abandon
 from localcloud.kubernetes.store import ApiError, DeleteOptions, ObjectStore, now
 
 log = logging.getLogger("localcloud.cluster")
@@ -116,9 +117,12 @@ class SimulatedCluster:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def signal_stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+
+    def stop(self, deadline: Deadline) -> None:
+        self.signal_stop()
+        join_or_abandon([self._thread], deadline)
 
     def _run(self) -> None:
         last_sync = time.monotonic()

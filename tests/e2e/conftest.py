@@ -88,9 +88,13 @@ class ApiClient:
 
     @classmethod
     def for_cloud(cls, cloud: LocalCloud) -> ApiClient:
+        return cls.for_cloud_description(cloud.describe())
+
+    @classmethod
+    def for_cloud_description(cls, stack: dict[str, Any]) -> ApiClient:
+        """From a cloud's description (`.local/stack.json` of a `python -m localcloud`)."""
         profiles = configparser.ConfigParser()
-        profiles.read(cloud.credentials_file)
-        stack = cloud.describe()
+        profiles.read(stack["credentials_file"])
         return cls(stack["api_url"], stack["region"], profiles)
 
     def credentials(self, profile: str) -> Credentials:

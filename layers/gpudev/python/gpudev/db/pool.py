@@ -87,9 +87,11 @@ def autocommit_connection() -> Iterator[psycopg.Connection[Any]]:
             conn.autocommit = False
 
 
-def close_pool() -> None:
+def close_pool(timeout: float = 5.0) -> None:
+    """Close the pool: waiting clients fail, connections in use close when returned; the
+    pool's worker threads get `timeout` seconds to finish."""
     global _pool
     with _lock:
         if _pool is not None:
-            _pool.close()
+            _pool.close(timeout=timeout)
             _pool = None

@@ -1,0 +1,169 @@
+"""Ctrl+C always ends `make run` within 10 s, and a new one starts at once on the same ports.
+
+Each cloud here runs in a child process with its own embedded PostgreSQL (under .local, so
+the unprivileged server user can reach it): stopping one in the middle of work must not
+touch the session's clouds, which share this process's moto, environment and pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcloud.postgres import free_port
+from tests.e2e.conftest import ApiClient
+
+ROOT = Path(__file__).resolve().parents[2]
+STOP_LIMIT_SECONDS = 10.0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")  # a zombie still answers kill(0)
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    path = ROOT / ".local" / "pytest-restart" / uuid.uuid4().hex[:8]
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _child_environment() -> dict[str, str]:
+    # The child starts its own PostgreSQL, so the PostgreSQL it leaves (or not) is its own.
+    return {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+
+
+class LocalCloudProcess:
+    """`python -m localcloud` on the given ports, waited for until its banner."""
+
+    def __init__(self, state_dir: Path, ports: dict[str, int]):
+        self.state_dir = state_dir
+        arguments = [f"--{name}-port={port}" for name, port in ports.items()]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "localcloud", f"--state-dir={state_dir}", *arguments],
+            cwd=ROOT,
+            env=_child_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.output: list[str] = []
+
+    def wait_until_up(self, timeout: float = 90) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        for line in self.process.stdout:
+            self.output.append(line)
+            if "gpu-dev local cloud is up" in line:
+                return dict(json.loads((self.state_dir / "stack.json").read_text()))
+            assert time.monotonic() < deadline, "".join(self.output[-30:])
+        raise AssertionError("exited before its banner:\n" + "".join(self.output[-30:]))
+
+    @property
+    def postgres_pid(self) -> int:
+        pid_file = self.state_dir / "postgres" / "data" / "postmaster.pid"
+        return int(pid_file.read_text().splitlines()[0])
+
+    def interrupt(self) -> float:
+        """Ctrl+C; the seconds until the process has exited."""
+        began = time.monotonic()
+        self.process.send_signal(signal.SIGINT)
+        try:
+            out, _ = self.process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        self.output.append(out)
+        return time.monotonic() - began
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+
+
+def _traffic(stack: dict[str, Any]) -> None:
+    """Requests the servers close: each leaves a connection in TIME_WAIT on the server side."""
+    api = ApiClient.for_cloud_description(stack)
+    for _ in range(5):
+        assert api.call("GET", "/v1/me").status == 200
+    for _ in range(5):
+        try:
+            urllib.request.urlopen(stack["kubernetes_url"] + "/api/v1/nodes", timeout=5)
+        except urllib.error.HTTPError as error:
+            assert error.code == 401  # no bearer token: answered all the same
+
+
+def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_ports(
+    state_dir: Path,
+):
+    ports = {"api": free_port(), "aws": free_port(), "kubernetes": free_port()}
+    first = LocalCloudProcess(state_dir, ports)
+    try:
+        stack = first.wait_until_up()
+        postgres_pid = first.postgres_pid
+        _traffic(stack)
+        took = first.interrupt()
+    finally:
+        first.kill()
+    print(f"python -m localcloud stopped by SIGINT in {took:.2f} s")
+    assert first.process.returncode == 0, "".join(first.output[-30:])
+    assert took < STOP_LIMIT_SECONDS, "".join(first.output[-30:])
+    assert "stopped in" in first.output[-1]
+    assert not _alive(postgres_pid), "PostgreSQL outlived the local cloud"
+    assert not (state_dir / "stack.json").exists()
+
+    second = LocalCloudProcess(state_dir, ports)
+    try:
+        stack = second.wait_until_up()
+        assert stack["api_url"].endswith(f":{ports['api']}")
+        with urllib.request.urlopen(stack["api_url"] + "/health", timeout=5) as reply:
+            assert reply.status == 200
+        assert second.interrupt() < STOP_LIMIT_SECONDS
+    finally:
+        second.kill()
+    assert second.process.returncode == 0, "".join(second.output[-30:])
+
+
+def test_a_cloud_stopped_while_handlers_are_blocked_in_kubernetes_calls_stops_within_10_s(
+    state_dir: Path,
+):
+    scenario = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.stop_scenario", str(state_dir), "busy"],
+        cwd=ROOT,
+        env=_child_environment(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    lines = [line for line in scenario.stdout.splitlines() if line.startswith("REPORT ")]
+    assert scenario.returncode == 0 and lines, scenario.stdout[-3000:] + scenario.stderr[-3000:]
+    report = json.loads(lines[-1].removeprefix("REPORT "))
+    print(f"busy stop: {report['stop_seconds']:.2f} s, steps {report['steps']}")
+
+    assert report["stop_seconds"] < STOP_LIMIT_SECONDS
+    # The servers are gone at once; handler threads still in a call are daemon threads
+    # (never waited for) and end when their call returns.
+    servers = ("api-gateway", "kubernetes-api", "moto-server")
+    assert not [t for t in report["alive_after_stop"] if t["name"] in servers]
+    assert all(t["daemon"] for t in report["alive_after_stop"])
+    assert report["alive_later"] == []
+    assert report["postgres_pid"] is not None and not _alive(report["postgres_pid"])
