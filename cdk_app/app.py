@@ -9,8 +9,10 @@ from cdk_app.nag import acknowledge_findings
 from cdk_app.stack import GpuDevStack
 
 
-def build_app(outdir: str | None = None) -> tuple[cdk.App, GpuDevStack]:
-    app = cdk.App(outdir=outdir)
+def build_app(
+    outdir: str | None = None, context: dict[str, object] | None = None
+) -> tuple[cdk.App, GpuDevStack]:
+    app = cdk.App(outdir=outdir, context=context)
     # Environment-agnostic on purpose: no lookups, so synth needs no AWS credentials.
     stack = GpuDevStack(app, "GpuDev", description="gpu-dev: self-service GPU dev servers")
     cdk.Tags.of(app).add("project", "gpu-dev")

@@ -20,6 +20,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from cdk_app.access import ApiAccess
 from cdk_app.declaration import (
     DEPLOYMENT,
     MIGRATE,
@@ -49,6 +50,7 @@ class GpuDevStack(Stack):
         self.cluster_name = str(
             self.node.try_get_context("eksClusterName") or "pytorch-gpu-dev-cluster"
         )
+        self.access = ApiAccess.from_context(self)
         self._network()
         self._database()
         self.layer = lambda_.LayerVersion(
@@ -227,8 +229,12 @@ class GpuDevStack(Stack):
             default_method_options=apigateway.MethodOptions(
                 authorization_type=apigateway.AuthorizationType.IAM
             ),
+            policy=self.access.resource_policy(deployment.api.public_paths),
         )
-        integration = apigateway.LambdaIntegration(self.functions[deployment.api.function])
+        api_function = self.functions[deployment.api.function]
+        for name, value in self.access.environment().items():
+            api_function.add_environment(name, value)
+        integration = apigateway.LambdaIntegration(api_function)
         for path in deployment.api.public_paths:
             acknowledge_public_route(
                 self.rest_api.root.resource_for_path(path).add_method(

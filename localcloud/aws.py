@@ -211,15 +211,18 @@ def signing_key(access_key_id: str) -> SigningKey | None:
                 return SigningKey(
                     access_key_id, key.secret_access_key, user.arn, ACCOUNT_ID, user.id
                 )
-    for role in sts_backends[ACCOUNT_ID]["global"].assumed_roles:
-        if role.access_key_id == access_key_id:
-            return SigningKey(
-                access_key_id,
-                role.secret_access_key,
-                role.arn,
-                ACCOUNT_ID,
-                role.user_id,
-                session_token=role.session_token,
-                expires_at=role.expiration.replace(tzinfo=UTC),  # moto's is naive UTC
-            )
+    # Sessions of every account: moto's AssumeRole into a role ARN of another account gives
+    # that account's credentials (tests sign as principals of other accounts this way).
+    for account_id in list(sts_backends):
+        for role in sts_backends[account_id]["global"].assumed_roles:
+            if role.access_key_id == access_key_id:
+                return SigningKey(
+                    access_key_id,
+                    role.secret_access_key,
+                    role.arn,
+                    role.account_id,
+                    role.user_id,
+                    session_token=role.session_token,
+                    expires_at=role.expiration.replace(tzinfo=UTC),  # moto's is naive UTC
+                )
     return None

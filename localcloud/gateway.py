@@ -53,6 +53,11 @@ def proxy_event(
         "cognitoIdentityPoolId": None,
         "cognitoAuthenticationType": None,
         "cognitoAuthenticationProvider": None,
+        # No API keys, mutual TLS or AWS Organizations locally.
+        "apiKey": None,
+        "apiKeyId": None,
+        "principalOrgId": None,
+        "clientCert": None,
     }
     return {
         "resource": "/{proxy+}",

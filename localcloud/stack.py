@@ -35,7 +35,7 @@ from localcloud.gateway import LocalApiGateway
 from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
-from localcloud.lambdas import LocalLambda
+from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 from localcloud.postgres import EmbeddedPostgres, require_free_port
 from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
 
@@ -185,6 +185,8 @@ class LocalCloud:
                 # Our functions' own identity, as a Lambda execution role would provide.
                 "AWS_ACCESS_KEY_ID": function_key[0],
                 "AWS_SECRET_ACCESS_KEY": function_key[1],
+                # The API accepts principals of the deployment's account only (moto's).
+                "DEPLOYMENT_ACCOUNT_ID": ACCOUNT_ID,
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # EMF metrics are CloudWatch's; locally they would only interleave with output.
                 "POWERTOOLS_METRICS_DISABLED": "true",

@@ -15,11 +15,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, Field
 
 from gpudev.aws import aws_clients
+from gpudev.callers import bound_user, caller_for_request
 from gpudev.capacity import ClusterStatus, TypeAvailability, availability_by_type, cluster_status
 from gpudev.db.pool import connection
 from gpudev.disks.requests import (
     DiskRequest,
     RenameRequest,
+    caller_disks,
     create_disk,
     delete_disk,
     find_disk,
@@ -27,14 +29,14 @@ from gpudev.disks.requests import (
 )
 from gpudev.disks.views import DiskView
 from gpudev.errors import Conflict, Gone, GpuDevError, InvalidRequest, NotFound, Unavailable
-from gpudev.identity import Caller, NotAuthorized, caller_from_arn, require_allowed_role
+from gpudev.identity import Caller, NotAuthorized
 from gpudev.jobs import JobQueue
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger, tracer
-from gpudev.repositories import DisksRepository, ReservationsRepository, UsersRepository
 from gpudev.reservations.service import (
     ReservationRequest,
     add_user,
+    caller_reservations,
     find_reservation,
     request_cancel,
     request_extension,
@@ -65,9 +67,8 @@ def _domain_error(error: GpuDevError) -> Response[Any]:
 
 
 def current_caller() -> Caller:
-    caller = caller_from_arn(app.current_event.request_context.identity.user_arn or "")
-    require_allowed_role(caller, api_settings().allowed_role_names)
-    return caller
+    identity = app.current_event.request_context.identity
+    return caller_for_request(identity.user_arn, identity.principal_org_id, api_settings())
 
 
 class Health(BaseModel):
@@ -90,7 +91,7 @@ def health() -> Health:
 def me() -> Me:
     caller = current_caller()
     with connection() as conn:
-        user = UsersRepository(conn).upsert_principal(caller.username, caller.principal_arn)
+        user = bound_user(conn, caller)
     return Me(
         username=user.username,
         principal_arn=user.principal_arn,
@@ -130,7 +131,7 @@ def list_reservations(
 ) -> ReservationList:
     caller = current_caller()
     with connection() as conn:
-        rows = ReservationsRepository(conn).list_for_user(caller.username, status, limit, offset)
+        rows = caller_reservations(conn, caller, status, limit, offset)
     return ReservationList(
         reservations=[ReservationView.of(r) for r in rows], limit=limit, offset=offset
     )
@@ -209,7 +210,7 @@ def create_user_disk(request: DiskRequest) -> Response[DiskView]:
 def list_disks() -> DiskList:
     caller = current_caller()
     with connection() as conn:
-        rows = DisksRepository(conn).list_for_user(caller.username)
+        rows = caller_disks(conn, caller)
     return DiskList(disks=[DiskView.of(d) for d in rows])
 
 
@@ -240,15 +241,17 @@ class Availability(BaseModel):
 
 @app.get("/v1/gpu/availability")
 def gpu_availability() -> Availability:
-    current_caller()
+    caller = current_caller()
     with connection() as conn:
+        bound_user(conn, caller)
         return Availability(gpu_types=availability_by_type(conn))
 
 
 @app.get("/v1/cluster/status")
 def get_cluster_status() -> ClusterStatus:
-    current_caller()
+    caller = current_caller()
     with connection() as conn:
+        bound_user(conn, caller)
         return cluster_status(conn)
 
 

@@ -69,7 +69,7 @@ def test_layer_is_built_without_docker_and_carries_the_package_and_migrations(
     ]
     assert len(layer_dirs) == 1
     layer = layer_dirs[0]
-    assert (layer / "python" / "gpudev" / "sql" / "users" / "upsert_principal.sql").is_file()
+    assert (layer / "python" / "gpudev" / "sql" / "users" / "bind_principal.sql").is_file()
     assert sorted(p.name for p in (layer / "migrations").glob("*.sql")) == sorted(
         p.name for p in (Path(__file__).parents[2] / "migrations").glob("*.sql")
     )

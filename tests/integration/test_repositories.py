@@ -13,7 +13,6 @@ from gpudev.errors import (
     DuplicateClientRequest,
     InvalidRequest,
     UnknownReference,
-    UsernameTaken,
 )
 from gpudev.models import ReservationStatus
 from gpudev.repositories import (
@@ -30,7 +29,9 @@ ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/al
 
 @pytest.fixture
 def alice(db: psycopg.Connection[Any]) -> str:
-    return UsersRepository(db).upsert_principal("alice", ALICE_ARN).username
+    user = UsersRepository(db).bind_principal("alice", ALICE_ARN)
+    assert user is not None
+    return user.username
 
 
 def _new_reservation(user: str, **overrides: Any) -> NewReservation:
@@ -49,17 +50,43 @@ def _new_reservation(user: str, **overrides: Any) -> NewReservation:
 
 def test_users_are_created_once_per_principal(db: psycopg.Connection[Any]):
     users = UsersRepository(db)
-    first = users.upsert_principal("alice", ALICE_ARN)
-    again = users.upsert_principal("alice", ALICE_ARN)
+    first = users.bind_principal("alice", ALICE_ARN)
+    again = users.bind_principal("alice", ALICE_ARN)
+    assert first is not None and again is not None
     assert first.username == again.username == "alice"
     assert first.created_at == again.created_at
     assert again.last_seen_at >= first.last_seen_at
     assert first.created_at.tzinfo is not None
 
 
-def test_a_username_cannot_belong_to_two_principals(db: psycopg.Connection[Any], alice: str):
-    with pytest.raises(UsernameTaken):
-        UsersRepository(db).upsert_principal(alice, "arn:aws:iam::999999999999:user/alice")
+def test_another_principal_reads_the_binding_and_writes_nothing(
+    db: psycopg.Connection[Any], alice: str
+):
+    db.execute("UPDATE users SET last_seen_at = now() - interval '1 hour'")
+    before = db.execute("SELECT *, ctid FROM users").fetchall()
+    other = UsersRepository(db).bind_principal(alice, "arn:aws:iam::123456789012:user/x/alice")
+    assert other is not None and other.principal_arn == ALICE_ARN
+    assert db.execute("SELECT *, ctid FROM users").fetchall() == before
+
+
+def test_the_bound_principal_refreshes_last_seen_at_at_most_once_a_minute(
+    db: psycopg.Connection[Any], alice: str
+):
+    users = UsersRepository(db)
+    db.execute("UPDATE users SET last_seen_at = now() - interval '1 hour'")
+    refreshed = users.bind_principal(alice, ALICE_ARN)
+    assert refreshed is not None
+    version = db.execute("SELECT ctid::text FROM users").fetchone()  # a new one per update
+    again = users.bind_principal(alice, ALICE_ARN)
+    assert again == refreshed
+    assert db.execute("SELECT ctid::text FROM users").fetchone() == version
+
+
+def test_a_principal_cannot_be_bound_to_two_usernames(db: psycopg.Connection[Any], alice: str):
+    with pytest.raises(psycopg.errors.UniqueViolation, match="users_principal_arn_key"):
+        db.execute(
+            "INSERT INTO users (username, principal_arn) VALUES ('alice2', %s)", (ALICE_ARN,)
+        )
 
 
 def test_github_usernames_follow_githubs_rules(db: psycopg.Connection[Any], alice: str):

@@ -6,13 +6,24 @@ import uuid
 from typing import Any
 
 import psycopg
+import pytest
 
-from gpudev.disks.requests import DiskRequest, RenameRequest, create_disk, delete_disk, rename_disk
-from gpudev.identity import caller_from_arn
+from gpudev.callers import bound_user
+from gpudev.disks.requests import (
+    DiskRequest,
+    RenameRequest,
+    caller_disks,
+    create_disk,
+    delete_disk,
+    find_disk,
+    rename_disk,
+)
+from gpudev.identity import NotAuthorized, caller_from_arn
 from gpudev.jobs import AnyJob
 from gpudev.reservations.service import (
     ReservationRequest,
     add_user,
+    caller_reservations,
     find_reservation,
     request_cancel,
     request_extension,
@@ -22,6 +33,8 @@ from gpudev.reservations.service import (
 from tests.support.counting import CountingConnection
 
 ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
+# Derives the username alice too, but is another principal.
+IMPOSTOR = caller_from_arn("arn:aws:sts::123456789012:assumed-role/AnyRole/alice")
 
 
 class RecordingQueue:
@@ -83,3 +96,61 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
         "disk_operation",
         "disk_operation",
     ]
+
+
+def test_reads_take_at_most_two_statements_including_the_binding(fresh_database: str):
+    queue: Any = RecordingQueue()
+    with psycopg.connect(fresh_database) as raw:
+        conn: Any = CountingConnection(raw)
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))
+        for call in [
+            lambda: bound_user(conn, ALICE),
+            lambda: caller_reservations(conn, ALICE, None, 50, 0),
+            lambda: caller_disks(conn, ALICE),
+            lambda: find_disk(conn, ALICE, "data"),
+        ]:
+            conn.statements = 0
+            call()
+            assert conn.statements <= 2
+
+
+def _snapshot(conn: psycopg.Connection[Any]) -> list[Any]:
+    return [
+        conn.execute(f"SELECT *, ctid FROM {table} ORDER BY 1").fetchall()  # noqa: S608
+        for table in ("users", "reservations", "disks")
+    ]
+
+
+def test_another_principal_of_the_same_username_is_refused_by_every_service_writing_nothing(
+    fresh_database: str,
+):
+    queue: Any = RecordingQueue()
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))
+        created, _ = submit_reservation(
+            conn, queue, ALICE, ReservationRequest(gpu_type="t4", gpu_count=1, hours=1)
+        )
+        rid = str(created.reservation_id)
+        sent, before = len(queue.sent), _snapshot(conn)
+        refused = [
+            lambda: bound_user(conn, IMPOSTOR),
+            lambda: submit_reservation(
+                conn, queue, IMPOSTOR, ReservationRequest(gpu_type="t4", gpu_count=1, hours=1)
+            ),
+            lambda: caller_reservations(conn, IMPOSTOR, None, 50, 0),
+            lambda: find_reservation(conn, IMPOSTOR, rid),
+            lambda: request_extension(conn, queue, IMPOSTOR, rid, 1),
+            lambda: add_user(conn, queue, IMPOSTOR, rid, "octocat"),
+            lambda: set_jupyter(conn, queue, IMPOSTOR, rid, enabled=True),
+            lambda: request_cancel(conn, queue, IMPOSTOR, rid),
+            lambda: caller_disks(conn, IMPOSTOR),
+            lambda: find_disk(conn, IMPOSTOR, "data"),
+            lambda: create_disk(conn, queue, IMPOSTOR, DiskRequest(disk_name="other")),
+            lambda: rename_disk(conn, queue, IMPOSTOR, "data", RenameRequest(new_name="x")),
+            lambda: delete_disk(conn, queue, IMPOSTOR, "data"),
+        ]
+        for call in refused:
+            with pytest.raises(NotAuthorized, match="the username alice belongs to another"):
+                call()
+        assert _snapshot(conn) == before
+        assert len(queue.sent) == sent

@@ -1,6 +1,14 @@
 import pytest
 
-from gpudev.identity import NotAuthorized, caller_from_arn, require_allowed_role
+from gpudev.identity import (
+    NotAuthorized,
+    RolePattern,
+    caller_from_arn,
+    parse_role_patterns,
+    require_account,
+    require_allowed_role,
+    require_bound,
+)
 
 
 @pytest.mark.parametrize(
@@ -41,7 +49,126 @@ def test_unsupported_principals_are_refused_with_a_reason(arn: str):
 def test_allowed_roles_restrict_callers():
     sso = caller_from_arn("arn:aws:sts::123456789012:assumed-role/GpuDevUsers/dana")
     iam_user = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-    require_allowed_role(sso, frozenset({"GpuDevUsers"}))
-    require_allowed_role(iam_user, frozenset())
+    require_allowed_role(sso, parse_role_patterns("GpuDevUsers"))
+    require_allowed_role(iam_user, ())
     with pytest.raises(NotAuthorized, match="GpuDevUsers"):
-        require_allowed_role(iam_user, frozenset({"GpuDevUsers"}))
+        require_allowed_role(iam_user, parse_role_patterns("GpuDevUsers"))
+
+
+SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+
+
+@pytest.mark.parametrize(
+    ("entries", "role", "allowed"),
+    [
+        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_0123abcd4567ef89", True),
+        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_", True),
+        (SSO_ROLE, "AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89", False),
+        (SSO_ROLE, "XAWSReservedSSO_GpuDevUsers_0123", False),
+        (
+            "/aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_abcd",
+            "AWSReservedSSO_GpuDevUsers_abcd",
+            True,
+        ),
+        (
+            "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_abcd",
+            "AWSReservedSSO_GpuDevUsers_abcde",
+            False,
+        ),
+        ("GpuDevUsers, teams/ml/Researchers", "Researchers", True),
+        ("GpuDevUsers, teams/ml/Researchers", "ml", False),
+        ("GpuDevUsers", "gpudevusers", False),
+    ],
+)
+def test_allowed_roles_match_the_role_name_against_each_entrys_last_segment(
+    entries: str, role: str, allowed: bool
+):
+    caller = caller_from_arn(f"arn:aws:sts::123456789012:assumed-role/{role}/dana")
+    if allowed:
+        require_allowed_role(caller, parse_role_patterns(entries))
+    else:
+        with pytest.raises(NotAuthorized, match="gpu-dev accepts sessions of the roles"):
+            require_allowed_role(caller, parse_role_patterns(entries))
+
+
+def test_a_role_pattern_keeps_its_path_in_iam_form():
+    pattern = RolePattern.parse(SSO_ROLE)
+    assert (pattern.path, pattern.name, pattern.prefix) == (
+        "/aws-reserved/sso.amazonaws.com/",
+        "AWSReservedSSO_GpuDevUsers_",
+        True,
+    )
+    assert str(pattern) == SSO_ROLE
+    assert RolePattern.parse("GpuDevUsers").path == "/"
+
+
+@pytest.mark.parametrize(
+    "entry", ["*", "aws-reserved/*", "aws-reserved/*/GpuDev", "Gpu*Dev", "a/b/has space", "/"]
+)
+def test_a_malformed_role_pattern_is_refused_with_the_expected_form(entry: str):
+    with pytest.raises(ValueError, match=r"\[path/\]RoleName"):
+        RolePattern.parse(entry)
+
+
+@pytest.mark.parametrize(
+    ("arn", "canonical"),
+    [
+        (
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevUsers_abcd/carol@example.com",
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevUsers_abcd/carol@example.com",
+        ),
+        (
+            "arn:aws:iam::123456789012:user/contractors/alice",
+            "arn:aws:iam::123456789012:user/contractors/alice",
+        ),
+        ("arn:aws:iam::123456789012:user/alice", "arn:aws:iam::123456789012:user/alice"),
+    ],
+)
+def test_the_canonical_principal_keeps_account_kind_role_or_path_and_session(
+    arn: str, canonical: str
+):
+    assert caller_from_arn(arn).principal_arn == canonical
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:iam::123456789012:assumed-role/Role/alice",  # sessions are sts
+        "arn:aws:sts::123456789012:user/alice",  # users are iam
+        "arn:aws:sts::123456789012:assumed-role/Role",  # no session
+        "arn:aws:iam::123456789012:user//alice",
+    ],
+)
+def test_malformed_principals_are_refused(arn: str):
+    with pytest.raises(NotAuthorized):
+        caller_from_arn(arn)
+
+
+def test_the_same_username_from_another_principal_is_refused_without_naming_the_owner():
+    owner = caller_from_arn("arn:aws:iam::123456789012:user/alice")
+    for other in [
+        "arn:aws:sts::123456789012:assumed-role/AnyRole/alice",
+        "arn:aws:iam::123456789012:user/contractors/alice",
+        "arn:aws:sts::111111111111:assumed-role/AnyRole/alice",
+    ]:
+        impostor = caller_from_arn(other)
+        assert impostor.username == owner.username
+        with pytest.raises(NotAuthorized) as refused:
+            require_bound(impostor, owner.principal_arn)
+        assert refused.value.message.startswith(
+            f"the username alice belongs to another principal; you called as {other}."
+        )
+        assert owner.principal_arn not in refused.value.message
+    require_bound(owner, owner.principal_arn)
+    require_bound(owner, None)  # not bound yet: the first call binds it
+
+
+def test_only_the_deployment_account_or_its_organisation_may_call():
+    ours = caller_from_arn("arn:aws:iam::123456789012:user/alice")
+    theirs = caller_from_arn("arn:aws:sts::111111111111:assumed-role/R/alice", "o-abcdefghij")
+    require_account(ours, "123456789012")
+    with pytest.raises(NotAuthorized, match="accepts principals of account 123456789012;"):
+        require_account(theirs, "123456789012")
+    require_account(theirs, "123456789012", "o-abcdefghij")
+    with pytest.raises(NotAuthorized, match="or organisation o-zzzzzzzzzz"):
+        require_account(theirs, "123456789012", "o-zzzzzzzzzz")

@@ -43,3 +43,26 @@ def test_importing_the_layer_reads_no_settings():
 
     importlib.reload(gpudev.db.pool)  # would raise if it touched settings at import
     assert gpudev.repositories.__all__
+
+
+def test_the_api_needs_its_deployment_account_and_valid_allowed_roles(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    from gpudev.settings import api_settings
+
+    monkeypatch.setenv("JOBS_QUEUE_URL", "https://sqs/jobs")
+    monkeypatch.delenv("DEPLOYMENT_ACCOUNT_ID", raising=False)
+    monkeypatch.delenv("ALLOWED_ROLES", raising=False)
+    with pytest.raises(SettingsError, match="deployment_account_id"):
+        api_settings()
+    reset_settings_cache()
+    monkeypatch.setenv("DEPLOYMENT_ACCOUNT_ID", "123456789012")
+    monkeypatch.setenv("ALLOWED_ROLES", "aws-reserved/*/GpuDev")
+    with pytest.raises(SettingsError, match=r"ApiSettings is invalid: .*\[path/\]RoleName"):
+        api_settings()
+    reset_settings_cache()
+    monkeypatch.setenv("ALLOWED_ROLES", " aws-reserved/sso.amazonaws.com/AWSReservedSSO_X_* ,R ")
+    assert [str(p) for p in api_settings().allowed_role_patterns] == [
+        "aws-reserved/sso.amazonaws.com/AWSReservedSSO_X_*",
+        "R",
+    ]

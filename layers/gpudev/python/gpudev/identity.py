@@ -1,9 +1,18 @@
-"""Who is calling: the IAM principal API Gateway verified, and the username we derive.
+"""Who is calling: the IAM principal API Gateway verified, the username we derive, and the
+rules that decide whether that principal may act as that username.
 
 The username is the session name of an assumed role (SSO users arrive as
 `assumed-role/<role>/<session>`, the session being their login) or the user name of an IAM
 user. It names pods, disks and EBS tags, so it is restricted to characters all of those
 accept.
+
+A username is not an identity: `assumed-role/<any role>/alice`, `user/alice` and
+`user/contractors/alice` all derive `alice`. So each user row is bound to the canonical
+principal that created it (`Caller.principal_arn`: account, kind, role name or IAM user
+path and name, session name), and every request compares the caller's canonical principal
+with the bound one exactly (`require_bound`). The role's path is not in the principal:
+API Gateway's `userArn` for a session omits it, and role names are unique in an account
+whatever their path, so account + role name + session name identify the session's role.
 """
 
 from __future__ import annotations
@@ -18,41 +27,131 @@ _ARN = re.compile(
     r"(?P<kind>user|assumed-role|role)/(?P<path>.+)$"
 )
 _USERNAME = re.compile(r"^[A-Za-z0-9._@+=,-]{1,64}$")
+# IAM's own rules: role names [\w+=,.@-]{1,64}; paths /segment/.../ of the same characters.
+_ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+_IAM_USER_PATH = re.compile(r"^(?:[\w+=,.@-]+/)*$")
 
 
 class NotAuthorized(GpuDevError):
-    """The caller is authenticated but not allowed to use gpu-dev."""
+    """The caller is authenticated but not allowed to do this as this user."""
 
 
 @dataclass(frozen=True)
 class Caller:
-    principal_arn: str
+    principal_arn: str  # canonical: what a user row is bound to, compared exactly
     account_id: str
     username: str
-    role_name: str | None
+    role_name: str | None  # None for an IAM user
+    org_id: str | None = None  # the principal's AWS Organizations id, when API Gateway gives it
 
 
-def caller_from_arn(principal_arn: str) -> Caller:
+def caller_from_arn(principal_arn: str, org_id: str | None = None) -> Caller:
+    """Parse API Gateway's `requestContext.identity.userArn` into a canonical caller."""
     match = _ARN.match(principal_arn or "")
     if not match:
         raise NotAuthorized(f"unsupported principal {principal_arn!r}")
-    kind, path = match["kind"], match["path"]
-    role_name = None
-    if kind == "assumed-role":
+    partition, account, kind, path = (
+        match["partition"],
+        match["account"],
+        match["kind"],
+        match["path"],
+    )
+    if kind == "assumed-role" and match["service"] == "sts":
         role_name, _, username = path.partition("/")
-    elif kind == "user":
-        username = path.rsplit("/", 1)[-1]  # IAM users may have a path: user/team/alice
-    else:
+        if not _ROLE_NAME.match(role_name):
+            raise NotAuthorized(f"unsupported principal {principal_arn!r}")
+        canonical = f"arn:{partition}:sts::{account}:assumed-role/{role_name}/{username}"
+    elif kind == "user" and match["service"] == "iam":
+        role_name = None
+        user_path, _, username = path.rpartition("/")  # IAM users may have a path
+        user_path = f"{user_path}/" if user_path else ""
+        if path.startswith("/") or not _IAM_USER_PATH.match(user_path):
+            raise NotAuthorized(f"unsupported principal {principal_arn!r}")
+        canonical = f"arn:{partition}:iam::{account}:user/{user_path}{username}"
+    elif kind == "role":
         raise NotAuthorized("call with a role session or an IAM user, not a role ARN")
+    else:
+        raise NotAuthorized(f"unsupported principal {principal_arn!r}")
     if not _USERNAME.match(username or ""):
         raise NotAuthorized(f"cannot derive a username from {principal_arn!r}")
-    return Caller(principal_arn, match["account"], username, role_name)
+    return Caller(canonical, account, username, role_name, org_id or None)
 
 
-def require_allowed_role(caller: Caller, allowed_roles: frozenset[str]) -> None:
-    """Restrict callers to named roles (empty set: anyone the API's IAM auth lets in)."""
-    if allowed_roles and caller.role_name not in allowed_roles:
-        raise NotAuthorized(
-            f"gpu-dev accepts sessions of the roles {', '.join(sorted(allowed_roles))}; "
-            f"you called as {caller.principal_arn}"
-        )
+@dataclass(frozen=True)
+class RolePattern:
+    """One `ALLOWED_ROLES` entry: `[path/]name` with an optional trailing `*` on the name
+    (Identity Center appends a per-account hash to a permission set's role name:
+    `aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*`)."""
+
+    path: str  # "/aws-reserved/sso.amazonaws.com/" or "/" (IAM's path form)
+    name: str  # without the trailing '*'
+    prefix: bool  # True: the name is a prefix
+
+    @classmethod
+    def parse(cls, entry: str) -> RolePattern:
+        text = entry.strip().strip("/")
+        path, _, name = text.rpartition("/")
+        prefix = name.endswith("*")
+        bare = name[:-1] if prefix else name
+        if "*" in path or not bare or not _ROLE_NAME.match(bare):
+            raise ValueError(
+                f"{entry!r}: expected [path/]RoleName with at most a trailing '*', e.g. "
+                "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+            )
+        return cls(f"/{path}/" if path else "/", bare, prefix)
+
+    def matches(self, role_name: str) -> bool:
+        """API Gateway gives a session's role by name only (no path), so only the last
+        segment can be compared here; the REST API's resource policy compares the whole
+        role ARN, path included (`aws:PrincipalArn`)."""
+        return role_name.startswith(self.name) if self.prefix else role_name == self.name
+
+    def __str__(self) -> str:
+        return f"{self.path.lstrip('/')}{self.name}{'*' if self.prefix else ''}"
+
+
+def parse_role_patterns(entries: str) -> tuple[RolePattern, ...]:
+    """Comma-separated `ALLOWED_ROLES` (empty: every role or user the account lets in)."""
+    return tuple(RolePattern.parse(e) for e in entries.split(",") if e.strip())
+
+
+def require_allowed_role(caller: Caller, allowed: tuple[RolePattern, ...]) -> None:
+    """Restrict callers to sessions of the configured roles (none configured: anyone the
+    API's IAM auth lets in). An IAM user has no role and is refused when roles are set."""
+    if not allowed:
+        return
+    if caller.role_name is not None and any(p.matches(caller.role_name) for p in allowed):
+        return
+    raise NotAuthorized(
+        f"gpu-dev accepts sessions of the roles {', '.join(sorted(map(str, allowed)))}; "
+        f"you called as {caller.principal_arn}"
+    )
+
+
+def require_account(caller: Caller, account_id: str, organization_id: str | None = None) -> None:
+    """Only principals of the deployment's account (or, when configured, of its AWS
+    organisation) may call; user rows are never shared across accounts."""
+    if caller.account_id == account_id:
+        return
+    if organization_id and caller.org_id == organization_id:
+        return
+    raise NotAuthorized(
+        f"gpu-dev accepts principals of account {account_id}"
+        + (f" or organisation {organization_id}" if organization_id else "")
+        + f"; you called from another account as {caller.principal_arn}"
+    )
+
+
+def require_bound(caller: Caller, bound_principal: str | None) -> None:
+    """Refuse a caller whose username is bound to another principal (None: not bound yet).
+    The message names the caller's principal, never the bound one."""
+    if bound_principal is None or bound_principal == caller.principal_arn:
+        return
+    raise bound_elsewhere(caller)
+
+
+def bound_elsewhere(caller: Caller) -> NotAuthorized:
+    return NotAuthorized(
+        f"the username {caller.username} belongs to another principal; you called as "
+        f"{caller.principal_arn}. Ask an administrator if this username should be yours"
+    )

@@ -15,6 +15,8 @@ from typing import TypeVar
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from gpudev.identity import RolePattern, parse_role_patterns
+
 
 class SettingsError(RuntimeError):
     """A required setting is missing or invalid."""
@@ -65,16 +67,28 @@ class ClusterSettings(BaseSettings):
 
 
 class ApiSettings(BaseSettings):
-    """The API function: where jobs go; optionally, only sessions of named IAM roles."""
+    """The API function: where jobs go, whose principals may call, and optionally only
+    sessions of named IAM roles."""
 
     model_config = SettingsConfigDict(extra="ignore")
 
     jobs_queue_url: str
-    allowed_roles: str = ""  # comma-separated role names; empty allows every caller
+    # The account the API is deployed in (CDK: Aws.ACCOUNT_ID; local cloud: moto's).
+    deployment_account_id: str = Field(pattern=r"^\d{12}$")
+    # With an AWS Organizations id, principals of the organisation's accounts may call too.
+    organization_id: str | None = Field(default=None, pattern=r"^o-[a-z0-9]{10,32}$")
+    # Comma-separated [path/]RoleName[*] (docs/architecture.md "Security model"); empty
+    # allows every principal of the account.
+    allowed_roles: str = ""
+
+    @model_validator(mode="after")
+    def _valid_roles(self) -> ApiSettings:
+        parse_role_patterns(self.allowed_roles)  # a bad entry fails at first use, named
+        return self
 
     @property
-    def allowed_role_names(self) -> frozenset[str]:
-        return frozenset(name.strip() for name in self.allowed_roles.split(",") if name.strip())
+    def allowed_role_patterns(self) -> tuple[RolePattern, ...]:
+        return parse_role_patterns(self.allowed_roles)
 
 
 class LifecycleSettings(BaseSettings):

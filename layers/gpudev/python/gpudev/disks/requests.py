@@ -1,6 +1,8 @@
 """Disk requests from the API: each is recorded on the disk's row and queued as a job in one
 transaction; the disk lifecycle (volumes, snapshots) acts on the job. Another user's disk is
-never found (404), a disk marked for deletion is gone (410), one in use is a conflict (409)."""
+never found (404), a disk marked for deletion is gone (410), one in use is a conflict (409).
+Each request first loads the caller's bound user row (`bound_user`): another principal
+deriving the same username is refused (403) before anything is read or written."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, Field
 
+from gpudev.callers import bound_user
 from gpudev.errors import Conflict, Gone, NotFound
 from gpudev.identity import Caller
 from gpudev.jobs import DiskJob, JobQueue
@@ -40,7 +43,13 @@ def _job(disk: Disk, operation: str, previous_name: str | None = None) -> DiskJo
     )
 
 
+def caller_disks(conn: psycopg.Connection[Any], caller: Caller) -> list[Disk]:
+    bound_user(conn, caller)
+    return DisksRepository(conn).list_for_user(caller.username)
+
+
 def find_disk(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Disk:
+    bound_user(conn, caller)
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
         raise NotFound(f"no disk named {name!r}")
@@ -60,6 +69,7 @@ def create_disk(
 ) -> Disk:
     check_disk_name(request.disk_name)
     with conn.transaction():
+        bound_user(conn, caller)
         disk = DisksRepository(conn).request_create(
             caller.username, request.disk_name, request.size_gb
         )

@@ -19,6 +19,14 @@ class NamedDisk(BaseModel):
     reservation_id: UUID | None
 
 
+class SubmitContext(BaseModel):
+    """What a submit checks before writing anything."""
+
+    bound_principal: str | None  # the principal the caller's username is bound to, if any
+    catalogue: list[GpuType]
+    disk: NamedDisk | None
+
+
 class NewReservation(BaseModel):
     reservation_id: UUID
     user_id: str
@@ -72,46 +80,68 @@ class ReservationsRepository:
             ).fetchall()
 
     def submit_context(
-        self, user_id: str, disk_name: str | None
-    ) -> tuple[list[GpuType], NamedDisk | None]:
-        """The active catalogue and the named disk's state, in one round trip."""
+        self, user_id: str, principal_arn: str, disk_name: str | None
+    ) -> SubmitContext:
+        """The username's bound principal, the active catalogue and the named disk's state,
+        in one round trip."""
         with self._conn.cursor(row_factory=dict_row) as cur:
             rows = cur.execute(
-                query("reservations/submit_context"), {"user_id": user_id, "disk_name": disk_name}
+                query("reservations/submit_context"),
+                {"user_id": user_id, "principal_arn": principal_arn, "disk_name": disk_name},
             ).fetchall()
         disk = None
-        if rows and rows[0]["disk_state"] is not None:
+        if rows[0]["disk_state"] is not None:
             disk = NamedDisk(
                 state=rows[0]["disk_state"], reservation_id=rows[0]["disk_reservation_id"]
             )
         catalogue = [
             GpuType.model_validate({k: v for k, v in row.items() if k in GpuType.model_fields})
             for row in rows
+            if row["gpu_type"] is not None
         ]
-        return catalogue, disk
+        return SubmitContext(
+            bound_principal=rows[0]["bound_principal"], catalogue=catalogue, disk=disk
+        )
 
     def submit(self, username: str, principal_arn: str, new: NewReservation) -> Reservation | None:
         """Create the caller's user row if needed and the reservation, in one statement;
-        None when the client request id was already used (nothing inserted)."""
+        None when the client request id was already used or the username is bound to
+        another principal (nothing inserted)."""
         with domain_errors(), self._cursor() as cur:
             return cur.execute(
                 query("reservations/submit"),
                 {"username": username, "principal_arn": principal_arn, **new.model_dump()},
             ).fetchone()
 
-    def get_by_client_request(self, user_id: str, client_request_id: str) -> Reservation | None:
+    def get_by_client_request(
+        self, user_id: str, principal_arn: str, client_request_id: str
+    ) -> Reservation | None:
+        """The reservation of a repeated client request id, if the username is bound to
+        `principal_arn`."""
         with self._cursor() as cur:
             return cur.execute(
                 query("reservations/get_by_client_request"),
-                {"user_id": user_id, "client_request_id": client_request_id},
+                {
+                    "user_id": user_id,
+                    "principal_arn": principal_arn,
+                    "client_request_id": client_request_id,
+                },
             ).fetchone()
 
-    def find_by_prefix(self, user_id: str, prefix: str) -> list[Reservation]:
-        """At most two of the user's reservations whose id starts with `prefix`."""
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/find_by_prefix"), {"user_id": user_id, "prefix": prefix}
+    def find_by_prefix(
+        self, user_id: str, principal_arn: str, prefix: str
+    ) -> tuple[str | None, list[Reservation]]:
+        """The principal `user_id` is bound to (None: unknown user) and, when that is
+        `principal_arn`, at most two of its reservations whose id starts with `prefix`."""
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                query("reservations/find_by_prefix"),
+                {"user_id": user_id, "principal_arn": principal_arn, "prefix": prefix},
             ).fetchall()
+        if not rows:
+            return None, []
+        matches = [Reservation.model_validate(row) for row in rows if row["reservation_id"]]
+        return rows[0]["bound_principal"], matches
 
     def set_status(
         self, reservation_id: UUID, status: ReservationStatus, detail: str | None = None

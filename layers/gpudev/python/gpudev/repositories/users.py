@@ -14,15 +14,15 @@ class UsersRepository:
     def __init__(self, conn: psycopg.Connection[Any]):
         self._conn = conn
 
-    def upsert_principal(self, username: str, principal_arn: str) -> User:
-        """The caller's row, created on first sight; a known principal refreshes last_seen_at."""
+    def bind_principal(self, username: str, principal_arn: str) -> User | None:
+        """The row of `username`, created bound to `principal_arn` on first sight. It is
+        returned whatever principal it is bound to (the caller compares); nothing is written
+        for another principal. None only if another transaction created it meanwhile."""
         with domain_errors(), self._conn.cursor(row_factory=class_row(User)) as cur:
-            row = cur.execute(
-                query("users/upsert_principal"),
+            return cur.execute(
+                query("users/bind_principal"),
                 {"username": username, "principal_arn": principal_arn},
             ).fetchone()
-        assert row is not None
-        return row
 
     def get(self, username: str) -> User | None:
         with self._conn.cursor(row_factory=class_row(User)) as cur:

@@ -14,15 +14,16 @@ from typing import Any
 import psycopg
 from pydantic import BaseModel, Field
 
+from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound
-from gpudev.identity import Caller
+from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import (
     CancelReservationJob,
     CreateReservationJob,
     JobQueue,
     ReservationChangedJob,
 )
-from gpudev.models import Reservation
+from gpudev.models import Reservation, ReservationStatus
 from gpudev.repositories import NewReservation, ReservationsRepository
 from gpudev.repositories.reservations import NamedDisk
 from gpudev.reservations.rules import (
@@ -59,11 +60,12 @@ def submit_reservation(
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
     reservations = ReservationsRepository(conn)
-    catalogue, disk = reservations.submit_context(caller.username, request.disk_name)
-    shape = resolve_shape(catalogue, request.gpu_type, request.gpu_count)
+    context = reservations.submit_context(caller.username, caller.principal_arn, request.disk_name)
+    require_bound(caller, context.bound_principal)
+    shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
     check_hours(request.hours)
     if request.disk_name is not None:
-        _check_disk_usable(request.disk_name, disk)
+        _check_disk_usable(request.disk_name, context.disk)
     if request.github_user is not None:
         check_github_username(request.github_user)
     new = NewReservation(
@@ -88,10 +90,15 @@ def submit_reservation(
                 CreateReservationJob(reservation_id=created.reservation_id, user_id=created.user_id)
             )
             return created, True
-    assert request.client_request_id is not None  # only a repeated id inserts nothing
-    existing = reservations.get_by_client_request(caller.username, request.client_request_id)
-    if existing is None:  # pragma: no cover - the conflict implies the row exists
-        raise Conflict("the reservation for this client request id could not be read")
+    # Nothing inserted: a repeated client request id, or another principal bound the
+    # username between the two statements (then the lookup below finds nothing either).
+    existing = None
+    if request.client_request_id is not None:
+        existing = reservations.get_by_client_request(
+            caller.username, caller.principal_arn, request.client_request_id
+        )
+    if existing is None:
+        raise bound_elsewhere(caller)
     return existing, False
 
 
@@ -111,16 +118,33 @@ def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
 def find_reservation(
     conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str
 ) -> Reservation:
-    """By full id or a unique prefix of at least 8 characters; others' are never found."""
+    """By full id or a unique prefix of at least 8 characters; others' are never found.
+    One round trip, which also refuses a caller whose username is bound to another
+    principal."""
     wanted = id_or_prefix.strip().lower()
     if len(wanted) < MIN_PREFIX:
         raise NotFound(f"reservation ids are at least {MIN_PREFIX} characters; got {wanted!r}")
-    matches = ReservationsRepository(conn).find_by_prefix(caller.username, wanted)
+    bound_principal, matches = ReservationsRepository(conn).find_by_prefix(
+        caller.username, caller.principal_arn, wanted
+    )
+    require_bound(caller, bound_principal)
     if not matches:
         raise NotFound(f"no reservation {wanted!r}")
     if len(matches) > 1:
         raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
     return matches[0]
+
+
+def caller_reservations(
+    conn: psycopg.Connection[Any],
+    caller: Caller,
+    statuses: list[ReservationStatus] | None,
+    limit: int,
+    offset: int,
+) -> list[Reservation]:
+    """The caller's reservations, newest first (two round trips: the bound user, the page)."""
+    bound_user(conn, caller)
+    return ReservationsRepository(conn).list_for_user(caller.username, statuses, limit, offset)
 
 
 def _live(reservation: Reservation, action: str) -> None:

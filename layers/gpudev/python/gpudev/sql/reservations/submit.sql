@@ -1,9 +1,12 @@
--- The caller's user row (created on first call) and the reservation, in one round trip.
--- A repeated client request id inserts nothing and returns no row.
+-- The caller's user row (created on first call, bound to the caller's principal) and the
+-- reservation, in one round trip. Returns no row, and inserts nothing, when the client
+-- request id repeats or the username is bound to another principal (the submit checked
+-- the binding just before; this guards the race with a first call of another principal).
 WITH caller AS (
     INSERT INTO users (username, principal_arn)
     VALUES (%(username)s, %(principal_arn)s)
-    ON CONFLICT (principal_arn) DO UPDATE SET last_seen_at = now()
+    ON CONFLICT (username) DO UPDATE SET last_seen_at = now()
+    WHERE users.principal_arn = EXCLUDED.principal_arn
     RETURNING username
 )
 INSERT INTO reservations (

@@ -1,7 +1,12 @@
--- Everything a submit checks, in one round trip: the active catalogue, each row carrying
--- the state of the caller's named disk (NULL when no disk is named or it does not exist).
-SELECT g.*, d.disk_state, d.disk_reservation_id
-FROM gpu_types g
+-- Everything a submit checks, in one round trip and before anything is written: the
+-- principal the caller's username is bound to (NULL: not bound yet), the active catalogue,
+-- each row carrying the state of the caller's named disk (NULL when no disk is named, it
+-- does not exist, or the username is bound to another principal). Always at least one row.
+SELECT c.bound_principal, g.*, d.disk_state, d.disk_reservation_id
+FROM (
+    SELECT (SELECT principal_arn FROM users WHERE username = %(user_id)s) AS bound_principal
+) c
+LEFT JOIN gpu_types g ON g.is_active
 LEFT JOIN LATERAL (
     SELECT CASE
                WHEN disks.is_deleted THEN 'deleted'
@@ -11,6 +16,6 @@ LEFT JOIN LATERAL (
            disks.reservation_id AS disk_reservation_id
     FROM disks
     WHERE disks.user_id = %(user_id)s AND disks.disk_name = %(disk_name)s
+      AND c.bound_principal = %(principal_arn)s
 ) d ON true
-WHERE g.is_active
 ORDER BY g.max_gpus = 0, g.gpu_type

@@ -1,0 +1,122 @@
+"""Who may invoke the REST API, from CDK context: the deployment's account (or an AWS
+organisation, `gpudev:organizationId`) and optionally only sessions of named roles
+(`gpudev:allowedRoles`, entries `[path/]RoleName[*]`).
+
+Both are enforced twice. The REST API's resource policy compares the caller's whole role
+ARN, path included (`aws:PrincipalArn`); the API function compares the role *name* only
+(API Gateway's `userArn` for a session has no role path), from the same entries rendered
+into its `ALLOWED_ROLES`, and binds each username to its principal (docs/architecture.md,
+"Security model").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aws_cdk import Aws
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+ALLOWED_ROLES_CONTEXT = "gpudev:allowedRoles"
+ORGANIZATION_CONTEXT = "gpudev:organizationId"
+_ENTRY = re.compile(r"^/?(?P<path>(?:[\w+=,.@-]+/)*)(?P<name>[\w+=,.@-]{1,64}\*?)$")
+_ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
+
+
+@dataclass(frozen=True)
+class ApiAccess:
+    allowed_roles: tuple[str, ...]  # [path/]RoleName[*], as ALLOWED_ROLES takes them
+    organization_id: str | None
+
+    @classmethod
+    def from_context(cls, scope: Construct) -> ApiAccess:
+        raw = scope.node.try_get_context(ALLOWED_ROLES_CONTEXT) or []
+        entries = raw.split(",") if isinstance(raw, str) else list(raw)
+        roles = tuple(str(e).strip().strip("/") for e in entries if str(e).strip())
+        for role in roles:
+            if not _ENTRY.match(role):
+                raise ValueError(
+                    f"{ALLOWED_ROLES_CONTEXT}: {role!r} is not [path/]RoleName[*], e.g. "
+                    "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+                )
+        organization = scope.node.try_get_context(ORGANIZATION_CONTEXT) or None
+        if organization is not None and not _ORGANIZATION.match(str(organization)):
+            raise ValueError(f"{ORGANIZATION_CONTEXT}: {organization!r} is not o-xxxxxxxxxx")
+        return cls(roles, organization)
+
+    def environment(self) -> dict[str, str]:
+        """The API function's settings (gpudev.settings.ApiSettings)."""
+        values = {
+            "DEPLOYMENT_ACCOUNT_ID": Aws.ACCOUNT_ID,
+            "ALLOWED_ROLES": ",".join(self.allowed_roles),
+        }
+        if self.organization_id:
+            values["ORGANIZATION_ID"] = self.organization_id
+        return values
+
+    def role_arns(self) -> list[str]:
+        """IAM role ARNs of the entries; an entry without a path has IAM's default `/`."""
+        account = "*" if self.organization_id else Aws.ACCOUNT_ID
+        return [f"arn:{Aws.PARTITION}:iam::{account}:role/{role}" for role in self.allowed_roles]
+
+    def resource_policy(self, public_paths: tuple[str, ...]) -> iam.PolicyDocument:
+        """Invoke: public paths for anyone; the rest only for principals of the account (or
+        organisation) and, with allowed roles, only for their sessions. Denies apply to
+        signed requests only (`aws:PrincipalAccount` present), so the public paths stay
+        public; within the account, IAM policies still decide as before (no blanket allow)."""
+        signed = {"Null": {"aws:PrincipalAccount": "false"}}
+        statements = [
+            iam.PolicyStatement(
+                sid="PublicPaths",
+                principals=[iam.AnyPrincipal()],
+                actions=["execute-api:Invoke"],
+                resources=[f"execute-api:/*/GET{path}" for path in public_paths],
+            )
+        ]
+        if self.organization_id:
+            in_org = {"aws:PrincipalOrgID": self.organization_id}
+            statements += [
+                # Cross-account callers need the resource policy's allow as well as their own.
+                iam.PolicyStatement(
+                    sid="Organisation",
+                    principals=[iam.AnyPrincipal()],
+                    actions=["execute-api:Invoke"],
+                    resources=["execute-api:/*"],
+                    conditions={"StringEquals": in_org},
+                ),
+                iam.PolicyStatement(
+                    sid="DenyOutsideTheOrganisation",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["execute-api:Invoke"],
+                    resources=["execute-api:/*"],
+                    conditions={**signed, "StringNotEquals": in_org},
+                ),
+            ]
+        else:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="DenyOtherAccounts",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["execute-api:Invoke"],
+                    resources=["execute-api:/*"],
+                    conditions={
+                        **signed,
+                        "StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID},
+                    },
+                )
+            )
+        if self.allowed_roles:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="DenyOtherPrincipalsThanTheAllowedRoles",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["execute-api:Invoke"],
+                    resources=["execute-api:/*"],
+                    conditions={**signed, "ArnNotLike": {"aws:PrincipalArn": self.role_arns()}},
+                )
+            )
+        return iam.PolicyDocument(statements=statements)

@@ -1,0 +1,47 @@
+"""Who may act as whom: the checks every authenticated API request passes.
+
+`caller_for_request` holds the checks that need no database (a supported principal, the
+deployment's account or organisation, `ALLOWED_ROLES`); `bound_user` loads or creates the
+caller's user row and refuses a principal other than the one the username is bound to.
+Routes whose first statement already reads the caller's row (a reservation by id, a new
+reservation) carry the binding check in that statement instead, so every request stays
+within three SQL round trips.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from gpudev.errors import Conflict
+from gpudev.identity import (
+    Caller,
+    caller_from_arn,
+    require_account,
+    require_allowed_role,
+    require_bound,
+)
+from gpudev.models import User
+from gpudev.repositories import UsersRepository
+from gpudev.settings import ApiSettings
+
+
+def caller_for_request(
+    user_arn: str | None, principal_org_id: str | None, settings: ApiSettings
+) -> Caller:
+    """The caller of `requestContext.identity`, if the deployment accepts it at all."""
+    caller = caller_from_arn(user_arn or "", principal_org_id)
+    require_account(caller, settings.deployment_account_id, settings.organization_id)
+    require_allowed_role(caller, settings.allowed_role_patterns)
+    return caller
+
+
+def bound_user(conn: psycopg.Connection[Any], caller: Caller) -> User:
+    """The caller's user row (created, bound to the caller's principal, on first sight),
+    in one round trip; NotAuthorized, with nothing written, for another principal."""
+    user = UsersRepository(conn).bind_principal(caller.username, caller.principal_arn)
+    if user is None:
+        raise Conflict(f"the user {caller.username} was being created meanwhile; retry")
+    require_bound(caller, user.principal_arn)
+    return user

@@ -1,0 +1,304 @@
+"""Who may call which route, through the real SigV4 gateway: for every route of the API,
+the owner is allowed, another user gets 404 for the owner's reservation and disk, and a
+principal that derives the owner's username (a session of another role named like the
+owner, an IAM user on another path, a principal of another account) gets 403 with a clear
+message and nothing is written: no row changes, no job is queued."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from botocore.credentials import Credentials
+
+from localcloud.stack import LocalCloud
+from tests.e2e.conftest import ApiClient, Reply
+from tests.e2e.jobs import drain_jobs
+
+OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
+ACCOUNT = "123456789012"
+OTHER_ACCOUNT = "111111111111"
+BOUND_ELSEWHERE = "belongs to another principal; you called as"
+OTHER_ACCOUNT_MESSAGE = f"gpu-dev accepts principals of account {ACCOUNT}; you called from"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # {rid} and {disk} are the owner's reservation and disk
+    body: Any = None
+    per_resource: bool = False  # names the owner's reservation or disk
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+# Every route of functions/api/handler.py but the public GET /health, in an order the owner
+# can run them all (changes before the cancel, the rename before the delete).
+ROUTES = (
+    Route("GET", "/v1/me"),
+    Route("GET", "/v1/gpu/availability"),
+    Route("GET", "/v1/cluster/status"),
+    Route("GET", "/v1/reservations"),
+    Route("POST", "/v1/reservations", {"gpu_type": "t4", "gpu_count": 1, "hours": 1}),
+    Route("GET", "/v1/reservations/{rid}", per_resource=True),
+    Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
+    Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
+    Route("PUT", "/v1/reservations/{rid}/jupyter", per_resource=True),
+    Route("DELETE", "/v1/reservations/{rid}/jupyter", per_resource=True),
+    Route("POST", "/v1/reservations/{rid}/cancel", per_resource=True),
+    Route("GET", "/v1/disks"),
+    Route("POST", "/v1/disks", {"disk_name": "matrix-new"}),
+    Route("GET", "/v1/disks/{disk}", per_resource=True),
+    Route("POST", "/v1/disks/{disk}/rename", {"new_name": "{disk}-2"}, per_resource=True),
+    Route("DELETE", "/v1/disks/{disk}-2", per_resource=True),
+)
+
+
+def test_the_matrix_covers_every_route_of_the_api():
+    paths = json.loads(OPENAPI.read_text())["paths"]
+    documented = {
+        f"{method.upper()} {path}"
+        for path, methods in paths.items()
+        for method in methods
+        if path != "/health"
+    }
+    covered = {
+        f"{r.method} {r.path.replace('{rid}', '{reservation_id}')}".replace(
+            "{disk}-2", "{disk_name}"
+        ).replace("{disk}", "{disk_name}")
+        for r in ROUTES
+    }
+    assert covered == documented
+
+
+def _fill(value: Any, disk: str) -> Any:
+    return value.replace("{disk}", disk) if isinstance(value, str) else value
+
+
+class Signer:
+    def __init__(self, api: ApiClient):
+        self.api = api
+
+    def call(self, who: Credentials, route: Route, rid: str, disk: str) -> Reply:
+        path = route.path.replace("{rid}", rid).replace("{disk}", disk)
+        body = route.body
+        if isinstance(body, dict):
+            body = {
+                k: v.replace("{disk}", disk) if isinstance(v, str) else v for k, v in body.items()
+            }
+        data = json.dumps(body).encode() if body is not None else None
+        headers = self.api.signed_headers(route.method, path, data, who)
+        return self.api.send(route.method, path, headers, data)
+
+
+def _session(cloud: LocalCloud, role_arn: str, session_name: str) -> Credentials:
+    issued = cloud.aws.client("sts").assume_role(  # type: ignore[union-attr]
+        RoleArn=role_arn, RoleSessionName=session_name
+    )["Credentials"]
+    return Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+
+
+def _iam_user(cloud: LocalCloud, name: str, path: str) -> Credentials:
+    iam = cloud.aws.client("iam")  # type: ignore[union-attr]
+    iam.create_user(UserName=name, Path=path)
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+
+
+def _role(cloud: LocalCloud, name: str, path: str = "/") -> str:
+    iam = cloud.aws.client("iam")  # type: ignore[union-attr]
+    return iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+
+
+@pytest.fixture(scope="module")
+def principals(local_cloud: LocalCloud, api: ApiClient) -> Iterator[dict[str, Credentials]]:
+    """Owners (the IAM user alice; erin, a session of a role) and the principals that
+    derive their usernames, made in moto and signing with their own keys."""
+    matrix_role = _role(local_cloud, f"MatrixRole{uuid.uuid4().hex[:6]}")
+    other_role = _role(local_cloud, f"AnyRole{uuid.uuid4().hex[:6]}")
+    erin = f"erin{uuid.uuid4().hex[:6]}"
+    yield {
+        "alice": api.credentials("alice"),
+        "bob": api.credentials("bob"),
+        "erin": _session(local_cloud, matrix_role, erin),
+        # (a) a session of another role whose session name is alice
+        "alice-as-session": _session(local_cloud, other_role, "alice"),
+        # (b) an IAM user on another path named like erin (IAM user names are unique per
+        # account, so the collision is with a username bound to a role session)
+        "erin-as-contractor": _iam_user(local_cloud, erin, "/contractors/"),
+        # (c) a principal of another account (moto: AssumeRole into its role ARN)
+        "alice-elsewhere": _session(
+            local_cloud, f"arn:aws:iam::{OTHER_ACCOUNT}:role/Elsewhere", "alice"
+        ),
+    }
+
+
+def _owned(api: ApiClient, signer: Signer, who: Credentials) -> tuple[str, str, str]:
+    disk = f"matrix-{uuid.uuid4().hex[:8]}"
+    me = signer.call(who, Route("GET", "/v1/me"), "", "")
+    assert me.status == 200, me.body
+    made = signer.call(who, Route("POST", "/v1/disks", {"disk_name": disk}), "", "")
+    assert made.status == 202, made.body
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1}
+    reserved = signer.call(who, Route("POST", "/v1/reservations", body), "", "")
+    assert reserved.status == 202, reserved.body
+    return me.body["username"], reserved.body["reservation_id"], disk
+
+
+def _state(cloud: LocalCloud, username: str) -> list[Any]:
+    """Every row the API could write for `username`, with its row version."""
+    with psycopg.connect(cloud.database_url) as conn:
+        return [
+            conn.execute(
+                f"SELECT xmin::text, * FROM {table} WHERE {column} = %s ORDER BY 2",  # noqa: S608
+                (username,),
+            ).fetchall()
+            for table, column in (
+                ("users", "username"),
+                ("reservations", "user_id"),
+                ("disks", "user_id"),
+            )
+        ]
+
+
+@pytest.fixture(scope="module")
+def signer(api: ApiClient) -> Signer:
+    return Signer(api)
+
+
+@pytest.mark.parametrize(
+    ("owner", "impostor", "message"),
+    [
+        ("alice", "alice-as-session", BOUND_ELSEWHERE),
+        ("erin", "erin-as-contractor", BOUND_ELSEWHERE),
+        ("alice", "alice-elsewhere", OTHER_ACCOUNT_MESSAGE),
+    ],
+    ids=["assumed-role-named-alice", "iam-user-on-another-path", "another-account"],
+)
+def test_every_route_refuses_a_principal_deriving_the_owners_username_writing_nothing(
+    local_cloud: LocalCloud,
+    api: ApiClient,
+    signer: Signer,
+    principals: dict[str, Credentials],
+    owner: str,
+    impostor: str,
+    message: str,
+):
+    username, rid, disk = _owned(api, signer, principals[owner])
+    drain_jobs(local_cloud)
+    before = _state(local_cloud, username)
+    for route in ROUTES:
+        reply = signer.call(principals[impostor], route, rid, disk)
+        assert reply.status == 403, (str(route), reply.body)
+        assert message in reply.body["message"], (str(route), reply.body)
+        if message == BOUND_ELSEWHERE:
+            assert reply.body["message"].startswith(f"the username {username} belongs")
+    assert _state(local_cloud, username) == before
+    assert drain_jobs(local_cloud) == []
+
+
+def test_another_user_never_finds_the_owners_reservation_or_disk(
+    local_cloud: LocalCloud, api: ApiClient, signer: Signer, principals: dict[str, Credentials]
+):
+    username, rid, disk = _owned(api, signer, principals["alice"])
+    drain_jobs(local_cloud)
+    before = _state(local_cloud, username)
+    for route in ROUTES:
+        reply = signer.call(principals["bob"], route, rid, disk)
+        if route.per_resource:
+            assert reply.status == 404, (str(route), reply.body)
+        else:
+            assert reply.status in (200, 202), (str(route), reply.body)
+            assert rid not in json.dumps(reply.body) and disk not in json.dumps(reply.body)
+    assert _state(local_cloud, username) == before
+    drain_jobs(local_cloud)
+
+
+@pytest.mark.parametrize("owner", ["alice", "erin"])
+def test_the_owner_may_call_every_route(
+    local_cloud: LocalCloud,
+    api: ApiClient,
+    signer: Signer,
+    principals: dict[str, Credentials],
+    owner: str,
+):
+    _, rid, disk = _owned(api, signer, principals[owner])
+    for route in ROUTES:
+        if route.path == "/v1/disks" and route.method == "POST":
+            route = Route("POST", "/v1/disks", {"disk_name": f"{disk}-new"})
+        reply = signer.call(principals[owner], route, rid, disk)
+        assert reply.status in (200, 202), (str(route), reply.body)
+    drain_jobs(local_cloud)
+
+
+def test_allowed_roles_match_identity_center_roles_by_path_and_prefix(
+    local_cloud: LocalCloud, api: ApiClient, signer: Signer, monkeypatch: pytest.MonkeyPatch
+):
+    from gpudev.settings import reset_settings_cache
+
+    sso_path = "/aws-reserved/sso.amazonaws.com/"
+    suffix = uuid.uuid4().hex[:16]
+    users = _role(local_cloud, f"AWSReservedSSO_GpuDevUsers_{suffix}", sso_path)
+    admins = _role(local_cloud, f"AWSReservedSSO_GpuDevAdmins_{suffix}", sso_path)
+    frank = f"frank{suffix[:6]}@example.com"
+    allowed = _session(local_cloud, users, frank)
+    refused = _session(local_cloud, admins, f"gina{suffix[:6]}@example.com")
+    me = Route("GET", "/v1/me")
+    monkeypatch.setenv(
+        "ALLOWED_ROLES", "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+    )
+    reset_settings_cache()
+    try:
+        reply = signer.call(allowed, me, "", "")
+        assert (reply.status, reply.body["username"]) == (200, frank)
+        assert reply.body["principal_arn"] == (
+            f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_GpuDevUsers_{suffix}/{frank}"
+        )
+        before = _state(local_cloud, f"gina{suffix[:6]}@example.com")
+        for who in (refused, api.credentials("bob")):
+            reply = signer.call(who, me, "", "")
+            assert reply.status == 403
+            assert reply.body["message"].startswith(
+                "gpu-dev accepts sessions of the roles "
+                "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*; you called as"
+            )
+        assert _state(local_cloud, f"gina{suffix[:6]}@example.com") == before == [[], [], []]
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+
+
+def test_the_local_gateway_gives_handlers_api_gateways_iam_identity_fields():
+    from localcloud.gateway import proxy_event
+    from localcloud.sigv4 import SigningKey
+
+    key = SigningKey(
+        "ASIAEXAMPLE", "secret", f"arn:aws:sts::{ACCOUNT}:assumed-role/R/dana", ACCOUNT, "AROA:dana"
+    )
+    identity = proxy_event("GET", "/v1/me", {"User-Agent": "gpu-dev"}, b"", key, "10.0.0.1")[
+        "requestContext"
+    ]["identity"]
+    assert identity == {
+        "accountId": ACCOUNT,
+        "caller": "AROA:dana",
+        "user": "AROA:dana",
+        "userArn": f"arn:aws:sts::{ACCOUNT}:assumed-role/R/dana",
+        "accessKey": "ASIAEXAMPLE",
+        "sourceIp": "10.0.0.1",
+        "userAgent": "gpu-dev",
+        "cognitoIdentityId": None,
+        "cognitoIdentityPoolId": None,
+        "cognitoAuthenticationType": None,
+        "cognitoAuthenticationProvider": None,
+        "apiKey": None,
+        "apiKeyId": None,
+        "principalOrgId": None,
+        "clientCert": None,
+    }

@@ -1,0 +1,128 @@
+"""Who may invoke the REST API: the deployment's account (or organisation) by resource
+policy, public paths for anyone, and ALLOWED_ROLES from CDK context, path included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+
+
+def _policy(template: Template) -> dict[str, Any]:
+    ((_, api),) = template.find_resources("AWS::ApiGateway::RestApi").items()
+    return api["Properties"]["Policy"]
+
+
+def _statements(template: Template) -> dict[str, dict[str, Any]]:
+    return {s["Sid"]: s for s in _policy(template)["Statement"]}
+
+
+def _api_environment(template: Template) -> dict[str, Any]:
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": "gpudev-api"}}}},
+    )
+    ((_, api),) = functions.items()
+    return api["Properties"]["Environment"]["Variables"]
+
+
+def test_the_api_admits_only_the_deployments_account_and_health_stays_public(
+    template: Template,
+):
+    statements = _statements(template)
+    assert set(statements) == {"PublicPaths", "DenyOtherAccounts"}
+    public = statements["PublicPaths"]
+    assert (public["Effect"], public["Principal"]) == ("Allow", {"AWS": "*"})
+    assert public["Resource"] == "execute-api:/*/GET/health"
+    deny = statements["DenyOtherAccounts"]
+    assert (deny["Effect"], deny["Action"], deny["Resource"]) == (
+        "Deny",
+        "execute-api:Invoke",
+        "execute-api:/*",
+    )
+    assert deny["Condition"] == {
+        "Null": {"aws:PrincipalAccount": "false"},
+        "StringNotEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}},
+    }
+
+
+def test_the_api_function_knows_its_account_and_allows_every_role_by_default(
+    template: Template,
+):
+    environment = _api_environment(template)
+    assert environment["DEPLOYMENT_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
+    assert environment["ALLOWED_ROLES"] == ""
+    assert "ORGANIZATION_ID" not in environment
+
+
+@pytest.fixture(scope="module")
+def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]:
+    """A second synth with allowed roles and an organisation from CDK context."""
+    from cdk_app.app import build_app
+
+    outdir: Path = tmp_path_factory.mktemp("cdk.out.access")
+    app, stack = build_app(
+        outdir=str(outdir),
+        context={
+            "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers"],
+            "gpudev:organizationId": "o-abcdefghij",
+        },
+    )
+    app.synth()
+    yield Template.from_stack(stack)
+
+
+def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: Template):
+    environment = _api_environment(with_context)
+    assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers"
+    assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
+    statements = _statements(with_context)
+    assert set(statements) == {
+        "PublicPaths",
+        "Organisation",
+        "DenyOutsideTheOrganisation",
+        "DenyOtherPrincipalsThanTheAllowedRoles",
+    }
+    assert statements["Organisation"]["Condition"] == {
+        "StringEquals": {"aws:PrincipalOrgID": "o-abcdefghij"}
+    }
+    assert statements["DenyOutsideTheOrganisation"]["Condition"]["StringNotEquals"] == {
+        "aws:PrincipalOrgID": "o-abcdefghij"
+    }
+    roles = statements["DenyOtherPrincipalsThanTheAllowedRoles"]
+    assert roles["Effect"] == "Deny"
+    assert roles["Condition"]["Null"] == {"aws:PrincipalAccount": "false"}
+    arns = roles["Condition"]["ArnNotLike"]["aws:PrincipalArn"]
+    assert arns == [
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::*:role/{SSO_ROLE}"]]},
+        {
+            "Fn::Join": [
+                "",
+                ["arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/teams/ml/Researchers"],
+            ]
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"gpudev:allowedRoles": "aws-reserved/*/X"}, "is not \\[path/\\]RoleName"),
+        ({"gpudev:organizationId": "org-1"}, "is not o-xxxxxxxxxx"),
+    ],
+)
+def test_malformed_access_context_fails_the_synth_with_the_expected_form(
+    context: dict[str, Any], message: str
+):
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    app = cdk.App(context=context)
+    with pytest.raises(ValueError, match=message):
+        ApiAccess.from_context(app)
