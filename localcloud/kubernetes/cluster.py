@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from localcloud.deadline import Deadline, join_or_abandon
-from localcloud.kubernetes.store import ApiError, DeleteOptions, ObjectStore, now
+from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.store import DeleteOptions, ObjectStore, now
 
 log = logging.getLogger("localcloud.cluster")
 GPU = "nvidia.com/gpu"

@@ -20,8 +20,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import LocalHttpServer, RawRequest, Reply
+from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import SelectorError
-from localcloud.kubernetes.store import KINDS, ApiError, DeleteOptions, ObjectStore
+from localcloud.kubernetes.store import KINDS, DeleteOptions, ObjectStore
 
 log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(

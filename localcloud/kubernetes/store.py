@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from localcloud.kubernetes import validation
+from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
 
 Obj = dict[str, Any]
@@ -34,36 +35,11 @@ DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-@dataclass
-class ApiError(Exception):
-    code: int
-    reason: str
-    message: str
-    name: str | None = None
-    kind: str | None = None
-    causes: list[dict[str, str]] | None = None
-
-    def status(self) -> Obj:
-        details: Obj = {"name": self.name, "kind": self.kind} if self.name else {}
-        if self.causes is not None:
-            details = {"kind": self.kind, **details, "causes": self.causes}
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "details": details,
-            "code": self.code,
-        }
-
-
 def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
     """Refuse what kube-apiserver refuses (validation.py); may normalise `obj` in place."""
     rejection = validation.admit(resource, KINDS[resource][0], obj, current)
     if rejection is not None:
-        raise ApiError(*rejection.as_tuple())
+        raise rejection
 
 
 @dataclass(frozen=True)

@@ -13,29 +13,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from localcloud.kubernetes import pod_validation, rules
+from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
 Obj = dict[str, Any]
 MAX_SECRET_SIZE = 1024 * 1024  # also ConfigMaps
 MAX_ANNOTATIONS_SIZE = 256 * 1024
-
-
-@dataclass(frozen=True)
-class Rejection:
-    code: int
-    reason: str
-    message: str
-    name: str | None = None
-    kind: str | None = None
-    causes: list[dict[str, str]] | None = None
-
-    def as_tuple(self) -> tuple[int, str, str, str | None, str | None, Any]:
-        """The fields of the store's ApiError, in order."""
-        return self.code, self.reason, self.message, self.name, self.kind, self.causes
 
 
 # -- metadata -------------------------------------------------------------------------------
@@ -167,7 +153,7 @@ def validate(resource: str, obj: Obj) -> list[FieldError]:
     return metadata(obj.get("metadata") or {}, NAMES[resource]) + SPECS.get(resource, _nothing)(obj)
 
 
-def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> Rejection | None:
+def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> ApiError | None:
     """None if the API server would accept `obj` (normalised in place, e.g. a Secret's
     stringData merged into data), else how it refuses. `current` is the object an update
     replaces; its name stands in for a body that names none."""
@@ -175,7 +161,7 @@ def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> Rej
     if current is not None:
         url_name = current["metadata"]["name"]
         if meta.get("name") and meta["name"] != url_name:
-            return Rejection(
+            return ApiError(
                 400,
                 "BadRequest",
                 f"the name of the object ({meta['name']}) does not match the name on the URL "
@@ -185,7 +171,7 @@ def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> Rej
     try:
         DECODERS.get(resource, _no_decoding)(obj)
     except Undecodable as error:
-        return Rejection(
+        return ApiError(
             400, "BadRequest", f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
         )
     errors = validate(resource, {**obj, "metadata": meta})
@@ -195,4 +181,4 @@ def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> Rej
     summary = messages[0] if len(messages) == 1 else f"[{', '.join(messages)}]"
     name = meta.get("name") or ""
     causes = [error.cause() for error in errors]
-    return Rejection(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', name, kind, causes)
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {summary}', name, kind, causes)
