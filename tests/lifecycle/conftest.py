@@ -31,6 +31,9 @@ def local_cloud(
         seconds_per_hour=SECONDS_PER_HOUR,
         ready_timeout_seconds=READY_TIMEOUT_SECONDS,
         ready_poll_seconds=1,
+        # The simulation runs dozens of reservations per user at once.
+        max_live_reservations_per_user=10_000,
+        max_gpus_per_user=100_000,
     )
     with running_cloud(
         admin_conn,

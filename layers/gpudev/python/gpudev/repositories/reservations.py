@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
+from gpudev.reservations.limits import Usage, UserLimits
 
 
 class NamedDisk(BaseModel):
@@ -32,6 +34,16 @@ class NewReservation(BaseModel):
     github_user: str | None = None
     disk_name: str | None = None
     jupyter_enabled: bool = False
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What a submit did: the reservation (None when refused at a limit), whether this call
+    created it, and the caller's live usage before it."""
+
+    reservation: Reservation | None
+    created: bool
+    usage: Usage
 
 
 class ReservationsRepository:
@@ -90,21 +102,32 @@ class ReservationsRepository:
         ]
         return catalogue, disk
 
-    def submit(self, username: str, principal_arn: str, new: NewReservation) -> Reservation | None:
-        """Create the caller's user row if needed and the reservation, in one statement;
-        None when the client request id was already used (nothing inserted)."""
-        with domain_errors(), self._cursor() as cur:
-            return cur.execute(
+    def submit(
+        self, username: str, principal_arn: str, new: NewReservation, limits: UserLimits
+    ) -> Submitted:
+        """Create the caller's user row if needed and the reservation, in one statement,
+        unless the client request id was already used (that reservation is returned) or the
+        caller is at a limit (nothing inserted). Call after `submit_context` in the same
+        transaction: it holds the caller's submit lock."""
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(
                 query("reservations/submit"),
-                {"username": username, "principal_arn": principal_arn, **new.model_dump()},
+                {
+                    "username": username,
+                    "principal_arn": principal_arn,
+                    "max_live_reservations": limits.max_live_reservations,
+                    "max_gpus": limits.max_gpus,
+                    **new.model_dump(),
+                },
             ).fetchone()
-
-    def get_by_client_request(self, user_id: str, client_request_id: str) -> Reservation | None:
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/get_by_client_request"),
-                {"user_id": user_id, "client_request_id": client_request_id},
-            ).fetchone()
+        assert row is not None  # one row, always
+        usage = Usage(row["live_reservations"], row["live_gpus"])
+        if row["outcome"] is None:
+            return Submitted(None, False, usage)
+        reservation = Reservation.model_validate(
+            {k: v for k, v in row.items() if k in Reservation.model_fields}
+        )
+        return Submitted(reservation, row["outcome"] == "created", usage)
 
     def find_by_prefix(self, user_id: str, prefix: str) -> list[Reservation]:
         """At most two of the user's reservations whose id starts with `prefix`."""

@@ -1,18 +1,47 @@
--- The caller's user row (created on first call) and the reservation, in one round trip.
--- A repeated client request id inserts nothing and returns no row.
+-- The caller's user row (created on first call) and the reservation, in one round trip,
+-- within the per-user limits. Runs after submit_context in the same transaction, so it
+-- holds the caller's submit lock and its snapshot sees every committed reservation.
+-- One row: the caller's live usage before this request, then either the new reservation
+-- (outcome 'created'), the one already recorded for this client request id ('repeated',
+-- returned whatever the usage), or nothing (outcome NULL: over a limit, nothing inserted).
+-- Live: pending, queued, preparing or active, and not being cancelled.
 WITH caller AS (
     INSERT INTO users (username, principal_arn)
     VALUES (%(username)s, %(principal_arn)s)
     ON CONFLICT (principal_arn) DO UPDATE SET last_seen_at = now()
     RETURNING username
+),
+repeated AS (
+    SELECT * FROM reservations
+    WHERE user_id = %(username)s AND client_request_id = %(client_request_id)s
+),
+usage AS (
+    SELECT count(*)::integer AS live_reservations,
+           coalesce(sum(gpu_count), 0)::integer AS live_gpus
+    FROM reservations
+    WHERE user_id = %(username)s
+      AND status IN ('pending', 'queued', 'preparing', 'active')
+      AND cancel_requested_at IS NULL
+),
+inserted AS (
+    INSERT INTO reservations (
+        reservation_id, user_id, client_request_id, name, gpu_type, gpu_count, total_nodes,
+        instance_type, duration_hours, github_user, disk_name, jupyter_enabled
+    )
+    SELECT %(reservation_id)s, caller.username, %(client_request_id)s, %(name)s, %(gpu_type)s,
+           %(gpu_count)s, %(total_nodes)s, %(instance_type)s, %(duration_hours)s,
+           %(github_user)s, %(disk_name)s, %(jupyter_enabled)s
+    FROM caller, usage
+    WHERE NOT EXISTS (SELECT FROM repeated)
+      AND usage.live_reservations < %(max_live_reservations)s
+      AND usage.live_gpus + %(gpu_count)s <= %(max_gpus)s
+    ON CONFLICT (user_id, client_request_id) DO NOTHING
+    RETURNING *
 )
-INSERT INTO reservations (
-    reservation_id, user_id, client_request_id, name, gpu_type, gpu_count, total_nodes,
-    instance_type, duration_hours, github_user, disk_name, jupyter_enabled
-)
-SELECT %(reservation_id)s, caller.username, %(client_request_id)s, %(name)s, %(gpu_type)s,
-       %(gpu_count)s, %(total_nodes)s, %(instance_type)s, %(duration_hours)s, %(github_user)s,
-       %(disk_name)s, %(jupyter_enabled)s
-FROM caller
-ON CONFLICT (user_id, client_request_id) DO NOTHING
-RETURNING *
+SELECT usage.live_reservations, usage.live_gpus, found.*
+FROM usage
+LEFT JOIN (
+    SELECT 'created' AS outcome, inserted.* FROM inserted
+    UNION ALL
+    SELECT 'repeated' AS outcome, repeated.* FROM repeated
+) found ON true

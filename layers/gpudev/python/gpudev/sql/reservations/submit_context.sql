@@ -1,5 +1,12 @@
 -- Everything a submit checks, in one round trip: the active catalogue, each row carrying
 -- the state of the caller's named disk (NULL when no disk is named or it does not exist).
+-- It also takes the caller's submit lock for the rest of the transaction (class 7346002,
+-- the username's hash): a second submit by the same user waits here, and the submit
+-- statement that follows, with a snapshot taken after the lock, counts every live
+-- reservation of the user, so two requests at once never both pass a limit.
+WITH caller_lock AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(7346002, hashtext(%(user_id)s))
+)
 SELECT g.*, d.disk_state, d.disk_reservation_id
 FROM gpu_types g
 LEFT JOIN LATERAL (
@@ -12,5 +19,5 @@ LEFT JOIN LATERAL (
     FROM disks
     WHERE disks.user_id = %(user_id)s AND disks.disk_name = %(disk_name)s
 ) d ON true
-WHERE g.is_active
+WHERE EXISTS (SELECT FROM caller_lock) AND g.is_active
 ORDER BY g.max_gpus = 0, g.gpu_type
