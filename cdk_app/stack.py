@@ -305,8 +305,11 @@ class GpuDevStack(Stack):
                     retention=logs.RetentionDays.THREE_MONTHS,
                     removal_policy=RemovalPolicy.DESTROY,
                 ),
+                # Every event (state entered/exited, task scheduled/failed, timings) but no
+                # execution data: inputs, outputs and parameters hold task tokens. The
+                # console's execution history comes from Step Functions, not these logs.
                 level=sfn.LogLevel.ALL,
-                include_execution_data=True,
+                include_execution_data=False,
             ),
         )
         for function in set(spec.functions.values()):
