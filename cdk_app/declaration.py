@@ -18,6 +18,18 @@ _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 
 
 @dataclass(frozen=True)
+class ContextSetting:
+    """A function's environment variable that operators set with CDK context (`cdk.json`,
+    or `cdk deploy -c key=value`); `default` applies when the context has no value and
+    matches the layer's setting default (a unit test keeps the three in step)."""
+
+    context_key: str
+    variable: str
+    default: int
+    minimum: int = 1
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
     name: str  # logical name: construct id prefix and local registry key
     folder: str  # <source_root>/<folder> is the code asset
@@ -38,6 +50,7 @@ class FunctionSpec:
     starts: tuple[str, ...] = ()
     # StateMachineSpec names whose task tokens it sends (and whose executions it reads)
     answers_tasks: tuple[str, ...] = ()
+    context_environment: tuple[ContextSetting, ...] = ()
 
     @property
     def code_dir(self) -> Path:
@@ -150,7 +163,19 @@ class Deployment:
 
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
 RESERVATION_MACHINE = "Reservation"
-API = FunctionSpec("Api", "api", memory_mb=1024, timeout_seconds=29, sends_to=("Jobs",))
+# Per-user limits (gpudev.settings.UserLimitSettings; docs/architecture.md, "Limits").
+USER_LIMITS = (
+    ContextSetting("maxLiveReservationsPerUser", "MAX_LIVE_RESERVATIONS_PER_USER", default=4),
+    ContextSetting("maxGpusPerUser", "MAX_GPUS_PER_USER", default=32),
+)
+API = FunctionSpec(
+    "Api",
+    "api",
+    memory_mb=1024,
+    timeout_seconds=29,
+    sends_to=("Jobs",),
+    context_environment=USER_LIMITS,
+)
 JOBS_CONSUMER = FunctionSpec(
     "JobsConsumer",
     "jobs_consumer",

@@ -1,5 +1,6 @@
 """One way to build a gpu-dev Lambda function from its declaration: Python 3.12 on arm64,
-the shared layer, X-Ray tracing, a log group with retention and powertools settings."""
+the shared layer, X-Ray tracing (without captured responses), a log group with retention
+and powertools settings."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ class GpuDevFunction(lambda_.Function):
             environment={
                 "POWERTOOLS_SERVICE_NAME": spec.deployed_name,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
+                # Return values carry Jupyter URLs with tokens (the API) and task outcomes:
+                # never recorded as X-Ray metadata, whatever a decorator says.
+                "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
                 **spec.environment,
                 **environment,
             },

@@ -130,6 +130,7 @@ class GpuDevStack(Stack):
             environment = {"DB_SECRET_ARN": secret.secret_arn, "DB_NAME": DATABASE_NAME}
         if spec.uses_cluster:
             environment["EKS_CLUSTER_NAME"] = self.cluster_name
+        environment.update(self._context_environment(spec))
         if spec.name == MIGRATE.name:
             # A new set of migrations is a new function version, which re-runs the trigger.
             environment["MIGRATIONS_SHA256"] = migrations_digest()
@@ -161,6 +162,21 @@ class GpuDevStack(Stack):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
         return function
+
+    def _context_environment(self, spec: FunctionSpec) -> dict[str, str]:
+        """The function's settings taken from CDK context, validated at synth."""
+        values: dict[str, str] = {}
+        for setting in spec.context_environment:
+            raw = self.node.try_get_context(setting.context_key)
+            value = setting.default if raw is None else raw
+            if isinstance(value, bool) or not str(value).strip().isdigit():
+                raise ValueError(f"context {setting.context_key}: a whole number; got {raw!r}")
+            if int(value) < setting.minimum:
+                raise ValueError(
+                    f"context {setting.context_key}: at least {setting.minimum}; got {raw!r}"
+                )
+            values[setting.variable] = str(int(value))
+        return values
 
     def _grant_cluster_access(self, function: GpuDevFunction, spec: FunctionSpec) -> None:
         """eks:DescribeCluster on our cluster, and a Kubernetes identity for the role: its
@@ -295,8 +311,11 @@ class GpuDevStack(Stack):
                     retention=logs.RetentionDays.THREE_MONTHS,
                     removal_policy=RemovalPolicy.DESTROY,
                 ),
+                # Every event (state entered/exited, task scheduled/failed, timings) but no
+                # execution data: inputs, outputs and parameters hold task tokens. The
+                # console's execution history comes from Step Functions, not these logs.
                 level=sfn.LogLevel.ALL,
-                include_execution_data=True,
+                include_execution_data=False,
             ),
         )
         for function in set(spec.functions.values()):

@@ -72,6 +72,9 @@ class Options:
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: int = 2
     cluster_description: Path = DEFAULT_DESCRIPTION
+    # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
+    max_live_reservations_per_user: int | None = None
+    max_gpus_per_user: int | None = None
 
 
 def _forget_cached_configuration() -> None:
@@ -249,7 +252,14 @@ class LocalCloud:
             "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
             "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
             "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
+        } | self._user_limit_environment()
+
+    def _user_limit_environment(self) -> dict[str, str]:
+        limits = {
+            "MAX_LIVE_RESERVATIONS_PER_USER": self.options.max_live_reservations_per_user,
+            "MAX_GPUS_PER_USER": self.options.max_gpus_per_user,
         }
+        return {name: str(value) for name, value in limits.items() if value is not None}
 
     def _start_cluster(self) -> None:
         assert self.aws is not None

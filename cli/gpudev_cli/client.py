@@ -19,6 +19,8 @@ from botocore.exceptions import (
 )
 
 TIMEOUT_SECONDS = 30
+# API Gateway's own 429 body when the stage throttles; our limits say which limit instead.
+GATEWAY_THROTTLED = "Too Many Requests"
 
 
 class CliError(Exception):
@@ -92,4 +94,6 @@ def _describe(error: urllib.error.HTTPError) -> str:
             f"access denied ({message or 'forbidden'}): check that your AWS credentials "
             "are for the gpu-dev account and role"
         )
+    if error.code == 429 and message in ("", GATEWAY_THROTTLED):
+        return "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"
     return f"{message or error.reason} (HTTP {error.code})"

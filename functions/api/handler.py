@@ -28,7 +28,15 @@ from gpudev.disks.requests import (
     rename_disk,
 )
 from gpudev.disks.views import DiskView
-from gpudev.errors import Conflict, Gone, GpuDevError, InvalidRequest, NotFound, Unavailable
+from gpudev.errors import (
+    Conflict,
+    Gone,
+    GpuDevError,
+    InvalidRequest,
+    LimitReached,
+    NotFound,
+    Unavailable,
+)
 from gpudev.identity import Caller, NotAuthorized
 from gpudev.jobs import JobQueue
 from gpudev.models import ReservationStatus
@@ -56,6 +64,7 @@ _STATUS = {
     Conflict: 409,
     Gone: 410,
     InvalidRequest: 422,
+    LimitReached: 429,
     Unavailable: 503,
 }
 
@@ -110,7 +119,28 @@ def jobs() -> JobQueue:
     return JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
 
 
-@app.post("/v1/reservations")
+class ErrorMessage(BaseModel):
+    message: str
+
+
+@app.post(
+    "/v1/reservations",
+    responses={
+        202: {
+            "description": "recorded pending and queued",
+            "content": {"application/json": {"model": ReservationView}},
+        },
+        200: {
+            "description": "a repeated client_request_id: the first reservation, unchanged",
+            "content": {"application/json": {"model": ReservationView}},
+        },
+        429: {
+            "description": "a per-user limit is reached (live reservations, or GPUs held or "
+            "queued); the message states the limit and the usage; nothing was saved",
+            "content": {"application/json": {"model": ErrorMessage}},
+        },
+    },
+)
 def create_reservation(request: ReservationRequest) -> Response[ReservationView]:
     caller = current_caller()
     queue = jobs()
@@ -255,7 +285,9 @@ def get_cluster_status() -> ClusterStatus:
         return cluster_status(conn)
 
 
+# Responses carry Jupyter URLs with their tokens: never recorded as trace metadata (every
+# function also has POWERTOOLS_TRACER_CAPTURE_RESPONSE=false; this holds without it).
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -65,7 +65,15 @@ def local_cloud(
         postgres_url,
         tmp_path_factory.mktemp("local-cloud"),
         "gpudev_e2e",
-        Options(tick_seconds=0.5, kubelet_delay_seconds=0.2, termination_seconds_scale=0.1),
+        # Tests leave many reservations live (no consumer here): limits out of the way,
+        # except where a test lowers them (test_user_limits.py).
+        Options(
+            tick_seconds=0.5,
+            kubelet_delay_seconds=0.2,
+            termination_seconds_scale=0.1,
+            max_live_reservations_per_user=10_000,
+            max_gpus_per_user=100_000,
+        ),
         API_TIER,
     ) as cloud:
         yield cloud

@@ -32,6 +32,9 @@ def local_cloud(
         ready_timeout_seconds=READY_TIMEOUT_SECONDS,
         ready_poll_seconds=1,
         termination_seconds_scale=0.1,  # our pods' 10 s grace lasts 1 s
+        # The simulation runs dozens of reservations per user at once.
+        max_live_reservations_per_user=10_000,
+        max_gpus_per_user=100_000,
     )
     with running_cloud(
         admin_conn,

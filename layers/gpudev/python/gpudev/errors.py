@@ -31,6 +31,10 @@ class Gone(GpuDevError):
     """The thing existed but is going away (a disk marked for deletion)."""
 
 
+class LimitReached(GpuDevError):
+    """The caller is at a per-user limit (live reservations, GPUs); nothing was saved."""
+
+
 class Unavailable(GpuDevError):
     """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
 

@@ -91,6 +91,19 @@ class ApiSettings(BaseSettings):
         return parse_role_patterns(self.allowed_roles)
 
 
+class UserLimitSettings(BaseSettings):
+    """Per-user caps on what one user holds or waits for (docs/architecture.md, "Limits").
+    A live reservation is pending, queued, preparing or active and not being cancelled.
+    Deployed values come from CDK context (cdk.json); these defaults apply when unset."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    max_live_reservations_per_user: int = Field(default=4, ge=1)
+    # GPUs held or queued across live reservations: at least the largest single request
+    # (4 whole 8-GPU nodes), so the limit never makes a valid shape impossible by itself.
+    max_gpus_per_user: int = Field(default=32, ge=1)
+
+
 class LifecycleSettings(BaseSettings):
     """The reservation lifecycle's clock and pod image. Every duration derives from
     `seconds_per_hour` (3600 in AWS): the local cloud and tests compress time by lowering it,
@@ -147,6 +160,11 @@ def cluster_settings() -> ClusterSettings:
 
 
 @cache
+def user_limit_settings() -> UserLimitSettings:
+    return _load(UserLimitSettings)
+
+
+@cache
 def lifecycle_settings() -> LifecycleSettings:
     return _load(LifecycleSettings)
 
@@ -158,3 +176,4 @@ def reset_settings_cache() -> None:
     api_settings.cache_clear()
     cluster_settings.cache_clear()
     lifecycle_settings.cache_clear()
+    user_limit_settings.cache_clear()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
+from gpudev.reservations.limits import Usage, UserLimits
 
 
 class NamedDisk(BaseModel):
@@ -40,6 +42,19 @@ class NewReservation(BaseModel):
     github_user: str | None = None
     disk_name: str | None = None
     jupyter_enabled: bool = False
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What a submit did: whether the username is bound to the caller's principal (False:
+    another principal's first call bound it; nothing written), the reservation (None when
+    refused at a limit or not bound), whether this call created it, and the user's live
+    usage before it."""
+
+    bound: bool
+    reservation: Reservation | None
+    created: bool
+    usage: Usage
 
 
 class ReservationsRepository:
@@ -103,30 +118,33 @@ class ReservationsRepository:
             bound_principal=rows[0]["bound_principal"], catalogue=catalogue, disk=disk
         )
 
-    def submit(self, username: str, principal_arn: str, new: NewReservation) -> Reservation | None:
-        """Create the caller's user row if needed and the reservation, in one statement;
-        None when the client request id was already used or the username is bound to
-        another principal (nothing inserted)."""
-        with domain_errors(), self._cursor() as cur:
-            return cur.execute(
+    def submit(
+        self, username: str, principal_arn: str, new: NewReservation, limits: UserLimits
+    ) -> Submitted:
+        """Create the caller's user row if needed and the reservation, in one statement,
+        unless the client request id was already used (that reservation is returned), the
+        caller is at a limit, or the username is bound to another principal (nothing
+        inserted in either case). Call after `submit_context` in the same transaction: it
+        holds the caller's submit lock."""
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(
                 query("reservations/submit"),
-                {"username": username, "principal_arn": principal_arn, **new.model_dump()},
-            ).fetchone()
-
-    def get_by_client_request(
-        self, user_id: str, principal_arn: str, client_request_id: str
-    ) -> Reservation | None:
-        """The reservation of a repeated client request id, if the username is bound to
-        `principal_arn`."""
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/get_by_client_request"),
                 {
-                    "user_id": user_id,
+                    "username": username,
                     "principal_arn": principal_arn,
-                    "client_request_id": client_request_id,
+                    "max_live_reservations": limits.max_live_reservations,
+                    "max_gpus": limits.max_gpus,
+                    **new.model_dump(),
                 },
             ).fetchone()
+        assert row is not None  # one row, always
+        usage = Usage(row["live_reservations"], row["live_gpus"])
+        if row["outcome"] is None:
+            return Submitted(row["bound"], None, False, usage)
+        reservation = Reservation.model_validate(
+            {k: v for k, v in row.items() if k in Reservation.model_fields}
+        )
+        return Submitted(True, reservation, row["outcome"] == "created", usage)
 
     def find_by_prefix(
         self, user_id: str, principal_arn: str, prefix: str

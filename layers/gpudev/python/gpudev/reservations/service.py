@@ -1,6 +1,7 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
-in at most three SQL round trips (catalogue and named disk; caller + reservation in one
-statement; the first reservation again when a client request id repeats).
+in two SQL round trips (the username's bound principal, catalogue and named disk, taking
+the caller's submit lock; caller, binding, limits and reservation in one statement, which
+returns the first reservation when a client request id repeats).
 
 Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
 and queued as a job in the same transaction; its execution applies them."""
@@ -26,6 +27,7 @@ from gpudev.jobs import (
 from gpudev.models import Reservation, ReservationStatus
 from gpudev.repositories import NewReservation, ReservationsRepository
 from gpudev.repositories.reservations import NamedDisk
+from gpudev.reservations.limits import UserLimits, refusal
 from gpudev.reservations.rules import (
     check_disk_name,
     check_extension,
@@ -33,6 +35,7 @@ from gpudev.reservations.rules import (
     check_hours,
     resolve_shape,
 )
+from gpudev.settings import user_limit_settings
 
 MIN_PREFIX = 8
 
@@ -54,52 +57,64 @@ class ReservationRequest(BaseModel):
 
 
 def submit_reservation(
-    conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, request: ReservationRequest
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    request: ReservationRequest,
+    limits: UserLimits | None = None,
 ) -> tuple[Reservation, bool]:
-    """The reservation and whether this call created it (False: a repeated request id)."""
+    """The reservation and whether this call created it (False: a repeated request id).
+    Username bound to another principal: `NotAuthorized`; over a per-user limit:
+    `LimitReached`; nothing is written in either case."""
+    limits = limits or UserLimits.of(user_limit_settings())
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
     reservations = ReservationsRepository(conn)
-    context = reservations.submit_context(caller.username, caller.principal_arn, request.disk_name)
-    require_bound(caller, context.bound_principal)
-    shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
-    check_hours(request.hours)
-    if request.disk_name is not None:
-        _check_disk_usable(request.disk_name, context.disk)
-    if request.github_user is not None:
-        check_github_username(request.github_user)
-    new = NewReservation(
-        reservation_id=uuid.uuid4(),
-        user_id=caller.username,
-        client_request_id=request.client_request_id,
-        name=request.name,
-        gpu_type=shape.gpu_type.gpu_type,
-        gpu_count=shape.gpu_count,
-        total_nodes=shape.total_nodes,
-        instance_type=shape.gpu_type.instance_type,
-        duration_hours=request.hours,
-        github_user=request.github_user,
-        disk_name=request.disk_name,
-        jupyter_enabled=request.jupyter,
-    )
     with conn.transaction():
-        created = reservations.submit(caller.username, caller.principal_arn, new)
-        if created is not None:
+        # The context takes the caller's submit lock until the transaction ends, and reads
+        # the username's binding: another principal is refused before anything is written.
+        context = reservations.submit_context(
+            caller.username, caller.principal_arn, request.disk_name
+        )
+        require_bound(caller, context.bound_principal)
+        shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
+        check_hours(request.hours)
+        if request.disk_name is not None:
+            _check_disk_usable(request.disk_name, context.disk)
+        if request.github_user is not None:
+            check_github_username(request.github_user)
+        new = NewReservation(
+            reservation_id=uuid.uuid4(),
+            user_id=caller.username,
+            client_request_id=request.client_request_id,
+            name=request.name,
+            gpu_type=shape.gpu_type.gpu_type,
+            gpu_count=shape.gpu_count,
+            total_nodes=shape.total_nodes,
+            instance_type=shape.gpu_type.instance_type,
+            duration_hours=request.hours,
+            github_user=request.github_user,
+            disk_name=request.disk_name,
+            jupyter_enabled=request.jupyter,
+        )
+        submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
+        if not submitted.bound:
+            # Another principal's first call bound the username after the context was
+            # read: neither a repeat nor a limit, and nothing was written.
+            raise bound_elsewhere(caller)
+        if submitted.reservation is None:
+            raise refusal(limits, submitted.usage, new.gpu_count) or Conflict(
+                "another request for this reservation is in progress; retry"
+            )
+        if submitted.created:
             # Sent before commit: if SQS refuses, the reservation is rolled back with it.
             queue.send(
-                CreateReservationJob(reservation_id=created.reservation_id, user_id=created.user_id)
+                CreateReservationJob(
+                    reservation_id=submitted.reservation.reservation_id,
+                    user_id=submitted.reservation.user_id,
+                )
             )
-            return created, True
-    # Nothing inserted: a repeated client request id, or another principal bound the
-    # username between the two statements (then the lookup below finds nothing either).
-    existing = None
-    if request.client_request_id is not None:
-        existing = reservations.get_by_client_request(
-            caller.username, caller.principal_arn, request.client_request_id
-        )
-    if existing is None:
-        raise bound_elsewhere(caller)
-    return existing, False
+        return submitted.reservation, submitted.created
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:

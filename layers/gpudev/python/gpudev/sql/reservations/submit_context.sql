@@ -2,9 +2,20 @@
 -- principal the caller's username is bound to (NULL: not bound yet), the active catalogue,
 -- each row carrying the state of the caller's named disk (NULL when no disk is named, it
 -- does not exist, or the username is bound to another principal). Always at least one row.
+-- It also takes the caller's submit lock for the rest of the transaction (class 7346002,
+-- the username's hash): a second submit for the same username waits here, and the submit
+-- statement that follows, with a snapshot taken after the lock, counts every live
+-- reservation of the user, so two requests at once never both pass a limit. This
+-- statement's own snapshot may predate the lock: a username bound by another principal's
+-- first call while this one waited reads as not bound here, and the submit statement
+-- refuses it (it writes nothing for a principal the username is not bound to).
+WITH caller_lock AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(7346002, hashtext(%(user_id)s))
+)
 SELECT c.bound_principal, g.*, d.disk_state, d.disk_reservation_id
 FROM (
     SELECT (SELECT principal_arn FROM users WHERE username = %(user_id)s) AS bound_principal
+    FROM caller_lock
 ) c
 LEFT JOIN gpu_types g ON g.is_active
 LEFT JOIN LATERAL (

@@ -1,0 +1,56 @@
+"""Per-user limits on live reservations and on GPUs held or queued, and the message a user
+gets at one. The check itself runs in SQL (`sql/reservations/submit.sql`), under the
+caller's advisory lock, so two submits at once are counted one after the other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpudev.errors import LimitReached
+from gpudev.settings import UserLimitSettings
+
+WAY_OUT = "cancel one with `gpu-dev cancel` or wait for one to end"
+
+
+@dataclass(frozen=True)
+class UserLimits:
+    max_live_reservations: int
+    max_gpus: int
+
+    @classmethod
+    def of(cls, settings: UserLimitSettings) -> UserLimits:
+        return cls(settings.max_live_reservations_per_user, settings.max_gpus_per_user)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The caller's live reservations and their GPUs, before this request."""
+
+    live_reservations: int
+    live_gpus: int
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU" if count == 1 else f"{count} GPUs"
+
+
+def refusal(limits: UserLimits, usage: Usage, gpu_count: int) -> LimitReached | None:
+    """The error for a request of `gpu_count` GPUs on top of `usage`; None if it fits."""
+    if usage.live_reservations >= limits.max_live_reservations:
+        noun = "reservation" if usage.live_reservations == 1 else "reservations"
+        return LimitReached(
+            f"you have {usage.live_reservations} live {noun}, the limit is "
+            f"{limits.max_live_reservations}; {WAY_OUT}"
+        )
+    if usage.live_gpus + gpu_count > limits.max_gpus:
+        if usage.live_gpus == 0:
+            return LimitReached(
+                f"this request needs {_gpus(gpu_count)} and the limit is "
+                f"{_gpus(limits.max_gpus)} per user (held or queued); ask for fewer GPUs"
+            )
+        return LimitReached(
+            f"this request needs {_gpus(gpu_count)} and your live reservations already hold "
+            f"or queue {usage.live_gpus}; the limit is {_gpus(limits.max_gpus)} per user; "
+            f"{WAY_OUT}"
+        )
+    return None
