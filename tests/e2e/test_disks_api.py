@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from tests.e2e.conftest import wait_for
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
 
 
@@ -122,7 +123,12 @@ def _attach_volume(cloud, user: str, disk_name: str, reservation_id: str) -> Non
         ],
     )["VolumeId"]
     ec2.attach_volume(VolumeId=volume, InstanceId=instance, Device="/dev/sdf")
-    cloud.lambdas.invoke("DiskReconciler", {})
+    # The ticker runs the reconciler too: a run of ours that finds one in progress is
+    # "skipped" (and that one may have listed the volumes before the attachment).
+    wait_for(
+        lambda: cloud.lambdas.invoke("DiskReconciler", {}).payload["outcome"] == "succeeded",
+        message="a disk reconciliation of our own",
+    )
 
 
 def test_a_disk_in_use_cannot_be_deleted_or_renamed_or_reserved(api, local_cloud):
