@@ -60,18 +60,19 @@ class ApiAccess:
         account = "*" if self.organization_id else Aws.ACCOUNT_ID
         return [f"arn:{Aws.PARTITION}:iam::{account}:role/{role}" for role in self.allowed_roles]
 
-    def resource_policy(self, public_paths: tuple[str, ...]) -> iam.PolicyDocument:
-        """Invoke: public paths for anyone; the rest only for principals of the account (or
-        organisation) and, with allowed roles, only for their sessions. Denies apply to
-        signed requests only (`aws:PrincipalAccount` present), so the public paths stay
-        public; within the account, IAM policies still decide as before (no blanket allow)."""
+    def resource_policy(self, public_routes: tuple[tuple[str, str], ...]) -> iam.PolicyDocument:
+        """Invoke: public routes (method and path) for anyone; the rest only for principals of
+        the account (or organisation) and, with allowed roles, only for their sessions. Denies
+        apply to signed requests only (`aws:PrincipalAccount` present), so the public routes
+        stay public; within the account, IAM policies still decide as before (no blanket
+        allow)."""
         signed = {"Null": {"aws:PrincipalAccount": "false"}}
         statements = [
             iam.PolicyStatement(
                 sid="PublicPaths",
                 principals=[iam.AnyPrincipal()],
                 actions=["execute-api:Invoke"],
-                resources=[f"execute-api:/*/GET{path}" for path in public_paths],
+                resources=[f"execute-api:/*/{method}{path}" for method, path in public_routes],
             )
         ]
         if self.organization_id:

@@ -130,8 +130,23 @@ class ScheduleSpec:
 
 @dataclass(frozen=True)
 class ApiSpec:
+    """The REST API: one function behind `ANY /{proxy+}` with IAM auth, and public routes.
+
+    A public route's path is a resource of its own carrying only the public methods: API
+    Gateway picks the most specific resource first and does not fall back to the proxy for a
+    method that resource lacks, so any other method there (signed or not) is answered 403
+    `Missing Authentication Token`, as an unknown route is."""
+
     function: str  # the FunctionSpec serving every route
-    public_paths: tuple[str, ...]  # no IAM auth; everything else requires it
+    public_routes: tuple[tuple[str, str], ...]  # (method, path) without IAM auth
+
+    @property
+    def public_paths(self) -> tuple[str, ...]:
+        """The resources the public routes create, each once, in declaration order."""
+        return tuple(dict.fromkeys(path for _, path in self.public_routes))
+
+    def public_methods(self, path: str) -> tuple[str, ...]:
+        return tuple(method for method, public in self.public_routes if public == path)
 
 
 @dataclass(frozen=True)
@@ -241,7 +256,7 @@ DEPLOYMENT = Deployment(
         AVAILABILITY_UPDATER,
         DISK_RECONCILER,
     ),
-    api=ApiSpec(function=API.name, public_paths=("/health",)),
+    api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
     queues=(JOBS,),
     state_machines=(RESERVATION,),
     schedules=(

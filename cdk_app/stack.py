@@ -245,16 +245,18 @@ class GpuDevStack(Stack):
             default_method_options=apigateway.MethodOptions(
                 authorization_type=apigateway.AuthorizationType.IAM
             ),
-            policy=self.access.resource_policy(deployment.api.public_paths),
+            policy=self.access.resource_policy(deployment.api.public_routes),
         )
         api_function = self.functions[deployment.api.function]
         for name, value in self.access.environment().items():
             api_function.add_environment(name, value)
         integration = apigateway.LambdaIntegration(api_function)
-        for path in deployment.api.public_paths:
+        # A public route's resource carries only its public methods: API Gateway answers any
+        # other method there 403 "Missing Authentication Token" (no fallback to the proxy).
+        for method, path in deployment.api.public_routes:
             acknowledge_public_route(
                 self.rest_api.root.resource_for_path(path).add_method(
-                    "GET", integration, authorization_type=apigateway.AuthorizationType.NONE
+                    method, integration, authorization_type=apigateway.AuthorizationType.NONE
                 )
             )
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)

@@ -1,8 +1,10 @@
 """The local API Gateway: a REST API with AWS_IAM auth in front of our API function.
 
-Every request but the public paths must carry a valid SigV4 (`execute-api`) signature of a
-key the local IAM knows; the API function then runs in-process with a REST API proxy event
-whose `requestContext.identity` names the caller, as API Gateway would pass it.
+Every request but the public routes (`GET /health`) must carry a valid SigV4 (`execute-api`)
+signature of a key the local IAM knows, over the body as received; another method on a public
+route's path is refused as API Gateway refuses a method its resource lacks. The API function
+then runs in-process with a REST API proxy event whose `requestContext.identity` names the
+caller, as API Gateway would pass it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from cdk_app.declaration import ApiSpec
 from localcloud.http import LocalHttpServer, RawRequest, Reply
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
-from localcloud.sigv4 import Rejection, SigningKey, verify
+from localcloud.sigv4 import MISSING_TOKEN, Rejection, SigningKey, verify
 
 log = logging.getLogger("localcloud.gateway")
 STAGE = "local"
@@ -123,7 +125,11 @@ class LocalApiGateway:
     ) -> Reply:
         path = unquote(urlsplit(raw_path).path)
         key = None
-        if path not in self.api.public_paths:
+        if path in self.api.public_paths:
+            # The public route's own resource: only its public methods exist there.
+            if method not in self.api.public_methods(path):
+                return _refused(method, path, MISSING_TOKEN)
+        else:
             try:
                 key = verify(
                     method=method,
@@ -134,12 +140,7 @@ class LocalApiGateway:
                     lookup_key=self.lookup_key,
                 )
             except Rejection as rejection:
-                log.info("403 %s %s: %s", method, path, rejection.error_type)
-                return (
-                    403,
-                    {"x-amzn-ErrorType": rejection.error_type},
-                    json.dumps({"message": rejection.message}).encode(),
-                )
+                return _refused(method, path, rejection)
         event = proxy_event(method, raw_path, headers, body, key, source_ip)
         invocation = self.lambdas.invoke(self.api.function, event)
         if invocation.errored or not isinstance(invocation.payload, dict):
@@ -154,3 +155,13 @@ class LocalApiGateway:
         who = key.principal_arn if key else "anonymous"
         log.info("%s %s %s -> %s", who, method, path, response.get("statusCode"))
         return int(response.get("statusCode", 200)), out_headers, data
+
+
+def _refused(method: str, path: str, rejection: Rejection) -> Reply:
+    """API Gateway's 403: the error type in `x-amzn-ErrorType`, the message in the body."""
+    log.info("403 %s %s: %s", method, path, rejection.error_type)
+    return (
+        403,
+        {"x-amzn-ErrorType": rejection.error_type},
+        json.dumps({"message": rejection.message}).encode(),
+    )

@@ -1,8 +1,11 @@
 """Verifies SigV4 (`execute-api`) signatures as API Gateway's AWS_IAM auth does.
 
-The signature is recomputed with botocore from the raw request as it came off the wire
-(method, undecoded path and query, the signed headers only, body) and compared in constant
-time. Rejections carry API Gateway's 403 messages, so clients see what they would in AWS.
+The canonical request is rebuilt from the raw request as it came off the wire (method,
+undecoded path and query, exactly the headers named in `SignedHeaders`, the SHA-256 of the
+body as received), botocore derives the signature from it, and the two are compared in
+constant time. The payload hash is always the body's: an `x-amz-content-sha256` header cannot
+stand in for it, and one that differs from it is refused. Rejections carry API Gateway's 403
+messages, so clients see what they would in AWS.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from hashlib import sha256
+from urllib.parse import quote, urlsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.utils import normalize_url_path
 
 SERVICE = "execute-api"
 MAX_SKEW = timedelta(minutes=5)
@@ -122,25 +128,75 @@ def verify(
         raise INVALID_TOKEN
     _check_session_token(key, lowered.get("x-amz-security-token"), now)
 
-    host = lowered.get("host", "")
-    request = AWSRequest(
-        method=method,
-        url=f"http://{host}{raw_path}",
-        headers={name: lowered.get(name, "") for name in signed_headers},
-        data=body,
-    )
+    body_hash = sha256(body).hexdigest()
+    canonical = canonical_request(method, raw_path, lowered, signed_headers, body_hash)
+    request = AWSRequest(method=method, url=f"http://{lowered.get('host', '')}{raw_path}")
     request.context["timestamp"] = amz_date
     signer = SigV4Auth(
         Credentials(key.access_key_id, key.secret_access_key, key.session_token),
         SERVICE,
         region,
     )
-    expected = signer.signature(
-        signer.string_to_sign(request, signer.canonical_request(request)), request
-    )
-    if not hmac.compare_digest(expected, match["signature"]):
-        raise BAD_SIGNATURE
+    string_to_sign = signer.string_to_sign(request, canonical)
+    expected = signer.signature(string_to_sign, request)
+    # API Gateway hashes the body it received, whatever the request claims: a claimed hash
+    # (signed or not, `UNSIGNED-PAYLOAD` included) that is not the body's is refused too.
+    claimed = lowered.get("x-amz-content-sha256")
+    if (claimed is not None and claimed != body_hash) or not hmac.compare_digest(
+        expected, match["signature"]
+    ):
+        raise signature_mismatch(canonical, string_to_sign)
     return key
+
+
+def canonical_request(
+    method: str,
+    raw_path: str,
+    headers: Mapping[str, str],
+    signed_headers: list[str],
+    body_hash: str,
+) -> str:
+    """SigV4's canonical request as the verifier builds it: the wire path and query, exactly
+    the headers the signature names (lower-case names, values trimmed with inner runs of
+    white space folded to one space), and the hash of the body as received, never the
+    `x-amz-content-sha256` header's value."""
+    split = urlsplit(raw_path)
+    lowered = {name.lower(): value for name, value in headers.items()}
+    canonical_headers = "".join(
+        f"{name}:{' '.join(lowered.get(name, '').split())}\n" for name in signed_headers
+    )
+    return "\n".join(
+        [
+            method.upper(),
+            quote(normalize_url_path(split.path), safe="/~"),
+            canonical_query_string(split.query),
+            canonical_headers,
+            ";".join(signed_headers),
+            body_hash,
+        ]
+    )
+
+
+def canonical_query_string(query: str) -> str:
+    """Pairs as on the wire (still encoded), sorted by name and then by value, so repeated
+    names (`status=queued&status=active`) canonicalise the same whatever their order."""
+    if not query:
+        return ""
+    pairs = []
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        pairs.append((name, value))
+    return "&".join(f"{name}={value}" for name, value in sorted(pairs))
+
+
+def signature_mismatch(canonical: str, string_to_sign: str) -> Rejection:
+    """API Gateway's answer to a wrong signature: the standard message, then the canonical
+    request and string to sign it expected (as execute-api does, to help debug signers)."""
+    return Rejection(
+        BAD_SIGNATURE.error_type,
+        f"{BAD_SIGNATURE.message}\n\nThe Canonical String for this request should have been\n"
+        f"'{canonical}'\n\nThe String-to-Sign should have been\n'{string_to_sign}'\n",
+    )
 
 
 def _check_session_token(key: SigningKey, token: str | None, now: datetime) -> None:

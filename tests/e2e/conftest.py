@@ -121,12 +121,15 @@ class ApiClient:
         body: bytes | None,
         credentials: Credentials,
         service: str = "execute-api",
+        extra_headers: dict[str, str] | None = None,
     ) -> dict[str, str]:
+        """The headers to send; `extra_headers` are signed too (botocore signs an
+        `X-Amz-Content-SHA256` given here with its value as the payload hash)."""
         request = AWSRequest(
             method=method,
             url=self.base_url + path,
             data=body,
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **(extra_headers or {})},
         )
         SigV4Auth(credentials, service, self.region).add_auth(request)
         return dict(request.headers.items())

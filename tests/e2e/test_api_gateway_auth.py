@@ -3,6 +3,7 @@ signatures of known keys reach the API function, with the caller's identity."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,6 +14,7 @@ from botocore.credentials import Credentials
 
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import ApiClient
+from tests.e2e.jobs import count_reservations
 
 
 def _users(cloud: LocalCloud) -> list[str]:
@@ -146,3 +148,106 @@ def test_an_encoded_path_is_verified_on_the_raw_wire_path(api: ApiClient):
     path = "/v1/disks/my%20disk"
     headers = api.signed_headers("GET", path, None, api.credentials("alice"))
     assert api.send("GET", path, headers).status == 404  # no such route yet; not 403
+
+
+# The body is bound by its hash, never by what the request claims it to be.
+
+RESERVATION = json.dumps({"gpu_type": "t4", "gpu_count": 1, "hours": 1}).encode()
+TAMPERED = json.dumps({"gpu_type": "t4", "gpu_count": 4, "hours": 24}).encode()
+
+
+def _reservation_headers(api: ApiClient, content_hash: str | None) -> dict[str, str]:
+    """alice's POST /v1/reservations of RESERVATION, signed with a content hash header or,
+    as botocore does by default for execute-api, without one."""
+    extra = {"X-Amz-Content-SHA256": content_hash} if content_hash else None
+    return api.signed_headers(
+        "POST", "/v1/reservations", RESERVATION, api.credentials("alice"), extra_headers=extra
+    )
+
+
+def _written(cloud: LocalCloud) -> tuple[int, int]:
+    return count_reservations(cloud), len(_users(cloud))
+
+
+@pytest.mark.parametrize(
+    "content_hash",
+    [None, hashlib.sha256(RESERVATION).hexdigest()],
+    ids=["botocore-default", "signed-content-hash"],
+)
+def test_a_tampered_body_with_a_valid_signature_is_refused_and_nothing_is_written(
+    api: ApiClient, local_cloud: LocalCloud, content_hash: str | None
+):
+    headers = _reservation_headers(api, content_hash)
+    before, invocations = _written(local_cloud), local_cloud.lambdas.invocations["Api"]
+    reply = api.send("POST", "/v1/reservations", headers, TAMPERED)
+    assert reply.status == 403
+    assert reply.headers["x-amzn-ErrorType"] == "InvalidSignatureException"
+    assert reply.body["message"].startswith(
+        "The request signature we calculated does not match the signature you provided."
+    )
+    assert local_cloud.lambdas.invocations["Api"] == invocations
+    assert _written(local_cloud) == before
+    # the same signature over the body it was made for passes
+    assert api.send("POST", "/v1/reservations", headers, RESERVATION).status == 202
+
+
+@pytest.mark.parametrize(
+    "content_hash",
+    [hashlib.sha256(TAMPERED).hexdigest(), "UNSIGNED-PAYLOAD"],
+    ids=["another-bodys-hash", "unsigned-payload"],
+)
+def test_a_signed_content_hash_that_is_not_the_bodys_is_refused(
+    api: ApiClient, local_cloud: LocalCloud, content_hash: str
+):
+    headers = _reservation_headers(api, content_hash)
+    before, invocations = _written(local_cloud), local_cloud.lambdas.invocations["Api"]
+    reply = api.send("POST", "/v1/reservations", headers, RESERVATION)
+    assert (reply.status, reply.headers["x-amzn-ErrorType"]) == (403, "InvalidSignatureException")
+    assert local_cloud.lambdas.invocations["Api"] == invocations
+    assert _written(local_cloud) == before
+
+
+# Repeated query names
+
+
+def test_repeated_query_names_verify_and_all_reach_the_handler(api: ApiClient):
+    pending = api.call(
+        "POST", "/v1/reservations", body={"gpu_type": "t4", "gpu_count": 1, "hours": 1}
+    )
+    assert pending.status == 202, pending.body
+    rid = pending.body["reservation_id"]
+
+    def listed(query: str) -> set[str]:
+        reply = api.call("GET", f"/v1/reservations?{query}")
+        assert reply.status == 200, reply.body
+        return {r["reservation_id"] for r in reply.body["reservations"]}
+
+    assert rid in listed("status=active&status=pending")
+    assert rid in listed("status=pending&status=active&limit=500")
+    assert rid not in listed("status=active&status=queued")
+
+
+# Only GET /health is public
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("signed", [False, True], ids=["unsigned", "signed"])
+def test_only_get_health_is_public(
+    api: ApiClient, local_cloud: LocalCloud, method: str, signed: bool
+):
+    # /health is a resource of its own with only GET: API Gateway does not fall back to the
+    # proxy, so any other method there is an unknown route, signed or not.
+    headers = (
+        api.signed_headers(method, "/health", None, api.credentials("alice")) if signed else {}
+    )
+    before = local_cloud.lambdas.invocations["Api"]
+    reply = api.send(method, "/health", headers)
+    assert (reply.status, reply.body) == (403, {"message": "Missing Authentication Token"})
+    assert reply.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
+    assert local_cloud.lambdas.invocations["Api"] == before
+
+
+def test_an_unsigned_request_to_an_unknown_path_is_missing_its_token(api: ApiClient):
+    for path in ("/", "/nope", "/health/x", "/v1/reservations?status=active"):
+        reply = api.call("GET", path, profile=None)
+        assert (reply.status, reply.body) == (403, {"message": "Missing Authentication Token"})

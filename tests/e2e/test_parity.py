@@ -1,6 +1,7 @@
 """One declaration, two renderers: what CDK synthesizes and what the local cloud created
 from the same deployment declaration must match (functions and their handlers, queues and
-their redrive, state machines and their placeholders, schedules and their targets)."""
+their redrive, state machines and their placeholders, schedules and their targets, the
+API's public routes)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from localcloud.stack import LocalCloud
+from tests.e2e.conftest import ApiClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,3 +120,51 @@ def test_schedules_match(local_cloud: LocalCloud, cdk_template: dict):
     events = local_cloud.aws.client("events")  # type: ignore[union-attr]
     local_rules = {r["ScheduleExpression"] for r in events.list_rules()["Rules"]}
     assert cdk_rules == local_rules == {s.expression for s in local_cloud.deployment.schedules}
+
+
+def _api_methods(template: dict) -> set[tuple[str, str, str]]:
+    """(method, path, authorization) of every API Gateway method, each path rebuilt from
+    its resource's chain of parents up to the root."""
+    resources = {
+        logical_id: r["Properties"]
+        for logical_id, r in template["Resources"].items()
+        if r["Type"] == "AWS::ApiGateway::Resource"
+    }
+
+    def path(resource_id: dict[str, Any]) -> str:
+        if "Ref" not in resource_id:  # Fn::GetAtt [RestApi, RootResourceId]
+            return ""
+        resource = resources[resource_id["Ref"]]
+        return f"{path(resource['ParentId'])}/{resource['PathPart']}"
+
+    return {
+        (m["HttpMethod"], path(m["ResourceId"]) or "/", m["AuthorizationType"])
+        for m in _resources(template, "AWS::ApiGateway::Method")
+    }
+
+
+def test_public_routes_match(local_cloud: LocalCloud, cdk_template: dict, api: ApiClient):
+    """Only the declared public routes go without IAM auth in CDK; their paths carry no
+    other method there, and the local gateway answers the same: the public routes without a
+    signature, any other method on their paths 403 as an unknown route."""
+    declared = set(local_cloud.deployment.api.public_routes)
+    assert declared == {("GET", "/health")}
+    methods = _api_methods(cdk_template)
+    assert {(m, p) for m, p, auth in methods if auth == "NONE"} == declared
+    assert {(m, p) for m, p, auth in methods if auth != "NONE"} == {
+        ("ANY", "/"),
+        ("ANY", "/{proxy+}"),
+    }
+    assert {auth for _, _, auth in methods} == {"NONE", "AWS_IAM"}
+    public_paths = {path for _, path in declared}
+    assert {(m, p) for m, p, _ in methods if p in public_paths} == declared
+    for path in public_paths:
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            reply = api.send(method, path, {})
+            if (method, path) in declared:
+                assert reply.status == 200, (method, path)
+            else:
+                assert (reply.status, reply.body) == (
+                    403,
+                    {"message": "Missing Authentication Token"},
+                ), (method, path)

@@ -15,6 +15,15 @@ def test_every_method_requires_iam_auth_except_health(template: Template):
     assert len(by_auth["NONE"]) == 1 and "health" in by_auth["NONE"][0].lower()
     assert set(by_auth) == {"NONE", "AWS_IAM"}
     assert len(by_auth["AWS_IAM"]) == 2  # ANY / and ANY /{proxy+}
+    # only GET: /health is a resource of its own, so API Gateway answers any other method
+    # there 403 "Missing Authentication Token" instead of falling back to the proxy
+    health = methods[by_auth["NONE"][0]]["Properties"]
+    assert health["HttpMethod"] == "GET"
+    on_health = [
+        m for m in methods.values() if m["Properties"]["ResourceId"] == health["ResourceId"]
+    ]
+    assert len(on_health) == 1
+    assert {m["Properties"]["HttpMethod"] for m in methods.values()} == {"GET", "ANY"}
 
 
 def test_stage_logs_access_traces_and_throttles(template: Template):
