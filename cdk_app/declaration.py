@@ -30,6 +30,51 @@ class ContextSetting:
 
 
 @dataclass(frozen=True)
+class DatabaseAccess:
+    """How a function logs in to PostgreSQL and the limits its connections carry.
+
+    `role` is its group's NOLOGIN role (migrations/0006_function_roles.sql); the function
+    logs in as `<role>_login` with IAM database authentication. No role means the master
+    user from the Aurora secret: the migration function only, which owns the schema.
+    Timeouts are in milliseconds, 0 for none (docs/architecture.md "The shared layer")."""
+
+    role: str | None
+    statement_timeout_ms: int = 10_000
+    lock_timeout_ms: int = 3_000
+
+    @property
+    def login_user(self) -> str | None:
+        return f"{self.role}_login" if self.role else None
+
+    def environment(self) -> dict[str, str]:
+        environment = {
+            "DB_STATEMENT_TIMEOUT_MS": str(self.statement_timeout_ms),
+            "DB_LOCK_TIMEOUT_MS": str(self.lock_timeout_ms),
+        }
+        if self.login_user:
+            environment["DB_IAM_USER"] = self.login_user
+        return environment
+
+
+API_ROLE = "gpudev_api"
+LIFECYCLE_ROLE = "gpudev_lifecycle"
+RECONCILERS_ROLE = "gpudev_reconcilers"
+# The API answers within API Gateway's 29 s: 10 s per statement, 3 s for a lock (the pool
+# waits at most DB_POOL_TIMEOUT_SECONDS, 5 s, for a connection).
+API_DATABASE = DatabaseAccess(API_ROLE)
+# The lifecycle waits for the allocator's pass lock (the allocator, the tasks after every
+# release) and runs set-based passes; its functions have 60-120 s.
+LIFECYCLE_DATABASE = DatabaseAccess(
+    LIFECYCLE_ROLE, statement_timeout_ms=30_000, lock_timeout_ms=20_000
+)
+RECONCILERS_DATABASE = DatabaseAccess(
+    RECONCILERS_ROLE, statement_timeout_ms=60_000, lock_timeout_ms=10_000
+)
+# Migrations take what they need (an index build, a backfill); they run once per deploy.
+OWNER_DATABASE = DatabaseAccess(None, statement_timeout_ms=0, lock_timeout_ms=0)
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
     name: str  # logical name: construct id prefix and local registry key
     folder: str  # <source_root>/<folder> is the code asset
@@ -37,6 +82,8 @@ class FunctionSpec:
     memory_mb: int = 512
     timeout_seconds: int = 30
     uses_database: bool = True
+    # its PostgreSQL role and limits; required when uses_database (the stack checks)
+    database: DatabaseAccess | None = None
     environment: dict[str, str] = field(default_factory=dict)
     source_root: str = "functions"
     # AWS read actions that support no resource-level scoping (Describe*), granted on "*".
@@ -176,7 +223,7 @@ class Deployment:
         )
 
 
-MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300)
+MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300, database=OWNER_DATABASE)
 RESERVATION_MACHINE = "Reservation"
 # Per-user limits (gpudev.settings.UserLimitSettings; docs/architecture.md, "Limits").
 USER_LIMITS = (
@@ -190,6 +237,7 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     context_environment=USER_LIMITS,
+    database=API_DATABASE,
 )
 JOBS_CONSUMER = FunctionSpec(
     "JobsConsumer",
@@ -198,6 +246,7 @@ JOBS_CONSUMER = FunctionSpec(
     starts=(RESERVATION_MACHINE,),
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,
 )
 JOBS = QueueSpec(
     "Jobs", consumer=JOBS_CONSUMER.name, visibility_timeout_seconds=180, max_receive_count=3
@@ -211,6 +260,7 @@ RESERVATION_TASKS = FunctionSpec(
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,
 )
 ALLOCATOR = FunctionSpec(
     "Allocator",
@@ -220,6 +270,7 @@ ALLOCATOR = FunctionSpec(
     uses_cluster=True,
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,
 )
 RESERVATION = StateMachineSpec(
     RESERVATION_MACHINE,
@@ -235,6 +286,7 @@ AVAILABILITY_UPDATER = FunctionSpec(
     describe_actions=("autoscaling:DescribeAutoScalingGroups",),
     uses_cluster=True,
     alarm_on_errors=True,
+    database=RECONCILERS_DATABASE,
 )
 DISK_RECONCILER = FunctionSpec(
     "DiskReconciler",
@@ -244,6 +296,7 @@ DISK_RECONCILER = FunctionSpec(
     describe_actions=("ec2:DescribeVolumes", "ec2:DescribeSnapshots", "ec2:DescribeInstances"),
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
+    database=RECONCILERS_DATABASE,
 )
 
 DEPLOYMENT = Deployment(

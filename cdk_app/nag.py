@@ -38,8 +38,10 @@ ACKNOWLEDGED: dict[str, str] = {
         "runtime is a project decision (docs/decisions.md); upgrading is a deliberate change."
     ),
     "AwsSolutions::AwsSolutions-SMG4": (
-        "Aurora credentials are read at cold start into a pooled connection; rotation waits "
-        "for reconnect-on-auth-failure in the pool (tracked in docs/decisions.md)."
+        "Only the migration function reads the master secret, once per run (a direct "
+        "connection, never pooled); every other function logs in with IAM database "
+        "authentication tokens, so rotating the master password needs no function change. "
+        "Rotation itself is left to operators (docs/decisions.md, 2026-11-23)."
     ),
     f"AwsSolutions::AwsSolutions-IAM4[Policy::{_MANAGED}/AmazonAPIGatewayPushToCloudWatchLogs]": (
         "API Gateway's account-level CloudWatch role for execution logs; the AWS managed "

@@ -8,6 +8,11 @@ LAYER_DIR = ROOT / "layers" / "gpudev"
 FUNCTIONS_DIR = ROOT / "functions"
 MIGRATIONS_DIR = ROOT / "migrations"
 BUILD_DIR = ROOT / ".build"
+# The RDS CA bundle, a build input of the layer (docs/architecture.md "Security model")
+RDS_CA_BUNDLE = LAYER_DIR / "certs" / "rds-global-bundle.pem"
+RDS_CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
+# CDK context: another path to the bundle (relative to the repository root)
+CA_BUNDLE_CONTEXT = "gpudev:rdsCaBundle"
 
 
 def uv_executable() -> str:

@@ -4,7 +4,9 @@ state machines and schedules. The local cloud renders the same declaration onto 
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, triggers
+from pathlib import Path
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, Token, triggers
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -32,7 +34,7 @@ from cdk_app.declaration import (
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.nag import acknowledge_public_route
-from cdk_app.paths import LAYER_DIR
+from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR, RDS_CA_BUNDLE
 
 DATABASE_NAME = "gpudev"
 
@@ -56,7 +58,12 @@ class GpuDevStack(Stack):
         self.layer = lambda_.LayerVersion(
             self,
             "SharedLayer",
-            code=lambda_.Code.from_asset(str(LAYER_DIR), bundling=layer_bundling()),
+            code=lambda_.Code.from_asset(
+                str(LAYER_DIR),
+                bundling=layer_bundling(
+                    Path(self.node.try_get_context(CA_BUNDLE_CONTEXT) or RDS_CA_BUNDLE)
+                ),
+            ),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
             compatible_architectures=[lambda_.Architecture.ARM_64],
             description="gpudev package, its pinned runtime dependencies and migrations/",
@@ -126,8 +133,19 @@ class GpuDevStack(Stack):
         secret = self.database.secret
         assert secret is not None
         environment: dict[str, str] = {}
+        access = spec.database
         if spec.uses_database:
-            environment = {"DB_SECRET_ARN": secret.secret_arn, "DB_NAME": DATABASE_NAME}
+            if access is None:
+                raise ValueError(
+                    f"{spec.name} uses the database: declare its role and limits "
+                    "(database=DatabaseAccess(...) in cdk_app/declaration.py)"
+                )
+            environment = {"DB_NAME": DATABASE_NAME, **access.environment()}
+            if access.login_user:  # IAM database authentication as its group's login role
+                environment["DB_HOST"] = self.database.cluster_endpoint.hostname
+                environment["DB_PORT"] = Token.as_string(self.database.cluster_endpoint.port)
+            else:  # the migrations: the master user, owner of the schema
+                environment["DB_SECRET_ARN"] = secret.secret_arn
         if spec.uses_cluster:
             environment["EKS_CLUSTER_NAME"] = self.cluster_name
         environment.update(self._context_environment(spec))
@@ -142,8 +160,12 @@ class GpuDevStack(Stack):
             vpc=self.vpc if spec.uses_database else None,
             security_groups=[self.functions_security_group] if spec.uses_database else None,
         )
-        if spec.uses_database:
-            secret.grant_read(function)
+        if spec.uses_database and access is not None:
+            if access.login_user:
+                # rds-db:connect on dbuser:<cluster resource id>/<login role>, nothing else
+                self.database.grant_connect(function, access.login_user)
+            else:
+                secret.grant_read(function)
         if spec.describe_actions:
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])

@@ -51,6 +51,18 @@ DRAIN_SECONDS = 4.0
 POSTGRES_STOP_SECONDS = 1.0  # at least, whatever is left of the budget: it is our child
 
 
+def _most_lenient_database_limits(deployment: Deployment) -> dict[str, str]:
+    """Every function shares one pool here, so it gets the longest declared timeouts of
+    the function groups (the migrations' "none" aside: they run before the pool exists)."""
+    groups = [f.database for f in deployment.functions if f.database and f.database.role]
+    if not groups:
+        return {}
+    return {
+        "DB_STATEMENT_TIMEOUT_MS": str(max(g.statement_timeout_ms for g in groups)),
+        "DB_LOCK_TIMEOUT_MS": str(max(g.lock_timeout_ms for g in groups)),
+    }
+
+
 @dataclass(frozen=True)
 class Ports:
     api: int = 0
@@ -181,6 +193,9 @@ class LocalCloud:
                 "DATABASE_URL": self.database_url,
                 # Every function shares this process (in AWS each has its own): a bigger pool.
                 "DB_POOL_MAX_SIZE": "16",
+                # ... and one superuser login and one set of limits: the most lenient of the
+                # declared function groups (the lifecycle waits on the allocator's lock).
+                **_most_lenient_database_limits(self.deployment),
                 "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
                 # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.

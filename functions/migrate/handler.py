@@ -8,7 +8,7 @@ import psycopg
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.migrations import apply_migrations, default_migrations_dir
-from gpudev.db.pool import conninfo
+from gpudev.db.pool import connect_kwargs, conninfo
 from gpudev.observability import logger
 from gpudev.settings import database_settings
 
@@ -16,7 +16,8 @@ from gpudev.settings import database_settings
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A direct autocommit connection: each migration manages its own transaction.
-    with psycopg.connect(conninfo(database_settings()), autocommit=True) as conn:
+    settings = database_settings()
+    with psycopg.connect(conninfo(settings), autocommit=True, **connect_kwargs(settings)) as conn:
         applied = apply_migrations(conn, default_migrations_dir())
     names = [f"{m.version:04d}_{m.name}" for m in applied]
     logger.info("migrations applied", extra={"applied": names})

@@ -14,6 +14,7 @@ import pytest
 
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import ApiClient
+from tests.support.certificates import synth_context
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +26,10 @@ def cdk_template(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFacto
 
     from cdk_app.stack import GpuDevStack
 
-    app = cdk.App(outdir=str(tmp_path_factory.mktemp("parity.out")))
+    app = cdk.App(
+        outdir=str(tmp_path_factory.mktemp("parity.out")),
+        context=synth_context(tmp_path_factory.mktemp("certs")),
+    )
     GpuDevStack(app, "Parity", deployment=local_cloud.deployment)
     assembly = app.synth()
     return assembly.get_stack_by_name("Parity").template  # type: ignore[no-any-return]

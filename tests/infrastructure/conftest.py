@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.certificates import synth_context
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -18,7 +20,8 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[obje
     from cdk_app.app import build_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app, stack = build_app(outdir=str(outdir))
+    context = synth_context(tmp_path_factory.mktemp("certs"))
+    app, stack = build_app(outdir=str(outdir), context=context)
     app.synth()
     yield stack, outdir
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from tests.support.certificates import synth_context
+
 SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
 
 
@@ -71,6 +73,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
         context={
             "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers"],
             "gpudev:organizationId": "o-abcdefghij",
+            **synth_context(tmp_path_factory.mktemp("certs")),
         },
     )
     app.synth()

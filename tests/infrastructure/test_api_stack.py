@@ -40,7 +40,7 @@ def test_stage_logs_access_traces_and_throttles(template: Template):
     )
 
 
-def test_api_function_reads_the_database_secret_and_runs_in_the_vpc(template: Template):
+def test_api_function_logs_in_as_its_role_with_iam_and_runs_in_the_vpc(template: Template):
     functions = template.find_resources(
         "AWS::Lambda::Function",
         {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": "gpudev-api"}}}},
@@ -48,7 +48,13 @@ def test_api_function_reads_the_database_secret_and_runs_in_the_vpc(template: Te
     ((_, api),) = functions.items()
     assert api["Properties"]["Handler"] == "handler.handler"
     assert api["Properties"]["MemorySize"] == 1024
-    assert "DB_SECRET_ARN" in api["Properties"]["Environment"]["Variables"]
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["DB_IAM_USER"] == "gpudev_api_login"
+    assert "DB_HOST" in variables and "DB_SECRET_ARN" not in variables
+    assert (variables["DB_STATEMENT_TIMEOUT_MS"], variables["DB_LOCK_TIMEOUT_MS"]) == (
+        "10000",
+        "3000",
+    )
     assert "VpcConfig" in api["Properties"]
 
 

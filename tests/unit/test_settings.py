@@ -9,7 +9,7 @@ from gpudev.settings import SettingsError, database_settings, reset_settings_cac
 
 @pytest.fixture(autouse=True)
 def _clean_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in ("DATABASE_URL", "DB_SECRET_ARN", "DB_POOL_MAX_SIZE"):
+    for name in ("DATABASE_URL", "DB_SECRET_ARN", "DB_HOST", "DB_IAM_USER", "DB_POOL_MAX_SIZE"):
         monkeypatch.delenv(name, raising=False)
     reset_settings_cache()
     yield
@@ -17,7 +17,8 @@ def _clean_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_missing_database_location_fails_loudly_at_first_use():
-    with pytest.raises(SettingsError, match="DATABASE_URL or DB_SECRET_ARN"):
+    expected = "DATABASE_URL, DB_HOST with DB_IAM_USER, or DB_SECRET_ARN"
+    with pytest.raises(SettingsError, match=expected):
         database_settings()
 
 

@@ -76,6 +76,11 @@ class AwsClients:
     def secretsmanager(self) -> Any:
         return self.client("secretsmanager")
 
+    @cached_property
+    def rds(self) -> Any:
+        """Only for `generate_db_auth_token`, which signs locally (no request is made)."""
+        return self.client("rds")
+
 
 @cache
 def aws_clients() -> AwsClients:

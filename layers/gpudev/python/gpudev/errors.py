@@ -39,6 +39,16 @@ class Unavailable(GpuDevError):
     """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
 
 
+class DatabaseBusy(Unavailable):
+    """A statement ran past its statement_timeout or waited past lock_timeout; its
+    transaction was rolled back. Transient: the state machine retries it, the API answers
+    503."""
+
+
+class DatabaseUnavailable(Unavailable):
+    """No pooled connection became free (or could be opened) within the pool's timeout."""
+
+
 class DiskNameTaken(Conflict):
     pass
 

@@ -23,21 +23,39 @@ class SettingsError(RuntimeError):
 
 
 class DatabaseSettings(BaseSettings):
-    """Where PostgreSQL is: a URL (local cloud, tests) or an Aurora secret (AWS)."""
+    """Where PostgreSQL is and how a function logs in: a URL (local cloud, tests), Aurora
+    with IAM database authentication as a function group's login role (DB_HOST +
+    DB_IAM_USER, every function but the migrations), or the Aurora master secret
+    (DB_SECRET_ARN, the migration function). Also the limits every pooled connection gets
+    (docs/architecture.md "The shared layer")."""
 
     model_config = SettingsConfigDict(extra="ignore")
 
     database_url: str | None = None
     db_secret_arn: str | None = None
+    db_host: str | None = None
+    db_port: int = Field(default=5432, ge=1, le=65535)
+    db_iam_user: str | None = None  # e.g. gpudev_api_login: the password is an IAM token
     db_name: str = "gpudev"
+    # The RDS CA bundle shipped in the layer (/opt/certs): TLS with sslmode=verify-full.
+    db_ssl_root_cert: str = "/opt/certs/rds-global-bundle.pem"
     db_pool_max_size: int = Field(default=2, ge=1, le=20)
     db_connect_timeout_seconds: int = Field(default=5, ge=1, le=60)
+    # Waiting for a free pooled connection; well below the API function's 29 s timeout
+    # (API Gateway's integration limit), so a starved pool answers 503, not a timeout.
+    db_pool_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    # Set on every connection at login (`options=-c ...`, no extra round trip); 0 = none.
+    # 10 s / 3 s suit the API; the declaration gives longer-running functions more.
+    db_statement_timeout_ms: int = Field(default=10_000, ge=0)
+    db_lock_timeout_ms: int = Field(default=3_000, ge=0)
     migrations_dir: Path | None = None
 
     @model_validator(mode="after")
     def _needs_a_location(self) -> DatabaseSettings:
-        if not (self.database_url or self.db_secret_arn):
-            raise ValueError("set DATABASE_URL or DB_SECRET_ARN")
+        if not (self.database_url or self.db_secret_arn or self.db_host):
+            raise ValueError("set DATABASE_URL, DB_HOST with DB_IAM_USER, or DB_SECRET_ARN")
+        if self.db_host and not (self.database_url or self.db_secret_arn or self.db_iam_user):
+            raise ValueError("DB_HOST needs DB_IAM_USER (the login role of IAM auth)")
         return self
 
 

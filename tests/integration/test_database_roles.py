@@ -1,0 +1,338 @@
+"""The function groups' PostgreSQL roles (migrations/0006_function_roles.sql) hold exactly
+what their SQL needs: every statement a group runs passes the privilege checks as that
+group, and what lies outside its grants is refused.
+
+Locally every function logs in as one superuser (docs/architecture.md, Known differences),
+so these tests are where the grants are proven. Each test runs in the shared rolled-back
+transaction with `SET LOCAL ROLE <group>`, which drops the superuser's rights.
+
+`EXPLAIN (GENERIC_PLAN)` (PostgreSQL 16+) plans a statement with its parameters unbound and
+starts the executor, which is where table and column privileges are checked, so every
+statement is checked without data to run it on; triggers and identity columns act only at
+execution, so representative statements also run for real.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+
+from gpudev.db.queries import all_query_names, query
+
+API = "gpudev_api"
+LIFECYCLE = "gpudev_lifecycle"
+RECONCILERS = "gpudev_reconcilers"
+
+# What each group runs: the functions' code paths (handlers → services → repositories).
+STATEMENTS: dict[str, tuple[str, ...]] = {
+    API: (
+        "users/bind_principal",
+        "users/get",
+        "users/set_github_username",
+        "reservations/add_user",
+        "reservations/events",
+        "reservations/extend",
+        "reservations/find_by_prefix",
+        "reservations/get",
+        "reservations/insert",
+        "reservations/list_for_user",
+        "reservations/request_cancel",
+        "reservations/set_jupyter",
+        "reservations/submit",
+        "reservations/submit_context",
+        "disks/get",
+        "disks/insert",
+        "disks/list_for_user",
+        "disks/rename",
+        "disks/request_create",
+        "disks/request_delete",
+        "gpu_types/get",
+        "gpu_types/list_active",
+        "capacity/by_type",
+    ),
+    LIFECYCLE: (
+        "lifecycle/activate",
+        "lifecycle/checkpoint",
+        "lifecycle/end",
+        "lifecycle/park",
+        "lifecycle/preparing",
+        "lifecycle/start",
+        "allocation/grant",
+        "allocation/holdings",
+        "allocation/lock",
+        "allocation/mark_signalled",
+        "allocation/nodes",
+        "allocation/placements",
+        "allocation/queue",
+        "allocation/record_waits",
+        "allocation/release",
+        "allocation/sync_nodes",
+        "allocation/unsignalled",
+        "reservations/get",
+        "reservations/set_status",
+        "gpu_types/get",
+        "gpu_types/list_active",
+    ),
+    RECONCILERS: (
+        "gpu_types/list_active",
+        "gpu_types/update_availability",
+        "reconciler_runs/finish",
+        "reconciler_runs/latest",
+        "reconciler_runs/record",
+        "reconciler_runs/start",
+        "disk_reconciliation/import",
+        "disk_reconciliation/release",
+        "disk_reconciliation/rows",
+        "disk_reconciliation/sync",
+        "disk_reconciliation/try_lock",
+    ),
+}
+# Run by the migration function only, as the owner of the schema.
+OWNER_ONLY = ("migrations/",)
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
+
+
+def generic(statement: str) -> str:
+    """psycopg's placeholders as PostgreSQL's ($1, $2...: one per distinct name)."""
+    numbers: dict[str, int] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        if match[0] == "%%":
+            return "%"
+        key = match[1] or f"#{len(numbers)}"
+        numbers.setdefault(key, len(numbers) + 1)
+        return f"${numbers[key]}"
+
+    return _PLACEHOLDER.sub(replace, statement)
+
+
+@pytest.fixture
+def as_role(db: psycopg.Connection[Any]) -> Iterator[Any]:
+    """`as_role(role)`: the rest of the test's transaction runs as that role."""
+
+    def switch(role: str | None) -> psycopg.Connection[Any]:
+        if role is None:
+            db.execute("RESET ROLE")
+        else:
+            db.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+        return db
+
+    yield switch
+
+
+def refused(conn: psycopg.Connection[Any], statement: str) -> bool:
+    """True when the statement is refused for lack of privilege (rolled back either way)."""
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL(statement))  # type: ignore[arg-type]
+    except errors.InsufficientPrivilege:
+        return True
+    return False
+
+
+def test_every_named_statement_belongs_to_a_group_or_to_the_owner():
+    claimed = {name for names in STATEMENTS.values() for name in names}
+    unclaimed = [
+        name
+        for name in all_query_names()
+        if name not in claimed and not name.startswith(OWNER_ONLY)
+    ]
+    assert unclaimed == [], f"grant these in a migration and list them here: {unclaimed}"
+
+
+@pytest.mark.parametrize(
+    ("role", "name"),
+    [(role, name) for role, names in STATEMENTS.items() for name in names],
+)
+def test_each_group_may_run_every_statement_of_its_sql(as_role: Any, role: str, name: str):
+    conn = as_role(role)
+    conn.execute(sql.SQL("EXPLAIN (GENERIC_PLAN) ") + sql.SQL(generic(query(name))))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        query("reservations/get"),  # a table it may not read
+        "UPDATE gpu_types SET is_active = false",  # a column it may not write
+    ],
+)
+def test_the_check_sees_privileges_so_a_statement_outside_the_grants_fails_explained(
+    as_role: Any, statement: str
+):
+    conn = as_role(RECONCILERS)
+    with pytest.raises(errors.InsufficientPrivilege):
+        conn.execute(sql.SQL("EXPLAIN (GENERIC_PLAN) ") + sql.SQL(generic(statement)))  # type: ignore[arg-type]
+
+
+REFUSED: dict[str, tuple[str, ...]] = {
+    API: (
+        "DELETE FROM allocations",
+        "SELECT * FROM allocations",
+        "ALTER TABLE reservations ADD COLUMN extra integer",
+        "CREATE TABLE extra (a integer)",
+        "DELETE FROM reservations",
+        "DELETE FROM users",
+        "UPDATE reservations SET status = 'active'",
+        "UPDATE reservations SET task_token = 'x'",
+        "UPDATE users SET principal_arn = 'arn:aws:iam::1:user/x'",
+        "UPDATE disks SET in_use = false",
+        "UPDATE gpu_types SET available_gpus = 0",
+        "INSERT INTO gpu_types (gpu_type) VALUES ('x')",
+        "SELECT * FROM reconciler_runs",
+        "DELETE FROM reservation_events",
+        "TRUNCATE reservations",
+    ),
+    LIFECYCLE: (
+        "INSERT INTO reservations (reservation_id) VALUES (gen_random_uuid())",
+        "DELETE FROM reservations",
+        "UPDATE reservations SET duration_hours = 48",
+        "UPDATE reservations SET user_id = 'someone'",
+        "SELECT * FROM users",
+        "SELECT * FROM disks",
+        "UPDATE gpu_types SET available_gpus = 0",
+        "SELECT * FROM reconciler_runs",
+        "DROP TABLE allocations",
+        "ALTER TABLE allocations DROP CONSTRAINT allocations_pkey",
+        "DELETE FROM reservation_events",
+    ),
+    RECONCILERS: (
+        "SELECT status FROM reservations",
+        "SELECT * FROM reservations",
+        "UPDATE reservations SET status = 'failed'",
+        "DELETE FROM reservations",
+        "SELECT * FROM users",
+        "UPDATE gpu_types SET is_active = false",
+        "UPDATE gpu_types SET max_gpus = 0",
+        "DELETE FROM gpu_types",
+        "DELETE FROM disks",
+        "UPDATE disks SET user_id = 'someone'",
+        "DELETE FROM allocations",
+        "SELECT * FROM cluster_nodes",
+        "DELETE FROM reconciler_runs",
+        "CREATE TABLE extra (a integer)",
+    ),
+}
+
+
+@pytest.mark.parametrize("role", list(REFUSED))
+def test_each_group_is_refused_what_lies_outside_its_grants(as_role: Any, role: str):
+    conn = as_role(role)
+    allowed = [statement for statement in REFUSED[role] if not refused(conn, statement)]
+    assert allowed == [], f"{role} was not refused: {allowed}"
+
+
+def _reservation_params(user: str) -> dict[str, Any]:
+    return {
+        "reservation_id": uuid.uuid4(),
+        "username": user,
+        "principal_arn": f"arn:aws:iam::123456789012:user/{user}",
+        "client_request_id": str(uuid.uuid4()),
+        "name": None,
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "total_nodes": 1,
+        "instance_type": "g4dn.12xlarge",
+        "duration_hours": 2,
+        "github_user": None,
+        "disk_name": None,
+        "jupyter_enabled": False,
+        "max_live_reservations": 4,
+        "max_gpus": 32,
+    }
+
+
+def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_event(
+    as_role: Any,
+):
+    conn = as_role(API)
+    params = _reservation_params("role-api")
+    row = conn.execute(query("reservations/submit"), params).fetchone()
+    assert row is not None
+    events = conn.execute(
+        query("reservations/events"), {"reservation_id": params["reservation_id"]}
+    ).fetchall()
+    assert len(events) == 1
+    disk = conn.execute(
+        query("disks/request_create"),
+        {"user_id": "role-api", "disk_name": "data", "size_gb": 100},
+    ).fetchone()
+    assert disk is not None
+
+
+def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
+    conn = as_role(None)
+    params = _reservation_params("role-lifecycle")
+    conn.execute(query("reservations/submit"), params)
+    rid = params["reservation_id"]
+    conn = as_role(LIFECYCLE)
+    conn.execute(query("allocation/lock"))
+    conn.execute(
+        query("allocation/sync_nodes"),
+        {
+            "names": ["node-a"],
+            "gpu_types": ["t4"],
+            "slots": [4],
+            "schedulable": [True],
+            "node_ips": ["10.0.0.1"],
+        },
+    )
+    conn.execute(
+        query("allocation/grant"),
+        {"nodes": ["node-a"], "slots": [0], "reservation_ids": [rid], "ranks": [0]},
+    )
+    changed = conn.execute(
+        query("lifecycle/start"), {"reservation_id": rid, "execution_arn": "arn:x"}
+    ).fetchone()
+    assert changed is not None
+    conn.execute(
+        query("reservations/set_status"),
+        {"reservation_id": rid, "status": "failed", "detail": "test"},
+    )
+    released = conn.execute(query("allocation/release"), {"reservation_id": rid}).fetchone()
+    assert released == (1,)
+
+
+def test_the_reconciler_role_records_runs_updates_availability_and_imports_disks(
+    as_role: Any,
+):
+    conn = as_role(RECONCILERS)
+    run = conn.execute(
+        query("reconciler_runs/start"), {"reconciler": "gpu_availability", "invoked_by": "test"}
+    ).fetchone()
+    assert run is not None
+    conn.execute(
+        query("gpu_types/update_availability"),
+        {
+            "updated_by": "test",
+            "gpu_types": ["t4"],
+            "totals": [8],
+            "available": [4],
+            "max_reservable": [4],
+            "full_nodes": [1],
+            "running": [2],
+            "desired": [2],
+            "max_per_node": [4],
+        },
+    )
+    conn.execute(
+        query("disk_reconciliation/import"),
+        {
+            "user_ids": ["role-reconciler"],
+            "disk_names": ["data"],
+            "volume_ids": ["vol-0123"],
+            "sizes": [100],
+            "in_use": [False],
+            "reservation_ids": [None],
+            "snapshot_counts": [0],
+            "backing_up": [False],
+            "last_snapshots": [None],
+        },
+    )
+    assert conn.execute(query("disk_reconciliation/rows")).fetchall()
