@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from gpudev.db.pool import autocommit_connection
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.lifecycle.tasks import Lifecycle
-from gpudev.lifecycle.taxonomy import Permanent, step_functions_errors
+from gpudev.lifecycle.taxonomy import Permanent, StateChanged, Transient, step_functions_errors
 from gpudev.observability import logger
 
 Task = Callable[[Lifecycle, UUID, dict[str, Any]], Any]
@@ -39,6 +39,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     try:
         with step_functions_errors(), autocommit_connection() as conn:
             return task(lifecycle(conn), reservation_id, event)
+    except (Transient, StateChanged) as exc:
+        logger.warning(f"task failed, to be retried: {type(exc).__name__}: {exc}")
+        raise
     except Exception as exc:
-        logger.warning(f"task failed: {type(exc).__name__}", exc_info=True)
+        logger.exception(f"task failed: {type(exc).__name__}: {exc}")
         raise
