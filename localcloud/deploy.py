@@ -25,6 +25,34 @@ class DeployedResources:
     rule_arns: dict[str, str] = field(default_factory=dict)
 
 
+def compress_retries(definition: str, scale: float) -> str:
+    """The ASL with every Retry's waits scaled by `scale` (a compressed clock compresses
+    them too; moto sleeps them in real time). ASL wants whole seconds of at least 1, so the
+    first interval and the longest delay are each scaled and rounded up to 1 s."""
+    if scale >= 1:
+        return definition
+    asl = json.loads(definition)
+
+    def visit(states: dict[str, Any]) -> None:
+        for state in states.values():
+            for retrier in state.get("Retry", []):
+                interval = retrier.get("IntervalSeconds", 1)
+                longest = interval * retrier.get("BackoffRate", 2.0) ** max(
+                    0, retrier.get("MaxAttempts", 3) - 1
+                )
+                longest = min(longest, retrier.get("MaxDelaySeconds", longest))
+                retrier["IntervalSeconds"] = max(1, round(interval * scale))
+                retrier["MaxDelaySeconds"] = max(1, round(longest * scale))
+            for branch in state.get("Branches", []):
+                visit(branch["States"])
+            for key in ("Iterator", "ItemProcessor"):
+                if key in state:
+                    visit(state[key]["States"])
+
+    visit(asl["States"])
+    return json.dumps(asl)
+
+
 def _placeholder_zip() -> bytes:
     # moto stores code; our handlers run from the working tree through the seam.
     buffer = io.BytesIO()
@@ -33,8 +61,9 @@ def _placeholder_zip() -> bytes:
     return buffer.getvalue()
 
 
-def deploy(deployment: Deployment, client: Any) -> DeployedResources:
-    """Create every declared resource; `client(service)` returns a moto-bound boto3 client."""
+def deploy(deployment: Deployment, client: Any, retry_scale: float = 1.0) -> DeployedResources:
+    """Create every declared resource; `client(service)` returns a moto-bound boto3 client;
+    state machines' retry waits are scaled by `retry_scale` (the compressed clock)."""
     resources = DeployedResources()
     iam, lambda_ = client("iam"), client("lambda")
     role_arn = iam.create_role(
@@ -87,7 +116,7 @@ def deploy(deployment: Deployment, client: Any) -> DeployedResources:
     for machine in deployment.state_machines:
         resources.state_machine_arns[machine.name] = stepfunctions.create_state_machine(
             name=machine.deployed_name,
-            definition=machine.render(resources.function_arns),
+            definition=compress_retries(machine.render(resources.function_arns), retry_scale),
             roleArn=role_arn,
         )["stateMachineArn"]
 

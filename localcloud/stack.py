@@ -214,7 +214,9 @@ class LocalCloud:
         # stopped), before PostgreSQL.
         self._on_stop("connection pool", self._close_pool)
 
-        self.resources = deploy(self.deployment, self.aws.client)
+        self.resources = deploy(
+            self.deployment, self.aws.client, retry_scale=self.options.seconds_per_hour / 3600
+        )
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
             | {

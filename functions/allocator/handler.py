@@ -26,4 +26,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "granted": [str(r) for r in report.granted],
         "signalled": report.signalled,
         "released_dead": report.released_dead,
+        "signal_failures": report.signal_failures,
     }

@@ -1,6 +1,7 @@
 """The reservation state machine's tasks (statemachines/reservation.asl.json): one function,
-the task named in the payload. Outcomes go back to the state machine; errors carry their
-class name, which the state machine's Retry and Catch match."""
+the task named in the payload. Outcomes go back to the state machine; every error leaves as
+one of the names its Retry and Catch match (`Transient`, `Permanent`, `StateChanged`: see
+gpudev/lifecycle/taxonomy.py), the connection and the cluster client included."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from gpudev.db.pool import autocommit_connection
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import Permanent, StateChanged, Transient, step_functions_errors
 from gpudev.observability import logger
 
 Task = Callable[[Lifecycle, UUID, dict[str, Any]], Any]
@@ -31,8 +33,15 @@ TASKS: dict[str, Task] = {
 def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     task = TASKS.get(event.get("task", ""))
     if task is None:
-        raise ValueError(f"unknown task {event.get('task')!r}; tasks: {', '.join(TASKS)}")
+        raise Permanent(f"unknown task {event.get('task')!r}; tasks: {', '.join(TASKS)}")
     reservation_id = UUID(event["reservation_id"])
     logger.append_keys(reservation_id=str(reservation_id), task=event["task"])
-    with autocommit_connection() as conn:
-        return task(lifecycle(conn), reservation_id, event)
+    try:
+        with step_functions_errors(), autocommit_connection() as conn:
+            return task(lifecycle(conn), reservation_id, event)
+    except (Transient, StateChanged) as exc:
+        logger.warning(f"task failed, to be retried: {type(exc).__name__}: {exc}")
+        raise
+    except Exception as exc:
+        logger.exception(f"task failed: {type(exc).__name__}: {exc}")
+        raise

@@ -134,6 +134,9 @@ class LifecycleSettings(BaseSettings):
     ready_poll_seconds: int = Field(default=5, ge=1)
     queue_timeout_hours: float = Field(default=48.0, gt=0)  # then it is cancelled as stale
     warning_minutes: tuple[int, ...] = (30, 15, 5)
+    # an active reservation whose checkpoint failed transiently (after the task's own
+    # retries, minutes of them) parks this long, then checks again
+    fault_retry_minutes: float = Field(default=2.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None

@@ -3,8 +3,11 @@ sync the nodes, decide (plan.py), write the grants and every waiting reservation
 and ETA; after commit, tell each granted execution through its task token.
 
 A grant is written before it is signalled. A send that fails for a transient reason is
-retried by the next pass (grant_signalled_at is still NULL); a send to a token whose
-execution is gone releases the allocation, so capacity is never lost to a dead execution.
+logged and retried by the next pass (grant_signalled_at is still NULL), and never stops the
+other grants' sends nor fails the pass (which may run inside another reservation's task); a
+send to a token whose execution is gone releases the allocation, so capacity is never lost
+to a dead execution. A closed token whose execution still runs counts as told: the
+execution's next park finds the grant and wakes itself (lifecycle/tasks.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class AllocatorReport:
     granted: list[UUID] = field(default_factory=list)
     signalled: int = 0
     released_dead: int = 0
+    signal_failures: int = 0  # sends that failed for a transient reason: retried next pass
 
 
 def node_rows(
@@ -202,9 +206,20 @@ class Allocator:
     def _signal(self, report: AllocatorReport) -> None:
         delivered: list[UUID] = []
         for row in self._run("unsignalled"):
-            if self._signals.wake(row["task_token"], {"outcome": "granted"}):
+            try:
+                told = self._signals.wake(row["task_token"], {"outcome": "granted"})
+                running = told or self._signals.execution_running(row["execution_arn"])
+            except Exception:  # throttled, unreachable: one grant never stops the others
+                report.signal_failures += 1
+                logger.warning(
+                    "could not signal a grant; the next pass retries",
+                    extra={"reservation_id": str(row["reservation_id"])},
+                    exc_info=True,
+                )
+                continue
+            if told:
                 delivered.append(row["reservation_id"])
-            elif not self._signals.execution_running(row["execution_arn"]):
+            elif not running:
                 with self._conn.transaction():
                     self._run("release", {"reservation_id": row["reservation_id"]})
                     ReservationsRepository(self._conn).set_status(

@@ -29,6 +29,7 @@ from gpudev.lifecycle.cluster import ReservationObjects, pods_state
 from gpudev.lifecycle.keys import GithubKeys
 from gpudev.lifecycle.objects import Names, Placement
 from gpudev.lifecycle.signals import Signals
+from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.models import Reservation, ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, ReservationsRepository
@@ -59,6 +60,14 @@ class Lifecycle:
         with self.conn.cursor(row_factory=class_row(Reservation)) as cur:
             return cur.execute(query(f"lifecycle/{name}"), params).fetchone()
 
+    def _write(self, name: str, **params: Any) -> Reservation:
+        """A conditional write that must match: if it does not, the row moved on (cancelled,
+        ended) and the task is retried, reading the row afresh."""
+        row = self._row(name, **params)
+        if row is None:
+            raise StateChanged(f"lifecycle/{name} matched nothing: the reservation changed")
+        return row
+
     def reservation(self, reservation_id: UUID) -> Reservation:
         found = ReservationsRepository(self.conn).get(reservation_id)
         if found is None:
@@ -80,6 +89,15 @@ class Lifecycle:
         }
         return Allocator(self.conn, self.signals, self.settings).run(nodes, pods, cpu_types)
 
+    def allocate_for_the_queue(self) -> None:
+        """An allocator pass run on behalf of the queue (after a park or a release): it never
+        fails this task, since what it does is for other reservations and the scheduled
+        allocator runs the same pass every minute."""
+        try:
+            self.allocate()
+        except Exception:
+            logger.warning("allocator pass failed; the scheduled pass retries", exc_info=True)
+
     # -- tasks -----------------------------------------------------------------------------
     def start(self, reservation_id: UUID, execution_arn: str) -> dict[str, Any]:
         row = self._row("start", reservation_id=reservation_id, execution_arn=execution_arn)
@@ -93,15 +111,26 @@ class Lifecycle:
                 self.settings.queue_timeout_hours * self.settings.seconds_per_hour
             ),
             "ready_poll_seconds": self.settings.ready_poll_seconds,
+            "fault_retry_seconds": max(
+                1, math.ceil(self.settings.minutes(self.settings.fault_retry_minutes))
+            ),
         }
 
     def wait_for_capacity(self, reservation_id: UUID, task_token: str) -> None:
-        """Park on the token, then run an allocator pass, which wakes us if we fit."""
+        """Park on the token, then run an allocator pass, which wakes us if we fit.
+
+        A grant made before this token was stored was signalled to an earlier token (an
+        attempt of this state that failed after parking, retried with a new token): the
+        allocator counts it as told, so this token is woken here, or nobody would."""
         row = self._row("park", reservation_id=reservation_id, task_token=task_token)
         if row is None or row.cancel_requested_at is not None:
             self.signals.wake(task_token, {"outcome": "cancel"})
             return
-        self.allocate()
+        if row.granted_at is not None:
+            logger.info("granted before this token was stored: waking it")
+            self.signals.wake(task_token, {"outcome": "granted"})
+            return
+        self.allocate_for_the_queue()
 
     def provision(self, reservation_id: UUID) -> dict[str, Any]:
         reservation = self.reservation(reservation_id)
@@ -123,7 +152,7 @@ class Lifecycle:
         cluster.create(objects.ssh_service(reservation))
         for placement in placements:
             cluster.create(objects.pod(reservation, gpu_type, placement, self.settings.pod_image))
-        self._row(
+        self._write(
             "preparing",
             reservation_id=reservation_id,
             pod_name=Names.of(reservation).pod(0),
@@ -151,7 +180,7 @@ class Lifecycle:
             return {"outcome": "waiting", "detail": state.problem}
         node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
         node_ip = self.placements(reservation_id)[0].node_ip
-        self._row(
+        activated = self._row(
             "activate",
             reservation_id=reservation_id,
             seconds_per_hour=self.settings.seconds_per_hour,
@@ -159,6 +188,10 @@ class Lifecycle:
             node_port=node_port,
             ssh_command=f"ssh -p {node_port} dev@{node_ip}",
         )
+        # Nothing matched: a retry after the write (fine), or the row moved on (read again).
+        status = activated.status if activated else self.reservation(reservation_id).status
+        if status != ReservationStatus.ACTIVE:
+            raise StateChanged("the reservation left 'preparing' while its pod started")
         return {"outcome": "ready"}
 
     def checkpoint(self, reservation_id: UUID) -> dict[str, Any]:
@@ -188,7 +221,7 @@ class Lifecycle:
             text = reservation.warning_text  # the last warning stays on show
         self._apply(reservation, expires, min(sent) if sent else None, text or "")
         jupyter_url, jupyter_port = self._jupyter(reservation)
-        self._row(
+        self._write(
             "checkpoint",
             reservation_id=reservation_id,
             seconds_per_hour=settings.seconds_per_hour,
@@ -233,7 +266,7 @@ class Lifecycle:
             "reservation torn down",
             extra={"reservation_id": str(reservation_id), "status": final, "objects": deleted},
         )
-        self.allocate()
+        self.allocate_for_the_queue()
         return {"status": str(final), "objects_deleted": deleted}
 
     # -- helpers ---------------------------------------------------------------------------

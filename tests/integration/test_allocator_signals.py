@@ -1,0 +1,60 @@
+"""A grant whose signal fails (SendTaskSuccess throttled) never stops the others, never fails
+the pass, and is sent again by the next pass."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+from botocore.exceptions import ClientError
+
+from gpudev.allocation.service import Allocator
+from gpudev.availability.compute import Node
+from gpudev.settings import LifecycleSettings
+
+NODES = [Node("h100-0", "h100", True, False, 8), Node("h100-1", "h100", True, False, 8)]
+
+
+class ThrottledFor:
+    def __init__(self, token: str):
+        self.throttled = token
+        self.woken: list[str] = []
+
+    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+        if task_token == self.throttled:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                "SendTaskSuccess",
+            )
+        self.woken.append(task_token)
+        return True
+
+    def execution_running(self, execution_arn: str | None) -> bool:
+        return True
+
+
+def _queue(conn: psycopg.Connection[Any], token: str) -> uuid.UUID:
+    reservation_id = uuid.uuid4()
+    conn.execute(
+        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+        " total_nodes, duration_hours, task_token) VALUES (%s, 'alice', 'queued', 'h100', 8,"
+        " 1, 1, %s)",
+        (reservation_id, token),
+    )
+    return reservation_id
+
+
+def test_a_throttled_signal_is_logged_and_retried_by_the_next_pass(fresh_database):
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        first, second = _queue(conn, "first"), _queue(conn, "second")
+        signals = ThrottledFor("first")
+        report = Allocator(conn, signals, LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
+        assert sorted(report.granted) == sorted([first, second])
+        assert signals.woken == ["second"]
+        assert (report.signalled, report.signal_failures) == (1, 1)
+
+        signals.throttled = ""
+        report = Allocator(conn, signals, LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
+        assert signals.woken == ["second", "first"] and report.signalled == 1
