@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from localcloud.kubernetes import pod_validation, rules
+from localcloud.kubernetes import networking, pod_validation, rules
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
 Obj = dict[str, Any]
@@ -149,12 +149,14 @@ NAMES: dict[str, rules.Rule] = {
     "configmaps": rules.dns1123_subdomain,
     "secrets": rules.dns1123_subdomain,
     "events": rules.dns1123_subdomain,
+    "networkpolicies": rules.dns1123_subdomain,
 }
 SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "pods": pod_validation.pod,
     "services": service,
     "configmaps": config_map,
     "secrets": secret,
+    "networkpolicies": networking.network_policy,
 }
 DECODERS: dict[str, Callable[[Obj], None]] = {
     "pods": pod_validation.quantities,
