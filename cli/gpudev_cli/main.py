@@ -80,6 +80,13 @@ def _request_body(
 @click.option("--name", help="a name to recognise it by")
 @click.option("--disk", help="a named persistent disk, or 'none'")
 @click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
+@click.option(
+    "--profiling",
+    is_flag=True,
+    help="allow profilers in the pod: perf counters, Nsight Systems/Compute and `perf` need "
+    "CAP_SYS_ADMIN, which the pod then gets (use it with sudo); off by default, as it "
+    "weakens the pod's isolation",
+)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -98,6 +105,7 @@ def reserve(
     name: str | None,
     disk: str | None,
     jupyter: bool,
+    profiling: bool,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
@@ -114,6 +122,7 @@ def reserve(
         "name": name,
         "disk_name": None if disk in (None, "none") else disk,
         "jupyter": jupyter,
+        "profiling": profiling,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

@@ -67,6 +67,8 @@ def reservation_panel(r: dict[str, Any]) -> None:
         )
     users = ", ".join(r.get("secondary_users") or []) or f"none (gpu-dev edit {rid} --add-user GH)"
     lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
+    if r.get("profiling"):
+        lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("extension_error"):
         lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
     if r.get("failure_reason"):

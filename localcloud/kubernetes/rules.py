@@ -23,8 +23,9 @@ REASONS = {
     "Not found": "FieldValueNotFound",
     "Unsupported value": "FieldValueNotSupported",
     "Too long": "FieldValueTooLong",
+    "Forbidden": "FieldValueForbidden",
 }
-_NO_VALUE_SHOWN = ("Required value", "Too long")
+_NO_VALUE_SHOWN = ("Required value", "Too long", "Forbidden")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The Kubernetes API stand-in: core/v1 over HTTP on 127.0.0.1, for the official client.
+"""The Kubernetes API stand-in: core/v1 and networking.k8s.io/v1 over HTTP on 127.0.0.1,
+for the official client.
 
 Requests need an EKS bearer token (`k8s-aws-v1.` + a presigned STS GetCallerIdentity URL
 signed with `x-k8s-aws-id`) whose access key the local IAM knows, as EKS authenticates
@@ -20,13 +21,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import LocalHttpServer, RawRequest, Reply
+from localcloud.kubernetes import networking
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import SelectorError
-from localcloud.kubernetes.store import KINDS, DeleteOptions, ObjectStore
+from localcloud.kubernetes.store import KINDS, DeleteOptions, ObjectStore, api_version
 
 log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(
-    r"^/api/v1/(?:namespaces/(?P<ns>[^/]+)/)?(?P<resource>[a-z]+)"
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+/v1))/"
+    r"(?:namespaces/(?P<ns>[^/]+)/)?(?P<resource>[a-z]+)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding))?$"
 )
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -131,6 +134,45 @@ def token_principal(authorization: str | None, known_key: Callable[[str], str | 
     return arn
 
 
+def _resource_list(group_version: str) -> dict[str, Any]:
+    """Discovery: the resources one group/version serves."""
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": [
+            {
+                "name": r,
+                "singularName": "",
+                "kind": k,
+                "namespaced": n,
+                "verbs": [
+                    "create",
+                    "delete",
+                    "deletecollection",
+                    "get",
+                    "list",
+                    "patch",
+                    "update",
+                ],
+            }
+            for r, (k, n) in KINDS.items()
+            if api_version(r) == group_version
+        ],
+    }
+
+
+def _api_group() -> dict[str, Any]:
+    version = {"groupVersion": networking.GROUP_VERSION, "version": networking.VERSION}
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": networking.GROUP,
+        "versions": [version],
+        "preferredVersion": version,
+    }
+
+
 class KubernetesApiServer:
     def __init__(
         self,
@@ -180,22 +222,19 @@ class KubernetesApiServer:
                 return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-gpudev-local"}
             if split.path == "/api":
                 return 200, {"kind": "APIVersions", "versions": ["v1"]}
-            if split.path == "/api/v1":
-                return 200, {
-                    "kind": "APIResourceList",
-                    "groupVersion": "v1",
-                    "resources": [
-                        {
-                            "name": r,
-                            "kind": k,
-                            "namespaced": n,
-                            "verbs": ["create", "delete", "get", "list", "patch", "update"],
-                        }
-                        for r, (k, n) in KINDS.items()
-                    ],
-                }
+            discovery = split.path.rstrip("/")  # the client asks for /apis/ and /api/v1/
+            if discovery in ("/api/v1", f"/apis/{networking.GROUP_VERSION}"):
+                return 200, _resource_list(discovery.removeprefix("/api/").removeprefix("/apis/"))
+            if discovery == f"/apis/{networking.GROUP}":
+                return 200, _api_group()
+            if discovery == "/apis":
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group()]}
             match = _PATH.match(split.path)
-            if not match or match["resource"] not in KINDS:
+            if (
+                not match
+                or match["resource"] not in KINDS
+                or api_version(match["resource"]) != (match["core"] or match["group"])
+            ):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if query.get("watch") in ("true", "1"):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcloud.kubernetes import validation
+from localcloud.kubernetes import networking, pod_security, validation
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
 
@@ -27,12 +27,18 @@ KINDS = {
     "configmaps": ("ConfigMap", True),
     "secrets": ("Secret", True),
     "events": ("Event", True),
+    **networking.RESOURCES,
 }
 NODE_PORT_RANGE = range(30000, 32768)
 DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
 TERMINAL_PHASES = ("Succeeded", "Failed")
 DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def api_version(resource: str) -> str:
+    """The group/version serving `resource`: core `v1` unless another group's."""
+    return networking.GROUP_VERSION if resource in networking.RESOURCES else "v1"
 
 
 def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
@@ -106,8 +112,10 @@ class ObjectStore:
         self._version_seen = 0
         self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
         self._node_index_version = -1
-        for name in ("default", "kube-system", "gpu-dev"):
+        for name in ("default", "kube-system"):
             self.create("namespaces", "", {"metadata": {"name": name}})
+        for namespace in pod_security.namespaces():  # gpu-dev and gpu-dev-profiling
+            self.create("namespaces", "", namespace)
 
     # -- helpers -----------------------------------------------------------------------
     def _key(self, resource: str, namespace: str, name: str) -> tuple[str, str, str]:
@@ -192,6 +200,10 @@ class ObjectStore:
                 key = self._key(resource, namespace, metadata["name"])
             admit(resource, obj)
             self._require_namespace(resource, namespace)
+            if resource == "pods":  # Pod Security admission, after validation as in the API server
+                refused = pod_security.admit_pod(self._objects[("namespaces", "", namespace)], obj)
+                if refused is not None:
+                    raise refused
             if key in self._objects:
                 raise ApiError(
                     409,
@@ -201,7 +213,7 @@ class ObjectStore:
                     resource,
                 )
             kind, namespaced = KINDS[resource]
-            obj["kind"], obj["apiVersion"] = kind, "v1"
+            obj["kind"], obj["apiVersion"] = kind, api_version(resource)
             metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
             if namespaced:
                 metadata["namespace"] = namespace
@@ -211,6 +223,10 @@ class ObjectStore:
                 self._default_service(obj)
             elif resource == "namespaces":
                 obj["status"] = {"phase": "Active"}
+                # as the API server labels every namespace (namespaceSelector matches on it)
+                metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
+            elif resource in networking.RESOURCES:
+                networking.default(obj)
             self._objects[key] = obj
             return self._stamp(obj)
 
@@ -257,7 +273,7 @@ class ObjectStore:
             ]
             return {
                 "kind": f"{KINDS[resource][0]}List",
-                "apiVersion": "v1",
+                "apiVersion": api_version(resource),
                 "metadata": {"resourceVersion": str(next(self._versions))},
                 "items": items,
             }
@@ -293,7 +309,7 @@ class ObjectStore:
                     updated.setdefault("metadata", {})[field] = current["metadata"][field]
                 else:  # server-set: a client cannot start a deletion by writing them
                     updated.get("metadata", {}).pop(field, None)
-            updated["kind"], updated["apiVersion"] = current["kind"], "v1"
+            updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
         self._objects[key] = updated
         return self._stamp(updated)
 

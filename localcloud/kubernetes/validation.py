@@ -15,7 +15,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import pod_validation, rules
+from localcloud.kubernetes import networking, pod_validation, rules
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
@@ -135,12 +135,14 @@ NAMES: dict[str, rules.Rule] = {
     "configmaps": rules.dns1123_subdomain,
     "secrets": rules.dns1123_subdomain,
     "events": rules.dns1123_subdomain,
+    "networkpolicies": rules.dns1123_subdomain,
 }
 SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "pods": pod_validation.pod,
     "services": service,
     "configmaps": config_map,
     "secrets": secret,
+    "networkpolicies": networking.network_policy,
 }
 DECODERS: dict[str, Callable[[Obj], None]] = {
     "pods": pod_validation.quantities,

@@ -215,3 +215,28 @@ def test_allowed_roles_refuse_other_principals_before_anything_is_written(
         monkeypatch.undo()
         reset_settings_cache()
     assert reserve(api).status == 202
+
+
+def test_profiling_is_off_unless_asked_for_and_is_echoed_in_the_reservation(api, local_cloud):
+    drain_jobs(local_cloud)
+    plain = reserve(api)
+    profiling = reserve(api, profiling=True)
+    assert (plain.status, profiling.status) == (202, 202)
+    assert (plain.body["profiling"], profiling.body["profiling"]) == (False, True)
+    shown = api.call("GET", f"/v1/reservations/{profiling.body['reservation_id']}", profile="alice")
+    assert shown.status == 200 and shown.body["profiling"] is True
+    with psycopg.connect(local_cloud.database_url) as conn:
+        stored = conn.execute(
+            "SELECT profiling FROM reservations WHERE reservation_id = %s",
+            (plain.body["reservation_id"],),
+        ).fetchone()
+    assert stored == (False,)
+    drain_jobs(local_cloud)
+
+
+def test_a_profiling_value_that_is_not_a_boolean_is_422_and_writes_nothing(api, local_cloud):
+    before = count_reservations(local_cloud)
+    reply = reserve(api, profiling="perhaps")
+    assert reply.status == 422, reply.body
+    assert "profiling" in json.dumps(reply.body)
+    assert count_reservations(local_cloud) == before

@@ -243,6 +243,7 @@ def _reservation_params(user: str) -> dict[str, Any]:
         "github_user": None,
         "disk_name": None,
         "jupyter_enabled": False,
+        "profiling": False,
         "max_live_reservations": 4,
         "max_gpus": 32,
     }

@@ -76,7 +76,9 @@ def test_a_grant_signalled_to_a_failed_attempts_token_wakes_the_retried_attempt(
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
         sfn = StepFunctions()
-        lifecycle = OneNodeLifecycle(conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev")  # type: ignore[arg-type]
+        lifecycle = OneNodeLifecycle(
+            conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
+        )  # type: ignore[arg-type]
         holder = _queued(conn)
         lifecycle.wait_for_capacity(holder, "holder-token")
         assert sfn.woken == [("holder-token", {"outcome": "granted"})]
@@ -99,7 +101,9 @@ def test_a_grant_made_after_the_retried_attempt_parked_goes_to_its_token(fresh_d
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
         sfn = StepFunctions()
-        lifecycle = OneNodeLifecycle(conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev")  # type: ignore[arg-type]
+        lifecycle = OneNodeLifecycle(
+            conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
+        )  # type: ignore[arg-type]
         holder = _queued(conn)
         lifecycle.wait_for_capacity(holder, "holder-token")
         waiting = _queued(conn)

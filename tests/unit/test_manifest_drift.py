@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient
 
 from gpudev.lifecycle import objects
@@ -23,7 +24,14 @@ from gpudev.models import GpuType, Reservation, ReservationStatus
 from localcloud.kubernetes import validation
 
 CATALOGUE = Path(__file__).parents[2] / "migrations" / "0002_gpu_type_catalogue.sql"
-RESOURCES = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps", "Secret": "secrets"}
+RESOURCES = {
+    "Pod": "pods",
+    "Service": "services",
+    "ConfigMap": "configmaps",
+    "Secret": "secrets",
+    "NetworkPolicy": "networkpolicies",
+}
+DEPLOYED = Path(__file__).parents[2] / "deploy" / "kubernetes" / "network-policies.yaml"
 
 
 def _catalogue() -> list[GpuType]:
@@ -54,7 +62,9 @@ def _catalogue() -> list[GpuType]:
     ]
 
 
-def _reservation(user_id: str, gpu_type: GpuType, gpus: int, nodes: int) -> Reservation:
+def _reservation(
+    user_id: str, gpu_type: GpuType, gpus: int, nodes: int, profiling: bool = False
+) -> Reservation:
     now = datetime.now(UTC)
     fields: dict[str, Any] = dict.fromkeys(Reservation.model_fields)
     return Reservation(
@@ -68,6 +78,7 @@ def _reservation(user_id: str, gpu_type: GpuType, gpus: int, nodes: int) -> Rese
             "total_nodes": nodes,
             "duration_hours": 8.0,
             "jupyter_enabled": True,
+            "profiling": profiling,
             "jupyter_token": "token-123",
             "namespace": "gpu-dev",
             "secondary_users": [],
@@ -104,11 +115,19 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
                     objects.pod(reservation, gpu_type, placement, "pytorch/pytorch:2.5"),
                 )
             )
+    profiling = _reservation(user_id, _catalogue()[0], 1, 1, profiling=True)
+    built.append(
+        (
+            "profiling pod",
+            objects.pod(profiling, _catalogue()[0], Placement(0, "i-0", None, 1), "pytorch:2.5"),
+        )
+    )
     reservation = _reservation(user_id, _catalogue()[0], 1, 1)
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "ssh_service": lambda: objects.ssh_service(reservation),
         "jupyter_service": lambda: objects.jupyter_service(reservation),
         "headless_service": lambda: objects.headless_service(reservation),
+        "network_policy": lambda: objects.network_policy(reservation),
         "control_config_map": lambda: objects.control_config_map(
             reservation, "2030-01-01T00:00:00Z", 30, "30 minutes left"
         ),
@@ -139,6 +158,11 @@ def _cases() -> list[Any]:
         for name, m in _manifests("carol@example.com")
         if not name.startswith("pod ") or name.startswith("pod h100x8/1")
     ]
+    with DEPLOYED.open() as file:
+        cases += [
+            pytest.param(m, id=f"deployed {m['metadata']['namespace']}/{m['metadata']['name']}")
+            for m in yaml.safe_load_all(file)
+        ]
     return cases
 
 

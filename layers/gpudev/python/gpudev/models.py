@@ -78,6 +78,7 @@ class Reservation(Row):
     github_user: str | None
     disk_name: str | None
     jupyter_enabled: bool
+    profiling: bool
     jupyter_url: str | None
     jupyter_port: int | None
     jupyter_token: str | None

@@ -79,6 +79,9 @@ class ClusterSettings(BaseSettings):
     eks_cluster_name: str = "pytorch-gpu-dev-cluster"
     kubernetes_endpoint_url: str | None = None
     kubernetes_namespace: str = "gpu-dev"
+    # Profiling reservations (CAP_SYS_ADMIN) run here: Pod Security `baseline`, enforced on
+    # the main namespace, refuses that capability (deploy/kubernetes/namespace.yaml).
+    kubernetes_profiling_namespace: str = "gpu-dev-profiling"
     # Read timeout of every Kubernetes request (connect: at most 3 s); a timeout is a
     # transient failure the state machine retries.
     kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)

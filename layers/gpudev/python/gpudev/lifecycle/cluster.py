@@ -22,16 +22,19 @@ WAITING_FAILURES = {
 }
 
 
-# Resource (as in objects.KINDS) and manifest kind -> the client's method name suffix.
-_SUFFIX = {
-    "pods": "pod",
-    "services": "service",
-    "configmaps": "config_map",
-    "secrets": "secret",
-    "Pod": "pod",
-    "Service": "service",
-    "ConfigMap": "config_map",
-    "Secret": "secret",
+# Resource (as in objects.KINDS) and manifest kind -> the client API object that serves it
+# (core/v1 or networking.k8s.io/v1) and its method name suffix.
+_METHODS = {
+    "pods": ("core", "pod"),
+    "services": ("core", "service"),
+    "configmaps": ("core", "config_map"),
+    "secrets": ("core", "secret"),
+    "networkpolicies": ("networking", "network_policy"),
+    "Pod": ("core", "pod"),
+    "Service": ("core", "service"),
+    "ConfigMap": ("core", "config_map"),
+    "Secret": ("core", "secret"),
+    "NetworkPolicy": ("networking", "network_policy"),
 }
 
 
@@ -55,18 +58,24 @@ def _status(exc: Exception) -> int:
 
 
 class ReservationObjects:
-    def __init__(self, api_client: ApiClient, namespace: str):
-        from kubernetes.client import CoreV1Api
+    """A reservation's objects in one namespace, whatever their API group: every create,
+    list, replace and delete goes through `_call`, which picks core/v1 or networking/v1."""
 
-        self._core = CoreV1Api(api_client)
+    def __init__(self, api_client: ApiClient, namespace: str):
+        from kubernetes.client import CoreV1Api, NetworkingV1Api
+
+        self._apis = {"core": CoreV1Api(api_client), "networking": NetworkingV1Api(api_client)}
         self._namespace = namespace
 
-    def _call(self, operation: str, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, verb: str, kind: str, *args: Any, **kwargs: Any) -> Any:
+        """`verb`_namespaced_<kind> on the API serving `kind` (a resource or manifest kind)."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
+        api, suffix = _METHODS[kind]
+        operation = f"{verb}_namespaced_{suffix}"
         try:
-            return getattr(self._core, operation)(*args, **kwargs)
+            return getattr(self._apis[api], operation)(*args, **kwargs)
         except ApiException as exc:
             if _status(exc) >= 500 or _status(exc) == 429:
                 raise KubernetesUnavailable(f"{operation}: HTTP {_status(exc)}") from exc
@@ -79,36 +88,32 @@ class ReservationObjects:
         is ours (a retried task); another reservation's object is never taken over."""
         from kubernetes.client.exceptions import ApiException
 
-        suffix = _SUFFIX[manifest["kind"]]
+        kind = manifest["kind"]
         try:
-            self._call(f"create_namespaced_{suffix}", self._namespace, manifest)
+            self._call("create", kind, self._namespace, manifest)
         except ApiException as exc:
             if _status(exc) != 409:
                 raise
             name = manifest["metadata"]["name"]
-            existing = self._call(
-                f"read_namespaced_{suffix}", name, self._namespace, _preload_content=False
-            )
+            existing = self._call("read", kind, name, self._namespace, _preload_content=False)
             ours = manifest["metadata"]["labels"][RESERVATION_LABEL]
             holder = (json.loads(existing.data)["metadata"].get("labels") or {}).get(
                 RESERVATION_LABEL
             )
             if holder != ours:
                 raise ObjectNameTaken(
-                    f"{manifest['kind']} {name} already exists for reservation {holder}"
+                    f"{kind} {name} already exists for reservation {holder}"
                 ) from exc
 
     def replace(self, manifest: dict[str, Any]) -> None:
         self._call(
-            f"replace_namespaced_{_SUFFIX[manifest['kind']]}",
-            manifest["metadata"]["name"],
-            self._namespace,
-            manifest,
+            "replace", manifest["kind"], manifest["metadata"]["name"], self._namespace, manifest
         )
 
     def _list(self, kind: str, reservation_id: str) -> list[dict[str, Any]]:
         response = self._call(
-            f"list_namespaced_{_SUFFIX[kind]}",
+            "list",
+            kind,
             self._namespace,
             label_selector=f"{RESERVATION_LABEL}={reservation_id}",
             _preload_content=False,
@@ -135,7 +140,7 @@ class ReservationObjects:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self._call(f"delete_namespaced_{_SUFFIX[kind]}", name, self._namespace)
+            self._call("delete", kind, name, self._namespace)
         except ApiException as exc:
             if _status(exc) != 404:
                 raise

@@ -4,6 +4,12 @@ Everything carries the label gpu-dev/reservation=<id>, which is how tear down fi
 pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
 keys, Jupyter token) are mounted into it and a small script in the pod applies them; nobody
 needs pods/exec.
+
+Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
+seccomp profile with no service-account token and without privilege escalation; only a
+profiling reservation gets CAP_SYS_ADMIN, and it lives in its own namespace because Pod
+Security `baseline` (enforced on gpu-dev) refuses that capability. A per-reservation
+NetworkPolicy lets the reservation's own pods reach each other and nobody else's.
 """
 
 from __future__ import annotations
@@ -21,7 +27,13 @@ RANK_LABEL = "gpu-dev/rank"
 GPU = "nvidia.com/gpu"
 RENDEZVOUS_PORT = 29500
 JUPYTER_PORT = 8888
-KINDS = ("pods", "services", "configmaps", "secrets")
+# What tear down deletes by label (and what the lifecycle tests check is gone): resources
+# as the API server names them; networkpolicies are networking.k8s.io/v1, the rest core/v1.
+KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies")
+# Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
+# on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
+DROPPED_CAPABILITIES = ["NET_RAW"]
+PROFILING_CAPABILITIES = ["SYS_ADMIN"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,10 @@ class Names:
     @property
     def keys(self) -> str:
         return f"{self.base}-keys"
+
+    @property
+    def network_policy(self) -> str:
+        return f"{self.base}-peers"
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -176,6 +192,38 @@ def headless_service(reservation: Reservation) -> dict[str, Any]:
     }
 
 
+def network_policy(reservation: Reservation) -> dict[str, Any]:
+    """The reservation's pods may reach each other, on every port, and no other pod may
+    reach them (the namespace's policies in deploy/kubernetes/network-policies.yaml deny
+    everything else and let SSH and Jupyter in from outside the cluster only). Every port,
+    not just SSH and the rendezvous port 29500: NCCL's bootstrap and socket transport and
+    gloo listen on ephemeral ports, so a port list would break multinode jobs."""
+    own_pods = {
+        "podSelector": {"matchLabels": {RESERVATION_LABEL: str(reservation.reservation_id)}}
+    }
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(reservation, Names.of(reservation).network_policy),
+        "spec": {
+            **own_pods,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [own_pods]}],
+            "egress": [{"to": [own_pods]}],
+        },
+    }
+
+
+def container_security(profiling: bool) -> dict[str, Any]:
+    """No privilege escalation (setuid binaries and file capabilities stay inert: the
+    startup script runs as root and only ever drops to users, as sshd does), except for
+    profiling: CAP_SYS_ADMIN is effective only for root, so the dev user needs sudo to
+    use it, and the API server refuses allowPrivilegeEscalation=false with SYS_ADMIN."""
+    if profiling:
+        return {"capabilities": {"add": PROFILING_CAPABILITIES, "drop": DROPPED_CAPABILITIES}}
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": DROPPED_CAPABILITIES}}
+
+
 def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
     """Requests, limits and the thread count: the GPU share of the node (reference §7)."""
     if gpu_type.is_cpu_only:
@@ -203,6 +251,11 @@ def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
 STARTUP = r"""set -u
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
 mkdir -p /home/dev/.ssh /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
+if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo
+  command -v sudo >/dev/null || (apt-get update -qq && apt-get install -y -qq sudo)
+  mkdir -p /etc/sudoers.d && echo 'dev ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/dev
+  chmod 440 /etc/sudoers.d/dev
+fi
 cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
 #!/bin/bash
 # Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
@@ -272,6 +325,7 @@ def pod(
         "GPU_DEV_RESERVATION_ID": str(reservation.reservation_id),
         "GPU_DEV_USER_ID": reservation.user_id,
         "GPU_TYPE": gpu_type.gpu_type.upper(),
+        "GPU_DEV_PROFILING": "true" if reservation.profiling else "false",
         "HF_HOME": "/workspace/.cache/huggingface",
         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
         "NCCL_DEBUG": "INFO",
@@ -311,6 +365,7 @@ def pod(
         "restartPolicy": "OnFailure",
         "terminationGracePeriodSeconds": 10,
         "automountServiceAccountToken": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [
             {
                 "name": "gpu-dev",
@@ -323,7 +378,7 @@ def pod(
                 ],
                 "env": [{"name": k, "value": v} for k, v in env.items()],
                 "resources": resources,
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_ADMIN"]}},
+                "securityContext": container_security(reservation.profiling),
                 "volumeMounts": [
                     {"name": "dshm", "mountPath": "/dev/shm"},
                     {"name": "workspace", "mountPath": "/workspace"},

@@ -23,4 +23,5 @@ def lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
         keys=GithubKeys(settings.github_keys_file),
         settings=settings,
         namespace=cluster_settings().kubernetes_namespace,
+        profiling_namespace=cluster_settings().kubernetes_profiling_namespace,
     )

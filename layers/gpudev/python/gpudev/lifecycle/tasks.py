@@ -50,10 +50,15 @@ class Lifecycle:
     keys: GithubKeys
     settings: LifecycleSettings
     namespace: str
+    # Profiling pods carry CAP_SYS_ADMIN, which Pod Security `baseline` (enforced on
+    # `namespace`) refuses: they live in a namespace that allows it (deploy/kubernetes).
+    profiling_namespace: str
 
-    @property
-    def objects(self) -> ReservationObjects:
-        return ReservationObjects(self.api_client, self.namespace)
+    def namespace_of(self, reservation: Reservation) -> str:
+        return self.profiling_namespace if reservation.profiling else self.namespace
+
+    def objects(self, reservation: Reservation) -> ReservationObjects:
+        return ReservationObjects(self.api_client, self.namespace_of(reservation))
 
     # -- rows ------------------------------------------------------------------------------
     def _row(self, name: str, **params: Any) -> Reservation | None:
@@ -145,7 +150,8 @@ class Lifecycle:
         assert gpu_type is not None
         token = reservation.jupyter_token or secrets.token_hex(32)
         reservation = reservation.model_copy(update={"jupyter_token": token})
-        cluster = self.objects
+        cluster = self.objects(reservation)
+        cluster.create(objects.network_policy(reservation))
         cluster.create(objects.control_config_map(reservation, "", None, ""))
         cluster.create(self._keys_secret(reservation))
         cluster.create(objects.headless_service(reservation))
@@ -156,6 +162,7 @@ class Lifecycle:
             "preparing",
             reservation_id=reservation_id,
             pod_name=Names.of(reservation).pod(0),
+            namespace=self.namespace_of(reservation),
             jupyter_token=token,
             ready_timeout_seconds=self.settings.ready_timeout_seconds,
             generation=reservation.change_generation,
@@ -166,7 +173,7 @@ class Lifecycle:
         reservation = self.reservation(reservation_id)
         if reservation.cancel_requested_at is not None:
             return {"outcome": "cancel"}
-        cluster = self.objects
+        cluster = self.objects(reservation)
         state = pods_state(cluster.pods(str(reservation_id)), reservation.total_nodes)
         if not state.ready:
             if state.failed:
@@ -254,7 +261,7 @@ class Lifecycle:
         """Delete every labelled object, release the allocation, record the ending once,
         and let the queue move."""
         status, detail = _ending(ending)
-        deleted = self.objects.delete_all(str(reservation_id))
+        deleted = self.objects(self.reservation(reservation_id)).delete_all(str(reservation_id))
         with self.conn.transaction():
             with self.conn.cursor() as cur:
                 cur.execute(query("allocation/release"), {"reservation_id": reservation_id})
@@ -282,14 +289,14 @@ class Lifecycle:
         self, reservation: Reservation, expires: float, level: int | None, text: str
     ) -> None:
         """The pod's control objects from the row: expiry, warning, Jupyter, keys."""
-        cluster = self.objects
+        cluster = self.objects(reservation)
         expires_at = datetime.fromtimestamp(expires).astimezone().isoformat()
         cluster.replace(objects.control_config_map(reservation, expires_at, level, text))
         if reservation.change_generation > reservation.applied_generation:
             cluster.replace(self._keys_secret(reservation))
 
     def _jupyter(self, reservation: Reservation) -> tuple[str | None, int | None]:
-        cluster = self.objects
+        cluster = self.objects(reservation)
         name = Names.of(reservation).jupyter_service
         if not reservation.jupyter_enabled:
             cluster.delete_all(str(reservation.reservation_id), ("services",), name)

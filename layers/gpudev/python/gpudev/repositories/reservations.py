@@ -42,6 +42,7 @@ class NewReservation(BaseModel):
     github_user: str | None = None
     disk_name: str | None = None
     jupyter_enabled: bool = False
+    profiling: bool = False
 
 
 @dataclass(frozen=True)

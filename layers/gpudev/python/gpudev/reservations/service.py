@@ -47,6 +47,13 @@ class ReservationRequest(BaseModel):
     name: str | None = Field(default=None, max_length=63)
     disk_name: str | None = Field(default=None, description="a named disk, or null for none")
     jupyter: bool = False
+    profiling: bool = Field(
+        default=False,
+        description=(
+            "give the pod CAP_SYS_ADMIN (and the dev user sudo) for profilers that need it: "
+            "hardware performance counters, Nsight Systems/Compute, perf"
+        ),
+    )
     github_user: str | None = None
     client_request_id: str | None = Field(
         default=None,
@@ -96,6 +103,7 @@ def submit_reservation(
             github_user=request.github_user,
             disk_name=request.disk_name,
             jupyter_enabled=request.jupyter,
+            profiling=request.profiling,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:

@@ -23,6 +23,7 @@ class ReservationView(BaseModel):
     duration_hours: float
     disk_name: str | None
     jupyter_enabled: bool
+    profiling: bool
     jupyter_url: str | None
     github_user: str | None
     secondary_users: list[str]

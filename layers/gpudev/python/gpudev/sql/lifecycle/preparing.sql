@@ -2,6 +2,7 @@ UPDATE reservations SET
     status = 'preparing',
     task_token = NULL,
     pod_name = %(pod_name)s,
+    namespace = %(namespace)s,
     jupyter_token = coalesce(jupyter_token, %(jupyter_token)s),
     ready_deadline = now() + make_interval(secs => %(ready_timeout_seconds)s),
     applied_generation = %(generation)s,

@@ -1,0 +1,245 @@
+"""Pod Security admission for the stand-in: the `baseline` level of the Pod Security
+Standards (k8s.io/pod-security-admission, policy `latest`), enforced on pods created in a
+namespace labelled `pod-security.kubernetes.io/enforce: baseline`, refused as kube-apiserver
+refuses them: 403 Forbidden, `pods "x" is forbidden: violates PodSecurity "baseline:latest":
+<reason> (<detail>), ...`, one entry per failed check in the checks' order.
+
+The stand-in's own namespaces come from deploy/kubernetes/namespace.yaml, the file an
+operator applies to EKS, so their labels cannot drift from the real ones. `warn` and `audit`
+are not acted on (no warnings header, no audit log); `restricted` is never enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]  # PyYAML comes with the kubernetes client; no stubs
+
+from localcloud.kubernetes.errors import ApiError
+
+Obj = dict[str, Any]
+NAMESPACES_FILE = Path(__file__).parents[2] / "deploy" / "kubernetes" / "namespace.yaml"
+ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+ENFORCE_VERSION_LABEL = "pod-security.kubernetes.io/enforce-version"
+
+# The capabilities `baseline` lets a container add (the runtime's defaults minus NET_RAW).
+BASELINE_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "MKNOD",
+        "NET_BIND_SERVICE",
+        "SETFCAP",
+        "SETGID",
+        "SETPCAP",
+        "SETUID",
+        "SYS_CHROOT",
+    }
+)
+# Namespaced sysctls `baseline` allows (Kubernetes 1.32+).
+SAFE_SYSCTLS = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+    }
+)
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+
+
+def namespaces() -> list[Obj]:
+    """The Namespace manifests of deploy/kubernetes/namespace.yaml."""
+    with NAMESPACES_FILE.open() as file:
+        return [doc for doc in yaml.safe_load_all(file) if doc and doc.get("kind") == "Namespace"]
+
+
+# -- helpers, as the policy package words them -----------------------------------------------
+def _quote(values: list[str]) -> str:
+    return ", ".join(f'"{value}"' for value in values)
+
+
+def _containers(names: list[str]) -> str:
+    return f"{'container' if len(names) == 1 else 'containers'} {_quote(names)}"
+
+
+def _all_containers(spec: Obj) -> Iterator[Obj]:
+    for group in ("initContainers", "containers", "ephemeralContainers"):
+        yield from spec.get(group) or []
+
+
+def _context(container: Obj) -> Obj:
+    return container.get("securityContext") or {}
+
+
+def _bad_containers(spec: Obj, bad: Callable[[Obj], bool]) -> list[str]:
+    return [c.get("name", "") for c in _all_containers(spec) if bad(c)]
+
+
+def _pod_or_containers(pod_bad: bool, names: list[str], what: str) -> list[str]:
+    return ([f"pod {what}"] if pod_bad else []) + (
+        [f"{_containers(names)} {what}"] if names else []
+    )
+
+
+# -- the baseline checks, in the policy package's order (by check id) ------------------------
+def _app_armor(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    bad = [
+        f'{key}="{value}"'
+        for key, value in sorted((meta.get("annotations") or {}).items())
+        if key.startswith(APPARMOR_ANNOTATION)
+        and value
+        and value != "runtime/default"
+        and not value.startswith("localhost/")
+    ]
+
+    def unconfined(context: Obj) -> bool:
+        return (context.get("appArmorProfile") or {}).get("type") == "Unconfined"
+
+    bad += _pod_or_containers(
+        unconfined(spec.get("securityContext") or {}),
+        _bad_containers(spec, lambda c: unconfined(_context(c))),
+        'must not set AppArmor profile type to "Unconfined"',
+    )
+    if not bad:
+        return None
+    reason = "forbidden AppArmor profile" if len(bad) == 1 else "forbidden AppArmor profiles"
+    return reason, ", ".join(bad)
+
+
+def _capabilities(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    added = {
+        c.get("name", ""): [
+            cap
+            for cap in (_context(c).get("capabilities") or {}).get("add") or []
+            if cap not in BASELINE_CAPABILITIES
+        ]
+        for c in _all_containers(spec)
+    }
+    names = [name for name, caps in added.items() if caps]
+    if not names:
+        return None
+    forbidden = sorted({cap for caps in added.values() for cap in caps})
+    return (
+        "non-default capabilities",
+        f"{_containers(names)} must not include {_quote(forbidden)} in "
+        "securityContext.capabilities.add",
+    )
+
+
+def _host_namespaces(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    used = [f"{field}=true" for field in ("hostNetwork", "hostPID", "hostIPC") if spec.get(field)]
+    return ("host namespaces", ", ".join(used)) if used else None
+
+
+def _host_path_volumes(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    names = [v.get("name", "") for v in spec.get("volumes") or [] if v.get("hostPath")]
+    if not names:
+        return None
+    return "hostPath volumes", f"{'volume' if len(names) == 1 else 'volumes'} {_quote(names)}"
+
+
+def _host_ports(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    names, ports = [], []
+    for container in _all_containers(spec):
+        used = [str(p["hostPort"]) for p in container.get("ports") or [] if p.get("hostPort")]
+        if used:
+            names.append(container.get("name", ""))
+            ports += used
+    if not names:
+        return None
+    verb = "uses" if len(names) == 1 else "use"
+    noun = "hostPort" if len(ports) == 1 else "hostPorts"
+    return "hostPort", f"{_containers(names)} {verb} {noun} {', '.join(ports)}"
+
+
+def _privileged(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    names = _bad_containers(spec, lambda c: _context(c).get("privileged") is True)
+    if not names:
+        return None
+    return "privileged", f"{_containers(names)} must not set securityContext.privileged=true"
+
+
+def _proc_mount(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    def bad(container: Obj) -> bool:
+        return _context(container).get("procMount") not in (None, "Default")
+
+    names = _bad_containers(spec, bad)
+    if not names:
+        return None
+    types = sorted({str(_context(c)["procMount"]) for c in _all_containers(spec) if bad(c)})
+    return "procMount", f"{_containers(names)} must not set securityContext.procMount to " + (
+        _quote(types)
+    )
+
+
+def _seccomp(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    def unconfined(context: Obj) -> bool:
+        return (context.get("seccompProfile") or {}).get("type") == "Unconfined"
+
+    bad = _pod_or_containers(
+        unconfined(spec.get("securityContext") or {}),
+        _bad_containers(spec, lambda c: unconfined(_context(c))),
+        'must not set securityContext.seccompProfile.type to "Unconfined"',
+    )
+    return ("seccompProfile", "; ".join(bad)) if bad else None
+
+
+def _sysctls(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    sysctls = (spec.get("securityContext") or {}).get("sysctls") or []
+    bad = [s.get("name", "") for s in sysctls if s.get("name") not in SAFE_SYSCTLS]
+    return ("forbidden sysctls", ", ".join(bad)) if bad else None
+
+
+BASELINE_CHECKS = (
+    _app_armor,
+    _capabilities,
+    _host_namespaces,
+    _host_path_volumes,
+    _host_ports,
+    _privileged,
+    _proc_mount,
+    _seccomp,
+    _sysctls,
+)
+
+
+def violations(pod: Obj) -> list[str]:
+    """`reason (detail)` for every baseline check the pod fails."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    found = [check(meta, spec) for check in BASELINE_CHECKS]
+    return [f"{reason} ({detail})" for reason, detail in filter(None, found)]
+
+
+def admit_pod(namespace: Obj, pod: Obj) -> ApiError | None:
+    """None when the namespace's enforced level admits the pod, else the 403 to answer."""
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    if labels.get(ENFORCE_LABEL) != "baseline":
+        return None  # privileged, or unlabelled (the cluster default here is privileged)
+    failed = violations(pod)
+    if not failed:
+        return None
+    name = (pod.get("metadata") or {}).get("name", "")
+    version = labels.get(ENFORCE_VERSION_LABEL, "latest")
+    return ApiError(
+        403,
+        "Forbidden",
+        f'pods "{name}" is forbidden: violates PodSecurity "baseline:{version}": '
+        + ", ".join(failed),
+        name,
+        "pods",
+    )
