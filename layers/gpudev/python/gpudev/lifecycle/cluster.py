@@ -107,14 +107,21 @@ class ReservationObjects:
         )
 
     def _list(self, kind: str, reservation_id: str) -> list[dict[str, Any]]:
+        return self._select(kind, f"{RESERVATION_LABEL}={reservation_id}")
+
+    def _select(self, kind: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(
             f"list_namespaced_{_SUFFIX[kind]}",
             self._namespace,
-            label_selector=f"{RESERVATION_LABEL}={reservation_id}",
+            label_selector=label_selector,
             _preload_content=False,
         )
         items: list[dict[str, Any]] = json.loads(response.data).get("items", [])
         return items
+
+    def labelled(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of `kind` labelled with any reservation: one list call (the sweeper)."""
+        return self._select(kind, RESERVATION_LABEL)
 
     def pods(self, reservation_id: str) -> list[dict[str, Any]]:
         return self._list("pods", reservation_id)
@@ -129,6 +136,10 @@ class ReservationObjects:
             ),
             None,
         )
+
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one object found by its label (gone already is success)."""
+        self._delete(kind, name)
 
     def _delete(self, kind: str, name: str) -> None:
         """Delete one object; one that is gone already is what we wanted."""
