@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+METRICS_NAMESPACE = "GpuDev"  # gpudev/observability.py emits under it (a unit test checks)
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 
@@ -92,12 +93,17 @@ class FunctionSpec:
     kubernetes_group: str = "gpu-dev-readers"  # bound by deploy/kubernetes/rbac.yaml
     reserved_concurrency: int | None = None
     alarm_on_errors: bool = False
+    # An EMF metric it emits (namespace METRICS_NAMESPACE) whose Sum > 0 raises an alarm
+    repairs_metric: str | None = None
     sends_to: tuple[str, ...] = ()  # QueueSpec names: env <NAME>_QUEUE_URL + send permission
     # StateMachineSpec names: env <NAME>_STATE_MACHINE_ARN + states:StartExecution
     starts: tuple[str, ...] = ()
     # StateMachineSpec names whose task tokens it sends (and whose executions it reads)
     answers_tasks: tuple[str, ...] = ()
     context_environment: tuple[ContextSetting, ...] = ()
+    # StateMachineSpec names whose executions it lists and describes (the sweeper): env
+    # <NAME>_STATE_MACHINE_ARN + states:ListExecutions / states:DescribeExecution
+    watches: tuple[str, ...] = ()
 
     @property
     def code_dir(self) -> Path:
@@ -207,6 +213,10 @@ class Deployment:
     def function(self, name: str) -> FunctionSpec:
         return next(spec for spec in self.functions if spec.name == name)
 
+    def without_schedules(self, *names: str) -> Deployment:
+        """The same deployment with these schedules left out (tests fire them by hand)."""
+        return replace(self, schedules=tuple(s for s in self.schedules if s.name not in names))
+
     def extended(
         self,
         functions: tuple[FunctionSpec, ...] = (),
@@ -298,6 +308,22 @@ DISK_RECONCILER = FunctionSpec(
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,
 )
+SWEEPER = FunctionSpec(
+    "Sweeper",
+    "sweeper",
+    memory_mb=1024,
+    timeout_seconds=300,
+    uses_cluster=True,
+    kubernetes_group="gpu-dev-lifecycle",  # deletes leftover objects in gpu-dev
+    sends_to=("Jobs",),  # create jobs sent again
+    answers_tasks=(RESERVATION_MACHINE,),  # its allocator pass signals grants
+    watches=(RESERVATION_MACHINE,),
+    reserved_concurrency=1,  # with the advisory lock: never two runs at once
+    alarm_on_errors=True,
+    repairs_metric="SweeperRepairs",
+    database=LIFECYCLE_DATABASE,  # + its re-send count and runs (migrations/0008)
+)
+SWEEPER_SCHEDULE = "Sweep"
 
 DEPLOYMENT = Deployment(
     functions=(
@@ -308,6 +334,7 @@ DEPLOYMENT = Deployment(
         ALLOCATOR,
         AVAILABILITY_UPDATER,
         DISK_RECONCILER,
+        SWEEPER,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
     queues=(JOBS,),
@@ -316,5 +343,6 @@ DEPLOYMENT = Deployment(
         ScheduleSpec("GpuAvailability", "rate(5 minutes)", target=AVAILABILITY_UPDATER.name),
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
+        ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),
     ),
 )

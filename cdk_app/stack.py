@@ -6,18 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, Token, triggers
+from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, triggers
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -25,6 +29,7 @@ from constructs import Construct
 from cdk_app.access import ApiAccess
 from cdk_app.declaration import (
     DEPLOYMENT,
+    METRICS_NAMESPACE,
     MIGRATE,
     Deployment,
     FunctionSpec,
@@ -37,6 +42,7 @@ from cdk_app.nag import acknowledge_public_route
 from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR, RDS_CA_BUNDLE
 
 DATABASE_NAME = "gpudev"
+ALARM_PERIOD = Duration.minutes(5)
 
 
 class GpuDevStack(Stack):
@@ -55,6 +61,7 @@ class GpuDevStack(Stack):
         self.access = ApiAccess.from_context(self)
         self._network()
         self._database()
+        self._alarm_topic()
         self.layer = lambda_.LayerVersion(
             self,
             "SharedLayer",
@@ -83,6 +90,46 @@ class GpuDevStack(Stack):
                 schedule=events.Schedule.expression(schedule.expression),
                 targets=[targets.LambdaFunction(self.functions[schedule.target])],
             )
+
+    def _alarm_topic(self) -> None:
+        """Every alarm notifies one SNS topic (encrypted with a key CloudWatch may use);
+        CDK context `gpudev:alarmEmail` subscribes an address to it."""
+        key = kms.Key(
+            self,
+            "AlarmsKey",
+            description="gpu-dev alarm notifications",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.alarm_topic = sns.Topic(
+            self,
+            "Alarms",
+            topic_name="gpudev-alarms",
+            display_name="gpu-dev alarms",
+            master_key=key,
+            enforce_ssl=True,
+        )
+        email = self.node.try_get_context("gpudev:alarmEmail")
+        if email:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(str(email)))
+        CfnOutput(self, "AlarmTopicArn", value=self.alarm_topic.topic_arn)
+
+    def _alarm(self, construct_id: str, description: str, metric: cloudwatch.IMetric) -> None:
+        """Raised as soon as one period's value is above 0; no data is not a problem."""
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=metric,
+            threshold=0,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.alarm_topic))
 
     def _network(self) -> None:
         self.vpc = ec2.Vpc(
@@ -173,15 +220,23 @@ class GpuDevStack(Stack):
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         if spec.alarm_on_errors:
-            cloudwatch.Alarm(
-                self,
+            self._alarm(
                 f"{spec.name}Errors",
-                alarm_description=f"{spec.deployed_name} failed in the last 5 minutes",
-                metric=function.metric_errors(period=Duration.minutes(5)),
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                f"{spec.deployed_name} failed in the last 5 minutes",
+                function.metric_errors(period=ALARM_PERIOD),
+            )
+        if spec.repairs_metric:
+            self._alarm(
+                f"{spec.name}Repairs",
+                f"{spec.deployed_name} repaired something the lifecycle left behind (its "
+                "log says what): a tear down or a create job failed",
+                cloudwatch.Metric(
+                    namespace=METRICS_NAMESPACE,
+                    metric_name=spec.repairs_metric,
+                    dimensions_map={"service": spec.deployed_name},
+                    statistic="Sum",
+                    period=ALARM_PERIOD,
+                ),
             )
         return function
 
@@ -304,6 +359,17 @@ class GpuDevStack(Stack):
             enforce_ssl=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
         )
+        self._alarm(
+            f"{name}DeadLetters",
+            f"{dead_letters.queue_name} holds messages: jobs that failed {spec.max_receive_count} "
+            "times (docs/architecture.md, 'Dead letters': inspect and redrive)",
+            dead_letters.metric_approximate_number_of_messages_visible(
+                period=ALARM_PERIOD, statistic="Maximum"
+            ),
+        )
+        CfnOutput(self, f"{name}DeadLetterQueueUrl", value=dead_letters.queue_url)
+        CfnOutput(self, f"{name}DeadLetterQueueArn", value=dead_letters.queue_arn)
+        CfnOutput(self, f"{name}QueueArn", value=queue.queue_arn)
         if spec.consumer:
             self.functions[spec.consumer].add_event_source(
                 event_sources.SqsEventSource(
@@ -344,6 +410,17 @@ class GpuDevStack(Stack):
         )
         for function in set(spec.functions.values()):
             self.functions[function].grant_invoke(state_machine)
+        for label, metric in (
+            ("Failed", state_machine.metric_failed),
+            ("TimedOut", state_machine.metric_timed_out),
+            ("Aborted", state_machine.metric_aborted),
+        ):
+            self._alarm(
+                f"{name}Executions{label}",
+                f"{spec.deployed_name}: an execution ended {label} (a failed reservation, "
+                "TearDownFailed, or StopExecution); the sweeper cleans up after it",
+                metric(period=ALARM_PERIOD, statistic="Sum"),
+            )
 
     def _state_machine_grants(self, deployment: Deployment) -> None:
         """Starters and token senders, by ARNs built from the fixed names: referencing the
@@ -369,6 +446,18 @@ class GpuDevStack(Stack):
                     function.add_to_role_policy(
                         iam.PolicyStatement(
                             actions=["states:StartExecution"], resources=[machine_arn]
+                        )
+                    )
+                if machine.name in spec.watches:
+                    function.add_environment(machine.arn_variable, machine_arn)
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(
+                            actions=["states:ListExecutions"], resources=[machine_arn]
+                        )
+                    )
+                    function.add_to_role_policy(
+                        iam.PolicyStatement(
+                            actions=["states:DescribeExecution"], resources=[executions_arn]
                         )
                     )
                 if machine.name in spec.answers_tasks:

@@ -73,4 +73,5 @@ def test_the_allocator_runs_every_minute_and_tasks_have_their_cluster_group(temp
     )
     entries = template.find_resources("AWS::EKS::AccessEntry")
     groups = sorted(e["Properties"]["KubernetesGroups"][0] for e in entries.values())
-    assert groups.count("gpu-dev-lifecycle") == 1 and groups.count("gpu-dev-readers") == 2
+    # Lifecycle: the reservation tasks and the sweeper; readers: allocator, availability.
+    assert groups.count("gpu-dev-lifecycle") == 2 and groups.count("gpu-dev-readers") == 2

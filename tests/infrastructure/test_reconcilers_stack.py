@@ -78,7 +78,7 @@ def test_the_availability_updater_has_a_kubernetes_identity(template: Template):
 def test_errors_raise_alarms(template: Template):
     alarms = template.find_resources(
         "AWS::CloudWatch::Alarm",
-        {"Properties": {"MetricName": "Errors", "Threshold": 1, "Period": 300}},
+        {"Properties": {"MetricName": "Errors", "Threshold": 0, "Period": 300}},
     )
     alarmed = {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in alarms.values()}
     assert {

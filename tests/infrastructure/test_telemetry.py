@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Template
 
+from cdk_app.declaration import DEPLOYMENT
 from tests.infrastructure.test_lifecycle_stack import _machine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ def test_state_machine_logs_every_event_but_no_execution_data(template: Template
 
 def test_no_function_records_its_responses_in_xray(template: Template):
     functions = _functions(template)
-    assert len(functions) == 7
+    assert len(functions) == len(DEPLOYMENT.functions)
     for name, variables in functions.items():
         assert variables.get("POWERTOOLS_TRACER_CAPTURE_RESPONSE") == "false", name
 

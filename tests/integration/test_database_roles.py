@@ -78,6 +78,14 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "reservations/set_status",
         "gpu_types/get",
         "gpu_types/list_active",
+        # the sweeper logs in as the lifecycle
+        "sweeper/end",
+        "sweeper/live",
+        "sweeper/record_resends",
+        "sweeper/try_lock",
+        "sweeper/unlock",
+        "reconciler_runs/finish",
+        "reconciler_runs/start",
     ),
     RECONCILERS: (
         "gpu_types/list_active",
@@ -197,7 +205,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "SELECT * FROM users",
         "SELECT * FROM disks",
         "UPDATE gpu_types SET available_gpus = 0",
-        "SELECT * FROM reconciler_runs",
+        "DELETE FROM reconciler_runs",
         "DROP TABLE allocations",
         "ALTER TABLE allocations DROP CONSTRAINT allocations_pkey",
         "DELETE FROM reservation_events",

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from cdk_app.declaration import DEPLOYMENT
+from cdk_app.declaration import DEPLOYMENT, SWEEPER_SCHEDULE
 from localcloud.stack import LocalCloud, Options
 from tests.e2e.conftest import ApiClient, running_cloud
 
@@ -42,7 +42,9 @@ def local_cloud(
         tmp_path_factory.mktemp("lifecycle-cloud"),
         "gpudev_lifecycle",
         options,
-        DEPLOYMENT,
+        # Tests run the sweeper by hand (test_sweeper.py): ticked every second, it would
+        # judge the rows and executions other tests build on purpose.
+        DEPLOYMENT.without_schedules(SWEEPER_SCHEDULE),
     ) as cloud:
         yield cloud
 

@@ -67,3 +67,17 @@ def test_the_api_needs_its_deployment_account_and_valid_allowed_roles(
         "aws-reserved/sso.amazonaws.com/AWSReservedSSO_X_*",
         "R",
     ]
+
+
+def test_the_sweeper_needs_the_jobs_queue_and_the_state_machine(monkeypatch: pytest.MonkeyPatch):
+    from gpudev.settings import sweeper_settings
+
+    monkeypatch.delenv("JOBS_QUEUE_URL", raising=False)
+    monkeypatch.setenv("RESERVATION_STATE_MACHINE_ARN", "arn:aws:states:::stateMachine:m")
+    with pytest.raises(SettingsError, match="SweeperSettings is invalid: JOBS_QUEUE_URL"):
+        sweeper_settings()
+    reset_settings_cache()
+    monkeypatch.setenv("JOBS_QUEUE_URL", "https://sqs/jobs")
+    monkeypatch.setenv("SWEEPER_PENDING_AFTER_SECONDS", "60")
+    settings = sweeper_settings()
+    assert settings.pending_after_seconds == 60 and settings.max_create_resends == 3

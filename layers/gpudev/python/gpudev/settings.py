@@ -152,6 +152,19 @@ class LifecycleSettings(BaseSettings):
         return minutes * self.seconds_per_hour / 60
 
 
+class SweeperSettings(BaseSettings):
+    """The sweeper (gpudev/sweeper/): when a pending reservation counts as stuck (real
+    seconds, not the lifecycle's compressed clock: a lost job is an infrastructure fault),
+    how often its create job is sent again before it is ended, and where jobs go."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="SWEEPER_")
+
+    pending_after_seconds: float = Field(default=300.0, gt=0)
+    max_create_resends: int = Field(default=3, ge=0)
+    jobs_queue_url: str = Field(validation_alias="JOBS_QUEUE_URL")
+    reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
+
+
 def _load(model: type[_S]) -> _S:
     try:
         return model()
@@ -193,6 +206,11 @@ def lifecycle_settings() -> LifecycleSettings:
     return _load(LifecycleSettings)
 
 
+@cache
+def sweeper_settings() -> SweeperSettings:
+    return _load(SweeperSettings)
+
+
 def reset_settings_cache() -> None:
     """Forget validated settings (tests change the environment between cases)."""
     database_settings.cache_clear()
@@ -201,3 +219,4 @@ def reset_settings_cache() -> None:
     cluster_settings.cache_clear()
     lifecycle_settings.cache_clear()
     user_limit_settings.cache_clear()
+    sweeper_settings.cache_clear()

@@ -67,6 +67,10 @@ class ReservationObjects:
         self._apis = {"core": CoreV1Api(api_client), "networking": NetworkingV1Api(api_client)}
         self._namespace = namespace
 
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
     def _call(self, verb: str, kind: str, *args: Any, **kwargs: Any) -> Any:
         """`verb`_namespaced_<kind> on the API serving `kind` (a resource or manifest kind)."""
         from kubernetes.client.exceptions import ApiException
@@ -111,15 +115,22 @@ class ReservationObjects:
         )
 
     def _list(self, kind: str, reservation_id: str) -> list[dict[str, Any]]:
+        return self._select(kind, f"{RESERVATION_LABEL}={reservation_id}")
+
+    def _select(self, kind: str, label_selector: str) -> list[dict[str, Any]]:
         response = self._call(
             "list",
             kind,
             self._namespace,
-            label_selector=f"{RESERVATION_LABEL}={reservation_id}",
+            label_selector=label_selector,
             _preload_content=False,
         )
         items: list[dict[str, Any]] = json.loads(response.data).get("items", [])
         return items
+
+    def labelled(self, kind: str) -> list[dict[str, Any]]:
+        """Every object of `kind` labelled with any reservation: one list call (the sweeper)."""
+        return self._select(kind, RESERVATION_LABEL)
 
     def pods(self, reservation_id: str) -> list[dict[str, Any]]:
         return self._list("pods", reservation_id)
@@ -134,6 +145,10 @@ class ReservationObjects:
             ),
             None,
         )
+
+    def delete(self, kind: str, name: str) -> None:
+        """Delete one object found by its label (gone already is success)."""
+        self._delete(kind, name)
 
     def _delete(self, kind: str, name: str) -> None:
         """Delete one object; one that is gone already is what we wanted."""

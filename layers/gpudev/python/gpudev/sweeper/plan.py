@@ -1,0 +1,178 @@
+"""What the sweeper should repair, decided without I/O (gpudev/sweeper/service.py reads the
+world and applies it).
+
+Three things the lifecycle can leave behind when something outside it fails:
+
+- a live reservation whose Step Functions execution is no longer RUNNING (stopped by an
+  operator, `TearDownFailed`, lost with moto's memory): end it `failed` with a reason, give
+  its slots back, and delete its objects;
+- cluster objects labelled with a reservation that has ended or does not exist: delete them;
+- a `pending` reservation that no execution took (its create job was lost, or sits in the
+  dead-letter queue): send its create job again, up to a limit, then end it with a reason
+  (`cancelled` if its owner asked for that meanwhile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from gpudev.models import ReservationStatus
+
+# Execution statuses in which the execution still owns its reservation.
+EXECUTION_ALIVE = frozenset({"RUNNING", "PENDING_REDRIVE"})
+EXECUTION_MISSING = "NOT_FOUND"  # DescribeExecution: ExecutionDoesNotExist
+WITH_EXECUTION = frozenset(
+    {ReservationStatus.QUEUED, ReservationStatus.PREPARING, ReservationStatus.ACTIVE}
+)
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    reservation_id: UUID
+    user_id: str
+    status: ReservationStatus
+    execution_arn: str | None
+    created_at: datetime
+    cancel_requested_at: datetime | None
+    create_job_resends: int
+    create_job_resent_at: datetime | None
+    read_at: datetime  # the database's now() when the row was read
+
+
+@dataclass(frozen=True)
+class ClusterObject:
+    kind: str  # pods, services, configmaps, secrets
+    name: str
+    reservation_id: str  # the label's value, as found
+    terminating: bool = False  # deletion already under way
+    namespace: str = "gpu-dev"
+
+    @classmethod
+    def from_item(cls, kind: str, item: dict[str, Any], label: str) -> ClusterObject:
+        metadata = item["metadata"]
+        return cls(
+            kind,
+            metadata["name"],
+            (metadata.get("labels") or {}).get(label, ""),
+            metadata.get("deletionTimestamp") is not None,
+            metadata.get("namespace", "gpu-dev"),
+        )
+
+
+@dataclass(frozen=True)
+class Limits:
+    pending_after_seconds: float
+    max_create_resends: int
+
+
+@dataclass(frozen=True)
+class EndReservation:
+    reservation_id: UUID
+    execution_arn: str | None  # as read: the end only applies if it is still the same
+    status: ReservationStatus
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResendCreate:
+    reservation_id: UUID
+    user_id: str
+
+
+@dataclass(frozen=True)
+class DeleteObject:
+    kind: str
+    name: str
+    reservation_id: str
+    namespace: str = "gpu-dev"
+
+
+@dataclass
+class SweepPlan:
+    ends: list[EndReservation] = field(default_factory=list)
+    deletes: list[DeleteObject] = field(default_factory=list)
+    resends: list[ResendCreate] = field(default_factory=list)
+
+
+def executions_to_describe(rows: Iterable[LiveRow], running: set[str]) -> list[str]:
+    """Executions of live rows that the (eventually consistent) running list did not show:
+    only these are described, one by one, to confirm."""
+    return sorted(
+        {
+            row.execution_arn
+            for row in rows
+            if row.status in WITH_EXECUTION
+            and row.execution_arn
+            and row.execution_arn not in running
+        }
+    )
+
+
+def dead_execution_reason(status: str) -> str:
+    shown = "not found" if status == EXECUTION_MISSING else status
+    return f"its execution ended ({shown}) without tearing down; cleaned up by the sweeper"
+
+
+def _stuck_pending(row: LiveRow, limits: Limits) -> bool:
+    if row.status != ReservationStatus.PENDING or row.execution_arn is not None:
+        return False
+    since = row.create_job_resent_at or row.created_at
+    return (row.read_at - since).total_seconds() >= limits.pending_after_seconds
+
+
+def plan_sweep(
+    rows: Iterable[LiveRow],
+    described: dict[str, str],
+    objects: Iterable[ClusterObject],
+    limits: Limits,
+) -> SweepPlan:
+    """`rows`: every live reservation, read after `objects` were listed (so an object of a
+    reservation missing from `rows` belongs to one that ended, or never existed);
+    `described`: execution ARN → status for what `executions_to_describe` named."""
+    plan = SweepPlan()
+    rows = list(rows)
+    for row in rows:
+        status = described.get(row.execution_arn or "")
+        if row.status in WITH_EXECUTION and status and status not in EXECUTION_ALIVE:
+            plan.ends.append(
+                EndReservation(
+                    row.reservation_id,
+                    row.execution_arn,
+                    ReservationStatus.FAILED,
+                    dead_execution_reason(status),
+                )
+            )
+        elif _stuck_pending(row, limits):
+            if row.cancel_requested_at is not None:
+                plan.ends.append(
+                    EndReservation(
+                        row.reservation_id,
+                        None,
+                        ReservationStatus.CANCELLED,
+                        "cancelled by the user before it started",
+                    )
+                )
+            elif row.create_job_resends >= limits.max_create_resends:
+                plan.ends.append(
+                    EndReservation(
+                        row.reservation_id,
+                        None,
+                        ReservationStatus.FAILED,
+                        "it never started: no execution took it after its create job was "
+                        f"sent {row.create_job_resends + 1} times; ended by the sweeper",
+                    )
+                )
+            else:
+                plan.resends.append(ResendCreate(row.reservation_id, row.user_id))
+    ending = {str(end.reservation_id) for end in plan.ends}
+    live = {str(row.reservation_id) for row in rows} - ending
+    plan.deletes = [
+        DeleteObject(o.kind, o.name, o.reservation_id, o.namespace)
+        for o in objects
+        if o.reservation_id not in live and not o.terminating
+    ]
+    return plan

@@ -1,0 +1,32 @@
+"""The sweeper's collaborators for this execution environment, built at first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from gpudev.aws import aws_clients
+from gpudev.jobs import JobQueue
+from gpudev.lifecycle.cluster import ReservationObjects
+from gpudev.lifecycle.runtime import lifecycle
+from gpudev.settings import sweeper_settings
+from gpudev.sweeper.plan import Limits
+from gpudev.sweeper.service import Sweeper
+
+
+def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
+    settings = sweeper_settings()
+    tasks = lifecycle(conn)
+    return Sweeper(
+        conn=conn,
+        objects=[
+            ReservationObjects(tasks.api_client, namespace)
+            for namespace in (tasks.namespace, tasks.profiling_namespace)
+        ],
+        stepfunctions=aws_clients().stepfunctions,
+        jobs=JobQueue(aws_clients().sqs, settings.jobs_queue_url),
+        state_machine_arn=settings.reservation_state_machine_arn,
+        limits=Limits(settings.pending_after_seconds, settings.max_create_resends),
+        allocate=tasks.allocate,
+    )

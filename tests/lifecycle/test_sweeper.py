@@ -1,0 +1,167 @@
+"""The sweeper on the whole local deployment: what a failed lifecycle leaves behind is
+repaired by one run (invoked by hand, as EventBridge would every 5 minutes)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from localcloud.stack import LocalCloud
+from tests.lifecycle.helpers import (
+    allocated_slots,
+    assert_nothing_left,
+    objects_of,
+    reserve,
+    show,
+    wait_for_status,
+)
+
+EVENT = json.loads(
+    (Path(__file__).resolve().parents[2] / "events" / "sweeper" / "scheduled.json").read_text()
+)
+# AWS says ABORTED; moto ends a stopped execution parked on a token FAILED when its wait ends.
+STOPPED_REASON = re.compile(
+    r"its execution ended \((ABORTED|FAILED)\) without tearing down; cleaned up by the sweeper"
+)
+
+
+def sweep(cloud: LocalCloud) -> dict[str, Any]:
+    invocation = cloud.lambdas.invoke("Sweeper", EVENT)
+    assert not invocation.errored, invocation.payload
+    return dict(invocation.payload)
+
+
+def execution_arn(cloud: LocalCloud, reservation_id: str) -> str:
+    machine = cloud.resources.state_machine_arns["Reservation"]
+    return f"{machine.replace(':stateMachine:', ':execution:')}:{reservation_id}"
+
+
+def stop_execution(cloud: LocalCloud, reservation_id: str) -> None:
+    assert cloud.aws is not None
+    sfn = cloud.aws.client("stepfunctions")
+    arn = execution_arn(cloud, reservation_id)
+    sfn.stop_execution(executionArn=arn, error="Operator", cause="stopped by hand")
+    # moto aborts an execution parked on a task token only when that wait ends (AWS: at
+    # once); the reservations here are short, so their parks are too.
+    deadline = time.monotonic() + 30
+    while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "the execution did not stop"
+        time.sleep(0.1)
+
+
+def sql(cloud: LocalCloud, statement: str, *params: Any) -> None:
+    with psycopg.connect(cloud.database_url, autocommit=True) as conn:
+        conn.execute(statement, params)  # type: ignore[arg-type]
+
+
+def test_an_execution_stopped_by_an_operator_is_swept_and_the_next_in_queue_starts(
+    api, local_cloud
+):
+    stopped = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
+    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
+    wait_for_status(api, stopped, "active")
+    wait_for_status(api, other, "active")
+    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
+    wait_for_status(api, waiting, "queued", profile="bob")
+
+    stop_execution(local_cloud, stopped)
+    time.sleep(1)
+    assert show(api, stopped)["status"] == "active", "nothing else notices"
+    assert objects_of(local_cloud, stopped)["pods"]
+
+    swept = sweep(local_cloud)
+
+    assert swept["outcome"] == "succeeded"
+    assert swept["statistics"]["reservations_ended"] == 1
+    assert swept["statistics"]["slots_released"] == 8
+    assert swept["statistics"]["objects_deleted"] == 5  # pod, 2 services, ConfigMap, Secret
+    assert swept["repairs"] == 6
+    ended = show(api, stopped)
+    assert ended["status"] == "failed" and STOPPED_REASON.fullmatch(ended["failure_reason"])
+    assert_nothing_left(local_cloud, stopped)
+    wait_for_status(api, waiting, "active", profile="bob")
+    assert show(api, other)["status"] == "active"
+    assert sweep(local_cloud)["repairs"] == 0, "nothing left to repair"
+
+
+def test_objects_of_a_reservation_that_no_longer_exists_are_deleted(api, local_cloud):
+    rid = reserve(api, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    stop_execution(local_cloud, rid)
+    sql(local_cloud, "DELETE FROM reservations WHERE reservation_id = %s", rid)
+    assert sum(len(items) for items in objects_of(local_cloud, rid).values()) == 5
+
+    swept = sweep(local_cloud)
+
+    assert swept["statistics"]["objects_deleted"] == 5
+    assert swept["statistics"]["reservations_ended"] == 0
+    assert_nothing_left(local_cloud, rid)
+
+
+def test_a_pending_reservation_nobody_started_gets_its_job_again_or_ends_after_the_tries(
+    api, local_cloud
+):
+    assert local_cloud.aws is not None
+    sqs = local_cloud.aws.client("sqs")
+    queue_url = local_cloud.resources.queue_urls["Jobs"]
+    local_cloud.pollers["Jobs"].paused = True
+    time.sleep(1.5)  # a long poll in flight finishes
+    lost = reserve(api)["reservation_id"]
+    given_up = reserve(api)["reservation_id"]
+    sqs.purge_queue(QueueUrl=queue_url)  # both jobs lost (say, in the dead-letter queue)
+    sql(
+        local_cloud,
+        "UPDATE reservations SET created_at = now() - interval '10 minutes'"
+        " WHERE reservation_id = ANY(%s::uuid[])",
+        [lost, given_up],
+    )
+    sql(
+        local_cloud,
+        "UPDATE reservations SET create_job_resends = 3,"
+        " create_job_resent_at = now() - interval '10 minutes' WHERE reservation_id = %s",
+        given_up,
+    )
+
+    swept = sweep(local_cloud)
+
+    assert swept["statistics"]["create_jobs_resent"] == 1
+    assert swept["statistics"]["reservations_ended"] == 1
+    ended = show(api, given_up)
+    assert ended["status"] == "failed"
+    assert "sent 4 times" in ended["failure_reason"]
+    assert show(api, lost)["status"] == "pending"
+    assert sweep(local_cloud)["statistics"]["create_jobs_resent"] == 0, "one try per interval"
+    local_cloud.pollers["Jobs"].paused = False
+    wait_for_status(api, lost, "active")
+
+
+def test_two_concurrent_runs_never_overlap(api, local_cloud):
+    assert local_cloud.kubernetes is not None
+    local_cloud.kubernetes.faults.delay("list", "pods", 1.0)  # the first run holds the lock
+    outcomes: list[str] = []
+    first = threading.Thread(target=lambda: outcomes.append(sweep(local_cloud)["outcome"]))
+    first.start()
+    time.sleep(0.3)
+    outcomes.append(sweep(local_cloud)["outcome"])
+    first.join(15)
+    assert sorted(outcomes) == ["skipped", "succeeded"]
+    with psycopg.connect(local_cloud.database_url) as conn:
+        recorded = conn.execute(
+            "SELECT outcome FROM reconciler_runs WHERE reconciler = 'sweeper'"
+            " ORDER BY run_id DESC LIMIT 2"
+        ).fetchall()
+    assert sorted(r[0] for r in recorded) == ["skipped", "succeeded"]
+
+
+def test_a_sweep_of_a_healthy_deployment_changes_nothing(api, local_cloud):
+    rid = reserve(api)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    swept = sweep(local_cloud)
+    assert swept["repairs"] == 0 and swept["statistics"]["live_reservations"] >= 1
+    assert show(api, rid)["status"] == "active" and allocated_slots(local_cloud, rid) == 1

@@ -1,0 +1,168 @@
+"""The sweeper's decisions (gpudev/sweeper/plan.py), without I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import UUID, uuid4
+
+import pytest
+
+from cdk_app.declaration import METRICS_NAMESPACE
+from gpudev.models import ReservationStatus as S
+from gpudev.observability import metrics
+from gpudev.sweeper.plan import (
+    EXECUTION_MISSING,
+    ClusterObject,
+    Limits,
+    LiveRow,
+    executions_to_describe,
+    plan_sweep,
+)
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+LIMITS = Limits(pending_after_seconds=300, max_create_resends=3)
+
+
+def row(
+    status: S = S.ACTIVE,
+    execution: bool = True,
+    age_seconds: float = 3600,
+    resends: int = 0,
+    resent_seconds_ago: float | None = None,
+    cancel: bool = False,
+) -> LiveRow:
+    rid = uuid4()
+    return LiveRow(
+        reservation_id=rid,
+        user_id="alice",
+        status=status,
+        execution_arn=f"arn:aws:states:us-east-2:1:execution:gpudev-reservation:{rid}"
+        if execution
+        else None,
+        created_at=NOW - timedelta(seconds=age_seconds),
+        cancel_requested_at=NOW if cancel else None,
+        create_job_resends=resends,
+        create_job_resent_at=None
+        if resent_seconds_ago is None
+        else NOW - timedelta(seconds=resent_seconds_ago),
+        read_at=NOW,
+    )
+
+
+def objects_of(rid: UUID | str, terminating: bool = False) -> list[ClusterObject]:
+    short = str(rid)[:8]
+    return [
+        ClusterObject("pods", f"gpu-dev-{short}", str(rid), terminating),
+        ClusterObject("services", f"gpu-dev-{short}-ssh", str(rid)),
+        ClusterObject("configmaps", f"gpu-dev-{short}-control", str(rid)),
+        ClusterObject("secrets", f"gpu-dev-{short}-keys", str(rid)),
+    ]
+
+
+def test_only_live_rows_missing_from_the_running_list_are_described():
+    running, stopped, pending = row(), row(S.PREPARING), row(S.PENDING, execution=False)
+    queued = row(S.QUEUED)
+    arns = executions_to_describe(
+        [running, stopped, pending, queued], {running.execution_arn or ""}
+    )
+    assert arns == sorted([stopped.execution_arn, queued.execution_arn])
+
+
+@pytest.mark.parametrize("status", ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"])
+@pytest.mark.parametrize("row_status", [S.QUEUED, S.PREPARING, S.ACTIVE])
+def test_a_live_row_whose_execution_ended_is_ended_failed_with_the_reason(status, row_status):
+    dead = row(row_status)
+    plan = plan_sweep([dead], {dead.execution_arn: status}, objects_of(dead.reservation_id), LIMITS)
+    (end,) = plan.ends
+    assert end.reservation_id == dead.reservation_id and end.status == S.FAILED
+    assert end.execution_arn == dead.execution_arn
+    assert end.reason == (
+        f"its execution ended ({status}) without tearing down; cleaned up by the sweeper"
+    )
+    assert {(d.kind, d.reservation_id) for d in plan.deletes} == {
+        (kind, str(dead.reservation_id)) for kind in ("pods", "services", "configmaps", "secrets")
+    }
+    assert plan.resends == []
+
+
+def test_an_execution_that_no_longer_exists_counts_as_ended():
+    lost = row()
+    (end,) = plan_sweep([lost], {lost.execution_arn: EXECUTION_MISSING}, [], LIMITS).ends
+    assert "(not found)" in end.reason
+
+
+@pytest.mark.parametrize("status", ["RUNNING", "PENDING_REDRIVE"])
+def test_a_running_execution_and_its_objects_are_left_alone(status):
+    alive = row()
+    plan = plan_sweep(
+        [alive], {alive.execution_arn: status}, objects_of(alive.reservation_id), LIMITS
+    )
+    assert plan.ends == [] and plan.deletes == [] and plan.resends == []
+
+
+def test_a_live_row_not_described_is_left_alone():
+    """Not described: it was in the running list."""
+    alive = row()
+    plan = plan_sweep([alive], {}, objects_of(alive.reservation_id), LIMITS)
+    assert plan.ends == [] and plan.deletes == []
+
+
+def test_objects_of_an_ended_or_unknown_reservation_are_deleted_except_terminating_ones():
+    alive = row()
+    ended = uuid4()  # final rows are not among the live rows read after the listing
+    objects = objects_of(alive.reservation_id) + objects_of(ended) + objects_of("not-a-uuid")
+    objects[len(objects_of(ended))] = ClusterObject(
+        "pods", f"gpu-dev-{str(ended)[:8]}", str(ended), terminating=True
+    )
+    plan = plan_sweep([alive], {}, objects, LIMITS)
+    deleted = {(d.kind, d.name) for d in plan.deletes}
+    assert ("pods", f"gpu-dev-{str(ended)[:8]}") not in deleted, "already being deleted"
+    assert {d.reservation_id for d in plan.deletes} == {str(ended), "not-a-uuid"}
+    assert len(plan.deletes) == 3 + 4
+    assert plan.ends == []
+
+
+def test_a_young_pending_row_is_left_to_the_consumer():
+    young = row(S.PENDING, execution=False, age_seconds=299)
+    assert plan_sweep([young], {}, [], LIMITS).resends == []
+
+
+def test_a_pending_row_without_an_execution_after_the_limit_gets_its_job_again():
+    stuck = row(S.PENDING, execution=False, age_seconds=300)
+    plan = plan_sweep([stuck], {}, [], LIMITS)
+    assert [(r.reservation_id, r.user_id) for r in plan.resends] == [
+        (stuck.reservation_id, "alice")
+    ]
+    assert plan.ends == []
+
+
+def test_resends_are_spaced_by_the_same_interval():
+    just_resent = row(S.PENDING, execution=False, age_seconds=900, resends=1, resent_seconds_ago=10)
+    due = row(S.PENDING, execution=False, age_seconds=900, resends=1, resent_seconds_ago=301)
+    plan = plan_sweep([just_resent, due], {}, [], LIMITS)
+    assert [r.reservation_id for r in plan.resends] == [due.reservation_id]
+
+
+def test_a_pending_row_ends_failed_after_the_last_resend():
+    tried = row(S.PENDING, execution=False, age_seconds=3600, resends=3, resent_seconds_ago=400)
+    plan = plan_sweep([tried], {}, [], LIMITS)
+    (end,) = plan.ends
+    assert plan.resends == []
+    assert end.status == S.FAILED and end.execution_arn is None
+    assert "sent 4 times" in end.reason and "sweeper" in end.reason
+
+
+def test_a_stuck_pending_row_whose_owner_cancelled_ends_cancelled_without_a_resend():
+    cancelled = row(S.PENDING, execution=False, age_seconds=600, cancel=True)
+    (end,) = plan_sweep([cancelled], {}, [], LIMITS).ends
+    assert end.status == S.CANCELLED
+
+
+def test_a_pending_row_with_an_execution_is_the_executions_business():
+    started = row(S.PENDING, execution=True, age_seconds=3600)
+    plan = plan_sweep([started], {}, [], LIMITS)
+    assert plan.ends == [] and plan.resends == []
+
+
+def test_the_alarms_namespace_is_the_one_metrics_are_emitted_under():
+    assert metrics.namespace == METRICS_NAMESPACE
