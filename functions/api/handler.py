@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from gpudev.aws import aws_clients
 from gpudev.callers import bound_user, caller_for_request
 from gpudev.capacity import ClusterStatus, TypeAvailability, availability_by_type, cluster_status
-from gpudev.db.pool import connection
+from gpudev.db.pool import autocommit_connection, connection
 from gpudev.disks.requests import (
     DiskRequest,
     RenameRequest,
@@ -144,7 +144,7 @@ class ErrorMessage(BaseModel):
 def create_reservation(request: ReservationRequest) -> Response[ReservationView]:
     caller = current_caller()
     queue = jobs()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         reservation, created = submit_reservation(conn, queue, caller, request)
     return Response(
         202 if created else 200,
@@ -177,7 +177,7 @@ def get_reservation(reservation_id: str) -> ReservationView:
 @app.post("/v1/reservations/<reservation_id>/cancel")
 def cancel_reservation(reservation_id: str) -> Response[ReservationView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _accepted(request_cancel(conn, jobs(), caller, reservation_id))
 
 
@@ -196,28 +196,28 @@ class AddUserRequest(BaseModel):
 @app.post("/v1/reservations/<reservation_id>/extend")
 def extend_reservation(reservation_id: str, request: ExtendRequest) -> Response[ReservationView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _accepted(request_extension(conn, jobs(), caller, reservation_id, request.hours))
 
 
 @app.post("/v1/reservations/<reservation_id>/users")
 def add_reservation_user(reservation_id: str, request: AddUserRequest) -> Response[ReservationView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _accepted(add_user(conn, jobs(), caller, reservation_id, request.github_username))
 
 
 @app.put("/v1/reservations/<reservation_id>/jupyter")
 def enable_jupyter(reservation_id: str) -> Response[ReservationView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _accepted(set_jupyter(conn, jobs(), caller, reservation_id, enabled=True))
 
 
 @app.delete("/v1/reservations/<reservation_id>/jupyter")
 def disable_jupyter(reservation_id: str) -> Response[ReservationView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _accepted(set_jupyter(conn, jobs(), caller, reservation_id, enabled=False))
 
 

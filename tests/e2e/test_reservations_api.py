@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
+
+SWEEPER_EVENT = json.loads(
+    (Path(__file__).resolve().parents[2] / "events" / "sweeper" / "scheduled.json").read_text()
+)
 
 
 def test_a_valid_request_is_accepted_pending_and_enqueued_once(api, local_cloud):
@@ -93,20 +99,51 @@ def test_malformed_bodies_are_422_with_field_locations(api, body):
     assert reply.body.get("detail") or reply.body.get("message")
 
 
-def test_a_failed_enqueue_rolls_the_reservation_back(api, local_cloud, monkeypatch):
-    monkeypatch.setenv("JOBS_QUEUE_URL", local_cloud.resources.queue_urls["Jobs"] + "-missing")
+def _outbox_rows(cloud: Any, reservation_id: str) -> int:
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM outbox WHERE payload->>'reservation_id' = %s",
+            (reservation_id,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_refused_enqueue_is_202_and_the_sweepers_relay_sends_the_job_later(
+    api, local_cloud, monkeypatch
+):
+    """The reservation is committed with its job in the outbox before anything is sent: SQS
+    refusing the send after the commit is not the caller's error, and the next sweeper run
+    sends the job."""
     from gpudev.settings import reset_settings_cache
 
+    drain_jobs(local_cloud)
+    monkeypatch.setenv("JOBS_QUEUE_URL", local_cloud.resources.queue_urls["Jobs"] + "-missing")
     reset_settings_cache()
     try:
         before = count_reservations(local_cloud)
         reply = reserve(api)
-        assert reply.status == 503
-        assert "nothing was saved, try again" in reply.body["message"]
-        assert count_reservations(local_cloud) == before
     finally:
         monkeypatch.undo()
         reset_settings_cache()
+    assert reply.status == 202, reply.body
+    rid = reply.body["reservation_id"]
+    assert count_reservations(local_cloud) == before + 1
+    assert _outbox_rows(local_cloud, rid) == 1
+    assert [j for j in drain_jobs(local_cloud) if str(j.reservation_id) == rid] == []
+
+    monkeypatch.setenv("SWEEPER_OUTBOX_AFTER_SECONDS", "0")
+    monkeypatch.setenv("SWEEPER_PENDING_AFTER_SECONDS", "1000000")  # no create re-sends here
+    reset_settings_cache()
+    try:
+        invocation = local_cloud.lambdas.invoke("Sweeper", SWEEPER_EVENT)
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+    assert not invocation.errored, invocation.payload
+    assert invocation.payload["statistics"]["jobs_relayed"] >= 1
+    jobs = [j for j in drain_jobs(local_cloud) if str(j.reservation_id) == rid]
+    assert [j.kind for j in jobs] == ["create_reservation"]
+    assert _outbox_rows(local_cloud, rid) == 0
 
 
 def test_reservations_are_found_by_id_or_prefix_and_listed_for_their_owner_only(api):

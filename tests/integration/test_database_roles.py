@@ -55,6 +55,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "gpu_types/get",
         "gpu_types/list_active",
         "capacity/by_type",
+        "outbox/delete_sent",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
@@ -84,6 +85,8 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "sweeper/record_resends",
         "sweeper/try_lock",
         "sweeper/unlock",
+        "outbox/relay_batch",
+        "outbox/relay_done",
         "reconciler_runs/finish",
         "reconciler_runs/start",
     ),

@@ -1,7 +1,9 @@
 """Jobs the API puts on the SQS jobs queue: one pydantic model per kind, shared with the
-consumer that turns them into Step Functions work. A job is sent inside the
-database transaction that records it, so a failed send rolls the record back: nothing is
-half-written, and a job whose record did not commit is ignored by its consumer."""
+consumer that turns them into Step Functions work. Reservation jobs go through the
+transactional outbox (gpudev/outbox.py): written with their change, sent after its commit,
+so a job only exists for a committed change. Disk jobs are still sent inside the
+transaction that records them, so a failed send rolls the record back ("nothing was
+saved")."""
 
 from __future__ import annotations
 
@@ -56,6 +58,11 @@ _JOB = TypeAdapter(Job)
 
 def parse_job(body: str) -> Job:
     return _JOB.validate_json(body)
+
+
+def job_from_payload(payload: Any) -> Job:
+    """A job from its outbox payload (JSONB, as psycopg loads it)."""
+    return _JOB.validate_python(payload)
 
 
 class JobQueue:

@@ -161,6 +161,8 @@ class SweeperSettings(BaseSettings):
 
     pending_after_seconds: float = Field(default=300.0, gt=0)
     max_create_resends: int = Field(default=3, ge=0)
+    # The relay sends outbox rows older than this (the API sends its own within milliseconds).
+    outbox_after_seconds: float = Field(default=10.0, ge=0)
     jobs_queue_url: str = Field(validation_alias="JOBS_QUEUE_URL")
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 

@@ -1,13 +1,16 @@
 """What the jobs consumer does with each job (at-least-once: every branch is idempotent).
 
+Jobs come from the transactional outbox (gpudev/outbox.py): one is only sent after the
+change it announces committed, and may arrive twice (the API's send and the sweeper's
+relay). So the consumer reads the committed row and acts only on what it says:
+
 - create: start the reservation's execution, named by the reservation id, so a duplicate
-  delivery can never start a second one (ExecutionAlreadyExists is success). The API sends
-  the job just before it commits the row, so the row may be a few milliseconds behind the
-  job: the consumer waits for it briefly, then fails the message so SQS redelivers it (a row
-  that never commits ends in the dead-letter queue, never as a stuck reservation).
-- cancel: wake the execution through its stored token; an execution between tokens finds
-  `cancel_requested_at` at its next step.
-- reservation changed: wake an active execution so it applies the row at once; earlier
+  delivery can never start a second one (ExecutionAlreadyExists is success). No row: there
+  is nothing to start (acknowledged, never retried).
+- cancel: only if the row carries `cancel_requested_at`; wake the execution through its
+  stored token; an execution between tokens finds the stamp at its next step.
+- reservation changed: only if the row has a change not applied yet (`change_generation >
+  applied_generation`); wake an active execution so it applies the row at once; earlier
   states read the row when they provision and activate.
 - disk operations: acknowledged; the disk lifecycle acts on them.
 """
@@ -15,8 +18,6 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -30,27 +31,14 @@ from gpudev.jobs import (
     ReservationChangedJob,
 )
 from gpudev.lifecycle.signals import Signals
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
 
 
-class RowNotCommitted(Exception):
-    """The job's reservation is not visible (yet): SQS redelivers the message."""
-
-
 class JobConsumer:
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        stepfunctions: Any,
-        state_machine_arn: str,
-        row_wait_seconds: float = 3.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
+    def __init__(self, conn: psycopg.Connection[Any], stepfunctions: Any, state_machine_arn: str):
         self._reservations = ReservationsRepository(conn)
-        self._row_wait_seconds = row_wait_seconds
-        self._sleep = sleep
         self._stepfunctions = stepfunctions
         self._signals = Signals(stepfunctions)
         self._state_machine_arn = state_machine_arn
@@ -64,17 +52,10 @@ class JobConsumer:
         logger.info("disk job acknowledged", extra={"job": job.model_dump(mode="json")})
         return "acknowledged"
 
-    def _committed_row(self, job: CreateReservationJob) -> Reservation:
-        waited = 0.0
-        while (reservation := self._reservations.get(job.reservation_id)) is None:
-            if waited >= self._row_wait_seconds:
-                raise RowNotCommitted(f"reservation {job.reservation_id} is not committed")
-            self._sleep(0.1)
-            waited += 0.1
-        return reservation
-
     def _create(self, job: CreateReservationJob) -> str:
-        reservation = self._committed_row(job)
+        reservation = self._reservations.get(job.reservation_id)
+        if reservation is None:
+            return "no such reservation: nothing to start"
         if reservation.status != ReservationStatus.PENDING:
             return f"already {reservation.status}"
         try:
@@ -94,6 +75,15 @@ class JobConsumer:
         if reservation is None or reservation.status.is_final:
             return "nothing to wake"
         cancel = isinstance(job, CancelReservationJob)
+        # Act on the committed row, never on the job alone.
+        if cancel and reservation.cancel_requested_at is None:
+            logger.warning(
+                "a cancel job without a committed cancel request: ignored",
+                extra={"reservation_id": str(job.reservation_id)},
+            )
+            return "no cancel committed: ignored"
+        if not cancel and reservation.change_generation <= reservation.applied_generation:
+            return "no change to apply"
         if not cancel and reservation.status != ReservationStatus.ACTIVE:
             return "applied when it starts"
         if reservation.task_token is None:

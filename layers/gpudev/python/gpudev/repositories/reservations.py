@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
+from gpudev.outbox import Outboxed
 from gpudev.reservations.limits import Usage, UserLimits
 
 
@@ -56,6 +57,24 @@ class Submitted:
     reservation: Reservation | None
     created: bool
     usage: Usage
+    job: Outboxed | None = None  # the create job, in the outbox when created
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A change recorded on a reservation's row and the job announcing it, written to the
+    outbox by the same statement (sent after commit)."""
+
+    reservation: Reservation
+    job: Outboxed
+
+
+def _changed(row: dict[str, Any] | None) -> Changed | None:
+    if row is None:
+        return None
+    job = Outboxed.from_row(row)
+    assert job is not None  # the statement returns a row only with its outbox row
+    return Changed(Reservation.model_validate(row), job)
 
 
 class ReservationsRepository:
@@ -145,7 +164,8 @@ class ReservationsRepository:
         reservation = Reservation.model_validate(
             {k: v for k, v in row.items() if k in Reservation.model_fields}
         )
-        return Submitted(True, reservation, row["outcome"] == "created", usage)
+        created = row["outcome"] == "created"
+        return Submitted(True, reservation, created, usage, Outboxed.from_row(row))
 
     def find_by_prefix(
         self, user_id: str, principal_arn: str, prefix: str
@@ -178,32 +198,30 @@ class ReservationsRepository:
                 query("reservations/events"), {"reservation_id": reservation_id}
             ).fetchall()
 
-    def request_cancel(self, reservation_id: UUID) -> Reservation | None:
+    # The changes below write their job to the outbox in the same statement.
+    def _change(self, name: str, params: dict[str, Any]) -> Changed | None:
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
+            return _changed(cur.execute(query(name), params).fetchone())
+
+    def request_cancel(self, reservation_id: UUID) -> Changed | None:
         """Stamp the cancel request; None if already requested or no longer live."""
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/request_cancel"), {"reservation_id": reservation_id}
-            ).fetchone()
+        return self._change("reservations/request_cancel", {"reservation_id": reservation_id})
 
-    def extend(self, reservation_id: UUID, hours: float) -> Reservation | None:
+    def extend(self, reservation_id: UUID, hours: float) -> Changed | None:
         """Add `hours` to the total; None if the reservation is no longer live."""
-        with domain_errors(), self._cursor() as cur:
-            return cur.execute(
-                query("reservations/extend"), {"reservation_id": reservation_id, "hours": hours}
-            ).fetchone()
+        return self._change(
+            "reservations/extend", {"reservation_id": reservation_id, "hours": hours}
+        )
 
-    def add_user(self, reservation_id: UUID, github_user: str) -> Reservation | None:
+    def add_user(self, reservation_id: UUID, github_user: str) -> Changed | None:
         """None if the user was already there or the reservation is no longer live."""
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/add_user"),
-                {"reservation_id": reservation_id, "github_user": github_user},
-            ).fetchone()
+        return self._change(
+            "reservations/add_user",
+            {"reservation_id": reservation_id, "github_user": github_user},
+        )
 
-    def set_jupyter(self, reservation_id: UUID, enabled: bool) -> Reservation | None:
+    def set_jupyter(self, reservation_id: UUID, enabled: bool) -> Changed | None:
         """None if nothing changed or the reservation is no longer live."""
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/set_jupyter"),
-                {"reservation_id": reservation_id, "enabled": enabled},
-            ).fetchone()
+        return self._change(
+            "reservations/set_jupyter", {"reservation_id": reservation_id, "enabled": enabled}
+        )

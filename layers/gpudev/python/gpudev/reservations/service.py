@@ -1,10 +1,14 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
 in two SQL round trips (the username's bound principal, catalogue and named disk, taking
-the caller's submit lock; caller, binding, limits and reservation in one statement, which
-returns the first reservation when a client request id repeats).
+the caller's submit lock; caller, binding, limits, reservation and its create job in the
+outbox in one statement, which returns the first reservation when a client request id
+repeats), then a third after commit (the sent job's outbox row deleted).
 
 Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
-and queued as a job in the same transaction; its execution applies them."""
+with their job in the outbox by one statement; its execution applies them. Every job is
+sent after its transaction commits (gpudev/outbox.py), so give these services a connection
+in autocommit mode (`autocommit_connection()`): their `conn.transaction()` is the commit.
+A refused send is not an error: the change is saved and the sweeper's relay sends the job."""
 
 from __future__ import annotations
 
@@ -18,15 +22,11 @@ from pydantic import BaseModel, Field
 from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound
 from gpudev.identity import Caller, bound_elsewhere, require_bound
-from gpudev.jobs import (
-    CancelReservationJob,
-    CreateReservationJob,
-    JobQueue,
-    ReservationChangedJob,
-)
+from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationStatus
+from gpudev.outbox import send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository
-from gpudev.repositories.reservations import NamedDisk
+from gpudev.repositories.reservations import Changed, NamedDisk
 from gpudev.reservations.limits import UserLimits, refusal
 from gpudev.reservations.rules import (
     check_disk_name,
@@ -114,15 +114,10 @@ def submit_reservation(
             raise refusal(limits, submitted.usage, new.gpu_count) or Conflict(
                 "another request for this reservation is in progress; retry"
             )
-        if submitted.created:
-            # Sent before commit: if SQS refuses, the reservation is rolled back with it.
-            queue.send(
-                CreateReservationJob(
-                    reservation_id=submitted.reservation.reservation_id,
-                    user_id=submitted.reservation.user_id,
-                )
-            )
-        return submitted.reservation, submitted.created
+    if submitted.job is not None:
+        # After commit: a refused send leaves the outbox row to the sweeper's relay.
+        send_after_commit(conn, queue, submitted.job)
+    return submitted.reservation, submitted.created
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
@@ -183,10 +178,11 @@ def _record_change(
     queue: JobQueue,
     reservation: Reservation,
     action: str,
-    apply: Callable[[ReservationsRepository], Reservation | None],
+    apply: Callable[[ReservationsRepository], Changed | None],
 ) -> Reservation:
-    """Apply one change to the row and queue the wake-up, in one transaction. `apply`
-    returns None when nothing changed (a repeat): then no job is sent."""
+    """Apply one change to the row with its wake-up job in the outbox (one statement),
+    commit, then send the job. `apply` returns None when nothing changed (a repeat): then
+    no job is written."""
     _live(reservation, action)
     with conn.transaction():
         changed = apply(ReservationsRepository(conn))
@@ -195,14 +191,8 @@ def _record_change(
             assert current is not None
             _live(current, action)  # it ended meanwhile
             return current
-        queue.send(
-            ReservationChangedJob(
-                reservation_id=changed.reservation_id,
-                user_id=changed.user_id,
-                change_generation=changed.change_generation,
-            )
-        )
-    return changed
+    send_after_commit(conn, queue, changed.job)
+    return changed.reservation
 
 
 def request_extension(
@@ -269,7 +259,5 @@ def request_cancel(
         requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id)
         if requested is None:
             return reservation  # already requested: the first request stands
-        queue.send(
-            CancelReservationJob(reservation_id=requested.reservation_id, user_id=requested.user_id)
-        )
-    return requested
+    send_after_commit(conn, queue, requested.job)
+    return requested.reservation

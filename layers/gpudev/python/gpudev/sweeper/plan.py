@@ -67,6 +67,7 @@ class ClusterObject:
 class Limits:
     pending_after_seconds: float
     max_create_resends: int
+    outbox_after_seconds: float = 10.0  # an outbox row this old was not sent by the API
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
         stepfunctions=aws_clients().stepfunctions,
         jobs=JobQueue(aws_clients().sqs, settings.jobs_queue_url),
         state_machine_arn=settings.reservation_state_machine_arn,
-        limits=Limits(settings.pending_after_seconds, settings.max_create_resends),
+        limits=Limits(
+            settings.pending_after_seconds,
+            settings.max_create_resends,
+            settings.outbox_after_seconds,
+        ),
         allocate=tasks.allocate,
     )

@@ -10,6 +10,8 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
 - Writes: each end with its release in one transaction (allocation/release.sql: the
   allocator's own statement), deletes by name, create jobs through the jobs queue, then one
   allocator pass if any slots came back, so the next in queue gets them at once.
+- The outbox relay (gpudev/outbox.py): one batch of jobs the API did not send after its
+  commit, sent and deleted, counted in `jobs_relayed` (a repair: the API's send failed).
 - One failing delete or send is counted in `errors` and the run goes on; a failure to read
   fails the run (recorded `failed`, re-raised for the function's error alarm).
 """
@@ -31,6 +33,7 @@ from gpudev.jobs import CreateReservationJob, JobQueue
 from gpudev.lifecycle.cluster import KubernetesUnavailable, ReservationObjects
 from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
 from gpudev.observability import logger
+from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReconcilerRunsRepository
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
@@ -45,7 +48,7 @@ from gpudev.sweeper.plan import (
 
 RECONCILER = "sweeper"
 LOCK_KEY = 7_216_004_003
-REPAIRS = ("reservations_ended", "objects_deleted", "create_jobs_resent")
+REPAIRS = ("reservations_ended", "objects_deleted", "create_jobs_resent", "jobs_relayed")
 
 
 @dataclass
@@ -143,11 +146,13 @@ class Sweeper:
             "slots_released": 0,
             "objects_deleted": 0,
             "create_jobs_resent": 0,
+            "jobs_relayed": 0,
             "errors": 0,
         }
         not_ended = self._end(plan.ends, statistics)
         self._delete(plan, not_ended, statistics)
         self._resend(plan, statistics)
+        self._relay(statistics)
         if statistics["slots_released"] or statistics["reservations_ended"]:
             self.allocate()
         return statistics
@@ -203,6 +208,12 @@ class Sweeper:
                 continue
             statistics["objects_deleted"] += 1
             logger.warning("sweeper deleted a leftover object", extra={"object": delete.__dict__})
+
+    def _relay(self, statistics: dict[str, int]) -> None:
+        """Send the outbox rows the API did not send after its commit (one batch a run)."""
+        relayed = relay_outbox(self.conn, self.jobs, self.limits.outbox_after_seconds)
+        statistics["jobs_relayed"] = relayed.sent
+        statistics["errors"] += relayed.refused
 
     def _resend(self, plan: SweepPlan, statistics: dict[str, int]) -> None:
         sent: list[UUID] = []

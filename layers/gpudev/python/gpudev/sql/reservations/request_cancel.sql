@@ -1,6 +1,21 @@
--- Record the cancel request once; returns the row only the first time.
-UPDATE reservations SET cancel_requested_at = now()
-WHERE reservation_id = %(reservation_id)s
-  AND cancel_requested_at IS NULL
-  AND status IN ('pending', 'queued', 'preparing', 'active')
-RETURNING *
+-- Record the cancel request once; returns the row only the first time, with the outbox row
+-- of its cancel_reservation job, written in the same statement (sent after commit).
+WITH changed AS (
+    UPDATE reservations SET cancel_requested_at = now()
+    WHERE reservation_id = %(reservation_id)s
+      AND cancel_requested_at IS NULL
+      AND status IN ('pending', 'queued', 'preparing', 'active')
+    RETURNING *
+),
+outboxed AS (
+    INSERT INTO outbox (payload)
+    SELECT jsonb_build_object(
+        'kind', 'cancel_reservation',
+        'reservation_id', changed.reservation_id,
+        'user_id', changed.user_id
+    )
+    FROM changed
+    RETURNING outbox_id, payload
+)
+SELECT changed.*, outboxed.outbox_id, outboxed.payload AS outbox_payload
+FROM changed, outboxed

@@ -1,8 +1,24 @@
--- Returns the row only when the setting changed (and the reservation is live).
-UPDATE reservations SET
-    jupyter_enabled = %(enabled)s,
-    change_generation = change_generation + 1
-WHERE reservation_id = %(reservation_id)s
-  AND status IN ('pending', 'queued', 'preparing', 'active')
-  AND jupyter_enabled IS DISTINCT FROM %(enabled)s
-RETURNING *
+-- Returns the row only when the setting changed (and the reservation is live), with the
+-- outbox row of its reservation_changed job, in the same statement.
+WITH changed AS (
+    UPDATE reservations SET
+        jupyter_enabled = %(enabled)s,
+        change_generation = change_generation + 1
+    WHERE reservation_id = %(reservation_id)s
+      AND status IN ('pending', 'queued', 'preparing', 'active')
+      AND jupyter_enabled IS DISTINCT FROM %(enabled)s
+    RETURNING *
+),
+outboxed AS (
+    INSERT INTO outbox (payload)
+    SELECT jsonb_build_object(
+        'kind', 'reservation_changed',
+        'reservation_id', changed.reservation_id,
+        'user_id', changed.user_id,
+        'change_generation', changed.change_generation
+    )
+    FROM changed
+    RETURNING outbox_id, payload
+)
+SELECT changed.*, outboxed.outbox_id, outboxed.payload AS outbox_payload
+FROM changed, outboxed

@@ -43,8 +43,22 @@ inserted AS (
       AND usage.live_gpus + %(gpu_count)s <= %(max_gpus)s
     ON CONFLICT (user_id, client_request_id) DO NOTHING
     RETURNING *
+),
+-- The create job, in the outbox with the row it announces (sent after commit).
+outboxed AS (
+    INSERT INTO outbox (payload)
+    SELECT jsonb_build_object(
+        'kind', 'create_reservation',
+        'reservation_id', inserted.reservation_id,
+        'user_id', inserted.user_id
+    )
+    FROM inserted
+    RETURNING outbox_id, payload
 )
-SELECT EXISTS (SELECT FROM caller) AS bound, usage.live_reservations, usage.live_gpus, found.*
+SELECT EXISTS (SELECT FROM caller) AS bound, usage.live_reservations, usage.live_gpus,
+       (SELECT outbox_id FROM outboxed) AS outbox_id,
+       (SELECT payload FROM outboxed) AS outbox_payload,
+       found.*
 FROM usage
 LEFT JOIN (
     SELECT 'created' AS outcome, inserted.* FROM inserted

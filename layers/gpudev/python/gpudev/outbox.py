@@ -1,0 +1,112 @@
+"""The transactional outbox (migrations/0009_outbox.sql): a job is written to the `outbox`
+table by the same statement as the row change it announces, and sent to the jobs queue only
+after that transaction commits. So a job only ever exists for a committed change, and a
+change never waits on SQS to be saved.
+
+- The API sends right after its commit (`send_after_commit`) and deletes the row; a send that
+  fails there is not the caller's error (the change is saved): the row stays for the relay.
+- The relay (`relay_outbox`, run by the sweeper) sends rows older than a few seconds, in
+  batches locked `FOR UPDATE SKIP LOCKED`, and deletes what it sent. A job can be sent twice
+  (the API's delete failing after its send); every consumer branch is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from uuid import UUID
+
+import psycopg
+from pydantic import ValidationError
+
+from gpudev.db.queries import query
+from gpudev.errors import Unavailable
+from gpudev.jobs import AnyJob, job_from_payload
+from gpudev.observability import logger
+
+RELAY_BATCH_SIZE = 100
+
+
+class JobSender(Protocol):
+    def send(self, job: AnyJob) -> str: ...
+
+
+@dataclass(frozen=True)
+class Outboxed:
+    """A job written to the outbox with its change, not sent yet."""
+
+    outbox_id: UUID
+    job: AnyJob
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Outboxed | None:
+        """From a statement's `outbox_id` and `outbox_payload` columns (NULL: no job)."""
+        if row.get("outbox_id") is None:
+            return None
+        return cls(row["outbox_id"], job_from_payload(row["outbox_payload"]))
+
+
+def send_after_commit(conn: psycopg.Connection[Any], queue: JobSender, outboxed: Outboxed) -> bool:
+    """Send a committed outbox row's job and delete the row; whether it was sent. A refused
+    send or a failed delete leaves the row to the relay: the change is saved either way."""
+    try:
+        queue.send(outboxed.job)
+    except Unavailable:
+        logger.warning(
+            "the jobs queue refused a job after its commit; the sweeper's relay sends it",
+            extra={"outbox_id": str(outboxed.outbox_id), "kind": outboxed.job.kind},
+        )
+        return False
+    try:
+        conn.execute(query("outbox/delete_sent"), {"outbox_id": outboxed.outbox_id})
+    except psycopg.Error:
+        logger.warning(
+            "a sent job's outbox row could not be deleted; the relay sends it again",
+            extra={"outbox_id": str(outboxed.outbox_id)},
+            exc_info=True,
+        )
+    return True
+
+
+@dataclass(frozen=True)
+class Relayed:
+    sent: int
+    refused: int  # the queue refused them, or their payload is unreadable: left for later
+
+
+def relay_outbox(
+    conn: psycopg.Connection[Any],
+    queue: JobSender,
+    older_than_seconds: float,
+    batch_size: int = RELAY_BATCH_SIZE,
+) -> Relayed:
+    """Send one batch of outbox rows older than `older_than_seconds` that nobody sent, in one
+    transaction holding their row locks (another relay skips them), and delete those sent.
+    `conn` must be in autocommit mode, so the transaction is real."""
+    sent: list[UUID] = []
+    refused: list[UUID] = []
+    with conn.transaction():
+        rows = conn.execute(
+            query("outbox/relay_batch"),
+            {"older_than_seconds": older_than_seconds, "batch_size": batch_size},
+        ).fetchall()
+        for outbox_id, payload, attempts in rows:
+            try:
+                job = job_from_payload(payload)
+                queue.send(job)
+            except (ValidationError, Unavailable) as exc:
+                refused.append(outbox_id)
+                logger.error(
+                    "the relay could not send an outbox row",
+                    extra={"outbox_id": str(outbox_id), "attempts": attempts, "error": str(exc)},
+                )
+                continue
+            sent.append(outbox_id)
+            logger.warning(
+                "the relay sent a job the API had not sent",
+                extra={"outbox_id": str(outbox_id), "kind": job.kind},
+            )
+        if rows:
+            conn.execute(query("outbox/relay_done"), {"sent": sent, "refused": refused})
+    return Relayed(len(sent), len(refused))
