@@ -33,7 +33,7 @@ setup: $(VENV)/.installed node_modules/.installed ## Install Python (.venv) and 
 run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
 	$(PY) -m localcloud $(ARGS)
 
-test: setup ## Run every test tier (unit, integration, infrastructure, e2e)
+test: setup ## Run every test tier (unit, integration, infrastructure, e2e, lifecycle)
 	$(PY) -m pytest
 
 test-fast: $(VENV)/.installed ## Run the unit tier only

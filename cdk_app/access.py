@@ -79,12 +79,17 @@ class ApiAccess:
             in_org = {"aws:PrincipalOrgID": self.organization_id}
             statements += [
                 # Cross-account callers need the resource policy's allow as well as their own.
+                # Only other accounts': within the deployment's account an allow here would
+                # be enough on its own, admitting every role without an execute-api policy.
                 iam.PolicyStatement(
-                    sid="Organisation",
+                    sid="OtherAccountsOfTheOrganisation",
                     principals=[iam.AnyPrincipal()],
                     actions=["execute-api:Invoke"],
                     resources=["execute-api:/*"],
-                    conditions={"StringEquals": in_org},
+                    conditions={
+                        "StringEquals": in_org,
+                        "StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID},
+                    },
                 ),
                 iam.PolicyStatement(
                     sid="DenyOutsideTheOrganisation",

@@ -87,12 +87,14 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     statements = _statements(with_context)
     assert set(statements) == {
         "PublicPaths",
-        "Organisation",
+        "OtherAccountsOfTheOrganisation",
         "DenyOutsideTheOrganisation",
         "DenyOtherPrincipalsThanTheAllowedRoles",
     }
-    assert statements["Organisation"]["Condition"] == {
-        "StringEquals": {"aws:PrincipalOrgID": "o-abcdefghij"}
+    # an allow for other accounts only: within the account, IAM policies still decide
+    assert statements["OtherAccountsOfTheOrganisation"]["Condition"] == {
+        "StringEquals": {"aws:PrincipalOrgID": "o-abcdefghij"},
+        "StringNotEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}},
     }
     assert statements["DenyOutsideTheOrganisation"]["Condition"]["StringNotEquals"] == {
         "aws:PrincipalOrgID": "o-abcdefghij"

@@ -59,7 +59,7 @@ def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
         objects = objects_of(local_cloud, rid)
         keys = secret_data(objects["secrets"][0])
         jupyter = objects["configmaps"][0]["data"]["jupyter"]
-        return "octocat@github" in keys.get("user.octocat", "") and jupyter == "true" and objects
+        return "octocat@github" in keys.get("user.gh-octocat", "") and jupyter == "true" and objects
 
     objects = wait_for(applied, message="keys and Jupyter applied")
     keys = secret_data(objects["secrets"][0])

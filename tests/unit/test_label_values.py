@@ -1,5 +1,6 @@
-"""Label values derived from usernames are valid Kubernetes label values, readable, and never
-shared by two different users; the username itself goes into an annotation."""
+"""Names derived from user input: label values from usernames are valid Kubernetes label
+values, readable, and never shared by two users (the username itself goes into an
+annotation); collaborators' Unix accounts can never be an existing account."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpudev.lifecycle.objects import label_value
+from gpudev.lifecycle.objects import collaborator_account, label_value
 
 # Kubernetes' IsValidLabelValue: at most 63 characters matching this.
 VALID = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -36,3 +37,18 @@ def test_every_username_gives_a_valid_label_value(username: str):
     value = label_value(username)
     assert VALID.match(value), value
     assert len(value) <= 63
+
+
+ACCOUNT = re.compile(r"^gh-[a-z0-9-]{1,29}$")  # what the pod's control loop accepts
+
+
+def test_collaborators_get_accounts_that_cannot_be_anyone_elses():
+
+    for login in ("dev", "root", "1081", "0", "sshd", "ubuntu", "Octo-Cat", "a" * 39):
+        account = collaborator_account(login)
+        assert ACCOUNT.match(account), account
+        assert len(account) <= 32
+    assert collaborator_account("dev") == "gh-dev"
+    assert collaborator_account("1081") == "gh-1081"  # never read as a UID
+    assert collaborator_account("Octo-Cat") == collaborator_account("octo-cat") == "gh-octo-cat"
+    assert collaborator_account("a" * 38 + "b") != collaborator_account("a" * 39)

@@ -130,12 +130,23 @@ def control_config_map(
     }
 
 
+def collaborator_account(login: str) -> str:
+    """The Unix account of an added GitHub user: `gh-` + the login in lower case (GitHub
+    logins are case-insensitive), at most 32 characters (useradd's limit: a longer login
+    keeps 20 characters and a hash). The prefix keeps it clear of `dev`, `root`, the image's
+    system accounts and numeric names, which `id` and `getent` would read as UIDs."""
+    name = login.lower()
+    if len(name) > 29:
+        name = f"{name[:20]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return f"gh-{name}"
+
+
 def keys_secret(
     reservation: Reservation, authorized_keys: str, added_users: dict[str, str]
 ) -> dict[str, Any]:
     """SSH keys and the Jupyter token. The owner's keys open the `dev` account; each added
-    GitHub user gets an account of their own (`user.<login>` → account `<login>` in lower
-    case, GitHub logins being case-insensitive), so nobody shares a session or an agent."""
+    GitHub user gets an account of their own (`user.<account>`, see collaborator_account),
+    so nobody shares a session, a home or an agent."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -144,7 +155,7 @@ def keys_secret(
         "stringData": {
             "authorized_keys": authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
-            **{f"user.{login.lower()}": keys for login, keys in added_users.items()},
+            **{f"user.{collaborator_account(login)}": keys for login, keys in added_users.items()},
         },
     }
 
@@ -250,7 +261,8 @@ def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
 
 STARTUP = r"""set -u
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
-mkdir -p /home/dev/.ssh /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
+mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
+install -d -m 755 /etc/ssh/authorized_keys /run/gpu-dev  # root's: no user can redirect writes
 if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo
   command -v sudo >/dev/null || (apt-get update -qq && apt-get install -y -qq sudo)
   mkdir -p /etc/sudoers.d && echo 'dev ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/dev
@@ -259,10 +271,11 @@ fi
 cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
 #!/bin/bash
 # Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
+# Keys live in /etc/ssh/authorized_keys/<account> (sshd's AuthorizedKeysFile), a directory
+# only root writes: nothing a user does in a home directory can redirect these writes.
 install_keys() {  # account, keys file
-  home=$(getent passwd "$1" | cut -d: -f6)
-  mkdir -p "$home/.ssh" && cat "$2" > "$home/.ssh/authorized_keys" 2>/dev/null
-  chmod 700 "$home/.ssh"; chmod 600 "$home/.ssh/authorized_keys"; chown -R "$1" "$home/.ssh"
+  install -m 644 -o root -g root "$2" "/etc/ssh/authorized_keys/$1.new" \
+    && mv -f "/etc/ssh/authorized_keys/$1.new" "/etc/ssh/authorized_keys/$1"
 }
 last_keys="" last_warning=""
 while true; do
@@ -271,14 +284,15 @@ while true; do
     install_keys dev /etc/gpu-dev/keys/authorized_keys
     for file in /etc/gpu-dev/keys/user.*; do
       [ -e "$file" ] || continue
-      login=${file##*/user.}
-      id "$login" >/dev/null 2>&1 || useradd -m -s /bin/bash "$login" 2>/dev/null \
-        || adduser -D "$login"
-      install_keys "$login" "$file"
+      account=${file##*/user.}  # gh-<login>, made by the lifecycle (collaborator_account)
+      [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
+      id -- "$account" >/dev/null 2>&1 || useradd -m -s /bin/bash -- "$account" 2>/dev/null \
+        || adduser -D "$account"
+      install_keys "$account" "$file"
     done
-    for home in /home/*/.ssh; do  # a user removed from the reservation loses access
-      login=$(basename "$(dirname "$home")")
-      [ "$login" = dev ] || [ -e "/etc/gpu-dev/keys/user.$login" ] || : > "$home/authorized_keys"
+    for file in /etc/ssh/authorized_keys/*; do  # a user removed from the reservation
+      account=${file##*/}
+      [ "$account" = dev ] || [ -e "/etc/gpu-dev/keys/user.$account" ] || rm -f -- "$file"
     done
     last_keys=$keys
   fi
@@ -289,9 +303,12 @@ while true; do
     last_warning=$warning
   fi
   if [ "$(cat /etc/gpu-dev/control/jupyter 2>/dev/null)" = "true" ]; then
-    pgrep -f jupyter-lab >/dev/null || su - dev -c "nohup jupyter-lab --ip=0.0.0.0 \
-      --port=8888 --no-browser --ServerApp.root_dir=/workspace \
-      --IdentityProvider.token=$(cat /etc/gpu-dev/keys/jupyter_token) >/tmp/jupyter.log 2>&1 &"
+    # The token reaches Jupyter in dev's environment (readable by dev only), never on a
+    # command line (readable by every user in the pod); its log is dev's, mode 600.
+    install -m 400 -o dev /etc/gpu-dev/keys/jupyter_token /run/gpu-dev/jupyter_token
+    pgrep -f jupyter-lab >/dev/null || su - dev -c 'umask 077; \
+      JUPYTER_TOKEN=$(cat /run/gpu-dev/jupyter_token) nohup jupyter-lab --ip=0.0.0.0 \
+      --port=8888 --no-browser --ServerApp.root_dir=/workspace >~/.jupyter.log 2>&1 &'
   else
     pkill -f jupyter-lab 2>/dev/null
   fi
@@ -305,7 +322,7 @@ command -v sshd >/dev/null || (apt-get update -qq && apt-get install -y -qq open
 mkdir -p /run/sshd && ssh-keygen -A
 printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n' \
   > /etc/ssh/sshd_config
-printf 'AuthorizedKeysFile .ssh/authorized_keys\nUsePAM no\nX11Forwarding yes\n' \
+printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n' \
   >> /etc/ssh/sshd_config
 echo "SSH daemon starting on port 22"
 exec /usr/sbin/sshd -D -e

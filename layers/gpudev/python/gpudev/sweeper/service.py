@@ -4,9 +4,10 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
 - One run at a time: a session advisory lock; a run that cannot take it records `skipped`
   and returns (the function also has reserved concurrency 1).
 - Reads, in this order: one list per kind of labelled objects (pods, services, config maps,
-  secrets), then the live rows (one statement), then the running executions (ListExecutions,
-  paginated) and DescribeExecution only for live rows missing from that list. Objects are
-  listed before rows are read, so a reservation created meanwhile is never taken for gone.
+  secrets, network policies) in each namespace reservations use, then the live rows (one
+  statement), then the running executions (ListExecutions, paginated) and DescribeExecution
+  only for live rows missing from that list. Objects are listed before rows are read, so a
+  reservation created meanwhile is never taken for gone.
 - Writes: each end with its release in one transaction (allocation/release.sql: the
   allocator's own statement), deletes by name, create jobs through the jobs queue, then one
   allocator pass if any slots came back, so the next in queue gets them at once.
