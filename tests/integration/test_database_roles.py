@@ -40,7 +40,6 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "reservations/extend",
         "reservations/find_by_prefix",
         "reservations/get",
-        "reservations/insert",
         "reservations/list_for_user",
         "reservations/request_cancel",
         "reservations/set_jupyter",

@@ -23,8 +23,17 @@ from gpudev.repositories import (
     ReservationsRepository,
     UsersRepository,
 )
+from gpudev.reservations.limits import UserLimits
 
 ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/alice"
+LIMITS = UserLimits(max_live_reservations=100, max_gpus=1000)
+
+
+def _submit(repo: ReservationsRepository, new: Any) -> Any:
+    """A reservation as the API records it (the caller's user row is bound to ALICE_ARN)."""
+    submitted = repo.submit(new.user_id, ALICE_ARN, new, LIMITS)
+    assert submitted.reservation is not None and submitted.created
+    return submitted.reservation
 
 
 @pytest.fixture
@@ -100,7 +109,7 @@ def test_github_usernames_follow_githubs_rules(db: psycopg.Connection[Any], alic
 def test_reservation_round_trips_with_utc_timestamps(db: psycopg.Connection[Any], alice: str):
     repo = ReservationsRepository(db)
     new = _new_reservation(alice, jupyter_enabled=True, disk_name="work")
-    created = repo.create(new)
+    created = _submit(repo, new)
     assert created.status is ReservationStatus.PENDING
     assert created.model_dump(include=set(new.model_dump())) == new.model_dump()
     assert created.created_at.utcoffset() == datetime.now(UTC).utcoffset()
@@ -113,7 +122,7 @@ def test_status_changes_are_recorded_as_events_and_final_ones_stamp_the_end(
     db: psycopg.Connection[Any], alice: str
 ):
     repo = ReservationsRepository(db)
-    created = repo.create(_new_reservation(alice))
+    created = _submit(repo, _new_reservation(alice))
     repo.set_status(created.reservation_id, ReservationStatus.QUEUED, "waiting for capacity")
     cancelled = repo.set_status(created.reservation_id, ReservationStatus.CANCELLED, "by user")
     assert cancelled is not None
@@ -129,20 +138,28 @@ def test_status_changes_are_recorded_as_events_and_final_ones_stamp_the_end(
 
 def test_unknown_gpu_type_is_a_domain_error(db: psycopg.Connection[Any], alice: str):
     with pytest.raises(UnknownReference, match="GPU type"):
-        ReservationsRepository(db).create(_new_reservation(alice, gpu_type="v100"))
+        _submit(ReservationsRepository(db), _new_reservation(alice, gpu_type="v100"))
 
 
 def test_repeated_client_request_id_is_a_domain_error(db: psycopg.Connection[Any], alice: str):
     repo = ReservationsRepository(db)
-    repo.create(_new_reservation(alice, client_request_id="req-1"))
-    with pytest.raises(DuplicateClientRequest), db.transaction():
-        repo.create(_new_reservation(alice, client_request_id="req-1"))
+    first = _submit(repo, _new_reservation(alice, client_request_id="req-1"))
+    again = repo.submit(
+        alice, ALICE_ARN, _new_reservation(alice, client_request_id="req-1"), LIMITS
+    )
+    assert again.reservation == first and not again.created
+    with pytest.raises(DuplicateClientRequest), db.transaction(), domain_errors():
+        db.execute(
+            "INSERT INTO reservations (reservation_id, user_id, client_request_id, gpu_type,"
+            " gpu_count, duration_hours) VALUES (gen_random_uuid(), %s, 'req-1', 't4', 1, 1)",
+            (alice,),
+        )
     assert len(repo.list_for_user(alice)) == 1
 
 
 def test_an_unknown_status_is_refused_by_the_database(db: psycopg.Connection[Any], alice: str):
     repo = ReservationsRepository(db)
-    created = repo.create(_new_reservation(alice))
+    created = _submit(repo, _new_reservation(alice))
     with pytest.raises(InvalidRequest, match="status"), db.transaction(), domain_errors():
         db.execute(
             "UPDATE reservations SET status = 'creating_server' WHERE reservation_id = %s",

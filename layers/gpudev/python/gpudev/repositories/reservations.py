@@ -84,12 +84,6 @@ class ReservationsRepository:
     def _cursor(self) -> psycopg.Cursor[Reservation]:
         return self._conn.cursor(row_factory=class_row(Reservation))
 
-    def create(self, new: NewReservation) -> Reservation:
-        with domain_errors(), self._cursor() as cur:
-            row = cur.execute(query("reservations/insert"), new.model_dump()).fetchone()
-        assert row is not None
-        return row
-
     def get(self, reservation_id: UUID) -> Reservation | None:
         with self._cursor() as cur:
             return cur.execute(
