@@ -76,7 +76,7 @@ def test_add_user_is_recorded_once(api, local_cloud):
     rid = reserve(api).body["reservation_id"]
     drain_jobs(local_cloud)
     first = api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octo-cat"})
-    again = api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octo-cat"})
+    again = api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "Octo-Cat"})
     assert (first.status, again.status) == (202, 202)
     assert again.body["secondary_users"] == ["octo-cat"]
     assert _changed_jobs(local_cloud) == [(rid, 1)]

@@ -1,12 +1,14 @@
--- Returns the row only when the user was added (not already there, reservation live), with
--- the outbox row of its reservation_changed job, in the same statement.
+-- Returns the row only when the user was added (not already there in any letter case,
+-- reservation live), with the outbox row of its reservation_changed job, in the same
+-- statement.
 WITH changed AS (
     UPDATE reservations SET
         secondary_users = secondary_users || %(github_user)s::text,
         change_generation = change_generation + 1
     WHERE reservation_id = %(reservation_id)s
       AND status IN ('pending', 'queued', 'preparing', 'active')
-      AND NOT (%(github_user)s::text = ANY (secondary_users))
+      -- GitHub logins are case-insensitive: Octo-Cat is octo-cat, already there
+      AND NOT (lower(%(github_user)s::text) = ANY (SELECT lower(u) FROM unnest(secondary_users) u))
     RETURNING *
 ),
 outboxed AS (
