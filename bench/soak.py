@@ -46,12 +46,12 @@ from tests.e2e.conftest import ApiClient  # noqa: E402
 
 SECONDS_PER_HOUR = 36.0
 CLIENT_TIMEOUT_SECONDS = 2.0
-# (gpu_type, gpu_count): t4 nodes have 4 GPUs, h100 nodes 8, so 8 and 16 are multinode.
+# (gpu_type, gpu_count): t4 nodes have 4 GPUs (no multinode), h100 nodes 8 (16: two nodes).
 SHAPES = [
     ("t4", 1),
     ("t4", 2),
     ("t4", 4),
-    ("t4", 8),
+    ("h100", 1),
     ("h100", 4),
     ("h100", 8),
     ("h100", 16),
@@ -281,6 +281,13 @@ class Soak:
                 " WHERE reservation_id = ANY(%s::uuid[]) AND launched_at IS NOT NULL",
                 (ids,),
             ).fetchall()
+            swept = conn.execute(
+                "SELECT coalesce(sum((statistics->>'objects_deleted')::int), 0),"
+                " coalesce(sum((statistics->>'reservations_ended')::int), 0),"
+                " coalesce(sum((statistics->>'create_jobs_resent')::int), 0),"
+                " count(*) FILTER (WHERE outcome = 'failed')"
+                " FROM reconciler_runs WHERE reconciler = 'sweeper'"
+            ).fetchone() or (0, 0, 0, 0)
             first = conn.execute("SELECT extract(epoch FROM min(created_at)) FROM reservations")
             started = float((first.fetchone() or (0,))[0])
         to_active = sorted(float(t[0]) for t in timing)
@@ -299,6 +306,13 @@ class Soak:
             "faults": dict(self.faults),
             "faults_total": sum(self.faults.values()),
             "api_503s_retried": self.api_unavailable,
+            # Repairs by the sweeper (every second): what the lifecycle left behind itself.
+            "sweeper": {
+                "objects_deleted": int(swept[0]),
+                "reservations_ended": int(swept[1]),
+                "create_jobs_resent": int(swept[2]),
+                "failed_runs": int(swept[3]),
+            },
             "invariants": {
                 "overbooked_nodes": len(set(self.overbooked)),
                 "queue_order_violations": int((order or (0,))[0]),
@@ -356,6 +370,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds for the run")
     args = parser.parse_args()
     os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
     options = Options(
         ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
         tick_seconds=1.0,

@@ -133,6 +133,45 @@ def hold_next(cloud: LocalCloud, verb: str, resource: str, count: int = 1) -> li
     return held
 
 
+def gate_next(cloud: LocalCloud, verb: str, resource: str) -> tuple[threading.Event, list[int]]:
+    """The next request of a verb on a resource waits until the returned event is set, then
+    is served; the list says whether it has arrived."""
+    assert cloud.kubernetes is not None
+    faults = cloud.kubernetes.faults
+    original = type(faults).apply
+    gate = threading.Event()
+    arrived: list[int] = []
+    lock = threading.Lock()
+
+    def apply(verb_: str, resource_: str) -> None:
+        with lock:
+            hit = verb_ == verb and resource_ == resource and not arrived
+            if hit:
+                arrived.append(1)
+        if hit:
+            gate.wait(30)
+        original(faults, verb_, resource_)
+
+    faults.apply = apply  # type: ignore[method-assign,assignment]
+    return gate, arrived
+
+
+@contextmanager
+def kubernetes_timeout(seconds: float) -> Iterator[None]:
+    from gpudev.cluster.eks import reset_cluster_api_client
+    from gpudev.settings import cluster_settings
+
+    os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(seconds)
+    cluster_settings.cache_clear()
+    reset_cluster_api_client()
+    try:
+        yield
+    finally:
+        os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
+        cluster_settings.cache_clear()
+        reset_cluster_api_client()
+
+
 def release_holds(cloud: LocalCloud) -> None:
     assert cloud.kubernetes is not None
     cloud.kubernetes.faults.__dict__.pop("apply", None)
@@ -574,6 +613,42 @@ def _stopped_by_an_operator(r: Run) -> str:
     return "failed by the sweeper: " + str(view["failure_reason"])
 
 
+def _sweep_overlapping_a_tear_down(r: Run) -> str:
+    """A sweep lists the objects, a tear down then deletes them and ends the row, and the
+    sweep reads the rows: the sweeper finds the objects of an ended reservation, but the
+    lifecycle left nothing behind, so it should count no repair (SweeperRepairs alarms)."""
+    rid = r.active()
+    outcome: dict[str, Any] = {}
+    with kubernetes_timeout(10):  # the sweep's held list must not time out
+        gate, arrived = gate_next(r.cloud, "list", "networkpolicies")  # its last kind
+        sweeping = threading.Thread(target=lambda: outcome.update(sweep(r.cloud)))
+        sweeping.start()
+        try:
+            wait_for(lambda: arrived, timeout=10, message="the sweep listed the objects")
+            cancel(r.api, rid)
+            ended = r.ended(rid)
+        finally:
+            gate.set()
+            sweeping.join(20)
+    statistics = outcome["statistics"]
+    assert statistics["objects_deleted"] == 0 and outcome["repairs"] == 0, (
+        f"the sweep counted {statistics['objects_deleted']} objects deleted and"
+        f" {outcome['repairs']} repairs for a reservation torn down by the lifecycle"
+    )
+    return f"{ended}; the sweep counted no repair"
+
+
+SWEEPER_COUNTS_A_CONCURRENT_TEAR_DOWN = (
+    "defect: the sweeper counts a concurrent tear down's work as its own repairs. It lists"
+    " the objects, then reads the rows; a tear down in between deletes the objects and ends"
+    " the row, so the sweep plans deletes for an ended reservation, and each counts as"
+    " objects_deleted and a repair (5 here: the pod, already Terminating, answers 200; the"
+    " others 404, which ReservationObjects.delete treats as success) and the sweeper logs"
+    " 'deleted a leftover object': SweeperRepairs > 0, a false alarm on a healthy deployment"
+    " (gpudev/sweeper/service.py _delete). Nothing is left and the row is right."
+)
+
+
 CASES = [
     Case(
         "provision",
@@ -647,6 +722,12 @@ CASES = [
     Case(
         "operator", "StopExecution on an active reservation, then a sweep", _stopped_by_an_operator
     ),
+    Case(
+        "tear down",
+        "a sweep overlapping the tear down (objects listed before, row read after)",
+        _sweep_overlapping_a_tear_down,
+        xfail=SWEEPER_COUNTS_A_CONCURRENT_TEAR_DOWN,
+    ),
 ]
 
 
@@ -669,7 +750,8 @@ def test_fault(case: Case, api: ApiClient, local_cloud: LocalCloud, record_prope
     try:
         outcome = case.run(run)
     except BaseException as error:
-        outcome = f"FAILED: {type(error).__name__}: {str(error)[:100]}"
+        verdict = "XFAIL (known defect)" if case.xfail else "FAILED"
+        outcome = f"{verdict}: {type(error).__name__}: {str(error)[:100]}"
         raise
     finally:
         release_holds(local_cloud)
