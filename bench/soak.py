@@ -86,14 +86,18 @@ class Soak:
         self.overbooked: list[str] = []
         self.faults: Counter[str] = Counter()
         self.api_unavailable = 0
+        self.api_errors: list[str] = []  # other 5xx answers (retried)
 
     # -- the API, riding out its 503s (database faults) --------------------------------
     def call(self, method: str, path: str, profile: str, body: Any = None) -> Any:
         for _ in range(100):
             reply = self.api.call(method, path, profile=profile, body=body)
-            if reply.status != 503:
+            if reply.status == 503:
+                self.api_unavailable += 1
+            elif reply.status >= 500:  # retried too (creates carry a client_request_id)
+                self.api_errors.append(f"{method} {path.split('/')[-1]}: {reply.status}")
+            else:
                 return reply
-            self.api_unavailable += 1
             time.sleep(0.2)
         return reply
 
@@ -266,7 +270,7 @@ class Soak:
                 "SELECT count(*) FROM reservations WHERE status NOT IN"
                 " ('expired', 'cancelled', 'failed')"
             ).fetchone()
-            order = conn.execute(QUEUE_ORDER_VIOLATIONS).fetchone()
+            order = conn.execute(QUEUE_ORDER_VIOLATIONS).fetchall()
             endings: dict[str, int] = dict(
                 conn.execute("SELECT status, count(*) FROM reservations GROUP BY status").fetchall()
             )
@@ -303,9 +307,13 @@ class Soak:
             "elapsed_seconds": round(elapsed, 1),
             "endings": endings,
             "failed_reasons": failures,
+            # (type, count, earlier: id, created, queued, granted, left the queue;
+            #  later: id, created, granted), the first five
+            "queue_order_violating_pairs": order[:5],
             "faults": dict(self.faults),
             "faults_total": sum(self.faults.values()),
             "api_503s_retried": self.api_unavailable,
+            "api_other_5xx_retried": self.api_errors,
             # Repairs by the sweeper (every second): what the lifecycle left behind itself.
             "sweeper": {
                 "objects_deleted": int(swept[0]),
@@ -315,7 +323,7 @@ class Soak:
             },
             "invariants": {
                 "overbooked_nodes": len(set(self.overbooked)),
-                "queue_order_violations": int((order or (0,))[0]),
+                "queue_order_violations": len(order),
                 "leaked_objects": self.leaked_objects(),
                 "slots_held_by_ended": int((held or (0,))[0]),
                 "ended_without_reason": int((no_reason or (0,))[0]),
@@ -350,7 +358,10 @@ WITH queue AS (
            r.cancel_requested_at
     FROM reservations r
 )
-SELECT count(*) FROM queue later JOIN queue earlier
+SELECT later.gpu_type, later.gpu_count, left(earlier.reservation_id::text, 8),
+       earlier.created_at, earlier.queued_at, earlier.granted_at, earlier.left_at,
+       left(later.reservation_id::text, 8), later.created_at, later.granted_at
+FROM queue later JOIN queue earlier
   ON earlier.gpu_type = later.gpu_type AND earlier.gpu_count = later.gpu_count
  AND earlier.created_at < later.created_at
 WHERE later.granted_at IS NOT NULL
