@@ -1,0 +1,411 @@
+"""The soak (issue #12, "Tests"): many reservations through one local cloud with a
+compressed clock (1 h = 36 s), with random cancels and extends and faults at a low rate,
+then the invariants (all must be 0) and the throughput the control plane sustained.
+
+The cloud runs in this process on its own embedded PostgreSQL (a temporary directory under
+.local, free ports), with the whole deployment, the sweeper's schedule included (every
+second). Reservations cover every local GPU type (t4, h100, cpu-x86; single and multinode),
+0.1 to 0.2 clock hours each, from alice and bob, with at most `--live` of them submitted and
+not ended at a time. Faults (one every `--fault-every` seconds on average): a Kubernetes 500
+on a create, replace, delete or list, the stand-in unreachable for a second (every request
+held beyond the client's 2 s timeout), every database connection of the functions killed.
+
+Invariants: overbooked nodes (sampled every 0.2 s: pods asking more GPUs than a node has);
+queue-order violations (a reservation granted while an earlier one of the same GPU type and
+count was waiting in the queue); objects left labelled with an ended reservation; slots held
+by ended reservations; ended reservations without a reason; reservations not ended.
+
+Run: `.venv/bin/python bench/soak.py [--reservations 500] [--seed 7]` (part of `make bench`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from localcloud.postgres import free_port  # noqa: E402
+from localcloud.stack import LocalCloud, Options, Ports  # noqa: E402
+from tests.e2e.conftest import ApiClient  # noqa: E402
+
+SECONDS_PER_HOUR = 36.0
+CLIENT_TIMEOUT_SECONDS = 2.0
+# (gpu_type, gpu_count): t4 nodes have 4 GPUs (no multinode), h100 nodes 8 (16: two nodes).
+SHAPES = [
+    ("t4", 1),
+    ("t4", 2),
+    ("t4", 4),
+    ("h100", 1),
+    ("h100", 4),
+    ("h100", 8),
+    ("h100", 16),
+    ("cpu-x86", 0),
+]
+HOURS = (0.1, 0.15, 0.2)
+LIVE = ("pending", "queued", "preparing", "active")
+ENDED = ("expired", "cancelled", "failed")
+
+
+@dataclass
+class Planned:
+    user: str
+    gpu_type: str
+    gpu_count: int
+    hours: float
+    cancel_after: float | None  # seconds after submission
+    extend: bool
+    reservation_id: str = ""
+    submitted: float = 0.0
+    cancelled: bool = False
+    extended: bool = False
+
+
+class Soak:
+    def __init__(self, cloud: LocalCloud, args: argparse.Namespace):
+        self.cloud = cloud
+        self.api = ApiClient.for_cloud(cloud)
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.stop = threading.Event()
+        self.overbooked: list[str] = []
+        self.faults: Counter[str] = Counter()
+        self.api_unavailable = 0
+        self.api_errors: list[str] = []  # other 5xx answers (retried)
+
+    # -- the API, riding out its 503s (database faults) --------------------------------
+    def call(self, method: str, path: str, profile: str, body: Any = None) -> Any:
+        for _ in range(100):
+            reply = self.api.call(method, path, profile=profile, body=body)
+            if reply.status == 503:
+                self.api_unavailable += 1
+            elif reply.status >= 500:  # retried too (creates carry a client_request_id)
+                self.api_errors.append(f"{method} {path.split('/')[-1]}: {reply.status}")
+            else:
+                return reply
+            time.sleep(0.2)
+        return reply
+
+    def submit(self, plan: Planned) -> None:
+        body = {
+            "gpu_type": plan.gpu_type,
+            "gpu_count": plan.gpu_count,
+            "hours": plan.hours,
+            "client_request_id": str(uuid.uuid4()),
+        }
+        reply = self.call("POST", "/v1/reservations", plan.user, body)
+        assert reply.status in (200, 202), reply.body
+        plan.reservation_id = reply.body["reservation_id"]
+        plan.submitted = time.monotonic()
+
+    # -- background: capacity monitor and faults ---------------------------------------
+    def monitor(self) -> None:
+        assert self.cloud.kubernetes is not None
+        store = self.cloud.kubernetes.store
+        while not self.stop.is_set():
+            capacity = {
+                n["metadata"]["name"]: int(n["status"]["allocatable"].get("nvidia.com/gpu", 0))
+                for n in store.list("nodes", None)["items"]
+            }
+            used: Counter[str] = Counter()
+            for pod in store.list("pods", "gpu-dev")["items"]:
+                if pod["status"].get("phase") in ("Succeeded", "Failed"):
+                    continue
+                limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
+                used[pod["spec"].get("nodeName")] += int(limits.get("nvidia.com/gpu", 0))
+            self.overbooked += [n for n, gpus in used.items() if gpus > capacity.get(n, 0)]
+            time.sleep(0.2)
+
+    def inject(self) -> None:
+        assert self.cloud.kubernetes is not None
+        faults = self.cloud.kubernetes.faults
+        rng = random.Random(self.args.seed + 1)
+        kinds = [
+            ("create", "pods"),
+            ("create", "services"),
+            ("replace", "configmaps"),
+            ("delete", "pods"),
+            ("delete", "secrets"),
+            ("list", "pods"),
+        ]
+        while not self.stop.wait(rng.expovariate(1 / self.args.fault_every)):
+            choice = rng.randrange(len(kinds) + 2)
+            if choice < len(kinds):
+                verb, resource = kinds[choice]
+                faults.fail_next(verb, resource, 1)
+                self.faults[f"kubernetes 500: {verb} {resource}"] += 1
+            elif choice == len(kinds):
+                faults.delay_seconds = CLIENT_TIMEOUT_SECONDS + 0.5
+                self.faults["kubernetes unreachable 1 s"] += 1
+                time.sleep(1.0)
+                faults.delay_seconds = 0.0
+            else:
+                with psycopg.connect(
+                    self.cloud.database_url, autocommit=True, application_name="soak"
+                ) as conn:
+                    conn.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                        " AND application_name <> 'soak' AND backend_type = 'client backend'"
+                    )
+                self.faults["database connections killed"] += 1
+
+    # -- the run -----------------------------------------------------------------------
+    def statuses(self) -> dict[str, str]:
+        with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
+            rows = conn.execute("SELECT reservation_id::text, status FROM reservations").fetchall()
+        return dict(rows)
+
+    def run(self) -> dict[str, Any]:
+        args = self.args
+        plans = [
+            Planned(
+                user=self.rng.choice(["alice", "bob"]),
+                gpu_type=shape[0],
+                gpu_count=shape[1],
+                hours=self.rng.choice(HOURS),
+                cancel_after=self.rng.uniform(0.2, 8.0) if self.rng.random() < 0.2 else None,
+                extend=self.rng.random() < 0.08,
+            )
+            for shape in (self.rng.choice(SHAPES) for _ in range(args.reservations))
+        ]
+        threads = [
+            threading.Thread(target=self.monitor, name="soak-monitor", daemon=True),
+            threading.Thread(target=self.inject, name="soak-faults", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        began = time.monotonic()
+        waiting = list(plans)
+        submitted: list[Planned] = []
+        deadline = began + args.timeout
+        while time.monotonic() < deadline:
+            status = self.statuses()
+            live = [p for p in submitted if status.get(p.reservation_id) in LIVE]
+            for plan in waiting[: max(0, args.live - len(live))]:
+                self.submit(plan)
+                submitted.append(plan)
+            waiting = waiting[max(0, args.live - len(live)) :]
+            now = time.monotonic()
+            for plan in live:
+                current = status.get(plan.reservation_id)
+                if (
+                    plan.cancel_after is not None
+                    and not plan.cancelled
+                    and now - plan.submitted >= plan.cancel_after
+                ):
+                    self.call("POST", f"/v1/reservations/{plan.reservation_id}/cancel", plan.user)
+                    plan.cancelled = True
+                elif plan.extend and not plan.extended and current == "active":
+                    self.call(
+                        "POST",
+                        f"/v1/reservations/{plan.reservation_id}/extend",
+                        plan.user,
+                        {"hours": 1},
+                    )
+                    plan.extended = True
+            if not waiting and not live and len(submitted) == len(plans):
+                status = self.statuses()
+                if all(status.get(p.reservation_id) in ENDED for p in submitted):
+                    break
+            time.sleep(0.25)
+        elapsed = time.monotonic() - began
+        self.stop.set()
+        for thread in threads:
+            thread.join(5)
+        assert self.cloud.kubernetes is not None
+        self.cloud.kubernetes.faults.clear()
+        return self.report(elapsed, submitted)
+
+    # -- the figures -------------------------------------------------------------------
+    def leaked_objects(self) -> int:
+        """Objects labelled with an ended (or unknown) reservation, once Terminating pods
+        have had their grace period."""
+        from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+
+        assert self.cloud.kubernetes is not None
+        store = self.cloud.kubernetes.store
+        deadline = time.monotonic() + 15
+        while True:
+            status = self.statuses()
+            leaked = [
+                item
+                for kind in KINDS
+                for namespace in ("gpu-dev", "gpu-dev-profiling")
+                for item in store.list(kind, namespace, RESERVATION_LABEL)["items"]
+                if status.get(item["metadata"]["labels"][RESERVATION_LABEL]) not in LIVE
+            ]
+            if not leaked or time.monotonic() > deadline:
+                return len(leaked)
+            time.sleep(0.5)
+
+    def report(self, elapsed: float, submitted: list[Planned]) -> dict[str, Any]:
+        ids = [p.reservation_id for p in submitted]
+        with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
+            held = conn.execute(
+                "SELECT count(*) FROM allocations a JOIN reservations r USING (reservation_id)"
+                " WHERE r.status IN ('expired', 'cancelled', 'failed')"
+            ).fetchone()
+            no_reason = conn.execute(
+                "SELECT count(*) FROM reservations WHERE status IN ('expired', 'cancelled',"
+                " 'failed') AND coalesce(nullif(failure_reason, ''),"
+                " nullif(current_detailed_status, '')) IS NULL"
+            ).fetchone()
+            not_ended = conn.execute(
+                "SELECT count(*) FROM reservations WHERE status NOT IN"
+                " ('expired', 'cancelled', 'failed')"
+            ).fetchone()
+            order = conn.execute(QUEUE_ORDER_VIOLATIONS).fetchall()
+            endings: dict[str, int] = dict(
+                conn.execute("SELECT status, count(*) FROM reservations GROUP BY status").fetchall()
+            )
+            failures = conn.execute(
+                "SELECT left(failure_reason, 110), count(*) FROM reservations"
+                " WHERE status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+            ).fetchall()
+            timing = conn.execute(
+                "SELECT extract(epoch FROM launched_at - created_at),"
+                " extract(epoch FROM launched_at - granted_at),"
+                " extract(epoch FROM launched_at) FROM reservations"
+                " WHERE reservation_id = ANY(%s::uuid[]) AND launched_at IS NOT NULL",
+                (ids,),
+            ).fetchall()
+            swept = conn.execute(
+                "SELECT coalesce(sum((statistics->>'objects_deleted')::int), 0),"
+                " coalesce(sum((statistics->>'reservations_ended')::int), 0),"
+                " coalesce(sum((statistics->>'create_jobs_resent')::int), 0),"
+                " count(*) FILTER (WHERE outcome = 'failed')"
+                " FROM reconciler_runs WHERE reconciler = 'sweeper'"
+            ).fetchone() or (0, 0, 0, 0)
+            first = conn.execute("SELECT extract(epoch FROM min(created_at)) FROM reservations")
+            started = float((first.fetchone() or (0,))[0])
+        to_active = sorted(float(t[0]) for t in timing)
+        provisioning = sorted(float(t[1]) for t in timing if t[1] is not None)
+        last_active = max((float(t[2]) for t in timing), default=started)
+        minutes = max(last_active - started, 1e-9) / 60
+
+        def pct(values: list[float], q: float) -> float:
+            return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+        return {
+            "reservations": len(submitted),
+            "elapsed_seconds": round(elapsed, 1),
+            "endings": endings,
+            "failed_reasons": failures,
+            # (type, count, earlier: id, created, queued, granted, left the queue;
+            #  later: id, created, granted), the first five
+            "queue_order_violating_pairs": order[:5],
+            "faults": dict(self.faults),
+            "faults_total": sum(self.faults.values()),
+            "api_503s_retried": self.api_unavailable,
+            "api_other_5xx_retried": self.api_errors,
+            # Repairs by the sweeper (every second): what the lifecycle left behind itself.
+            "sweeper": {
+                "objects_deleted": int(swept[0]),
+                "reservations_ended": int(swept[1]),
+                "create_jobs_resent": int(swept[2]),
+                "failed_runs": int(swept[3]),
+            },
+            "invariants": {
+                "overbooked_nodes": len(set(self.overbooked)),
+                "queue_order_violations": len(order),
+                "leaked_objects": self.leaked_objects(),
+                "slots_held_by_ended": int((held or (0,))[0]),
+                "ended_without_reason": int((no_reason or (0,))[0]),
+                "not_ended": int((not_ended or (0,))[0]),
+            },
+            "throughput": {
+                "activated": len(to_active),
+                "reservations_per_minute": round(len(to_active) / minutes, 1),
+                "submit_to_active_p50_s": round(statistics.median(to_active), 2)
+                if to_active
+                else None,
+                "submit_to_active_p90_s": round(pct(to_active, 0.9), 2),
+                "grant_to_active_p50_s": round(statistics.median(provisioning), 2)
+                if provisioning
+                else None,
+                "grant_to_active_p90_s": round(pct(provisioning, 0.9), 2),
+            },
+        }
+
+
+# A reservation granted while an earlier one of the same GPU type and count was waiting in
+# the queue (queued before the grant, neither granted nor out of the queue by then). With
+# EASY backfill a later request may pass a waiting one only if it is smaller or shorter;
+# one of the same size never fits where the earlier one does not.
+QUEUE_ORDER_VIOLATIONS = """
+WITH queue AS (
+    SELECT r.reservation_id, r.gpu_type, r.gpu_count, r.created_at, r.granted_at,
+           (SELECT min(at) FROM reservation_events e
+             WHERE e.reservation_id = r.reservation_id AND e.to_status = 'queued') AS queued_at,
+           (SELECT min(at) FROM reservation_events e
+             WHERE e.reservation_id = r.reservation_id AND e.from_status = 'queued') AS left_at,
+           r.cancel_requested_at
+    FROM reservations r
+)
+SELECT later.gpu_type, later.gpu_count, left(earlier.reservation_id::text, 8),
+       earlier.created_at, earlier.queued_at, earlier.granted_at, earlier.left_at,
+       left(later.reservation_id::text, 8), later.created_at, later.granted_at
+FROM queue later JOIN queue earlier
+  ON earlier.gpu_type = later.gpu_type AND earlier.gpu_count = later.gpu_count
+ AND earlier.created_at < later.created_at
+WHERE later.granted_at IS NOT NULL
+  AND earlier.queued_at < later.granted_at
+  AND coalesce(earlier.granted_at, 'infinity') > later.granted_at
+  AND coalesce(earlier.left_at, 'infinity') > later.granted_at
+  AND coalesce(earlier.cancel_requested_at, 'infinity') > later.granted_at
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reservations", type=int, default=500)
+    parser.add_argument("--live", type=int, default=30, help="submitted and not ended, at most")
+    parser.add_argument("--fault-every", type=float, default=5.0, help="seconds, on average")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds for the run")
+    args = parser.parse_args()
+    os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
+    options = Options(
+        ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
+        tick_seconds=1.0,
+        kubelet_delay_seconds=0.2,
+        seconds_per_hour=SECONDS_PER_HOUR,
+        ready_timeout_seconds=6.0,
+        ready_poll_seconds=1,
+        termination_seconds_scale=0.1,
+        max_live_reservations_per_user=10_000,
+        max_gpus_per_user=100_000,
+    )
+    (ROOT / ".local").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-soak-", dir=ROOT / ".local") as tmp:
+        Path(tmp).chmod(0o755)
+        cloud = LocalCloud(Path(tmp), options).start()
+        try:
+            report = Soak(cloud, args).run()
+        finally:
+            cloud.stop()
+    print(json.dumps(report, indent=2, default=str))
+    bad = {k: v for k, v in report["invariants"].items() if v}
+    print("invariants: all 0" if not bad else f"invariants VIOLATED: {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
