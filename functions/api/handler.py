@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
@@ -73,6 +74,22 @@ _STATUS = {
 def _domain_error(error: GpuDevError) -> Response[Any]:
     status = next((code for kind, code in _STATUS.items() if isinstance(error, kind)), 500)
     return Response(status, content_types.APPLICATION_JSON, {"message": error.message})
+
+
+@app.exception_handler(psycopg.OperationalError)
+def _database_unreachable(error: psycopg.OperationalError) -> Response[Any]:
+    """A connection lost or refused mid-request (Aurora restarting or failing over): the
+    request's transaction did not commit. 503, so clients retry (a reserve with the same
+    client request id is safe to repeat), instead of a 500 that reads as a bug."""
+    logger.warning("database unreachable", extra={"error": type(error).__name__})
+    return Response(
+        503,
+        content_types.APPLICATION_JSON,
+        {
+            "message": "the database did not answer; try again "
+            "(a reserve with its client request id is safe to repeat)"
+        },
+    )
 
 
 def current_caller() -> Caller:

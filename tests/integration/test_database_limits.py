@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -141,6 +142,38 @@ def test_a_statement_past_statement_timeout_is_a_503_that_says_so(
         status, body = _call_me(api)
     assert status == 503
     assert "statement_timeout" in body["message"]
+
+
+def test_a_connection_killed_mid_request_is_a_503_not_a_500(
+    api: ModuleType, fresh_database: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Aurora restarting or failing over: the request's backend goes away while it runs."""
+    monkeypatch.setenv("DB_LOCK_TIMEOUT_MS", "0")
+    monkeypatch.setenv("DB_STATEMENT_TIMEOUT_MS", "0")
+    close_pool()
+    reset_settings_cache()
+    with psycopg.connect(fresh_database, autocommit=True) as holder:
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+
+        def kill_the_waiting_request() -> None:
+            with psycopg.connect(fresh_database, autocommit=True) as killer:
+                for _ in range(100):
+                    killed = killer.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                    ).fetchall()
+                    if killed:
+                        return
+                    time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_the_waiting_request)
+        killer.start()
+        status, body = _call_me(api)
+        killer.join(10)
+        holder.execute("ROLLBACK")
+    assert status == 503
+    assert "the database did not answer" in body["message"]
 
 
 def test_a_starved_pool_is_a_503_within_the_pool_timeout(api: ModuleType):
