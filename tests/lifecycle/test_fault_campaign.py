@@ -406,7 +406,7 @@ def _checkpoint_replace_fails(resource: str, count: int) -> Callable[[Run], str]
             assert reply.status == 202, reply.body
             wait_for(
                 lambda: any(
-                    "user.octocat" in secret_data(s) for s in objects_of(r.cloud, rid)["secrets"]
+                    "user.gh-octocat" in secret_data(s) for s in objects_of(r.cloud, rid)["secrets"]
                 ),
                 timeout=30,
                 message="the user's keys in the Secret",
