@@ -60,9 +60,6 @@ class Faults:
         with self._lock:
             self._failures[verb, resource] = count
 
-    def fail_next_creates(self, resource: str, count: int) -> None:
-        self.fail_next("create", resource, count)
-
     def delay(self, verb: str, resource: str, seconds: float) -> None:
         self._check(verb)
         with self._lock:

@@ -203,7 +203,7 @@ def test_status_is_a_subresource(core: client.CoreV1Api):
 
 
 def test_injected_create_failures_surface_as_500(core: client.CoreV1Api, local_cloud: LocalCloud):
-    local_cloud.kubernetes.faults.fail_next_creates("pods", 1)  # type: ignore[union-attr]
+    local_cloud.kubernetes.faults.fail_next("create", "pods", 1)  # type: ignore[union-attr]
     name = f"flaky-{uuid.uuid4().hex[:6]}"
     with pytest.raises(ApiException) as failed:
         core.create_namespaced_pod(NAMESPACE, _pod(name, 0, "cpu-x86", {}))

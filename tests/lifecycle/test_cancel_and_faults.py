@@ -71,13 +71,13 @@ def test_cancel_while_active(api, local_cloud):
 
 
 def test_a_pod_creation_that_fails_once_is_retried(api, local_cloud):
-    local_cloud.kubernetes.faults.fail_next_creates("pods", 1)
+    local_cloud.kubernetes.faults.fail_next("create", "pods", 1)
     rid = reserve(api)["reservation_id"]
     wait_for_status(api, rid, "active")
 
 
 def test_pod_creation_that_always_fails_ends_failed_with_nothing_left(api, local_cloud):
-    local_cloud.kubernetes.faults.fail_next_creates("pods", 1000)
+    local_cloud.kubernetes.faults.fail_next("create", "pods", 1000)
     rid = reserve(api)["reservation_id"]
     failed = wait_for_status(api, rid, ("failed", "active"), timeout=40)
     assert failed["status"] == "failed"

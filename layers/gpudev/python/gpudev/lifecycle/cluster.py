@@ -147,10 +147,6 @@ class ReservationObjects:
         )
 
     def delete(self, kind: str, name: str) -> None:
-        """Delete one object found by its label (gone already is success)."""
-        self._delete(kind, name)
-
-    def _delete(self, kind: str, name: str) -> None:
         """Delete one object; one that is gone already is what we wanted."""
         from kubernetes.client.exceptions import ApiException
 
@@ -170,7 +166,7 @@ class ReservationObjects:
         for kind in kinds:
             for item in self._list(kind, reservation_id):
                 if name is None or item["metadata"]["name"] == name:
-                    self._delete(kind, item["metadata"]["name"])
+                    self.delete(kind, item["metadata"]["name"])
                     deleted += 1
         return deleted
 
