@@ -59,13 +59,15 @@ def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
         objects = objects_of(local_cloud, rid)
         keys = secret_data(objects["secrets"][0])
         jupyter = objects["configmaps"][0]["data"]["jupyter"]
-        return "octocat@github" in keys.get("user.gh-octocat", "") and jupyter == "true" and objects
+        exposed = any(s["metadata"]["name"].endswith("-jupyter") for s in objects["services"])
+        added = "octocat@github" in keys.get("user.gh-octocat", "")
+        # one checkpoint writes the flag, then the keys, then the Service: wait for all three
+        return added and jupyter == "true" and exposed and objects
 
-    objects = wait_for(applied, message="keys and Jupyter applied")
+    objects = wait_for(applied, message="keys, Jupyter flag and Jupyter Service applied")
     keys = secret_data(objects["secrets"][0])
     assert "alice@github" in keys["authorized_keys"], "the owner's keys open the dev account"
     assert "octocat" not in keys["authorized_keys"], "an added user has an account of their own"
-    assert any(s["metadata"]["name"].endswith("-jupyter") for s in objects["services"])
     shown = wait_for(lambda: (r := show(api, rid))["jupyter_url"] and r, message="Jupyter URL")
     assert shown["jupyter_url"].startswith(f"http://{shown['node_ip']}:")
 
