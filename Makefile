@@ -59,7 +59,7 @@ rds-ca-bundle: ## Fetch the RDS CA bundle the layer ships (needs the internet; c
 		-o layers/gpudev/certs/rds-global-bundle.pem
 
 openapi: $(VENV)/.installed ## Regenerate docs/openapi.json from the API's code
-	$(PY) functions/api/openapi.py > docs/openapi.json
+	$(PY) -m tools.openapi > docs/openapi.json
 
 layer-requirements: | $(UV) ## Re-export layers/gpudev/requirements.txt from uv.lock
 	$(PY) -m cdk_app.layer_requirements > layers/gpudev/requirements.txt

@@ -1,9 +1,10 @@
 """Runs our real Lambda handlers in this process, as the local cloud's Lambda service.
 
 A handler is loaded from `functions/<folder>/<module>.py` under a unique module name (every
-function has a `handler.py`), called with the event and a Lambda-like context, and its
-failure is reported in Lambda's error shape (`errorType`, `errorMessage`, `stackTrace`) so
-Step Functions Retry/Catch on error names behave as in AWS.
+function has a `handler.py`), with its folder on sys.path as Lambda's task root, called with
+the event and a Lambda-like context, and its failure is reported in Lambda's error shape
+(`errorType`, `errorMessage`, `stackTrace`) so Step Functions Retry/Catch on error names
+behave as in AWS.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+def add_task_root(spec: FunctionSpec) -> None:
+    """Lambda puts the function's folder (its task root) on sys.path, so a handler imports
+    its own modules by absolute name (the API's `routes`). All functions share this process:
+    their folders' own top-level names must differ (`handler` never clashes: it is loaded by
+    path under a name of its own)."""
+    if str(spec.code_dir) not in sys.path:
+        sys.path.append(str(spec.code_dir))
+
+
 @dataclass(frozen=True)
 class Invocation:
     payload: Any
@@ -73,6 +83,7 @@ class LocalLambda:
         module_name, _, attribute = spec.handler.rpartition(".")
         with self._lock:
             if name not in self._modules:
+                add_task_root(spec)
                 path = spec.code_dir / f"{module_name.replace('.', '/')}.py"
                 module_spec = importlib.util.spec_from_file_location(
                     f"gpudev_functions.{spec.folder}.{module_name}", path

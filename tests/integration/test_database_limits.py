@@ -94,6 +94,7 @@ def api(fresh_database: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Module
         monkeypatch.setenv(name, value)
     close_pool()
     reset_settings_cache()
+    monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))  # Lambda's task root
     spec = importlib.util.spec_from_file_location(
         "gpudev_api_handler_under_test", ROOT / "functions" / "api" / "handler.py"
     )
@@ -199,5 +200,7 @@ def test_a_starved_pool_is_a_503_within_the_pool_timeout(api: ModuleType):
 
 
 def test_the_limits_are_unavailable_errors_which_the_api_maps_to_503(api: ModuleType):
+    from routes.errors import STATUS_BY_ERROR
+
     assert issubclass(DatabaseBusy, Unavailable) and issubclass(DatabaseUnavailable, Unavailable)
-    assert api._STATUS[Unavailable] == 503
+    assert STATUS_BY_ERROR[Unavailable] == 503

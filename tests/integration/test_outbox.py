@@ -18,11 +18,8 @@ from gpudev.jobs import AnyJob, CancelReservationJob, CreateReservationJob, Rese
 from gpudev.lifecycle.consumer import JobConsumer
 from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReservationsRepository
-from gpudev.reservations.service import (
-    ReservationRequest,
-    set_jupyter,
-    submit_reservation,
-)
+from gpudev.reservations.schemas import ReservationRequest
+from gpudev.reservations.service import set_jupyter, submit_reservation
 
 ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
 

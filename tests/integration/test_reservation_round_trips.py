@@ -11,18 +11,17 @@ import pytest
 
 from gpudev.callers import bound_user
 from gpudev.disks.requests import (
-    DiskRequest,
-    RenameRequest,
     caller_disks,
     create_disk,
     delete_disk,
     find_disk,
     rename_disk,
 )
+from gpudev.disks.schemas import DiskRequest, RenameRequest
 from gpudev.identity import NotAuthorized, caller_from_arn
 from gpudev.jobs import AnyJob
+from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import (
-    ReservationRequest,
     add_user,
     caller_reservations,
     find_reservation,

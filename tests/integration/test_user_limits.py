@@ -17,7 +17,8 @@ from gpudev.jobs import AnyJob
 from gpudev.models import ReservationStatus
 from gpudev.repositories import NewReservation, ReservationsRepository
 from gpudev.reservations.limits import UserLimits
-from gpudev.reservations.service import ReservationRequest, request_cancel, submit_reservation
+from gpudev.reservations.schemas import ReservationRequest
+from gpudev.reservations.service import request_cancel, submit_reservation
 from tests.support.counting import CountingConnection
 
 ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from pydantic import BaseModel
 
 from gpudev.errors import Conflict
 from gpudev.identity import (
@@ -45,3 +46,22 @@ def bound_user(conn: psycopg.Connection[Any], caller: Caller) -> User:
         raise Conflict(f"the user {caller.username} was being created meanwhile; retry")
     require_bound(caller, user.principal_arn)
     return user
+
+
+# The caller as the API shows them to themselves (`GET /v1/me`); no docstring: it would
+# become the schema's description in docs/openapi.json.
+class Me(BaseModel):
+    username: str
+    principal_arn: str
+    account_id: str
+    github_username: str | None
+
+
+def describe_caller(conn: psycopg.Connection[Any], caller: Caller) -> Me:
+    user = bound_user(conn, caller)
+    return Me(
+        username=user.username,
+        principal_arn=user.principal_arn,
+        account_id=caller.account_id,
+        github_username=user.github_username,
+    )

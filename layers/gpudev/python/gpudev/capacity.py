@@ -1,5 +1,6 @@
 """What users see of capacity: per-type availability (kept by the availability updater)
-with live demand from reservations, and cluster totals — one SQL round trip each."""
+with live demand from reservations, and cluster totals — one SQL round trip each after the
+caller's binding check."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import psycopg
 from psycopg.rows import class_row
 from pydantic import BaseModel
 
+from gpudev.callers import bound_user
 from gpudev.db.queries import query
+from gpudev.identity import Caller
 
 
 class TypeAvailability(BaseModel):
@@ -30,6 +33,10 @@ class TypeAvailability(BaseModel):
     # Set once the allocator computes ETAs from running reservations' end times; until
     # then 0 when a request of one node fits now, else unknown.
     estimated_wait_minutes: int | None = None
+
+
+class Availability(BaseModel):
+    gpu_types: list[TypeAvailability]
 
 
 class ClusterStatus(BaseModel):
@@ -53,7 +60,13 @@ def availability_by_type(conn: psycopg.Connection[Any]) -> list[TypeAvailability
     ]
 
 
-def cluster_status(conn: psycopg.Connection[Any]) -> ClusterStatus:
+def availability(conn: psycopg.Connection[Any], caller: Caller) -> Availability:
+    bound_user(conn, caller)
+    return Availability(gpu_types=availability_by_type(conn))
+
+
+def cluster_status(conn: psycopg.Connection[Any], caller: Caller) -> ClusterStatus:
+    bound_user(conn, caller)
     types = availability_by_type(conn)
     return ClusterStatus(
         total_gpus=sum(t.total_cluster_gpus for t in types if t.max_per_node),

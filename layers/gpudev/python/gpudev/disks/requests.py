@@ -9,26 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from pydantic import BaseModel, Field
 
 from gpudev.callers import bound_user
+from gpudev.disks.schemas import DiskRequest, RenameRequest
 from gpudev.errors import Conflict, Gone, NotFound
 from gpudev.identity import Caller
 from gpudev.jobs import DiskJob, JobQueue
 from gpudev.models import Disk
 from gpudev.repositories import DisksRepository
 from gpudev.reservations.rules import check_disk_name
-
-MAX_SIZE_GB = 16384  # gp3's limit
-
-
-class DiskRequest(BaseModel):
-    disk_name: str = Field(min_length=1, max_length=50)
-    size_gb: int | None = Field(default=None, ge=1, le=MAX_SIZE_GB)
-
-
-class RenameRequest(BaseModel):
-    new_name: str = Field(min_length=1, max_length=50)
 
 
 def _job(disk: Disk, operation: str, previous_name: str | None = None) -> DiskJob:

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from pydantic import BaseModel, Field
 
 from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound
@@ -35,32 +34,10 @@ from gpudev.reservations.rules import (
     check_hours,
     resolve_shape,
 )
+from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import user_limit_settings
 
 MIN_PREFIX = 8
-
-
-class ReservationRequest(BaseModel):
-    gpu_type: str = Field(min_length=1, max_length=50)
-    gpu_count: int = Field(ge=0, le=64)
-    hours: float = Field(gt=0)
-    name: str | None = Field(default=None, max_length=63)
-    disk_name: str | None = Field(default=None, description="a named disk, or null for none")
-    jupyter: bool = False
-    profiling: bool = Field(
-        default=False,
-        description=(
-            "give the pod CAP_SYS_ADMIN (and the dev user sudo) for profilers that need it: "
-            "hardware performance counters, Nsight Systems/Compute, perf"
-        ),
-    )
-    github_user: str | None = None
-    client_request_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        description="repeat it to retry safely: the first reservation is returned",
-    )
 
 
 def submit_reservation(

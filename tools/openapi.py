@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))  # the function folder, as Lambda's task root
-
-import handler
+API_DIR = Path(__file__).resolve().parents[1] / "functions" / "api"
 
 
 def document() -> str:
+    if str(API_DIR) not in sys.path:
+        sys.path.insert(0, str(API_DIR))  # the function folder, as Lambda's task root
+    import handler
+
     schema = handler.app.get_openapi_json_schema(
         title=handler.API_TITLE, version=handler.API_VERSION
     )

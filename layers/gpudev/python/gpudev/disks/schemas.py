@@ -1,13 +1,26 @@
-"""What users see of a disk."""
+"""What the API takes and gives for disks: the requests the services accept and the view
+users see."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from gpudev.models import Disk
+
+MAX_SIZE_GB = 16384  # gp3's limit
+
+
+class DiskRequest(BaseModel):
+    disk_name: str = Field(min_length=1, max_length=50)
+    size_gb: int | None = Field(default=None, ge=1, le=MAX_SIZE_GB)
+
+
+class RenameRequest(BaseModel):
+    new_name: str = Field(min_length=1, max_length=50)
 
 
 class DiskView(BaseModel):
@@ -30,3 +43,11 @@ class DiskView(BaseModel):
     @classmethod
     def of(cls, disk: Disk) -> DiskView:
         return cls.model_validate(disk.model_dump(include=set(cls.model_fields)))
+
+
+class DiskList(BaseModel):
+    disks: list[DiskView]
+
+    @classmethod
+    def of(cls, disks: Iterable[Disk]) -> DiskList:
+        return cls(disks=[DiskView.of(d) for d in disks])

@@ -1,0 +1,84 @@
+"""The one way a route acts for its caller: the caller is checked first (account, allowed
+roles: 403 before anything is read), then the service runs on a pooled connection.
+
+Routes declare `caller: ForCaller` (a powertools dependency, resolved after the request is
+validated) and make one call: `caller.read(service, ...)` for services that take
+`(conn, caller, ...)`, `caller.change(service, ...)` for those that also take the jobs queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+
+import psycopg
+from aws_lambda_powertools.event_handler import Depends, Request
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+
+from gpudev.aws import aws_clients
+from gpudev.callers import caller_for_request
+from gpudev.db.pool import autocommit_connection, connection
+from gpudev.identity import Caller
+from gpudev.jobs import JobQueue
+from gpudev.settings import api_settings
+
+P = ParamSpec("P")
+T = TypeVar("T")
+Connection = psycopg.Connection[Any]
+
+
+class CallerRequest:
+    """A request's checked caller and the connection modes the services expect."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+
+    def read(
+        self,
+        service: Callable[Concatenate[Connection, Caller, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """The block runs in one transaction, committed on success."""
+        with connection() as conn:
+            return service(conn, self.caller, *args, **kwargs)
+
+    def change(
+        self,
+        service: Callable[Concatenate[Connection, JobQueue, Caller, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """A change whose job goes through the outbox: the service commits, then sends, so
+        it gets an autocommit connection (its `conn.transaction()` is the commit)."""
+        queue = _jobs()
+        with autocommit_connection() as conn:
+            return service(conn, queue, self.caller, *args, **kwargs)
+
+    def change_in_transaction(
+        self,
+        service: Callable[Concatenate[Connection, JobQueue, Caller, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """A change that sends its job inside its transaction (the disk requests, until they
+        use the outbox too); the block commits on success."""
+        queue = _jobs()
+        with connection() as conn:
+            return service(conn, queue, self.caller, *args, **kwargs)
+
+
+def _jobs() -> JobQueue:
+    return JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
+
+
+def checked_caller(request: Request) -> CallerRequest:
+    event = request.resolved_event
+    assert isinstance(event, APIGatewayProxyEvent)
+    identity = event.request_context.identity
+    return CallerRequest(
+        caller_for_request(identity.user_arn, identity.principal_org_id, api_settings())
+    )
+
+
+ForCaller = Annotated[CallerRequest, Depends(checked_caller)]

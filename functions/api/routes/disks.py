@@ -1,0 +1,44 @@
+"""Named persistent disks: each change is recorded on the disk's row and queued as a job."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from gpudev.disks.requests import caller_disks, create_disk, delete_disk, find_disk, rename_disk
+from gpudev.disks.schemas import DiskList, DiskRequest, DiskView, RenameRequest
+from gpudev.models import Disk
+from routes.caller import ForCaller
+
+router = Router()
+
+
+def _accepted(disk: Disk) -> Response[DiskView]:
+    return Response(202, content_types.APPLICATION_JSON, DiskView.of(disk))
+
+
+@router.post("/v1/disks")
+def create_user_disk(request: DiskRequest, caller: ForCaller) -> Response[DiskView]:
+    return _accepted(caller.change_in_transaction(create_disk, request))
+
+
+@router.get("/v1/disks")
+def list_disks(caller: ForCaller) -> DiskList:
+    return DiskList.of(caller.read(caller_disks))
+
+
+@router.get("/v1/disks/<disk_name>")
+def get_disk(disk_name: str, caller: ForCaller) -> DiskView:
+    return DiskView.of(caller.read(find_disk, disk_name))
+
+
+@router.delete("/v1/disks/<disk_name>")
+def delete_user_disk(disk_name: str, caller: ForCaller) -> Response[DiskView]:
+    return _accepted(caller.change_in_transaction(delete_disk, disk_name))
+
+
+@router.post("/v1/disks/<disk_name>/rename")
+def rename_user_disk(
+    disk_name: str, request: RenameRequest, caller: ForCaller
+) -> Response[DiskView]:
+    return _accepted(caller.change_in_transaction(rename_disk, disk_name, request))

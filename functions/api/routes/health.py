@@ -1,0 +1,17 @@
+"""Public liveness: the one route without IAM auth (declared in cdk_app/declaration.py)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from pydantic import BaseModel
+
+router = Router()
+
+
+class Health(BaseModel):
+    status: str
+
+
+@router.get("/health")
+def health() -> Health:
+    return Health(status="ok")

@@ -1,0 +1,105 @@
+"""Reservations: submit, read, and change a live one (cancel, extend, add a user, Jupyter).
+Changes are recorded with their job in the outbox and sent after commit: 202."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from gpudev.models import Reservation, ReservationStatus
+from gpudev.reservations.schemas import (
+    AddUserRequest,
+    ExtendRequest,
+    ReservationList,
+    ReservationRequest,
+    ReservationView,
+)
+from gpudev.reservations.service import (
+    add_user,
+    caller_reservations,
+    find_reservation,
+    request_cancel,
+    request_extension,
+    set_jupyter,
+    submit_reservation,
+)
+from routes.caller import ForCaller
+from routes.errors import ErrorMessage
+
+router = Router()
+
+
+def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
+    return Response(status, content_types.APPLICATION_JSON, ReservationView.of(reservation))
+
+
+@router.post(
+    "/v1/reservations",
+    responses={
+        202: {
+            "description": "recorded pending and queued",
+            "content": {"application/json": {"model": ReservationView}},
+        },
+        200: {
+            "description": "a repeated client_request_id: the first reservation, unchanged",
+            "content": {"application/json": {"model": ReservationView}},
+        },
+        429: {
+            "description": "a per-user limit is reached (live reservations, or GPUs held or "
+            "queued); the message states the limit and the usage; nothing was saved",
+            "content": {"application/json": {"model": ErrorMessage}},
+        },
+    },
+)
+def create_reservation(request: ReservationRequest, caller: ForCaller) -> Response[ReservationView]:
+    reservation, created = caller.change(submit_reservation, request)
+    return _view(202 if created else 200, reservation)
+
+
+@router.get("/v1/reservations")
+def list_reservations(
+    caller: ForCaller,
+    status: Annotated[list[ReservationStatus] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> ReservationList:
+    return ReservationList.of(
+        caller.read(caller_reservations, status, limit, offset), limit, offset
+    )
+
+
+@router.get("/v1/reservations/<reservation_id>")
+def get_reservation(reservation_id: str, caller: ForCaller) -> ReservationView:
+    return ReservationView.of(caller.read(find_reservation, reservation_id))
+
+
+@router.post("/v1/reservations/<reservation_id>/cancel")
+def cancel_reservation(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    return _view(202, caller.change(request_cancel, reservation_id))
+
+
+@router.post("/v1/reservations/<reservation_id>/extend")
+def extend_reservation(
+    reservation_id: str, request: ExtendRequest, caller: ForCaller
+) -> Response[ReservationView]:
+    return _view(202, caller.change(request_extension, reservation_id, request.hours))
+
+
+@router.post("/v1/reservations/<reservation_id>/users")
+def add_reservation_user(
+    reservation_id: str, request: AddUserRequest, caller: ForCaller
+) -> Response[ReservationView]:
+    return _view(202, caller.change(add_user, reservation_id, request.github_username))
+
+
+@router.put("/v1/reservations/<reservation_id>/jupyter")
+def enable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    return _view(202, caller.change(set_jupyter, reservation_id, enabled=True))
+
+
+@router.delete("/v1/reservations/<reservation_id>/jupyter")
+def disable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    return _view(202, caller.change(set_jupyter, reservation_id, enabled=False))

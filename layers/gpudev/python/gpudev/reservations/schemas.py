@@ -1,0 +1,93 @@
+"""What the API takes and gives for reservations: the requests the services accept and the
+view users see (everything they need, nothing of the orchestration: task tokens and
+execution ARNs stay internal)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from gpudev.models import Reservation, ReservationStatus
+
+
+class ReservationRequest(BaseModel):
+    gpu_type: str = Field(min_length=1, max_length=50)
+    gpu_count: int = Field(ge=0, le=64)
+    hours: float = Field(gt=0)
+    name: str | None = Field(default=None, max_length=63)
+    disk_name: str | None = Field(default=None, description="a named disk, or null for none")
+    jupyter: bool = False
+    profiling: bool = Field(
+        default=False,
+        description=(
+            "give the pod CAP_SYS_ADMIN (and the dev user sudo) for profilers that need it: "
+            "hardware performance counters, Nsight Systems/Compute, perf"
+        ),
+    )
+    github_user: str | None = None
+    client_request_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="repeat it to retry safely: the first reservation is returned",
+    )
+
+
+class ExtendRequest(BaseModel):
+    hours: float = Field(description="1 to 24; the total since launch stays within 48")
+
+
+class AddUserRequest(BaseModel):
+    github_username: str = Field(min_length=1, max_length=39)
+
+
+class ReservationView(BaseModel):
+    reservation_id: UUID
+    user_id: str
+    name: str | None
+    status: ReservationStatus
+    gpu_type: str
+    gpu_count: int
+    total_nodes: int
+    instance_type: str | None
+    duration_hours: float
+    disk_name: str | None
+    jupyter_enabled: bool
+    profiling: bool
+    jupyter_url: str | None
+    github_user: str | None
+    secondary_users: list[str]
+    pod_name: str | None
+    node_ip: str | None
+    node_port: int | None
+    ssh_command: str | None
+    queue_position: int | None
+    estimated_wait_minutes: int | None
+    current_detailed_status: str | None
+    failure_reason: str | None
+    extension_error: str | None
+    warning_text: str | None
+    client_request_id: str | None
+    cancel_requested_at: datetime | None
+    created_at: datetime
+    launched_at: datetime | None
+    expires_at: datetime | None
+    reservation_ended: datetime | None
+
+    @classmethod
+    def of(cls, reservation: Reservation) -> ReservationView:
+        return cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
+
+
+class ReservationList(BaseModel):
+    reservations: list[ReservationView]
+    limit: int
+    offset: int
+
+    @classmethod
+    def of(cls, reservations: Iterable[Reservation], limit: int, offset: int) -> ReservationList:
+        views = [ReservationView.of(r) for r in reservations]
+        return cls(reservations=views, limit=limit, offset=offset)

@@ -1,0 +1,1 @@
+"""Build scripts run from the repository (`make …`); nothing here ships in a Lambda asset."""
