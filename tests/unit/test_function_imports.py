@@ -28,3 +28,16 @@ def test_functions_do_not_import_heavy_modules_they_do_not_need(function, must_n
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert result.stdout.strip() == "False"
+
+
+def test_function_folders_share_no_top_level_module_name():
+    """Each function's folder is its task root in Lambda; the local cloud puts them all on
+    one sys.path, so a second `routes` would shadow the first (handlers load by path)."""
+    owner: dict[str, str] = {}
+    for folder in sorted(p for p in (ROOT / "functions").iterdir() if p.is_dir()):
+        for entry in folder.iterdir():
+            name = entry.stem
+            if name in {"handler", "__pycache__"}:
+                continue
+            assert name not in owner, f"{name} is in both {owner[name]} and {folder.name}"
+            owner[name] = folder.name
