@@ -4,35 +4,17 @@ caller's binding check."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 from pydantic import BaseModel
 
 from gpudev.callers import bound_user
-from gpudev.db.queries import query
 from gpudev.identity import Caller
+from gpudev.models import TypeAvailability
+from gpudev.repositories import CapacityRepository
 
-
-class TypeAvailability(BaseModel):
-    gpu_type: str
-    instance_type: str
-    max_per_node: int
-    total_cluster_gpus: int
-    available_gpus: int
-    max_reservable: int
-    full_nodes_available: int
-    running_instances: int
-    last_availability_update: datetime | None
-    queue_length: int
-    queued_gpus: int
-    running_reservations: int
-    gpus_in_use: int
-    # Set once the allocator computes ETAs from running reservations' end times; until
-    # then 0 when a request of one node fits now, else unknown.
-    estimated_wait_minutes: int | None = None
+__all__ = ["ClusterStatus", "TypeAvailability", "availability_by_type", "cluster_status"]
 
 
 class Availability(BaseModel):
@@ -50,8 +32,7 @@ class ClusterStatus(BaseModel):
 
 
 def availability_by_type(conn: psycopg.Connection[Any]) -> list[TypeAvailability]:
-    with conn.cursor(row_factory=class_row(TypeAvailability)) as cur:
-        rows = cur.execute(query("capacity/by_type")).fetchall()
+    rows = CapacityRepository(conn).by_type()
     return [
         row.model_copy(update={"estimated_wait_minutes": 0})
         if row.queue_length == 0 and row.max_reservable > 0

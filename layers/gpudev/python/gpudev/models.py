@@ -159,3 +159,23 @@ class ReconcilerRun(Row):
     outcome: str | None
     statistics: dict[str, Any]
     error: str | None
+
+
+# A GPU type's availability (kept by the availability updater) with its live demand.
+class TypeAvailability(Row):
+    gpu_type: str
+    instance_type: str
+    max_per_node: int
+    total_cluster_gpus: int
+    available_gpus: int
+    max_reservable: int
+    full_nodes_available: int
+    running_instances: int
+    last_availability_update: datetime | None
+    queue_length: int
+    queued_gpus: int
+    running_reservations: int
+    gpus_in_use: int
+    # Set once the allocator computes ETAs from running reservations' end times; until
+    # then 0 when a request of one node fits now, else unknown.
+    estimated_wait_minutes: int | None = None

@@ -18,7 +18,6 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 
 from gpudev.allocation.plan import (
     Decisions,
@@ -29,11 +28,18 @@ from gpudev.allocation.plan import (
     plan,
 )
 from gpudev.availability.compute import Node, Pod
-from gpudev.db.queries import query
 from gpudev.lifecycle.signals import Signals
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
-from gpudev.repositories import ReservationsRepository
+from gpudev.repositories import AllocationsRepository, ReservationsRepository
+from gpudev.repositories.allocations import (
+    HeldSlots,
+    NodeState,
+    Queued,
+    QueueWait,
+    SeenNode,
+    SlotGrant,
+)
 from gpudev.settings import LifecycleSettings
 
 CPU_SLOTS_PER_NODE = 3
@@ -53,7 +59,7 @@ class AllocatorReport:
 
 def node_rows(
     nodes: list[Node], pods: list[Pod], cpu_types: set[str]
-) -> tuple[list[dict[str, Any]], dict[str, list[Pod]]]:
+) -> tuple[list[SeenNode], dict[str, list[Pod]]]:
     """Node rows for the database, and per node the live pods on it."""
     live: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -65,13 +71,13 @@ def node_rows(
             continue
         cpu = node.gpu_type in cpu_types
         rows.append(
-            {
-                "name": node.name,
-                "gpu_type": node.gpu_type,
-                "slots": CPU_SLOTS_PER_NODE if cpu else node.allocatable_gpus,
-                "schedulable": node.schedulable and not node.tainted,
-                "node_ip": node.internal_ip,
-            }
+            SeenNode(
+                name=node.name,
+                gpu_type=node.gpu_type,
+                slots=CPU_SLOTS_PER_NODE if cpu else node.allocatable_gpus,
+                schedulable=node.schedulable and not node.tainted,
+                node_ip=node.internal_ip,
+            )
         )
     return rows, live
 
@@ -94,28 +100,34 @@ def released_pod_holdings(node: str, pods: list[Pod], now: float) -> list[Holdin
     ]
 
 
-def _request(row: dict[str, Any], settings: LifecycleSettings) -> Request:
-    nodes = row["total_nodes"]
-    per_node = 1 if row["gpu_count"] == 0 else row["gpu_count"] // nodes
+def _request(row: Queued, settings: LifecycleSettings) -> Request:
+    nodes = row.total_nodes
+    per_node = 1 if row.gpu_count == 0 else row.gpu_count // nodes
     return Request(
-        reservation_id=row["reservation_id"],
-        gpu_type=row["gpu_type"],
+        reservation_id=row.reservation_id,
+        gpu_type=row.gpu_type,
         slots_per_node=per_node,
         nodes=nodes,
-        duration_seconds=row["duration_hours"] * settings.seconds_per_hour,
+        duration_seconds=row.duration_hours * settings.seconds_per_hour,
     )
 
 
-def _holding(row: dict[str, Any], settings: LifecycleSettings) -> Holding:
-    if row["expires_at"] is not None:
-        ends = row["expires_at"].timestamp()
+def _holding(row: HeldSlots, settings: LifecycleSettings) -> Holding:
+    if row.expires_at is not None:
+        ends = row.expires_at.timestamp()
     else:  # granted, not active yet: provisioning allowance, then the whole duration
         ends = (
-            row["granted_at"].timestamp()
+            row.granted_at.timestamp()
             + settings.ready_timeout_seconds
-            + row["duration_hours"] * settings.seconds_per_hour
+            + row.duration_hours * settings.seconds_per_hour
         )
-    return Holding(row["node_name"], row["slots"], ends)
+    return Holding(row.node_name, row.slots, ends)
+
+
+def release_allocation(conn: psycopg.Connection[Any], reservation_id: UUID) -> int:
+    """Give a reservation's slots back, in the caller's transaction: how tear down asks the
+    allocator, the only writer of allocations. The number of slots released."""
+    return AllocationsRepository(conn).release(reservation_id)
 
 
 class Allocator:
@@ -123,44 +135,31 @@ class Allocator:
         self, conn: psycopg.Connection[Any], signals: Signals, settings: LifecycleSettings
     ):
         self._conn = conn
+        self._allocations = AllocationsRepository(conn)
         self._signals = signals
         self._settings = settings
-
-    def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        with self._conn.cursor(row_factory=dict_row) as cur:
-            cur.execute(query(f"allocation/{name}"), params)
-            return cur.fetchall() if cur.description else []
 
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
         rows, live_pods = node_rows(nodes, pods, cpu_types)
         now = time.time()
         with self._conn.transaction():
-            self._run("lock")
-            self._run(
-                "sync_nodes",
-                {
-                    "names": [r["name"] for r in rows],
-                    "gpu_types": [r["gpu_type"] for r in rows],
-                    "slots": [r["slots"] for r in rows],
-                    "schedulable": [r["schedulable"] for r in rows],
-                    "node_ips": [r["node_ip"] for r in rows],
-                },
-            )
+            self._allocations.lock()
+            self._allocations.sync_nodes(rows)
             capacity, holdings = [], []
-            for n in self._run("nodes"):
-                if not n["schedulable"]:
+            for n in self._allocations.nodes():
+                if not n.schedulable:
                     continue
-                outside = outside_allocations(live_pods.get(n["node_name"], []), set(n["holders"]))
+                outside = outside_allocations(live_pods.get(n.node_name, []), set(n.holders))
                 used_outside = sum(p.gpu_requests for p in outside)
                 capacity.append(
                     NodeCapacity(
-                        n["node_name"], n["gpu_type"], n["slots"], self._free_slots(n, used_outside)
+                        n.node_name, n.gpu_type, n.slots, self._free_slots(n, used_outside)
                     )
                 )
-                holdings += released_pod_holdings(n["node_name"], outside, now)
-            holdings += [_holding(h, self._settings) for h in self._run("holdings")]
-            queue = [_request(q, self._settings) for q in self._run("queue")]
+                holdings += released_pod_holdings(n.node_name, outside, now)
+            holdings += [_holding(h, self._settings) for h in self._allocations.holdings()]
+            queue = [_request(q, self._settings) for q in self._allocations.queue()]
             decisions = plan(capacity, holdings, queue, now)
             self._write(decisions)
         report.nodes, report.queued = len(capacity), len(queue)
@@ -169,71 +168,63 @@ class Allocator:
         return report
 
     @staticmethod
-    def _free_slots(node: dict[str, Any], used_by_others: int) -> tuple[int, ...]:
-        allocated = set(node["allocated"])
-        free = [s for s in range(node["slots"]) if s not in allocated]
+    def _free_slots(node: NodeState, used_by_others: int) -> tuple[int, ...]:
+        allocated = set(node.allocated)
+        free = [s for s in range(node.slots) if s not in allocated]
         usable = max(0, len(free) - used_by_others)
         return tuple(free[:usable])
 
     def _write(self, decisions: Decisions) -> None:
-        placements = [
-            (node, slot, grant.reservation_id, rank)
-            for grant in decisions.grants
-            for rank, (node, slots) in enumerate(grant.placements)
-            for slot in slots
-        ]
-        self._run(
-            "grant",
-            {
-                "nodes": [p[0] for p in placements],
-                "slots": [p[1] for p in placements],
-                "reservation_ids": [p[2] for p in placements],
-                "ranks": [p[3] for p in placements],
-            },
+        self._allocations.grant(
+            [
+                SlotGrant(node, slot, grant.reservation_id, rank)
+                for grant in decisions.grants
+                for rank, (node, slots) in enumerate(grant.placements)
+                for slot in slots
+            ]
         )
-        self._run(
-            "record_waits",
-            {
-                "reservation_ids": [w.reservation_id for w in decisions.waits],
-                "positions": [w.position for w in decisions.waits],
-                "minutes": [
-                    eta_minutes(w.eta_seconds, self._settings.seconds_per_hour)
-                    for w in decisions.waits
-                ],
-            },
+        self._allocations.record_waits(
+            [
+                QueueWait(
+                    w.reservation_id,
+                    w.position,
+                    eta_minutes(w.eta_seconds, self._settings.seconds_per_hour),
+                )
+                for w in decisions.waits
+            ]
         )
 
     def _signal(self, report: AllocatorReport) -> None:
         delivered: list[UUID] = []
-        for row in self._run("unsignalled"):
+        for row in self._allocations.unsignalled():
             try:
-                told = self._signals.wake(row["task_token"], {"outcome": "granted"})
-                running = told or self._signals.execution_running(row["execution_arn"])
+                told = self._signals.wake(row.task_token, {"outcome": "granted"})
+                running = told or self._signals.execution_running(row.execution_arn)
             except Exception:  # throttled, unreachable: one grant never stops the others
                 report.signal_failures += 1
                 logger.warning(
                     "could not signal a grant; the next pass retries",
-                    extra={"reservation_id": str(row["reservation_id"])},
+                    extra={"reservation_id": str(row.reservation_id)},
                     exc_info=True,
                 )
                 continue
             if told:
-                delivered.append(row["reservation_id"])
+                delivered.append(row.reservation_id)
             elif not running:
                 with self._conn.transaction():
-                    self._run("release", {"reservation_id": row["reservation_id"]})
+                    self._allocations.release(row.reservation_id)
                     ReservationsRepository(self._conn).set_status(
-                        row["reservation_id"],
+                        row.reservation_id,
                         ReservationStatus.FAILED,
                         "its Step Functions execution ended before it started",
                     )
                 report.released_dead += 1
                 logger.warning(
                     "released a grant whose execution is gone",
-                    extra={"reservation_id": str(row["reservation_id"])},
+                    extra={"reservation_id": str(row.reservation_id)},
                 )
             else:
-                delivered.append(row["reservation_id"])  # it was told already
+                delivered.append(row.reservation_id)  # it was told already
         if delivered:
-            self._run("mark_signalled", {"reservation_ids": delivered})
+            self._allocations.mark_signalled(delivered)
         report.signalled = len(delivered)

@@ -17,7 +17,6 @@ from gpudev.availability.compute import (
     ScalingGroup,
     compute_availability,
 )
-from gpudev.db.queries import query
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, ReconcilerRunsRepository
 
@@ -82,42 +81,34 @@ def update_availability(
     api_client: Callable[[], ApiClient],
     invoked_by: str,
 ) -> AvailabilityRun:
+    """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
+    every type's availability and finish the run: they commit together or not at all. A run
+    that fails records itself as failed in a transaction of its own, so no run stays open.
+
+    `conn` must have no transaction open (the handler's fresh pooled connection), so that
+    `conn.transaction()` commits at the end of each block."""
     runs = ReconcilerRunsRepository(conn)
-    run = runs.start(RECONCILER, invoked_by)
-    conn.commit()
     try:
-        types = [
-            GpuTypeConfig(t.gpu_type, t.max_per_node)
-            for t in GpuTypesRepository(conn).list_active()
-        ]
+        # The calls out of AWS and Kubernetes come first: no transaction waits on them.
         groups = list_scaling_groups(autoscaling)
         nodes, pods = _cluster_inventory(api_client)
-        results = compute_availability(types, groups, nodes, pods)
-        without_groups = [r.gpu_type for r in results if not r.groups_found]
-        if without_groups:
-            logger.warning("No ASGs found matching pattern", extra={"gpu_types": without_groups})
-        conn.execute(
-            query("gpu_types/update_availability"),
-            {
-                "gpu_types": [r.gpu_type for r in results],
-                "totals": [r.total_cluster_gpus for r in results],
-                "available": [r.available_gpus for r in results],
-                "max_reservable": [r.max_reservable for r in results],
-                "full_nodes": [r.full_nodes_available for r in results],
-                "running": [r.running_instances for r in results],
-                "desired": [r.desired_capacity for r in results],
-                "max_per_node": [r.max_per_node for r in results],
-                "updated_by": invoked_by,
-            },
-        )
-        outcome = AvailabilityRun(
-            run.run_id, results, nodes is not None, len(nodes or []), len(pods or [])
-        )
-        runs.finish(run.run_id, "succeeded", outcome.statistics)
-        conn.commit()
-        return outcome
+        with conn.transaction():
+            run = runs.start(RECONCILER, invoked_by)
+            gpu_types = GpuTypesRepository(conn)
+            types = [GpuTypeConfig(t.gpu_type, t.max_per_node) for t in gpu_types.list_active()]
+            results = compute_availability(types, groups, nodes, pods)
+            without_groups = [r.gpu_type for r in results if not r.groups_found]
+            if without_groups:
+                logger.warning(
+                    "No ASGs found matching pattern", extra={"gpu_types": without_groups}
+                )
+            gpu_types.update_availability(results, invoked_by)
+            outcome = AvailabilityRun(
+                run.run_id, results, nodes is not None, len(nodes or []), len(pods or [])
+            )
+            runs.finish(run.run_id, "succeeded", outcome.statistics)
     except Exception as exc:
-        conn.rollback()
-        runs.finish(run.run_id, "failed", {}, error=f"{type(exc).__name__}: {exc}")
-        conn.commit()
+        with conn.transaction():
+            runs.record(RECONCILER, invoked_by, "failed", f"{type(exc).__name__}: {exc}")
         raise
+    return outcome

@@ -12,27 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, LiteralString
+from typing import Any, TypeVar
 
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
-from psycopg.rows import class_row
 
-from gpudev.db.queries import query
-from gpudev.disks.plan import (
-    DiskRow,
-    Duplicate,
-    ImportDisk,
-    Plan,
-    SyncDisk,
-    plan_reconciliation,
-    summarize_snapshots,
-)
+from gpudev.disks.plan import Duplicate, Plan, plan_reconciliation, summarize_snapshots
 from gpudev.observability import logger
-from gpudev.repositories import ReconcilerRunsRepository
+from gpudev.repositories import DiskReconciliationRepository, ReconcilerRunsRepository
 
 RECONCILER = "disk_reconciliation"
-LOCK_KEY = 7_216_004_002
+T = TypeVar("T")
 GPU_DEV_TAG_FILTER = [{"Name": "tag-key", "Values": ["gpu-dev-user"]}]
 
 
@@ -67,49 +57,24 @@ def list_gpudev_snapshots(ec2: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _columns(states: Sequence[Any]) -> dict[str, list[Any]]:
-    return {
-        "volume_ids": [s.ebs_volume_id for s in states],
-        "sizes": [s.size_gb for s in states],
-        "in_use": [s.in_use for s in states],
-        "reservation_ids": [s.reservation_id for s in states],
-        "snapshot_counts": [s.snapshot_count for s in states],
-        "backing_up": [s.is_backing_up for s in states],
-        "last_snapshots": [s.last_snapshot_at for s in states],
-    }
-
-
-def _import_params(imports: Sequence[ImportDisk]) -> dict[str, list[Any]]:
-    return {
-        "user_ids": [i.user_id for i in imports],
-        "disk_names": [i.disk_name for i in imports],
-        **_columns([i.state for i in imports]),
-    }
-
-
-def _sync_params(syncs: Sequence[SyncDisk]) -> dict[str, list[Any]]:
-    return {"disk_ids": [s.disk_id for s in syncs], **_columns([s.state for s in syncs])}
-
-
 def _apply_batch(
     conn: psycopg.Connection[Any],
-    statement: LiteralString,
-    items: Sequence[Any],
-    params: Callable[[Sequence[Any]], dict[str, Any]],
+    apply: Callable[[Sequence[T]], None],
+    items: Sequence[T],
 ) -> int:
     """Apply `items` in one statement; on a constraint violation, row by row. Returns failures."""
     if not items:
         return 0
     try:
         with conn.transaction():
-            conn.execute(statement, params(items))
+            apply(items)
         return 0
     except psycopg.errors.IntegrityError:
         failures = 0
         for item in items:
             try:
                 with conn.transaction():
-                    conn.execute(statement, params([item]))
+                    apply([item])
             except psycopg.errors.IntegrityError as exc:
                 failures += 1
                 logger.error(
@@ -120,30 +85,24 @@ def _apply_batch(
 
 
 def apply_plan(conn: psycopg.Connection[Any], plan: Plan) -> dict[str, int]:
+    disks = DiskReconciliationRepository(conn)
     stats = dict(plan.statistics)
-    failed_imports = _apply_batch(
-        conn, query("disk_reconciliation/import"), plan.imports, _import_params
-    )
-    failed_syncs = _apply_batch(conn, query("disk_reconciliation/sync"), plan.syncs, _sync_params)
+    failed_imports = _apply_batch(conn, disks.import_disks, plan.imports)
+    failed_syncs = _apply_batch(conn, disks.sync, plan.syncs)
     if plan.releases:
-        conn.execute(query("disk_reconciliation/release"), {"disk_ids": plan.releases})
+        disks.release(plan.releases)
     stats["created"] -= failed_imports
     stats["updated"] -= failed_syncs
     stats["errors"] += failed_imports + failed_syncs
     return stats
 
 
-def _rows(conn: psycopg.Connection[Any]) -> list[DiskRow]:
-    with conn.cursor(row_factory=class_row(DiskRow)) as cur:
-        return cur.execute(query("disk_reconciliation/rows")).fetchall()
-
-
 def reconcile_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str) -> DiskReconciliation:
     runs = ReconcilerRunsRepository(conn)
+    disks = DiskReconciliationRepository(conn)
     try:
         with conn.transaction():
-            locked = conn.execute(query("disk_reconciliation/try_lock"), {"key": LOCK_KEY})
-            if not (row := locked.fetchone()) or not row[0]:
+            if not disks.try_lock():
                 run = runs.record(RECONCILER, invoked_by, "skipped", "another run is in progress")
                 logger.info("disk reconciliation skipped: another run is in progress")
                 return DiskReconciliation("skipped", run_id=run.run_id)
@@ -154,7 +113,7 @@ def reconcile_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str) ->
             except (BotoCoreError, ClientError):
                 logger.exception("snapshot listing failed: snapshot fields left unchanged")
                 snapshots = None
-            plan = plan_reconciliation(volumes, snapshots, _rows(conn))
+            plan = plan_reconciliation(volumes, snapshots, disks.rows())
             statistics = apply_plan(conn, plan)
             for duplicate in plan.duplicates:
                 logger.warning(

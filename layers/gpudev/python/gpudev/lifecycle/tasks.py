@@ -20,7 +20,7 @@ from uuid import UUID
 import psycopg
 from psycopg.rows import class_row, dict_row
 
-from gpudev.allocation.service import Allocator, AllocatorReport
+from gpudev.allocation.service import Allocator, AllocatorReport, release_allocation
 from gpudev.cluster.inventory import list_nodes_and_pods
 from gpudev.db.queries import query
 from gpudev.errors import NotFound
@@ -263,8 +263,7 @@ class Lifecycle:
         status, detail = _ending(ending)
         deleted = self.objects(self.reservation(reservation_id)).delete_all(str(reservation_id))
         with self.conn.transaction():
-            with self.conn.cursor() as cur:
-                cur.execute(query("allocation/release"), {"reservation_id": reservation_id})
+            release_allocation(self.conn, reservation_id)
             ended = self._row(
                 "end", reservation_id=reservation_id, status=str(status), detail=detail
             )

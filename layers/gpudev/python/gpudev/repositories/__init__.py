@@ -3,6 +3,9 @@
 Repositories take a connection; the caller owns the transaction (a request, a task).
 """
 
+from gpudev.repositories.allocations import AllocationsRepository
+from gpudev.repositories.capacity import CapacityRepository
+from gpudev.repositories.disk_reconciliation import DiskReconciliationRepository
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
@@ -10,6 +13,9 @@ from gpudev.repositories.reservations import NewReservation, ReservationsReposit
 from gpudev.repositories.users import UsersRepository
 
 __all__ = [
+    "AllocationsRepository",
+    "CapacityRepository",
+    "DiskReconciliationRepository",
     "DisksRepository",
     "GpuTypesRepository",
     "NewDisk",

@@ -1,0 +1,162 @@
+"""The allocator's aggregate: the cluster's nodes and slots (`cluster_nodes`, `node_slots`),
+`allocations`, and the grant columns of `reservations` (queue position, ETA, granted and
+signalled times). Its only writer is the allocator (`gpudev/allocation/service.py`), which
+owns the transaction and takes the pass lock in it.
+
+Rows are frozen dataclasses rather than pydantic models: a pass reads every node and every
+queued reservation (10,000 in `bench/allocator.py`), and psycopg already gives typed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import class_row
+
+from gpudev.db.queries import query
+
+
+@dataclass(frozen=True, slots=True)
+class SeenNode:
+    """A node as this pass saw it in the cluster."""
+
+    name: str
+    gpu_type: str
+    slots: int
+    schedulable: bool
+    node_ip: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A known node with its allocated slot numbers and the reservations holding them."""
+
+    node_name: str
+    gpu_type: str
+    slots: int
+    schedulable: bool
+    allocated: list[int]
+    holders: list[str]  # reservation ids, as text
+
+
+@dataclass(frozen=True, slots=True)
+class HeldSlots:
+    """Slots one live reservation holds on one node, with what tells when they come back."""
+
+    node_name: str
+    slots: int
+    expires_at: datetime | None  # once active
+    granted_at: datetime
+    duration_hours: float
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    reservation_id: UUID
+    gpu_type: str
+    gpu_count: int
+    total_nodes: int
+    duration_hours: float
+
+
+@dataclass(frozen=True, slots=True)
+class SlotGrant:
+    node_name: str
+    slot: int
+    reservation_id: UUID
+    rank: int  # the node's rank among the reservation's nodes
+
+
+@dataclass(frozen=True, slots=True)
+class QueueWait:
+    reservation_id: UUID
+    position: int
+    minutes: int | None  # None: no ETA
+
+
+@dataclass(frozen=True, slots=True)
+class UnsignalledGrant:
+    reservation_id: UUID
+    task_token: str
+    execution_arn: str | None
+
+
+class AllocationsRepository:
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self._conn = conn
+
+    def lock(self) -> None:
+        """One allocator pass at a time, until the caller's transaction ends."""
+        self._conn.execute(query("allocation/lock"))
+
+    def sync_nodes(self, nodes: Sequence[SeenNode]) -> None:
+        """Upsert the nodes seen, with their slots; nodes not seen become unschedulable."""
+        self._conn.execute(
+            query("allocation/sync_nodes"),
+            {
+                "names": [n.name for n in nodes],
+                "gpu_types": [n.gpu_type for n in nodes],
+                "slots": [n.slots for n in nodes],
+                "schedulable": [n.schedulable for n in nodes],
+                "node_ips": [n.node_ip for n in nodes],
+            },
+        )
+
+    def nodes(self) -> list[NodeState]:
+        with self._conn.cursor(row_factory=class_row(NodeState)) as cur:
+            return cur.execute(query("allocation/nodes")).fetchall()
+
+    def holdings(self) -> list[HeldSlots]:
+        with self._conn.cursor(row_factory=class_row(HeldSlots)) as cur:
+            return cur.execute(query("allocation/holdings")).fetchall()
+
+    def queue(self) -> list[Queued]:
+        """Reservations parked waiting for capacity, FIFO per GPU type."""
+        with self._conn.cursor(row_factory=class_row(Queued)) as cur:
+            return cur.execute(query("allocation/queue")).fetchall()
+
+    def grant(self, slots: Sequence[SlotGrant]) -> None:
+        """Allocate the slots and stamp their reservations granted, in one statement."""
+        self._conn.execute(
+            query("allocation/grant"),
+            {
+                "nodes": [s.node_name for s in slots],
+                "slots": [s.slot for s in slots],
+                "reservation_ids": [s.reservation_id for s in slots],
+                "ranks": [s.rank for s in slots],
+            },
+        )
+
+    def record_waits(self, waits: Sequence[QueueWait]) -> None:
+        """Queue positions and ETAs, written only where they changed."""
+        self._conn.execute(
+            query("allocation/record_waits"),
+            {
+                "reservation_ids": [w.reservation_id for w in waits],
+                "positions": [w.position for w in waits],
+                "minutes": [w.minutes for w in waits],
+            },
+        )
+
+    def unsignalled(self) -> list[UnsignalledGrant]:
+        """Grants whose execution has not been told yet."""
+        with self._conn.cursor(row_factory=class_row(UnsignalledGrant)) as cur:
+            return cur.execute(query("allocation/unsignalled")).fetchall()
+
+    def mark_signalled(self, reservation_ids: Sequence[UUID]) -> None:
+        self._conn.execute(
+            query("allocation/mark_signalled"), {"reservation_ids": list(reservation_ids)}
+        )
+
+    def release(self, reservation_id: UUID) -> int:
+        """Give the reservation's slots back; the number of slots released."""
+        row = self._conn.execute(
+            query("allocation/release"), {"reservation_id": reservation_id}
+        ).fetchone()
+        assert row is not None  # a count, always
+        return int(row[0])
