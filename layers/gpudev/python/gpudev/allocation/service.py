@@ -28,13 +28,13 @@ from gpudev.allocation.plan import (
     eta_minutes,
     plan,
 )
-from gpudev.availability.compute import Node, Pod
+from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.db.queries import query
-from gpudev.lifecycle.signals import Signals
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Signals
 
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
