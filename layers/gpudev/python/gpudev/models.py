@@ -1,13 +1,18 @@
-"""Row models: one per concept, shared by the API, the workers and the CLI."""
+"""Row models: one per concept, shared by the API, the workers and the CLI; and the small
+value types the repositories take or return."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from gpudev.settings import UserLimitSettings
 
 
 class ReservationStatus(StrEnum):
@@ -159,3 +164,21 @@ class ReconcilerRun(Row):
     outcome: str | None
     statistics: dict[str, Any]
     error: str | None
+
+
+@dataclass(frozen=True)
+class UserLimits:
+    max_live_reservations: int
+    max_gpus: int
+
+    @classmethod
+    def of(cls, settings: UserLimitSettings) -> UserLimits:
+        return cls(settings.max_live_reservations_per_user, settings.max_gpus_per_user)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The caller's live reservations and their GPUs, before this request."""
+
+    live_reservations: int
+    live_gpus: int
