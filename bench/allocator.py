@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 
 from gpudev.allocation.service import Allocator
-from gpudev.availability.compute import Node
+from gpudev.cluster.vocabulary import Node
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import LifecycleSettings
 from localcloud.postgres import EmbeddedPostgres

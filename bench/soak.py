@@ -236,7 +236,7 @@ class Soak:
     def leaked_objects(self) -> int:
         """Objects labelled with an ended (or unknown) reservation, once Terminating pods
         have had their grace period."""
-        from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+        from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 
         assert self.cloud.kubernetes is not None
         store = self.cloud.kubernetes.store

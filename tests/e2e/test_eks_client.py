@@ -8,7 +8,7 @@ import time
 import pytest
 from kubernetes import client
 
-from gpudev.lifecycle.cluster import KubernetesUnavailable, ReservationObjects
+from gpudev.cluster.objects_client import KubernetesUnavailable, ReservationObjects
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import eks_api_client
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from gpudev.lifecycle.cluster import ObjectNameTaken, ReservationObjects
-from gpudev.lifecycle.objects import RESERVATION_LABEL
+from gpudev.cluster.objects_client import ObjectNameTaken, ReservationObjects
+from gpudev.cluster.vocabulary import RESERVATION_LABEL
 
 NAMESPACE = "gpu-dev"
 

@@ -57,7 +57,7 @@ def test_migration_function_runs_on_deploy_and_reruns_when_migrations_change(
     assert len(triggers) == 1
 
 
-def test_layer_is_built_without_docker_and_carries_the_package_and_migrations(
+def test_layer_is_built_without_docker_and_carries_the_package_its_files_and_migrations(
     synthesized: tuple[Any, Path],
 ):
     _, outdir = synthesized
@@ -70,6 +70,10 @@ def test_layer_is_built_without_docker_and_carries_the_package_and_migrations(
     assert len(layer_dirs) == 1
     layer = layer_dirs[0]
     assert (layer / "python" / "gpudev" / "sql" / "users" / "bind_principal.sql").is_file()
+    # Files the package reads at run time ship with it: the pod's startup script.
+    startup = Path("python", "gpudev", "cluster", "startup.sh")
+    source = Path(__file__).parents[2] / "layers" / "gpudev" / startup
+    assert (layer / startup).read_text() == source.read_text()
     assert sorted(p.name for p in (layer / "migrations").glob("*.sql")) == sorted(
         p.name for p in (Path(__file__).parents[2] / "migrations").glob("*.sql")
     )

@@ -10,7 +10,7 @@ import psycopg
 from botocore.exceptions import ClientError
 
 from gpudev.allocation.service import Allocator
-from gpudev.availability.compute import Node
+from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
 
 NODES = [Node("h100-0", "h100", True, False, 8), Node("h100-1", "h100", True, False, 8)]

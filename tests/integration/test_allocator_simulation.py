@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 
 from gpudev.allocation.service import Allocator
-from gpudev.availability.compute import Node
+from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
 
 SHAPES = {"t4": (4, [1, 2, 4]), "h100": (8, [1, 2, 4, 8, 16]), "cpu-x86": (3, [0])}

@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 from gpudev.allocation.service import Allocator
-from gpudev.availability.compute import Node, Pod
+from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.settings import LifecycleSettings
 
 NODE = Node("h100-0", "h100", True, False, 8)

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from gpudev.allocation.service import Allocator, AllocatorReport
-from gpudev.availability.compute import Node
+from gpudev.cluster.vocabulary import Node
 from gpudev.lifecycle.keys import GithubKeys
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import LifecycleSettings

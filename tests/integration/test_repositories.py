@@ -14,7 +14,7 @@ from gpudev.errors import (
     InvalidRequest,
     UnknownReference,
 )
-from gpudev.models import ReservationStatus
+from gpudev.models import ReservationStatus, UserLimits
 from gpudev.repositories import (
     DisksRepository,
     NewDisk,
@@ -23,7 +23,6 @@ from gpudev.repositories import (
     ReservationsRepository,
     UsersRepository,
 )
-from gpudev.reservations.limits import UserLimits
 
 ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/alice"
 LIMITS = UserLimits(max_live_reservations=100, max_gpus=1000)

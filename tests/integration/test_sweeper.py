@@ -11,10 +11,10 @@ import psycopg
 import pytest
 from botocore.exceptions import ClientError
 
+from gpudev.cluster.objects_client import KubernetesUnavailable
+from gpudev.cluster.vocabulary import KINDS
 from gpudev.db.queries import query
 from gpudev.jobs import JobQueue, parse_job
-from gpudev.lifecycle.cluster import KubernetesUnavailable
-from gpudev.lifecycle.objects import KINDS
 from gpudev.sweeper.plan import Limits
 from gpudev.sweeper.service import LOCK_KEY, Sweeper
 

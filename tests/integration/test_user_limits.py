@@ -14,9 +14,8 @@ import pytest
 from gpudev.errors import LimitReached
 from gpudev.identity import NotAuthorized, caller_from_arn
 from gpudev.jobs import AnyJob
-from gpudev.models import ReservationStatus
+from gpudev.models import ReservationStatus, UserLimits
 from gpudev.repositories import NewReservation, ReservationsRepository
-from gpudev.reservations.limits import UserLimits
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import request_cancel, submit_reservation
 from tests.support.counting import CountingConnection

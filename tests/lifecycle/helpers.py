@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from localcloud.aws import SSO_PROFILE, SSO_SESSION_NAME
 from localcloud.stack import LocalCloud
 from tests.e2e.conftest import ApiClient

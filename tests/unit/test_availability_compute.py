@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudev.availability.compute import (
-    GpuTypeConfig,
-    Node,
-    Pod,
-    ScalingGroup,
-    compute_availability,
-)
+from gpudev.availability.compute import GpuTypeConfig, ScalingGroup, compute_availability
+from gpudev.cluster.vocabulary import Node, Pod
 
 H100 = GpuTypeConfig("h100", 8)
 T4 = GpuTypeConfig("t4", 4)

@@ -22,8 +22,8 @@ from psycopg_pool import PoolTimeout
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 from urllib3.exceptions import ReadTimeoutError as Urllib3ReadTimeout
 
+from gpudev.cluster.objects_client import KubernetesUnavailable, ObjectNameTaken
 from gpudev.errors import DatabaseBusy, DatabaseUnavailable, NotFound
-from gpudev.lifecycle.cluster import KubernetesUnavailable, ObjectNameTaken
 from gpudev.lifecycle.taxonomy import (
     Permanent,
     StateChanged,

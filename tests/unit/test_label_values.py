@@ -9,7 +9,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpudev.lifecycle.objects import collaborator_account, label_value
+from gpudev.cluster.names import collaborator_account
+from gpudev.cluster.vocabulary import label_value
 
 # Kubernetes' IsValidLabelValue: at most 63 characters matching this.
 VALID = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

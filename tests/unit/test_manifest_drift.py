@@ -1,4 +1,4 @@
-"""Every manifest our lifecycle builds (`gpudev.lifecycle.objects`), for every GPU type in the
+"""Every manifest our lifecycle builds (`gpudev.cluster.objects`), for every GPU type in the
 catalogue migration, survives the official client's models unchanged (a misspelt field would
 vanish there, and so in EKS) and passes the stand-in's validation, which follows
 kube-apiserver's. This keeps our objects, the client and the stand-in from drifting apart."""
@@ -18,8 +18,8 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient
 
-from gpudev.lifecycle import objects
-from gpudev.lifecycle.objects import Placement
+from gpudev.cluster import objects
+from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus
 from localcloud.kubernetes import validation
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from gpudev.lifecycle import objects
-from gpudev.lifecycle.objects import RESERVATION_LABEL, STARTUP, Placement
+from gpudev.cluster import objects
+from gpudev.cluster.names import Placement
+from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from localcloud.kubernetes import pod_security
 from tests.unit.test_manifest_drift import _catalogue, _reservation
 
@@ -59,7 +60,7 @@ def test_a_profiling_pod_adds_sys_admin_only_and_may_escalate_for_sudo():
 
 
 def test_only_profiling_pods_give_the_dev_user_sudo():
-    guarded = STARTUP.split('if [ "${GPU_DEV_PROFILING:-false}" = true ]; then', 1)
+    guarded = objects.startup_script().split('if [ "${GPU_DEV_PROFILING:-false}" = true ]; then', 1)
     assert len(guarded) == 2, "the sudo grant must be guarded by GPU_DEV_PROFILING"
     before, after = guarded[0], guarded[1].split("\nfi\n", 1)[0]
     assert "sudoers" not in before and "/etc/sudoers.d/dev" in after
@@ -94,4 +95,4 @@ def test_the_network_policy_admits_only_the_reservations_own_pods_both_ways():
         "ingress": [{"from": [own]}],
         "egress": [{"to": [own]}],
     }
-    assert "networkpolicies" in objects.KINDS  # so tear down deletes it
+    assert "networkpolicies" in KINDS  # so tear down deletes it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudev.lifecycle.cluster import pods_state
+from gpudev.cluster.pod_readiness import pods_state
 
 
 def _pod(name: str, phase: str, **status: Any) -> dict[str, Any]:

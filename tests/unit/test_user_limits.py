@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from cdk_app.declaration import API, USER_LIMITS
-from gpudev.reservations.limits import Usage, UserLimits, refusal
+from gpudev.models import Usage, UserLimits
+from gpudev.reservations.limits import refusal
 from gpudev.settings import UserLimitSettings
 
 ROOT = Path(__file__).resolve().parents[2]

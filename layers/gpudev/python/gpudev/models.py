@@ -1,13 +1,18 @@
-"""Row models: one per concept, shared by the API, the workers and the CLI."""
+"""Row models: one per concept, shared by the API, the workers and the CLI; and the small
+value types the repositories take or return."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from gpudev.settings import UserLimitSettings
 
 
 class ReservationStatus(StrEnum):
@@ -179,3 +184,77 @@ class TypeAvailability(Row):
     # Set once the allocator computes ETAs from running reservations' end times; until
     # then 0 when a request of one node fits now, else unknown.
     estimated_wait_minutes: int | None = None
+
+
+@dataclass(frozen=True)
+class UserLimits:
+    max_live_reservations: int
+    max_gpus: int
+
+    @classmethod
+    def of(cls, settings: UserLimitSettings) -> UserLimits:
+        return cls(settings.max_live_reservations_per_user, settings.max_gpus_per_user)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The caller's live reservations and their GPUs, before this request."""
+
+    live_reservations: int
+    live_gpus: int
+
+
+# What the availability updater computes for one GPU type.
+@dataclass(frozen=True)
+class Availability:
+    gpu_type: str
+    total_cluster_gpus: int
+    available_gpus: int
+    max_reservable: int
+    full_nodes_available: int
+    running_instances: int
+    desired_capacity: int
+    max_per_node: int
+    groups_found: bool
+
+
+# The disk reconciler's values: a row, the state AWS says it should have, its writes.
+@dataclass(frozen=True)
+class DiskRow:
+    disk_id: UUID
+    user_id: str
+    disk_name: str
+    ebs_volume_id: str | None
+    size_gb: int | None
+    in_use: bool
+    reservation_id: UUID | None
+    is_deleted: bool
+    snapshot_count: int
+    is_backing_up: bool
+    last_snapshot_at: datetime | None
+
+
+@dataclass(frozen=True)
+class DiskState:
+    """The reconcilable fields, as AWS says they should be."""
+
+    ebs_volume_id: str
+    size_gb: int
+    in_use: bool
+    reservation_id: UUID | None
+    snapshot_count: int
+    is_backing_up: bool
+    last_snapshot_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ImportDisk:
+    user_id: str
+    disk_name: str
+    state: DiskState
+
+
+@dataclass(frozen=True)
+class SyncDisk:
+    disk_id: UUID
+    state: DiskState

@@ -27,8 +27,7 @@ from gpudev.allocation.plan import (
     eta_minutes,
     plan,
 )
-from gpudev.availability.compute import Node, Pod
-from gpudev.lifecycle.signals import Signals
+from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import AllocationsRepository, ReservationsRepository
@@ -41,6 +40,7 @@ from gpudev.repositories.allocations import (
     SlotGrant,
 )
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Signals
 
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds

@@ -24,11 +24,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-GPU_RESOURCE = "nvidia.com/gpu"
+from gpudev.cluster.vocabulary import LIVE_POD_PHASES, Node, Pod
+from gpudev.models import Availability
+
 CPU_SLOTS_PER_NODE = 3
 MULTINODE_TYPES = frozenset({"h100", "h200", "b200", "a100"})
 MAX_MULTINODE_NODES = 4
-LIVE_PHASES = frozenset({"Running", "Pending"})
 
 
 @dataclass(frozen=True)
@@ -46,44 +47,6 @@ class ScalingGroup:
     name: str
     desired_capacity: int
     in_service: int
-
-
-@dataclass(frozen=True)
-class Node:
-    name: str
-    gpu_type: str | None
-    ready: bool
-    unschedulable: bool
-    allocatable_gpus: int
-    tainted: bool = False  # a NoSchedule/NoExecute taint other than nvidia.com/gpu
-    internal_ip: str | None = None
-
-    @property
-    def schedulable(self) -> bool:
-        return self.ready and not self.unschedulable
-
-
-@dataclass(frozen=True)
-class Pod:
-    name: str
-    node_name: str | None
-    phase: str
-    gpu_requests: int
-    reservation_id: str | None = None  # the gpu-dev reservation label, on our pods
-    terminating_until: float | None = None  # deleted: gone by then (epoch seconds)
-
-
-@dataclass(frozen=True)
-class Availability:
-    gpu_type: str
-    total_cluster_gpus: int
-    available_gpus: int
-    max_reservable: int
-    full_nodes_available: int
-    running_instances: int
-    desired_capacity: int
-    max_per_node: int
-    groups_found: bool
 
 
 def group_prefixes(gpu_type: str, is_cpu: bool) -> list[str]:
@@ -129,7 +92,7 @@ def compute_availability(
     used_gpus: dict[str, int] = defaultdict(int)
     dev_pods: dict[str, int] = defaultdict(int)
     for pod in pods or []:
-        if pod.node_name and pod.phase in LIVE_PHASES:
+        if pod.node_name and pod.phase in LIVE_POD_PHASES:
             used_gpus[pod.node_name] += pod.gpu_requests
             if pod.name.startswith("gpu-dev-"):
                 dev_pods[pod.node_name] += 1

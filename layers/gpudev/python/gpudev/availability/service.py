@@ -12,11 +12,10 @@ import psycopg
 from gpudev.availability.compute import (
     Availability,
     GpuTypeConfig,
-    Node,
-    Pod,
     ScalingGroup,
     compute_availability,
 )
+from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, ReconcilerRunsRepository
 

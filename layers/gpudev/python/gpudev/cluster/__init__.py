@@ -1,1 +1,4 @@
-"""EKS access: bearer tokens and Kubernetes API clients. Imports `kubernetes` lazily."""
+"""Everything about the Kubernetes cluster, in its own words: the vocabulary (labels,
+resource names, `Node`/`Pod`), a reservation's manifests and pod startup script, and the
+clients (EKS tokens, the node/pod inventory, a reservation's objects). Only the clients
+import `kubernetes`, and lazily."""

@@ -10,13 +10,12 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from gpudev.availability.compute import GPU_RESOURCE, Node, Pod
+from gpudev.cluster.vocabulary import GPU_RESOURCE, GPU_TYPE_LABEL, RESERVATION_LABEL, Node, Pod
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-RESERVATION_LABEL = "gpu-dev/reservation"
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
 
 
@@ -34,7 +33,7 @@ def _node(item: dict[str, Any]) -> Node:
     )
     return Node(
         name=item["metadata"]["name"],
-        gpu_type=(item["metadata"].get("labels") or {}).get("GpuType"),
+        gpu_type=(item["metadata"].get("labels") or {}).get(GPU_TYPE_LABEL),
         ready=ready,
         unschedulable=bool(item.get("spec", {}).get("unschedulable")),
         allocatable_gpus=int((status.get("allocatable") or {}).get(GPU_RESOURCE, 0)),

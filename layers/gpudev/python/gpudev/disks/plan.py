@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
+
 log = logging.getLogger(__name__)
 
 STATISTICS = (
@@ -50,47 +52,6 @@ class Snapshots:
     count: int = 0
     backing_up: bool = False
     last_completed_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class DiskRow:
-    disk_id: uuid.UUID
-    user_id: str
-    disk_name: str
-    ebs_volume_id: str | None
-    size_gb: int | None
-    in_use: bool
-    reservation_id: uuid.UUID | None
-    is_deleted: bool
-    snapshot_count: int
-    is_backing_up: bool
-    last_snapshot_at: datetime | None
-
-
-@dataclass(frozen=True)
-class DiskState:
-    """The reconcilable fields, as AWS says they should be."""
-
-    ebs_volume_id: str
-    size_gb: int
-    in_use: bool
-    reservation_id: uuid.UUID | None
-    snapshot_count: int
-    is_backing_up: bool
-    last_snapshot_at: datetime | None
-
-
-@dataclass(frozen=True)
-class ImportDisk:
-    user_id: str
-    disk_name: str
-    state: DiskState
-
-
-@dataclass(frozen=True)
-class SyncDisk:
-    disk_id: uuid.UUID
-    state: DiskState
 
 
 @dataclass(frozen=True)

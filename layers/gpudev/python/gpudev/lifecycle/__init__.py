@@ -1,2 +1,2 @@
-"""The reservation lifecycle: the tasks of the reservation state machine, the pod objects
-they manage, and the signals that wake a parked execution."""
+"""The reservation lifecycle: the tasks of the reservation state machine, the jobs consumer
+that starts and wakes executions, and the GitHub keys they install."""

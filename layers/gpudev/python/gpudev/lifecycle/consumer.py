@@ -30,10 +30,10 @@ from gpudev.jobs import (
     Job,
     ReservationChangedJob,
 )
-from gpudev.lifecycle.signals import Signals
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
+from gpudev.signals import Signals
 
 
 class JobConsumer:

@@ -9,9 +9,9 @@ import psycopg
 from gpudev.aws import aws_clients
 from gpudev.cluster.eks import cluster_api_client
 from gpudev.lifecycle.keys import GithubKeys
-from gpudev.lifecycle.signals import Signals
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import cluster_settings, lifecycle_settings
+from gpudev.signals import Signals
 
 
 def lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:

@@ -21,19 +21,20 @@ import psycopg
 from psycopg.rows import class_row, dict_row
 
 from gpudev.allocation.service import Allocator, AllocatorReport, release_allocation
+from gpudev.cluster import objects
 from gpudev.cluster.inventory import list_nodes_and_pods
+from gpudev.cluster.names import Names, Placement
+from gpudev.cluster.objects_client import ReservationObjects
+from gpudev.cluster.pod_readiness import pods_state
 from gpudev.db.queries import query
 from gpudev.errors import NotFound
-from gpudev.lifecycle import objects
-from gpudev.lifecycle.cluster import ReservationObjects, pods_state
 from gpudev.lifecycle.keys import GithubKeys
-from gpudev.lifecycle.objects import Names, Placement
-from gpudev.lifecycle.signals import Signals
 from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.models import Reservation, ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, ReservationsRepository
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Signals
 
 ENDINGS = {
     "expire": (ReservationStatus.EXPIRED, "expired"),

@@ -100,7 +100,7 @@ def _transient_kubernetes(exc: BaseException) -> bool:
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
-    from gpudev.lifecycle.cluster import KubernetesUnavailable
+    from gpudev.cluster.objects_client import KubernetesUnavailable
 
     if isinstance(exc, KubernetesUnavailable | HTTPError):
         return True

@@ -13,7 +13,7 @@ import psycopg
 from psycopg.rows import class_row
 
 from gpudev.db.queries import query
-from gpudev.disks.plan import DiskRow, DiskState, ImportDisk, SyncDisk
+from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
 
 LOCK_KEY = 7_216_004_002
 

@@ -6,9 +6,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import class_row
 
-from gpudev.availability.compute import Availability
 from gpudev.db.queries import query
-from gpudev.models import GpuType
+from gpudev.models import Availability, GpuType
 
 
 class GpuTypesRepository:

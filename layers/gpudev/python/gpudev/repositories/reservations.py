@@ -10,9 +10,15 @@ from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
-from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
+from gpudev.models import (
+    GpuType,
+    Reservation,
+    ReservationEvent,
+    ReservationStatus,
+    Usage,
+    UserLimits,
+)
 from gpudev.outbox import Outboxed
-from gpudev.reservations.limits import Usage, UserLimits
 
 
 class NamedDisk(BaseModel):

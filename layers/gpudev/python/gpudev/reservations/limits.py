@@ -1,33 +1,14 @@
 """Per-user limits on live reservations and on GPUs held or queued, and the message a user
 gets at one. The check itself runs in SQL (`sql/reservations/submit.sql`), under the
-caller's advisory lock, so two submits at once are counted one after the other."""
+caller's advisory lock, so two submits at once are counted one after the other. The
+limits and the usage are value types in models.py: the repository takes and returns them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpudev.errors import LimitReached
-from gpudev.settings import UserLimitSettings
+from gpudev.models import Usage, UserLimits
 
 WAY_OUT = "cancel one with `gpu-dev cancel` or wait for one to end"
-
-
-@dataclass(frozen=True)
-class UserLimits:
-    max_live_reservations: int
-    max_gpus: int
-
-    @classmethod
-    def of(cls, settings: UserLimitSettings) -> UserLimits:
-        return cls(settings.max_live_reservations_per_user, settings.max_gpus_per_user)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """The caller's live reservations and their GPUs, before this request."""
-
-    live_reservations: int
-    live_gpus: int
 
 
 def _gpus(count: int) -> str:

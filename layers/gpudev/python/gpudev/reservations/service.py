@@ -22,11 +22,11 @@ from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import JobQueue
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import Reservation, ReservationStatus, UserLimits
 from gpudev.outbox import send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
-from gpudev.reservations.limits import UserLimits, refusal
+from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
     check_disk_name,
     check_extension,

@@ -7,8 +7,8 @@ from typing import Any
 import psycopg
 
 from gpudev.aws import aws_clients
+from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.jobs import JobQueue
-from gpudev.lifecycle.cluster import ReservationObjects
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.settings import sweeper_settings
 from gpudev.sweeper.plan import Limits

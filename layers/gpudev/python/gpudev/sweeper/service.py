@@ -28,11 +28,11 @@ import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 from psycopg.rows import class_row
 
+from gpudev.cluster.objects_client import KubernetesUnavailable, ReservationObjects
+from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from gpudev.db.queries import query
 from gpudev.errors import Unavailable
 from gpudev.jobs import CreateReservationJob, JobQueue
-from gpudev.lifecycle.cluster import KubernetesUnavailable, ReservationObjects
-from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
 from gpudev.observability import logger
 from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReconcilerRunsRepository

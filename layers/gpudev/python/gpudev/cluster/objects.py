@@ -2,8 +2,8 @@
 
 Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
 pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
-keys, Jupyter token) are mounted into it and a small script in the pod applies them; nobody
-needs pods/exec.
+keys, Jupyter token) are mounted into it and its startup script (`startup.sh`, shipped
+beside this module) applies them; nobody needs pods/exec.
 
 Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
 seccomp profile with no service-account token and without privilege escalation; only a
@@ -14,87 +14,34 @@ NetworkPolicy lets the reservation's own pods reach each other and nobody else's
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from gpudev.cluster.names import Names, Placement, collaborator_account
+from gpudev.cluster.vocabulary import (
+    GPU_RESOURCE,
+    GPU_TYPE_LABEL,
+    RANK_LABEL,
+    RESERVATION_LABEL,
+    USER_LABEL,
+    label_value,
+)
 from gpudev.models import GpuType, Reservation
 
-RESERVATION_LABEL = "gpu-dev/reservation"
-USER_LABEL = "gpu-dev/user"  # a label (sanitised) and an annotation (the username as is)
-RANK_LABEL = "gpu-dev/rank"
-GPU = "nvidia.com/gpu"
 RENDEZVOUS_PORT = 29500
 JUPYTER_PORT = 8888
-# What tear down deletes by label (and what the lifecycle tests check is gone): resources
-# as the API server names them; networkpolicies are networking.k8s.io/v1, the rest core/v1.
-KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies")
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
 DROPPED_CAPABILITIES = ["NET_RAW"]
 PROFILING_CAPABILITIES = ["SYS_ADMIN"]
+STARTUP_SCRIPT = Path(__file__).with_name("startup.sh")
 
 
-@dataclass(frozen=True)
-class Placement:
-    rank: int
-    node_name: str
-    node_ip: str | None
-    slots: int
-
-
-@dataclass(frozen=True)
-class Names:
-    base: str
-    total_nodes: int
-
-    @classmethod
-    def of(cls, reservation: Reservation) -> Names:
-        return cls(f"gpu-dev-{str(reservation.reservation_id)[:8]}", reservation.total_nodes)
-
-    def pod(self, rank: int) -> str:
-        return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
-
-    @property
-    def ssh_service(self) -> str:
-        return f"{self.base}-ssh"
-
-    @property
-    def headless_service(self) -> str:
-        return f"{self.base}-headless"
-
-    @property
-    def jupyter_service(self) -> str:
-        return f"{self.base}-jupyter"
-
-    @property
-    def control(self) -> str:
-        return f"{self.base}-control"
-
-    @property
-    def keys(self) -> str:
-        return f"{self.base}-keys"
-
-    @property
-    def network_policy(self) -> str:
-        return f"{self.base}-peers"
-
-
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_NOT_IN_LABEL_VALUE = re.compile(r"[^-A-Za-z0-9_.]+")
-
-
-def label_value(raw: str) -> str:
-    """`raw` as a valid Kubernetes label value (at most 63 of [-A-Za-z0-9_.], alphanumeric
-    at both ends). A valid value is kept as it is; any other (an SSO session name such as
-    `carol@example.com`) becomes a readable form plus a hash of the original, so two
-    different users never share a value. The original goes into an annotation."""
-    if _LABEL_VALUE.match(raw) and len(raw) <= 63:
-        return raw
-    digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
-    readable = _NOT_IN_LABEL_VALUE.sub("_", raw)[:52].strip("-_.")
-    return f"{readable}-{digest}" if readable else digest
+@cache
+def startup_script() -> str:
+    """The pod's command, run by `bash -c` (read once per execution environment)."""
+    return STARTUP_SCRIPT.read_text()
 
 
 def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
@@ -106,7 +53,7 @@ def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
     }
 
 
-def _metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any]:
+def metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any]:
     return {
         "name": name,
         "labels": labels(reservation, **extra),
@@ -120,7 +67,7 @@ def control_config_map(
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(reservation, Names.of(reservation).control),
+        "metadata": metadata(reservation, Names.of(reservation).control),
         "data": {
             "expires_at": expires_at,
             "warning_level": "" if warning_level is None else str(warning_level),
@@ -128,17 +75,6 @@ def control_config_map(
             "jupyter": "true" if reservation.jupyter_enabled else "false",
         },
     }
-
-
-def collaborator_account(login: str) -> str:
-    """The Unix account of an added GitHub user: `gh-` + the login in lower case (GitHub
-    logins are case-insensitive), at most 32 characters (useradd's limit: a longer login
-    keeps 20 characters and a hash). The prefix keeps it clear of `dev`, `root`, the image's
-    system accounts and numeric names, which `id` and `getent` would read as UIDs."""
-    name = login.lower()
-    if len(name) > 29:
-        name = f"{name[:20]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-    return f"gh-{name}"
 
 
 def keys_secret(
@@ -151,7 +87,7 @@ def keys_secret(
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": _metadata(reservation, Names.of(reservation).keys),
+        "metadata": metadata(reservation, Names.of(reservation).keys),
         "stringData": {
             "authorized_keys": authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
@@ -165,7 +101,7 @@ def ssh_service(reservation: Reservation) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(reservation, names.ssh_service),
+        "metadata": metadata(reservation, names.ssh_service),
         "spec": {
             "type": "NodePort",
             "externalTrafficPolicy": "Local",
@@ -180,7 +116,7 @@ def jupyter_service(reservation: Reservation) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(reservation, names.jupyter_service, **{"gpu-dev/jupyter": "true"}),
+        "metadata": metadata(reservation, names.jupyter_service, **{"gpu-dev/jupyter": "true"}),
         "spec": {
             "type": "NodePort",
             "externalTrafficPolicy": "Local",
@@ -194,7 +130,7 @@ def headless_service(reservation: Reservation) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(reservation, Names.of(reservation).headless_service),
+        "metadata": metadata(reservation, Names.of(reservation).headless_service),
         "spec": {
             "clusterIP": "None",
             "selector": {RESERVATION_LABEL: str(reservation.reservation_id)},
@@ -215,7 +151,7 @@ def network_policy(reservation: Reservation) -> dict[str, Any]:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(reservation, Names.of(reservation).network_policy),
+        "metadata": metadata(reservation, Names.of(reservation).network_policy),
         "spec": {
             **own_pods,
             "policyTypes": ["Ingress", "Egress"],
@@ -247,86 +183,16 @@ def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
     threads = max(1, min(gpu_type.cpus, int(gpu_type.cpus * ratio * 1.5)))
     return {
         "requests": {
-            GPU: str(gpus),
+            GPU_RESOURCE: str(gpus),
             "cpu": str(max(1, int(gpu_type.cpus * ratio * 0.9))),
             "memory": f"{max(1, int(gpu_type.memory_gb * ratio * 0.9))}Gi",
         },
         "limits": {
-            GPU: str(gpus),
+            GPU_RESOURCE: str(gpus),
             "cpu": str(threads),
             "memory": f"{max(1, int(gpu_type.memory_gb * ratio))}Gi",
         },
     }, threads
-
-
-STARTUP = r"""set -u
-id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
-mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
-install -d -m 755 /etc/ssh/authorized_keys /run/gpu-dev  # root's: no user can redirect writes
-if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo
-  command -v sudo >/dev/null || (apt-get update -qq && apt-get install -y -qq sudo)
-  mkdir -p /etc/sudoers.d && echo 'dev ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/dev
-  chmod 440 /etc/sudoers.d/dev
-fi
-cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
-#!/bin/bash
-# Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
-# Keys live in /etc/ssh/authorized_keys/<account> (sshd's AuthorizedKeysFile), a directory
-# only root writes: nothing a user does in a home directory can redirect these writes.
-install_keys() {  # account, keys file
-  install -m 644 -o root -g root "$2" "/etc/ssh/authorized_keys/$1.new" \
-    && mv -f "/etc/ssh/authorized_keys/$1.new" "/etc/ssh/authorized_keys/$1"
-}
-last_keys="" last_warning=""
-while true; do
-  keys=$(cat /etc/gpu-dev/keys/authorized_keys /etc/gpu-dev/keys/user.* 2>/dev/null)
-  if [ "$keys" != "$last_keys" ]; then
-    install_keys dev /etc/gpu-dev/keys/authorized_keys
-    for file in /etc/gpu-dev/keys/user.*; do
-      [ -e "$file" ] || continue
-      account=${file##*/user.}  # gh-<login>, made by the lifecycle (collaborator_account)
-      [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
-      id -- "$account" >/dev/null 2>&1 || useradd -m -s /bin/bash -- "$account" 2>/dev/null \
-        || adduser -D "$account"
-      install_keys "$account" "$file"
-    done
-    for file in /etc/ssh/authorized_keys/*; do  # a user removed from the reservation
-      account=${file##*/}
-      [ "$account" = dev ] || [ -e "/etc/gpu-dev/keys/user.$account" ] || rm -f -- "$file"
-    done
-    last_keys=$keys
-  fi
-  warning=$(cat /etc/gpu-dev/control/warning_text 2>/dev/null)
-  if [ "$warning" != "$last_warning" ]; then
-    printf '%s\n' "$warning" > /etc/gpu-dev-warning
-    [ -n "$warning" ] && wall "$warning" 2>/dev/null
-    last_warning=$warning
-  fi
-  if [ "$(cat /etc/gpu-dev/control/jupyter 2>/dev/null)" = "true" ]; then
-    # The token reaches Jupyter in dev's environment (readable by dev only), never on a
-    # command line (readable by every user in the pod); its log is dev's, mode 600.
-    install -m 400 -o dev /etc/gpu-dev/keys/jupyter_token /run/gpu-dev/jupyter_token
-    pgrep -f jupyter-lab >/dev/null || su - dev -c 'umask 077; \
-      JUPYTER_TOKEN=$(cat /run/gpu-dev/jupyter_token) nohup jupyter-lab --ip=0.0.0.0 \
-      --port=8888 --no-browser --ServerApp.root_dir=/workspace >~/.jupyter.log 2>&1 &'
-  else
-    pkill -f jupyter-lab 2>/dev/null
-  fi
-  sleep 5
-done
-CONTROL
-chmod 755 /usr/local/bin/gpu-dev-control
-echo '[ -s /etc/gpu-dev-warning ] && cat /etc/gpu-dev-warning' > /etc/profile.d/gpu-dev.sh
-/usr/local/bin/gpu-dev-control &
-command -v sshd >/dev/null || (apt-get update -qq && apt-get install -y -qq openssh-server)
-mkdir -p /run/sshd && ssh-keygen -A
-printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n' \
-  > /etc/ssh/sshd_config
-printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n' \
-  >> /etc/ssh/sshd_config
-echo "SSH daemon starting on port 22"
-exec /usr/sbin/sshd -D -e
-"""
 
 
 def pod(
@@ -376,7 +242,7 @@ def pod(
         }
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
-        "nodeSelector": {"GpuType": gpu_type.gpu_type},
+        "nodeSelector": {GPU_TYPE_LABEL: gpu_type.gpu_type},
         "hostname": names.pod(placement.rank),
         "subdomain": names.headless_service,
         "restartPolicy": "OnFailure",
@@ -387,7 +253,7 @@ def pod(
             {
                 "name": "gpu-dev",
                 "image": image,
-                "command": ["/bin/bash", "-c", STARTUP],
+                "command": ["/bin/bash", "-c", startup_script()],
                 "ports": [
                     {"name": "ssh", "containerPort": 22},
                     {"name": "jupyter", "containerPort": JUPYTER_PORT},
@@ -414,11 +280,11 @@ def pod(
         ],
     }
     if not gpu_type.is_cpu_only:
-        spec["tolerations"] = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
+        spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(
+        "metadata": metadata(
             reservation, names.pod(placement.rank), **{RANK_LABEL: str(placement.rank)}
         ),
         "spec": spec,

@@ -5,24 +5,14 @@ control objects, and delete everything labelled with the reservation."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpudev.lifecycle.objects import KINDS, RESERVATION_LABEL
+from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-WAITING_FAILURES = {
-    "ErrImagePull": "the image could not be pulled",
-    "ImagePullBackOff": "the image could not be pulled",
-    "InvalidImageName": "the image name is invalid",
-    "CrashLoopBackOff": "the container keeps crashing",
-    "CreateContainerConfigError": "the container could not be configured",
-}
-
-
-# Resource (as in objects.KINDS) and manifest kind -> the client API object that serves it
+# Resource (as in KINDS) and manifest kind -> the client API object that serves it
 # (core/v1 or networking.k8s.io/v1) and its method name suffix.
 _METHODS = {
     "pods": ("core", "pod"),
@@ -44,13 +34,6 @@ class KubernetesUnavailable(Exception):
 
 class ObjectNameTaken(Exception):
     """An object of our name belongs to another reservation: never adopt or delete it."""
-
-
-@dataclass(frozen=True)
-class PodsState:
-    ready: bool
-    problem: str | None  # why it is not ready, in words a user can act on
-    failed: bool = False  # a pod ended (phase Failed, e.g. refused by the kubelet): final
 
 
 def _status(exc: Exception) -> int:
@@ -169,41 +152,3 @@ class ReservationObjects:
                     self.delete(kind, item["metadata"]["name"])
                     deleted += 1
         return deleted
-
-
-def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
-    """Ready when every expected pod runs with all containers ready; otherwise the most
-    telling reason it is not (unschedulable, image pull, crash)."""
-    if len(pods) < expected:
-        return PodsState(False, f"{len(pods)} of {expected} pods exist")
-    problems = []
-    ready = 0
-    failed = False
-    for pod in pods:
-        status = pod.get("status", {})
-        if status.get("phase") == "Failed":
-            failed = True
-            problems.append(
-                f"pod {pod['metadata']['name']} failed: {status.get('reason', '')} "
-                f"{status.get('message', '')}".strip()
-            )
-        for condition in status.get("conditions") or []:
-            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-                problems.append(f"unschedulable: {condition.get('message', '')}")
-        containers = status.get("containerStatuses") or []
-        for container in containers:
-            waiting = (container.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in WAITING_FAILURES:
-                problems.append(
-                    f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
-                    f"{waiting.get('message', '')})".replace(": )", ")")
-                )
-        if (
-            status.get("phase") == "Running"
-            and containers
-            and all(c.get("ready") for c in containers)
-        ):
-            ready += 1
-    if ready == expected:
-        return PodsState(True, None)
-    return PodsState(False, "; ".join(problems) or "the pod is starting", failed)

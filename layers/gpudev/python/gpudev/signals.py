@@ -1,4 +1,5 @@
-"""Waking a parked execution through its task token."""
+"""Waking a parked execution through its task token (Step Functions). The allocator wakes
+an execution with its grant, the lifecycle and the jobs consumer with a change."""
 
 from __future__ import annotations
 

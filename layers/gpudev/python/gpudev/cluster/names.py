@@ -1,0 +1,65 @@
+"""What a reservation's objects (and the accounts in its pod) are called, and where each of
+its pods runs."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from gpudev.models import Reservation
+
+
+@dataclass(frozen=True)
+class Placement:
+    rank: int
+    node_name: str
+    node_ip: str | None
+    slots: int
+
+
+@dataclass(frozen=True)
+class Names:
+    base: str
+    total_nodes: int
+
+    @classmethod
+    def of(cls, reservation: Reservation) -> Names:
+        return cls(f"gpu-dev-{str(reservation.reservation_id)[:8]}", reservation.total_nodes)
+
+    def pod(self, rank: int) -> str:
+        return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
+
+    @property
+    def ssh_service(self) -> str:
+        return f"{self.base}-ssh"
+
+    @property
+    def headless_service(self) -> str:
+        return f"{self.base}-headless"
+
+    @property
+    def jupyter_service(self) -> str:
+        return f"{self.base}-jupyter"
+
+    @property
+    def control(self) -> str:
+        return f"{self.base}-control"
+
+    @property
+    def keys(self) -> str:
+        return f"{self.base}-keys"
+
+    @property
+    def network_policy(self) -> str:
+        return f"{self.base}-peers"
+
+
+def collaborator_account(login: str) -> str:
+    """The Unix account of an added GitHub user: `gh-` + the login in lower case (GitHub
+    logins are case-insensitive), at most 32 characters (useradd's limit: a longer login
+    keeps 20 characters and a hash). The prefix keeps it clear of `dev`, `root`, the image's
+    system accounts and numeric names, which `id` and `getent` would read as UIDs."""
+    name = login.lower()
+    if len(name) > 29:
+        name = f"{name[:20]}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+    return f"gh-{name}"

@@ -1,0 +1,59 @@
+"""Whether a reservation's pods are ready, and if not, why, in words a user can act on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+WAITING_FAILURES = {
+    "ErrImagePull": "the image could not be pulled",
+    "ImagePullBackOff": "the image could not be pulled",
+    "InvalidImageName": "the image name is invalid",
+    "CrashLoopBackOff": "the container keeps crashing",
+    "CreateContainerConfigError": "the container could not be configured",
+}
+
+
+@dataclass(frozen=True)
+class PodsState:
+    ready: bool
+    problem: str | None  # why it is not ready, in words a user can act on
+    failed: bool = False  # a pod ended (phase Failed, e.g. refused by the kubelet): final
+
+
+def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
+    """Ready when every expected pod runs with all containers ready; otherwise the most
+    telling reason it is not (unschedulable, image pull, crash)."""
+    if len(pods) < expected:
+        return PodsState(False, f"{len(pods)} of {expected} pods exist")
+    problems = []
+    ready = 0
+    failed = False
+    for pod in pods:
+        status = pod.get("status", {})
+        if status.get("phase") == "Failed":
+            failed = True
+            problems.append(
+                f"pod {pod['metadata']['name']} failed: {status.get('reason', '')} "
+                f"{status.get('message', '')}".strip()
+            )
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                problems.append(f"unschedulable: {condition.get('message', '')}")
+        containers = status.get("containerStatuses") or []
+        for container in containers:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in WAITING_FAILURES:
+                problems.append(
+                    f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
+                    f"{waiting.get('message', '')})".replace(": )", ")")
+                )
+        if (
+            status.get("phase") == "Running"
+            and containers
+            and all(c.get("ready") for c in containers)
+        ):
+            ready += 1
+    if ready == expected:
+        return PodsState(True, None)
+    return PodsState(False, "; ".join(problems) or "the pod is starting", failed)

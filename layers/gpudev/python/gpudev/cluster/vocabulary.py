@@ -1,0 +1,68 @@
+"""The words we share with the cluster, defined once: label keys, resource names, the kinds
+of object a reservation owns, and the node and pod facts the planners read.
+
+Pure and light (no `kubernetes` import): the availability rules and the allocator read
+`Node`/`Pod`, the manifests are built from the labels; only the clients talk to the API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+# The extended resource the NVIDIA device plugin advertises (and taints GPU nodes with).
+GPU_RESOURCE = "nvidia.com/gpu"
+# Node label naming the node's GPU type (as in gpu_types.gpu_type); our pods select on it.
+GPU_TYPE_LABEL = "GpuType"
+# Every object of a reservation carries it (value: the reservation id); tear down and the
+# sweeper find objects by it, and never by name.
+RESERVATION_LABEL = "gpu-dev/reservation"
+USER_LABEL = "gpu-dev/user"  # a label (sanitised by label_value) and an annotation (as is)
+RANK_LABEL = "gpu-dev/rank"  # the pod's rank in a multinode reservation
+# What tear down deletes by label: resources as the API server names them;
+# networkpolicies are networking.k8s.io/v1, the rest core/v1.
+KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies")
+# Pods that hold (or are about to hold) their node's resources.
+LIVE_POD_PHASES = frozenset({"Running", "Pending"})
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    gpu_type: str | None
+    ready: bool
+    unschedulable: bool
+    allocatable_gpus: int
+    tainted: bool = False  # a NoSchedule/NoExecute taint other than GPU_RESOURCE
+    internal_ip: str | None = None
+
+    @property
+    def schedulable(self) -> bool:
+        return self.ready and not self.unschedulable
+
+
+@dataclass(frozen=True)
+class Pod:
+    name: str
+    node_name: str | None
+    phase: str
+    gpu_requests: int
+    reservation_id: str | None = None  # RESERVATION_LABEL, on our pods
+    terminating_until: float | None = None  # deleted: gone by then (epoch seconds)
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NOT_IN_LABEL_VALUE = re.compile(r"[^-A-Za-z0-9_.]+")
+
+
+def label_value(raw: str) -> str:
+    """`raw` as a valid Kubernetes label value (at most 63 of [-A-Za-z0-9_.], alphanumeric
+    at both ends). A valid value is kept as it is; any other (an SSO session name such as
+    `carol@example.com`) becomes a readable form plus a hash of the original, so two
+    different users never share a value. The original goes into an annotation."""
+    if _LABEL_VALUE.match(raw) and len(raw) <= 63:
+        return raw
+    digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
+    readable = _NOT_IN_LABEL_VALUE.sub("_", raw)[:52].strip("-_.")
+    return f"{readable}-{digest}" if readable else digest
