@@ -30,6 +30,7 @@ from gpudev.allocation.plan import (
 )
 from gpudev.availability.compute import Node, Pod
 from gpudev.db.queries import query
+from gpudev.lifecycle.payloads import Wake
 from gpudev.lifecycle.signals import Signals
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
@@ -207,7 +208,7 @@ class Allocator:
         delivered: list[UUID] = []
         for row in self._run("unsignalled"):
             try:
-                told = self._signals.wake(row["task_token"], {"outcome": "granted"})
+                told = self._signals.wake(row["task_token"], Wake(outcome="granted"))
                 running = told or self._signals.execution_running(row["execution_arn"])
             except Exception:  # throttled, unreachable: one grant never stops the others
                 report.signal_failures += 1

@@ -30,6 +30,7 @@ from gpudev.jobs import (
     Job,
     ReservationChangedJob,
 )
+from gpudev.lifecycle.payloads import Wake
 from gpudev.lifecycle.signals import Signals
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
@@ -89,6 +90,6 @@ class JobConsumer:
         if reservation.task_token is None:
             return "between steps: the next step reads the row"
         delivered = self._signals.wake(
-            reservation.task_token, {"outcome": "cancel" if cancel else "changed"}
+            reservation.task_token, Wake(outcome="cancel" if cancel else "changed")
         )
         return "woken" if delivered else "token closed: the next step reads the row"

@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from gpudev.lifecycle.payloads import Wake
 from gpudev.observability import logger
 
 # The token's task is over: completed already, timed out, or its execution has ended.
@@ -17,8 +18,9 @@ class Signals:
     def __init__(self, stepfunctions: Any):
         self._stepfunctions = stepfunctions
 
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         """True if delivered; False if the token is closed (anything else raises)."""
+        output = wake.to_state_machine()
         try:
             self._stepfunctions.send_task_success(taskToken=task_token, output=json.dumps(output))
         except ClientError as exc:

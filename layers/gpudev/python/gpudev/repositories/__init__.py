@@ -5,6 +5,7 @@ Repositories take a connection; the caller owns the transaction (a request, a ta
 
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
+from gpudev.repositories.lifecycle import LifecycleRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
 from gpudev.repositories.users import UsersRepository
@@ -12,6 +13,7 @@ from gpudev.repositories.users import UsersRepository
 __all__ = [
     "DisksRepository",
     "GpuTypesRepository",
+    "LifecycleRepository",
     "NewDisk",
     "NewReservation",
     "ReconcilerRunsRepository",
