@@ -68,7 +68,7 @@ class Schedule:
             active.recorded_expiry + EXTENSION_EPSILON_SECONDS
         )
         sent = () if extended else active.warnings_sent
-        minutes_left = (expires - now) * 60 / self.seconds_per_hour  # exact on boundaries
+        minutes_left = (expires - now) / self.minutes(1)
         due = tuple(m for m in self.warning_minutes if minutes_left <= m and m not in sent)
         sent = (*sent, *due)
         text: str | None = None
