@@ -29,6 +29,7 @@ from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Wake
 from localcloud.postgres import EmbeddedPostgres
 from tests.support.counting import CountingConnection
 
@@ -41,7 +42,7 @@ class CountingSignals:
     def __init__(self) -> None:
         self.sent = 0
 
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         self.sent += 1
         return True
 

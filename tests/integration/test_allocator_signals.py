@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Wake
 
 NODES = [Node("h100-0", "h100", True, False, 8), Node("h100-1", "h100", True, False, 8)]
 
@@ -21,7 +22,7 @@ class ThrottledFor:
         self.throttled = token
         self.woken: list[str] = []
 
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         if task_token == self.throttled:
             raise ClientError(
                 {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},

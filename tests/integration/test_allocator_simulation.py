@@ -22,6 +22,7 @@ import psycopg
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Wake
 
 SHAPES = {"t4": (4, [1, 2, 4]), "h100": (8, [1, 2, 4, 8, 16]), "cpu-x86": (3, [0])}
 NODES = [
@@ -32,7 +33,7 @@ NODES = [
 
 
 class Signals:
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         return True
 
     def execution_running(self, execution_arn: str | None) -> bool:

@@ -14,12 +14,13 @@ import psycopg
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Wake
 
 NODE = Node("h100-0", "h100", True, False, 8)
 
 
 class Signals:
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         return True
 
     def execution_running(self, execution_arn: str | None) -> bool:

@@ -17,11 +17,14 @@ import psycopg
 from gpudev.allocation.service import Allocator, AllocatorReport
 from gpudev.cluster.vocabulary import Node
 from gpudev.lifecycle.keys import GithubKeys
+from gpudev.lifecycle.payloads import WaitForCapacity, Wake
+from gpudev.lifecycle.queueing import wait_for_capacity
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import LifecycleSettings
 
 NODE = Node("h100-0", "h100", True, False, 8)
 SETTINGS = LifecycleSettings()
+GRANTED = Wake(outcome="granted")
 
 
 @dataclass
@@ -29,12 +32,12 @@ class StepFunctions:
     """Task tokens as Step Functions keeps them: a closed token refuses a send."""
 
     closed: set[str] = field(default_factory=set)
-    woken: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    woken: list[tuple[str, Wake]] = field(default_factory=list)
 
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         if task_token in self.closed:
             return False
-        self.woken.append((task_token, output))
+        self.woken.append((task_token, wake))
         self.closed.add(task_token)
         return True
 
@@ -48,6 +51,12 @@ class OneNodeLifecycle(Lifecycle):
 
     def allocate(self) -> AllocatorReport:
         return Allocator(self.conn, self.signals, self.settings).run([NODE], [], set())
+
+
+def _park(lifecycle: Lifecycle, reservation_id: uuid.UUID, task_token: str) -> None:
+    wait_for_capacity(
+        lifecycle, WaitForCapacity(reservation_id=reservation_id, task_token=task_token)
+    )
 
 
 def _queued(conn: psycopg.Connection[Any]) -> uuid.UUID:
@@ -80,21 +89,21 @@ def test_a_grant_signalled_to_a_failed_attempts_token_wakes_the_retried_attempt(
             conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
         )  # type: ignore[arg-type]
         holder = _queued(conn)
-        lifecycle.wait_for_capacity(holder, "holder-token")
-        assert sfn.woken == [("holder-token", {"outcome": "granted"})]
+        _park(lifecycle, holder, "holder-token")
+        assert sfn.woken == [("holder-token", GRANTED)]
 
         waiting = _queued(conn)
-        lifecycle.wait_for_capacity(waiting, "T1")  # parks T1: the node is taken
+        _park(lifecycle, waiting, "T1")  # parks T1: the node is taken
         sfn.closed.add("T1")  # ... and that attempt fails: Step Functions will retry it
 
         _release(conn, holder)
         report = lifecycle.allocate()  # the scheduled pass, between the two attempts
         assert report.granted == [waiting] and report.signalled == 1  # "told" through T1
-        lifecycle.wait_for_capacity(waiting, "T2")  # the retried attempt parks T2
+        _park(lifecycle, waiting, "T2")  # the retried attempt parks T2
         lifecycle.allocate()  # and the passes go on
 
-        assert ("T2", {"outcome": "granted"}) in sfn.woken
-        assert sfn.woken.count(("T2", {"outcome": "granted"})) == 1
+        assert ("T2", GRANTED) in sfn.woken
+        assert sfn.woken.count(("T2", GRANTED)) == 1
 
 
 def test_a_grant_made_after_the_retried_attempt_parked_goes_to_its_token(fresh_database):
@@ -105,13 +114,13 @@ def test_a_grant_made_after_the_retried_attempt_parked_goes_to_its_token(fresh_d
             conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
         )  # type: ignore[arg-type]
         holder = _queued(conn)
-        lifecycle.wait_for_capacity(holder, "holder-token")
+        _park(lifecycle, holder, "holder-token")
         waiting = _queued(conn)
-        lifecycle.wait_for_capacity(waiting, "T1")
+        _park(lifecycle, waiting, "T1")
         sfn.closed.add("T1")
-        lifecycle.wait_for_capacity(waiting, "T2")  # nothing granted yet: T2 just waits
+        _park(lifecycle, waiting, "T2")  # nothing granted yet: T2 just waits
         assert [token for token, _ in sfn.woken] == ["holder-token"]
 
         _release(conn, holder)
         lifecycle.allocate()
-        assert sfn.woken[-1] == ("T2", {"outcome": "granted"})
+        assert sfn.woken[-1] == ("T2", GRANTED)

@@ -141,5 +141,5 @@ def test_the_task_handler_names_an_unknown_task_permanent():
         function_name, memory_limit_in_mb, aws_request_id = "tasks", 256, "request"
         invoked_function_arn = "arn:aws:lambda:us-east-2:123456789012:function:tasks"
 
-    with pytest.raises(Permanent, match="unknown task 'dance'"):
+    with pytest.raises(Permanent, match="invalid task event: unknown task 'dance'"):
         module.handler({"task": "dance", "reservation_id": "0" * 32}, Context())

@@ -147,10 +147,6 @@ class LifecycleSettings(BaseSettings):
         default="", validation_alias="RESERVATION_STATE_MACHINE_ARN"
     )
 
-    def minutes(self, minutes: float) -> float:
-        """Clock minutes in real seconds."""
-        return minutes * self.seconds_per_hour / 60
-
 
 class SweeperSettings(BaseSettings):
     """The sweeper (gpudev/sweeper/): when a pending reservation counts as stuck (real

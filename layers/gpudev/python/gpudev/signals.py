@@ -4,9 +4,10 @@ an execution with its grant, the lifecycle and the jobs consumer with a change."
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict
 
 from gpudev.observability import logger
 
@@ -14,12 +15,25 @@ from gpudev.observability import logger
 CLOSED = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 
 
+class Wake(BaseModel):
+    """Sent through a parked execution's task token: the output of `Wait for capacity` and
+    of `Active until the next checkpoint` (lifecycle/payloads.py types the other outputs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: Literal["granted", "cancel", "changed"]
+
+    def to_state_machine(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 class Signals:
     def __init__(self, stepfunctions: Any):
         self._stepfunctions = stepfunctions
 
-    def wake(self, task_token: str, output: dict[str, Any]) -> bool:
+    def wake(self, task_token: str, wake: Wake) -> bool:
         """True if delivered; False if the token is closed (anything else raises)."""
+        output = wake.to_state_machine()
         try:
             self._stepfunctions.send_task_success(taskToken=task_token, output=json.dumps(output))
         except ClientError as exc:

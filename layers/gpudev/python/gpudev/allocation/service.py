@@ -40,7 +40,7 @@ from gpudev.repositories.allocations import (
     SlotGrant,
 )
 from gpudev.settings import LifecycleSettings
-from gpudev.signals import Signals
+from gpudev.signals import Signals, Wake
 
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
@@ -198,7 +198,7 @@ class Allocator:
         delivered: list[UUID] = []
         for row in self._allocations.unsignalled():
             try:
-                told = self._signals.wake(row.task_token, {"outcome": "granted"})
+                told = self._signals.wake(row.task_token, Wake(outcome="granted"))
                 running = told or self._signals.execution_running(row.execution_arn)
             except Exception:  # throttled, unreachable: one grant never stops the others
                 report.signal_failures += 1

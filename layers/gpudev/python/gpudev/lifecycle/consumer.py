@@ -33,7 +33,7 @@ from gpudev.jobs import (
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
-from gpudev.signals import Signals
+from gpudev.signals import Signals, Wake
 
 
 class JobConsumer:
@@ -89,6 +89,6 @@ class JobConsumer:
         if reservation.task_token is None:
             return "between steps: the next step reads the row"
         delivered = self._signals.wake(
-            reservation.task_token, {"outcome": "cancel" if cancel else "changed"}
+            reservation.task_token, Wake(outcome="cancel" if cancel else "changed")
         )
         return "woken" if delivered else "token closed: the next step reads the row"

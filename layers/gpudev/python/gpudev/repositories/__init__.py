@@ -8,6 +8,7 @@ from gpudev.repositories.capacity import CapacityRepository
 from gpudev.repositories.disk_reconciliation import DiskReconciliationRepository
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
+from gpudev.repositories.lifecycle import LifecycleRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
 from gpudev.repositories.users import UsersRepository
@@ -18,6 +19,7 @@ __all__ = [
     "DiskReconciliationRepository",
     "DisksRepository",
     "GpuTypesRepository",
+    "LifecycleRepository",
     "NewDisk",
     "NewReservation",
     "ReconcilerRunsRepository",

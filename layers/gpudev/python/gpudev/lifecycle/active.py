@@ -1,0 +1,92 @@
+"""The active loop: a checkpoint applies the row's desired state to the pod (expiry,
+warnings, keys, Jupyter) and says how long to park; parking waits for the next checkpoint
+or a wake-up (cancel, extend, add-user, Jupyter)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from gpudev.cluster import objects
+from gpudev.cluster.names import Names
+from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive, Wake
+from gpudev.lifecycle.schedule import Active, Due
+from gpudev.lifecycle.tasks import Lifecycle, written
+from gpudev.models import Reservation, ReservationStatus
+
+
+def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
+    """Apply changes, send the warnings now due, expire when due; else say how long to park
+    until the next checkpoint. The expiry is checked before any Kubernetes call, so a
+    reservation expires on time while Kubernetes fails."""
+    reservation = lc.reservation(task.reservation_id)
+    if reservation.cancel_requested_at is not None:
+        return CheckpointOutput(outcome="cancel")
+    if reservation.status != ReservationStatus.ACTIVE or reservation.launched_at is None:
+        return CheckpointOutput(outcome="gone")
+    due = lc.schedule.check(_active(reservation), lc.clock())
+    if due.expired:
+        return CheckpointOutput(outcome="expire")
+    _apply(lc, reservation, due)
+    jupyter_url, jupyter_port = _jupyter(lc, reservation)
+    written(
+        lc.rows.checkpoint(
+            task.reservation_id,
+            seconds_per_hour=lc.settings.seconds_per_hour,
+            warnings_sent=list(due.warnings_sent),
+            warning_text=due.warning_text,
+            jupyter_url=jupyter_url,
+            jupyter_port=jupyter_port,
+            generation=reservation.change_generation,
+        ),
+        "checkpoint",
+    )
+    return CheckpointOutput(outcome="park", seconds=due.park_seconds)
+
+
+def wait_while_active(lc: Lifecycle, task: WaitWhileActive) -> None:
+    """Park until the next checkpoint (the state's timeout) or a wake-up; wake at once if a
+    change or a cancel arrived while no token was stored."""
+    row = lc.rows.park(task.reservation_id, task.task_token)
+    if (
+        row is None
+        or row.cancel_requested_at is not None
+        or row.change_generation > row.applied_generation
+    ):
+        lc.signals.wake(task.task_token, Wake(outcome="changed"))
+
+
+def _active(reservation: Reservation) -> Active:
+    assert reservation.launched_at is not None
+    return Active(
+        short_id=str(reservation.reservation_id)[:8],
+        launched_at=reservation.launched_at.timestamp(),
+        duration_hours=reservation.duration_hours,
+        recorded_expiry=reservation.expires_at.timestamp() if reservation.expires_at else None,
+        warnings_sent=tuple(reservation.warnings_sent),
+        warning_text=reservation.warning_text,
+    )
+
+
+def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
+    """The pod's control objects from the row: expiry, warning, Jupyter, keys."""
+    cluster = lc.objects(reservation)
+    expires_at = datetime.fromtimestamp(due.expires_at).astimezone().isoformat()
+    cluster.replace(
+        objects.control_config_map(
+            reservation, expires_at, due.warning_level, due.warning_text or ""
+        )
+    )
+    if reservation.change_generation > reservation.applied_generation:
+        cluster.replace(lc.keys_secret(reservation))
+
+
+def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:
+    cluster = lc.objects(reservation)
+    name = Names.of(reservation).jupyter_service
+    if not reservation.jupyter_enabled:
+        cluster.delete_all(str(reservation.reservation_id), ("services",), name)
+        return None, None
+    cluster.create(objects.jupyter_service(reservation))
+    port = cluster.node_port(str(reservation.reservation_id), name)
+    url = f"http://{reservation.node_ip}:{port}/lab?token={reservation.jupyter_token}"
+    return url, port

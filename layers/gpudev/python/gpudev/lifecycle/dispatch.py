@@ -1,0 +1,51 @@
+"""Every task of the reservation state machine by the name its ASL payload gives, with the
+models of what it takes and what the state machine receives from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpudev.lifecycle.active import checkpoint, wait_while_active
+from gpudev.lifecycle.payloads import (
+    CheckpointOutput,
+    CheckReadyOutput,
+    ProvisionOutput,
+    StartOutput,
+    TaskInput,
+    TaskName,
+    TaskOutput,
+    TearDownOutput,
+    Wake,
+)
+from gpudev.lifecycle.provision import check_ready, provision
+from gpudev.lifecycle.queueing import start, wait_for_capacity
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.teardown import tear_down
+
+
+@dataclass(frozen=True)
+class Task:
+    run: Callable[[Lifecycle, Any], TaskOutput | None]
+    # What the state's result is: the return value, or for a waitForTaskToken task (which
+    # returns nothing) what is sent through its token.
+    output: type[TaskOutput]
+    parks: bool = False  # a waitForTaskToken task
+
+
+TASKS: dict[TaskName, Task] = {
+    TaskName.START: Task(start, StartOutput),
+    TaskName.WAIT_FOR_CAPACITY: Task(wait_for_capacity, Wake, parks=True),
+    TaskName.PROVISION: Task(provision, ProvisionOutput),
+    TaskName.CHECK_READY: Task(check_ready, CheckReadyOutput),
+    TaskName.CHECKPOINT: Task(checkpoint, CheckpointOutput),
+    TaskName.WAIT_WHILE_ACTIVE: Task(wait_while_active, Wake, parks=True),
+    TaskName.TEAR_DOWN: Task(tear_down, TearDownOutput),
+}
+
+
+def run(lc: Lifecycle, task: TaskInput) -> dict[str, Any] | None:
+    """Run `task`; its output as the state machine reads it."""
+    output = TASKS[task.task].run(lc, task)
+    return output.to_state_machine() if output is not None else None

@@ -1,0 +1,80 @@
+"""Creating a granted reservation's objects in the cluster and waiting for its pods."""
+
+from __future__ import annotations
+
+import secrets
+
+from gpudev.cluster import objects
+from gpudev.cluster.names import Names
+from gpudev.cluster.pod_readiness import pods_state
+from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
+from gpudev.lifecycle.tasks import Lifecycle, written
+from gpudev.lifecycle.taxonomy import StateChanged
+from gpudev.models import ReservationStatus
+from gpudev.repositories import GpuTypesRepository
+
+
+def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
+    reservation = lc.reservation(task.reservation_id)
+    if reservation.cancel_requested_at is not None:
+        return ProvisionOutput(outcome="cancel")
+    placements = lc.rows.placements(task.reservation_id)
+    if len(placements) != reservation.total_nodes:
+        raise RuntimeError(f"{len(placements)} of {reservation.total_nodes} nodes are allocated")
+    gpu_type = GpuTypesRepository(lc.conn).get(reservation.gpu_type)
+    assert gpu_type is not None
+    token = reservation.jupyter_token or secrets.token_hex(32)
+    reservation = reservation.model_copy(update={"jupyter_token": token})
+    cluster = lc.objects(reservation)
+    cluster.create(objects.network_policy(reservation))
+    cluster.create(objects.control_config_map(reservation, "", None, ""))
+    cluster.create(lc.keys_secret(reservation))
+    cluster.create(objects.headless_service(reservation))
+    cluster.create(objects.ssh_service(reservation))
+    for placement in placements:
+        cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image))
+    written(
+        lc.rows.preparing(
+            task.reservation_id,
+            pod_name=Names.of(reservation).pod(0),
+            namespace=lc.namespace_of(reservation),
+            jupyter_token=token,
+            ready_timeout_seconds=lc.settings.ready_timeout_seconds,
+            generation=reservation.change_generation,
+        ),
+        "preparing",
+    )
+    return ProvisionOutput(outcome="provisioning")
+
+
+def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
+    reservation_id = task.reservation_id
+    reservation = lc.reservation(reservation_id)
+    if reservation.cancel_requested_at is not None:
+        return CheckReadyOutput(outcome="cancel")
+    cluster = lc.objects(reservation)
+    state = pods_state(cluster.pods(str(reservation_id)), reservation.total_nodes)
+    if not state.ready:
+        if state.failed:
+            return CheckReadyOutput(
+                outcome="failed", reason=f"the pod did not start: {state.problem}"
+            )
+        deadline = reservation.ready_deadline
+        if deadline is not None and lc.clock() > deadline.timestamp():
+            return CheckReadyOutput(
+                outcome="failed", reason=f"the pod was not ready in time: {state.problem}"
+            )
+        return CheckReadyOutput(outcome="waiting", detail=state.problem)
+    node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
+    node_ip = lc.rows.placements(reservation_id)[0].node_ip
+    activated = lc.rows.activate(
+        reservation_id,
+        seconds_per_hour=lc.settings.seconds_per_hour,
+        node_ip=node_ip,
+        node_port=node_port,
+    )
+    # Nothing matched: a retry after the write (fine), or the row moved on (read again).
+    status = activated.status if activated else lc.reservation(reservation_id).status
+    if status != ReservationStatus.ACTIVE:
+        raise StateChanged("the reservation left 'preparing' while its pod started")
+    return CheckReadyOutput(outcome="ready")

@@ -1,0 +1,42 @@
+"""Ending a reservation, whatever the path: delete every labelled object, release the
+allocation, record the final status once, and let the queue move."""
+
+from __future__ import annotations
+
+from gpudev.allocation.service import release_allocation
+from gpudev.lifecycle.payloads import Ending, EndingKind, TearDown, TearDownOutput
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.models import ReservationStatus
+from gpudev.observability import logger
+
+ENDINGS: dict[EndingKind, tuple[ReservationStatus, str]] = {
+    "expire": (ReservationStatus.EXPIRED, "expired"),
+    "cancel": (ReservationStatus.CANCELLED, "cancelled by the user"),
+    "stale": (ReservationStatus.CANCELLED, "stale: waited too long for capacity"),
+}
+
+
+def tear_down(lc: Lifecycle, task: TearDown) -> TearDownOutput:
+    reservation_id = task.reservation_id
+    status, detail = final_status(task.ending)
+    deleted = lc.objects(lc.reservation(reservation_id)).delete_all(str(reservation_id))
+    with lc.conn.transaction():
+        release_allocation(lc.conn, reservation_id)
+        ended = lc.rows.end(reservation_id, status, detail)
+    final = ended.status if ended else lc.reservation(reservation_id).status
+    logger.info(
+        "reservation torn down",
+        extra={"reservation_id": str(reservation_id), "status": final, "objects": deleted},
+    )
+    lc.allocate_for_the_queue()
+    return TearDownOutput(status=final, objects_deleted=deleted)
+
+
+def final_status(ending: Ending) -> tuple[ReservationStatus, str]:
+    """The final status and its reason, from what the state machine passes."""
+    if ending.kind in ENDINGS:
+        return ENDINGS[ending.kind]
+    reason = ending.reason
+    if not reason and ending.error is not None:
+        reason = ending.error.reason()
+    return ReservationStatus.FAILED, reason or "failed"

@@ -1,0 +1,123 @@
+"""The reservation state machine's reads and writes (`sql/lifecycle/`), and the nodes a
+reservation was granted (`sql/allocation/placements.sql`, read only: the allocator writes
+allocations).
+
+Every write is conditional on the status it moves from and returns the row it wrote, or
+None when nothing matched (the row moved on: cancelled, ended, or a retry after the
+write). What None means is the task's to decide; the repository never commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import class_row, dict_row
+
+from gpudev.cluster.names import Placement
+from gpudev.db.queries import query
+from gpudev.models import Reservation, ReservationStatus
+
+
+class LifecycleRepository:
+    def __init__(self, conn: psycopg.Connection[Any]):
+        self._conn = conn
+
+    def _write(self, name: str, params: dict[str, Any]) -> Reservation | None:
+        with self._conn.cursor(row_factory=class_row(Reservation)) as cur:
+            return cur.execute(query(f"lifecycle/{name}"), params).fetchone()
+
+    def start(self, reservation_id: UUID, execution_arn: str) -> Reservation | None:
+        """The execution takes the reservation (its ARN recorded; pending becomes queued)."""
+        return self._write(
+            "start", {"reservation_id": reservation_id, "execution_arn": execution_arn}
+        )
+
+    def park(self, reservation_id: UUID, task_token: str) -> Reservation | None:
+        """Store the token that wakes the execution; None once the reservation has ended."""
+        return self._write("park", {"reservation_id": reservation_id, "task_token": task_token})
+
+    def preparing(
+        self,
+        reservation_id: UUID,
+        *,
+        pod_name: str,
+        namespace: str,
+        jupyter_token: str,
+        ready_timeout_seconds: float,
+        generation: int,
+    ) -> Reservation | None:
+        """Queued (granted) to preparing: the pod exists, ready by the deadline."""
+        return self._write(
+            "preparing",
+            {
+                "reservation_id": reservation_id,
+                "pod_name": pod_name,
+                "namespace": namespace,
+                "jupyter_token": jupyter_token,
+                "ready_timeout_seconds": ready_timeout_seconds,
+                "generation": generation,
+            },
+        )
+
+    def activate(
+        self,
+        reservation_id: UUID,
+        *,
+        seconds_per_hour: float,
+        node_ip: str | None,
+        node_port: int | None,
+    ) -> Reservation | None:
+        """Preparing to active: launched now, with its SSH address."""
+        return self._write(
+            "activate",
+            {
+                "reservation_id": reservation_id,
+                "seconds_per_hour": seconds_per_hour,
+                "node_ip": node_ip,
+                "node_port": node_port,
+                "ssh_command": f"ssh -p {node_port} dev@{node_ip}",
+            },
+        )
+
+    def checkpoint(
+        self,
+        reservation_id: UUID,
+        *,
+        seconds_per_hour: float,
+        warnings_sent: list[int],
+        warning_text: str | None,
+        jupyter_url: str | None,
+        jupyter_port: int | None,
+        generation: int,
+    ) -> Reservation | None:
+        """What a checkpoint applied to the pod (only while active)."""
+        return self._write(
+            "checkpoint",
+            {
+                "reservation_id": reservation_id,
+                "seconds_per_hour": seconds_per_hour,
+                "warnings_sent": warnings_sent,
+                "warning_text": warning_text,
+                "jupyter_url": jupyter_url,
+                "jupyter_port": jupyter_port,
+                "generation": generation,
+            },
+        )
+
+    def end(
+        self, reservation_id: UUID, status: ReservationStatus, detail: str
+    ) -> Reservation | None:
+        """The final status, once: None if the reservation had already ended."""
+        return self._write(
+            "end", {"reservation_id": reservation_id, "status": str(status), "detail": detail}
+        )
+
+    def placements(self, reservation_id: UUID) -> list[Placement]:
+        """The reservation's nodes by rank, with their addresses."""
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(
+                query("allocation/placements"), {"reservation_id": reservation_id}
+            ).fetchall()
+        return [Placement(r["rank"], r["node_name"], r["node_ip"], r["slots"]) for r in rows]
