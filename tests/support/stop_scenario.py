@@ -57,6 +57,7 @@ def run(state_dir: Path, scenario: str) -> dict[str, Any]:
         seconds_per_hour=36.0,
         ready_timeout_seconds=6.0,
         ready_poll_seconds=1,
+        max_live_reservations_per_user=10,  # the busy scenario holds 6 as alice
     )
     cloud = LocalCloud(state_dir, options).start()
     postgres_pid = cloud.postgres_pid
