@@ -39,10 +39,16 @@ test: setup ## Run every test tier (unit, integration, infrastructure, e2e, life
 test-fast: $(VENV)/.installed ## Run the unit tier only
 	$(PY) -m pytest tests/unit -q
 
-lint: $(VENV)/.installed ## ruff (lint + format check) and mypy
+lint: $(VENV)/.installed ## ruff (lint + format check) and mypy (the layer, CDK app, local cloud, CLI, functions)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	@# Each function on its own, its folder as the package base like Lambda's task root: every
+	@# function has a handler.py, and its sibling modules are imported as top-level names.
+	@for function in functions/*/; do \
+		function=$${function%/}; echo "mypy $$function"; \
+		MYPYPATH=$$function $(VENV)/bin/mypy --no-error-summary $$function || exit 1; \
+	done
 
 format: $(VENV)/.installed ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

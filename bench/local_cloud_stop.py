@@ -1,6 +1,6 @@
 """How long the local cloud takes to stop, idle and busy (what Ctrl+C waits for).
 
-Each scenario (see tests/e2e/stop_scenario.py) starts a LocalCloud in this process on its
+Each scenario (see tests/support/stop_scenario.py) starts a LocalCloud in this process on its
 own embedded PostgreSQL (a temporary directory under .local, free ports), then stops it and
 prints the time `stop()` took, step by step, and which of our threads were still running:
 
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.e2e.stop_scenario import run
+from tests.support.stop_scenario import run
 
 ROOT = Path(__file__).resolve().parent.parent
 

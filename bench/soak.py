@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from localcloud.postgres import free_port  # noqa: E402
 from localcloud.stack import LocalCloud, Options, Ports  # noqa: E402
-from tests.e2e.conftest import ApiClient  # noqa: E402
+from tests.support.api import ApiClient  # noqa: E402
 
 SECONDS_PER_HOUR = 36.0
 CLIENT_TIMEOUT_SECONDS = 2.0

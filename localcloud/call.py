@@ -1,4 +1,5 @@
-"""Send one request to the local API, signed with botocore's SigV4 like the CLI will.
+"""Send one request to the local API with the `gpu-dev` CLI's client (gpudev_cli.client):
+signed with the standard credential chain as `--profile`, or not at all.
 
 python -m localcloud.call --profile alice GET /v1/me
 python -m localcloud.call --unsigned GET /v1/me
@@ -9,13 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import boto3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
+from gpudev_cli.client import CliError, SigV4Client, session_for
 
 STACK = Path(__file__).resolve().parent.parent / ".local" / "stack.json"
 
@@ -27,34 +24,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=None)
     parser.add_argument("--unsigned", action="store_true")
     parser.add_argument("--data", default=None, help="JSON body")
+    parser.add_argument("--stack", type=Path, default=STACK, help="the local cloud's stack.json")
     args = parser.parse_args(argv)
 
-    stack = json.loads(STACK.read_text())
-    url = stack["api_url"] + args.path
-    body = args.data.encode() if args.data else None
-    request = AWSRequest(
-        method=args.method, url=url, data=body, headers={"Content-Type": "application/json"}
-    )
-    if not args.unsigned:
-        session = boto3.Session(profile_name=args.profile, region_name=stack["region"])
-        credentials = session.get_credentials()
-        if credentials is None:
-            print("no AWS credentials found (set AWS_SHARED_CREDENTIALS_FILE)", file=sys.stderr)
-            return 2
-        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", stack["region"]).add_auth(
-            request
-        )
-    prepared = request.prepare()
-    http_request = urllib.request.Request(
-        prepared.url, data=body, method=args.method, headers=dict(prepared.headers.items())
-    )
+    stack = json.loads(args.stack.read_text())
+    body = json.loads(args.data) if args.data else None
     try:
-        with urllib.request.urlopen(http_request) as response:
-            print(response.status, response.read().decode())
-            return 0
-    except urllib.error.HTTPError as error:
-        print(error.code, error.read().decode())
-        return 1
+        client = SigV4Client(stack["api_url"], session_for(args.profile, stack["region"]))
+        reply = client.call(args.method, args.path, body, signed=not args.unsigned)
+    except CliError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(reply.status, json.dumps(reply.body))
+    return 0 if reply.status < 400 else 1
 
 
 if __name__ == "__main__":

@@ -17,19 +17,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gpudev.db.migrations import apply_migrations
+from tests.support.databases import create_database, database_url_for, drop_database
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "migrations"
 TEMPLATE_DB = "gpudev_template"
-
-
-def database_url_for(server_url: str, dbname: str) -> str:
-    params = conninfo_to_dict(server_url)
-    params["dbname"] = dbname
-    return make_conninfo(**params)
 
 
 @pytest.fixture(scope="session")
@@ -52,21 +46,6 @@ def postgres_url() -> Iterator[str]:
 def admin_conn(postgres_url: str) -> Iterator[psycopg.Connection[Any]]:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         yield conn
-
-
-def create_database(admin: psycopg.Connection[Any], name: str, template: str | None = None) -> None:
-    from psycopg import sql
-
-    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
-    if template:
-        statement = sql.SQL("{} TEMPLATE {}").format(statement, sql.Identifier(template))
-    admin.execute(statement)
-
-
-def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
-    from psycopg import sql
-
-    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture(scope="session")

@@ -1,16 +1,27 @@
-"""Calls the gpu-dev API signed with SigV4 (`execute-api`) from the standard AWS credential
-chain (environment, profiles, SSO), through botocore; errors become one clear line."""
+"""The one client of the gpu-dev API. It signs each request with botocore's SigV4
+(`execute-api`) using the credentials of an injected boto3 session (the standard chain:
+environment, profiles, SSO) and sends it with urllib. The CLI calls the API through it, and
+so do `python -m localcloud.call`, the tests and `bench/`. The local gateway's verifier
+(`localcloud/sigv4.py`) is written independently of it, so the e2e tier proves it right.
+
+`call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
+body of a successful answer and turns anything else into one clear line (`CliError`)."""
 
 from __future__ import annotations
 
 import json
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials, ReadOnlyCredentials
 from botocore.exceptions import (
     BotoCoreError,
     NoCredentialsError,
@@ -18,7 +29,9 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-TIMEOUT_SECONDS = 30
+SERVICE = "execute-api"
+DEFAULT_REGION = "us-east-2"
+TIMEOUT_SECONDS = 30.0
 # API Gateway's own 429 body when the stage throttles; our limits say which limit instead.
 GATEWAY_THROTTLED = "Too Many Requests"
 
@@ -27,18 +40,45 @@ class CliError(Exception):
     """Printed as one line; the CLI exits non-zero."""
 
 
-class ApiClient:
-    def __init__(self, api_url: str, profile: str | None, region: str | None):
-        self.api_url = api_url
-        try:
-            self._session = boto3.Session(profile_name=profile, region_name=region)
-        except ProfileNotFound as exc:
-            raise CliError(f"{exc}; list profiles with `aws configure list-profiles`") from None
-        self.region = self._session.region_name or "us-east-2"
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any  # the JSON answer; its text when it is not JSON; None when empty
 
-    def _credentials(self) -> Any:
+
+def session_for(
+    profile: str | None, region: str | None, credentials_file: Path | None = None
+) -> boto3.Session:
+    """A session of the standard credential chain, as `profile` when given. `credentials_file`
+    replaces ~/.aws/credentials for this session only (AWS_SHARED_CREDENTIALS_FILE does it
+    for the whole process)."""
+    core = botocore.session.Session()
+    if credentials_file is not None:
+        core.set_config_variable("credentials_file", str(credentials_file))
+    try:
+        return boto3.Session(botocore_session=core, profile_name=profile, region_name=region)
+    except ProfileNotFound as exc:
+        raise CliError(f"{exc}; list profiles with `aws configure list-profiles`") from None
+
+
+class SigV4Client:
+    def __init__(
+        self,
+        api_url: str,
+        session: boto3.Session,
+        region: str | None = None,
+        timeout_seconds: float | None = TIMEOUT_SECONDS,
+    ):
+        self.api_url = api_url
+        self.session = session
+        self.region = region or session.region_name or DEFAULT_REGION
+        self.timeout_seconds = timeout_seconds
+
+    def credentials(self) -> ReadOnlyCredentials:
+        """The session's current keys (refreshed when they are temporary)."""
         try:
-            credentials = self._session.get_credentials()
+            credentials = self.session.get_credentials()
         except TokenRetrievalError:
             raise CliError("your AWS SSO session has expired: run `aws sso login`") from None
         except BotoCoreError as exc:
@@ -52,24 +92,39 @@ class ApiClient:
         except (NoCredentialsError, TokenRetrievalError):
             raise CliError("your AWS credentials could not be refreshed: log in again") from None
 
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
+    def signed_headers(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        credentials: Credentials | ReadOnlyCredentials | None = None,
+        service: str = SERVICE,
+        extra_headers: dict[str, str] | None = None,
+    ) -> dict[str, str]:
+        """The headers to send, signed with the session's keys unless `credentials` are given;
+        `extra_headers` are signed too (botocore signs an `X-Amz-Content-SHA256` given here
+        with its value as the payload hash)."""
         request = AWSRequest(
             method=method,
             url=self.api_url + path,
-            data=data,
-            headers={"Content-Type": "application/json"},
+            data=body,
+            headers={"Content-Type": "application/json", **(extra_headers or {})},
         )
-        SigV4Auth(self._credentials(), "execute-api", self.region).add_auth(request)
-        prepared = request.prepare()
-        http_request = urllib.request.Request(
-            prepared.url, data=data, method=method, headers=dict(prepared.headers.items())
+        SigV4Auth(credentials or self.credentials(), service, self.region).add_auth(request)
+        return dict(request.headers.items())
+
+    def send(
+        self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+    ) -> Reply:
+        """Sends exactly what it is given: tests break signed requests with it."""
+        request = urllib.request.Request(
+            self.api_url + path, data=body, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(http_request, timeout=TIMEOUT_SECONDS) as response:
-                return json.loads(response.read() or b"null")
+            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                return Reply(response.status, dict(response.headers), _parsed(response.read()))
         except urllib.error.HTTPError as error:
-            raise CliError(_describe(error)) from None
+            return Reply(error.code, dict(error.headers), _parsed(error.read()))
         except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
             raise CliError(
@@ -77,23 +132,53 @@ class ApiClient:
                 "check --api-url / GPU_DEV_API_URL"
             ) from None
 
+    def call(self, method: str, path: str, body: Any = None, signed: bool = True) -> Reply:
+        """`body` as JSON, signed with the session's keys (or not at all)."""
+        data = json.dumps(body).encode() if body is not None else None
+        headers = (
+            self.signed_headers(method, path, data)
+            if signed
+            else {"Content-Type": "application/json"}
+        )
+        return self.send(method, path, headers, data)
 
-def _describe(error: urllib.error.HTTPError) -> str:
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        reply = self.call(method, path, body)
+        if reply.status >= 400:
+            raise CliError(describe_failure(reply))
+        return reply.body
+
+
+def _parsed(raw: bytes) -> Any:
+    if not raw:
+        return None
     try:
-        payload = json.loads(error.read() or b"{}")
+        return json.loads(raw)
     except json.JSONDecodeError:
-        payload = {}
+        return raw.decode(errors="replace")
+
+
+def describe_failure(reply: Reply) -> str:
+    """One line for a failed answer: the API's message, with a hint where one helps."""
+    payload = reply.body if isinstance(reply.body, dict) else {}
     message = payload.get("message") or ""
-    if error.code == 422 and payload.get("detail"):
+    if reply.status == 422 and payload.get("detail"):
         message = "; ".join(
             f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
             for d in payload["detail"]
         )
-    if error.code == 403:
+    if reply.status == 403:
         return (
             f"access denied ({message or 'forbidden'}): check that your AWS credentials "
             "are for the gpu-dev account and role"
         )
-    if error.code == 429 and message in ("", GATEWAY_THROTTLED):
+    if reply.status == 429 and message in ("", GATEWAY_THROTTLED):
         return "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"
-    return f"{message or error.reason} (HTTP {error.code})"
+    return f"{message or _reason(reply)} (HTTP {reply.status})"
+
+
+def _reason(reply: Reply) -> str:
+    try:
+        return HTTPStatus(reply.status).phrase
+    except ValueError:
+        return "error"

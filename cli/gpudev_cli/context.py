@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from gpudev_cli.client import ApiClient, CliError
+from gpudev_cli.client import CliError, SigV4Client, session_for
 from gpudev_cli.config import ConfigError, load, resolve_api_url
 
 LIVE = ("pending", "queued", "preparing", "active")
@@ -27,12 +27,11 @@ class Context:
     region: str | None
     output: str
 
-    def client(self) -> ApiClient:
+    def client(self) -> SigV4Client:
         api_url, _ = resolve_api_url(self.api_url_flag)
         settings = load()
-        return ApiClient(
-            api_url, self.profile or settings.get("profile"), self.region or settings.get("region")
-        )
+        profile = self.profile or settings.get("profile")
+        return SigV4Client(api_url, session_for(profile, self.region or settings.get("region")))
 
     def emit(self, data: Any, render: Any) -> None:
         if self.output == "json":

@@ -15,7 +15,7 @@ import click
 from rich.table import Table
 
 from gpudev_cli import prompts, render, ssh
-from gpudev_cli.client import ApiClient, CliError
+from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.config import ConfigError, config_path, load, resolve_api_url, save
 from gpudev_cli.context import FINAL, LIVE, Context, Group, console, interactive, progress, short
 from gpudev_cli.disks import disk
@@ -37,7 +37,7 @@ def cli(
 
 
 def _request_body(
-    client: ApiClient,
+    client: SigV4Client,
     ask: bool,
     gpu_type: str | None,
     gpus: int | None,
@@ -149,7 +149,7 @@ def reserve(
 POLL_SECONDS = {"queued": 3.0}
 
 
-def _follow(client: ApiClient, reservation: dict[str, Any], ask: bool) -> dict[str, Any] | None:
+def _follow(client: SigV4Client, reservation: dict[str, Any], ask: bool) -> dict[str, Any] | None:
     """Poll until active or ended, showing progress; None if the user stopped waiting."""
     rid = reservation["reservation_id"]
     started = time.monotonic()
@@ -246,7 +246,7 @@ def cancel(obj: Context, reservation_id: str) -> None:
     )
 
 
-def _extend(obj: Context, client: ApiClient, reservation_id: str, hours: float) -> None:
+def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float) -> None:
     result = client.request("POST", f"/v1/reservations/{reservation_id}/extend", {"hours": hours})
     obj.emit(
         result,

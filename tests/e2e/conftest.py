@@ -7,51 +7,19 @@ package-scoped so that the two clouds (each sets process-wide environment) never
 from __future__ import annotations
 
 import configparser
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from click.testing import CliRunner, Result
 
-from cdk_app.declaration import Deployment
 from localcloud.stack import LocalCloud, Options
-from tests.conftest import create_database, database_url_for, drop_database
 from tests.e2e.fixtures.deployment import API_TIER
-
-
-@contextmanager
-def running_cloud(
-    admin_conn: psycopg.Connection[Any],
-    postgres_url: str,
-    state_dir: Path,
-    database: str,
-    options: Options,
-    deployment: Deployment,
-) -> Iterator[LocalCloud]:
-    """A local cloud on its own database of the session's PostgreSQL, removed afterwards."""
-    drop_database(admin_conn, database)
-    create_database(admin_conn, database)
-    cloud = LocalCloud(
-        state_dir,
-        replace(options, database_url=database_url_for(postgres_url, database)),
-        deployment=deployment,
-    ).start()
-    try:
-        yield cloud
-    finally:
-        cloud.stop()
-        drop_database(admin_conn, database)
+from tests.support.api import ApiClient
+from tests.support.clouds import running_cloud
 
 
 @pytest.fixture(scope="package")
@@ -77,83 +45,6 @@ def local_cloud(
         API_TIER,
     ) as cloud:
         yield cloud
-
-
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class ApiClient:
-    """Signs like the CLI (botocore SigV4, execute-api) and lets tests break the request."""
-
-    base_url: str
-    region: str
-    profiles: configparser.ConfigParser
-
-    @classmethod
-    def for_cloud(cls, cloud: LocalCloud) -> ApiClient:
-        return cls.for_cloud_description(cloud.describe())
-
-    @classmethod
-    def for_cloud_description(cls, stack: dict[str, Any]) -> ApiClient:
-        """From a cloud's description (`.local/stack.json` of a `python -m localcloud`)."""
-        profiles = configparser.ConfigParser()
-        profiles.read(stack["credentials_file"])
-        return cls(stack["api_url"], stack["region"], profiles)
-
-    def credentials(self, profile: str) -> Credentials:
-        """A profile's keys, with its session token when it has one (the SSO user's)."""
-        section = self.profiles[profile]
-        return Credentials(
-            section["aws_access_key_id"],
-            section["aws_secret_access_key"],
-            section.get("aws_session_token"),
-        )
-
-    def signed_headers(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        credentials: Credentials,
-        service: str = "execute-api",
-        extra_headers: dict[str, str] | None = None,
-    ) -> dict[str, str]:
-        """The headers to send; `extra_headers` are signed too (botocore signs an
-        `X-Amz-Content-SHA256` given here with its value as the payload hash)."""
-        request = AWSRequest(
-            method=method,
-            url=self.base_url + path,
-            data=body,
-            headers={"Content-Type": "application/json", **(extra_headers or {})},
-        )
-        SigV4Auth(credentials, service, self.region).add_auth(request)
-        return dict(request.headers.items())
-
-    def send(
-        self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
-    ) -> Reply:
-        request = urllib.request.Request(
-            self.base_url + path, data=body, method=method, headers=headers
-        )
-        try:
-            with urllib.request.urlopen(request) as response:
-                return Reply(response.status, dict(response.headers), json.loads(response.read()))
-        except urllib.error.HTTPError as error:
-            return Reply(error.code, dict(error.headers), json.loads(error.read()))
-
-    def call(
-        self, method: str, path: str, profile: str | None = "alice", body: Any = None
-    ) -> Reply:
-        data = json.dumps(body).encode() if body is not None else None
-        headers = (
-            self.signed_headers(method, path, data, self.credentials(profile)) if profile else {}
-        )
-        return self.send(method, path, headers, data)
 
 
 @pytest.fixture(scope="package")
@@ -185,15 +76,6 @@ def run(
         return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
 
     yield invoke
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
 def eks_api_client(

@@ -8,7 +8,7 @@ import psycopg
 
 from gpudev.jobs import parse_job
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 
 def count_reservations(cloud: LocalCloud) -> int:

@@ -13,8 +13,8 @@ import pytest
 from botocore.credentials import Credentials
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
 from tests.e2e.jobs import count_reservations
+from tests.support.api import ApiClient
 
 
 def _users(cloud: LocalCloud) -> list[str]:

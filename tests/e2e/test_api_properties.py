@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 JSON_SCALARS = (
     st.none()

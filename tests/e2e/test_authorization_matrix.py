@@ -17,9 +17,10 @@ import psycopg
 import pytest
 from botocore.credentials import Credentials
 
+from gpudev_cli.client import Reply
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient, Reply
 from tests.e2e.jobs import drain_jobs
+from tests.support.api import ApiClient
 
 OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
 ACCOUNT = "123456789012"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from tests.e2e.conftest import wait_for
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
+from tests.support.waiting import wait_for
 
 
 def _name() -> str:

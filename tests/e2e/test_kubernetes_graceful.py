@@ -17,7 +17,7 @@ from urllib3.exceptions import HTTPError
 
 from localcloud.kubernetes.server import Faults
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import wait_for
+from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev"
 GRACE = 10  # our pods' terminationGracePeriodSeconds

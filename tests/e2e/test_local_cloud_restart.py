@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from localcloud.postgres import free_port
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_LIMIT_SECONDS = 10.0
@@ -147,7 +147,7 @@ def test_a_cloud_stopped_while_handlers_are_blocked_in_kubernetes_calls_stops_wi
     state_dir: Path,
 ):
     scenario = subprocess.run(
-        [sys.executable, "-m", "tests.e2e.stop_scenario", str(state_dir), "busy"],
+        [sys.executable, "-m", "tests.support.stop_scenario", str(state_dir), "busy"],
         cwd=ROOT,
         env=_child_environment(),
         capture_output=True,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 from tests.support.certificates import synth_context
 
 ROOT = Path(__file__).resolve().parents[2]

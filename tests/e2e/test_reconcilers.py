@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import wait_for
+from tests.support.waiting import wait_for
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 NAMESPACE = "gpu-dev"

@@ -13,8 +13,8 @@ from botocore.credentials import Credentials
 
 from localcloud.aws import SSO_ROLE_NAME, SSO_ROLE_PATH, SSO_SESSION_SECONDS
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
+from tests.support.api import ApiClient
 
 CAROL = "carol@example.com"
 CAROL_ARN = f"arn:aws:sts::123456789012:assumed-role/{SSO_ROLE_NAME}/{CAROL}"

@@ -12,7 +12,8 @@ import pytest
 
 from cdk_app.declaration import DEPLOYMENT, SWEEPER_SCHEDULE
 from localcloud.stack import LocalCloud, Options
-from tests.e2e.conftest import ApiClient, running_cloud
+from tests.support.api import ApiClient
+from tests.support.clouds import running_cloud
 
 SECONDS_PER_HOUR = 36.0
 MINUTE = SECONDS_PER_HOUR / 60

@@ -12,7 +12,7 @@ import psycopg
 from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from localcloud.aws import SSO_PROFILE, SSO_SESSION_NAME
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 # Kubernetes' label rules (apimachinery validation): a value, and a key's name part, is at
 # most 63 characters of this shape; a key's optional prefix is a DNS subdomain.

@@ -8,7 +8,6 @@ import time
 
 import psycopg
 
-from tests.e2e.conftest import wait_for
 from tests.lifecycle.helpers import (
     allocated_slots,
     assert_nothing_left,
@@ -19,6 +18,7 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
+from tests.support.waiting import wait_for
 
 
 def test_cancel_while_pending(api, local_cloud):

@@ -8,9 +8,9 @@ from datetime import datetime
 
 import psycopg
 
-from tests.e2e.conftest import wait_for
 from tests.lifecycle.conftest import MINUTE, SECONDS_PER_HOUR
 from tests.lifecycle.helpers import objects_of, reserve, secret_data, show, wait_for_status
+from tests.support.waiting import wait_for
 
 
 def _timestamp(value: str) -> float:

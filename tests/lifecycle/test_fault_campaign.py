@@ -30,7 +30,6 @@ import psycopg
 import pytest
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import ApiClient, wait_for
 from tests.lifecycle.helpers import (
     allocated_slots,
     assert_nothing_left,
@@ -44,6 +43,8 @@ from tests.lifecycle.helpers import (
 )
 from tests.lifecycle.test_sweeper import STOPPED_REASON, stop_execution, sweep
 from tests.lifecycle.test_transient_faults import _throttled_send_task_success, _token
+from tests.support.api import ApiClient
+from tests.support.waiting import wait_for
 
 CLIENT_TIMEOUT_SECONDS = 1.5  # the layer's Kubernetes client, for this module only
 HELD_SECONDS = 2.5  # a request held this long has timed out for the client

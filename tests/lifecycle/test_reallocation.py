@@ -4,8 +4,8 @@ to a node without free GPUs, so granting early would fail the next reservation."
 
 from __future__ import annotations
 
-from tests.e2e.conftest import wait_for
 from tests.lifecycle.helpers import cancel, objects_of, reserve, show, wait_for_status
+from tests.support.waiting import wait_for
 
 
 def test_the_next_reservation_starts_on_a_just_released_node(api, local_cloud):

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from tests.e2e.conftest import wait_for
 from tests.lifecycle.conftest import SECONDS_PER_HOUR
 from tests.lifecycle.helpers import (
     allocated_slots,
@@ -18,6 +17,7 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
+from tests.support.waiting import wait_for
 
 CAROL = "carol@example.com"
 

@@ -17,7 +17,6 @@ from botocore.exceptions import ClientError
 from psycopg import sql
 
 from gpudev.aws import aws_clients
-from tests.e2e.conftest import wait_for
 from tests.lifecycle.helpers import (
     cancel,
     execution_history,
@@ -26,6 +25,7 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
+from tests.support.waiting import wait_for
 
 PARKED_AGAIN = "Checkpoint failed: park, then check again"
 CHECKPOINT = "Checkpoint: warnings, changes, expiry"

@@ -3,16 +3,11 @@ Gateway's throttling gets a retry hint."""
 
 from __future__ import annotations
 
-import io
-import json
-import urllib.error
-
-from gpudev_cli.client import _describe
+from gpudev_cli.client import Reply, describe_failure
 
 
-def _http_error(code: int, body: dict[str, str]) -> urllib.error.HTTPError:
-    payload = io.BytesIO(json.dumps(body).encode())
-    return urllib.error.HTTPError("https://api/v1/reservations", code, "x", {}, payload)  # type: ignore[arg-type]
+def _reply(status: int, body: dict[str, str]) -> Reply:
+    return Reply(status, {"Content-Type": "application/json"}, body)
 
 
 def test_a_per_user_limit_is_printed_as_the_api_states_it():
@@ -20,9 +15,9 @@ def test_a_per_user_limit_is_printed_as_the_api_states_it():
         "you have 4 live reservations, the limit is 4; "
         "cancel one with `gpu-dev cancel` or wait for one to end"
     )
-    assert _describe(_http_error(429, {"message": message})) == f"{message} (HTTP 429)"
+    assert describe_failure(_reply(429, {"message": message})) == f"{message} (HTTP 429)"
 
 
 def test_gateway_throttling_suggests_retrying():
-    described = _describe(_http_error(429, {"message": "Too Many Requests"}))
+    described = describe_failure(_reply(429, {"message": "Too Many Requests"}))
     assert described == "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"

@@ -2,7 +2,7 @@
 
 A LocalCloud holds process-wide state (moto's backends, the environment, the connection
 pool), so a test that must stop one while handlers are still running runs this module as a
-child process (`python -m tests.e2e.stop_scenario STATE_DIR busy`), leaving the session's
+child process (`python -m tests.support.stop_scenario STATE_DIR busy`), leaving the session's
 clouds alone. `bench/local_cloud_stop.py` prints the same figures.
 
 - idle: nothing submitted;
@@ -23,7 +23,7 @@ from typing import Any
 
 from localcloud.postgres import free_port
 from localcloud.stack import LocalCloud, Options, Ports
-from tests.e2e.conftest import ApiClient
+from tests.support.api import ApiClient
 
 # Threads our components name; moto's and the servers' request threads are anonymous.
 OUR_THREADS = ("sqs-", "tick-", "simulated-cluster", "api-gateway", "kubernetes-api", "moto-")
@@ -57,6 +57,7 @@ def run(state_dir: Path, scenario: str) -> dict[str, Any]:
         seconds_per_hour=36.0,
         ready_timeout_seconds=6.0,
         ready_poll_seconds=1,
+        max_live_reservations_per_user=10,  # the busy scenario holds 6 as alice
     )
     cloud = LocalCloud(state_dir, options).start()
     postgres_pid = cloud.postgres_pid
