@@ -17,10 +17,11 @@ import psycopg
 from gpudev.allocation.service import Allocator, AllocatorReport
 from gpudev.cluster.vocabulary import Node
 from gpudev.lifecycle.keys import GithubKeys
-from gpudev.lifecycle.payloads import WaitForCapacity, Wake
+from gpudev.lifecycle.payloads import WaitForCapacity
 from gpudev.lifecycle.queueing import wait_for_capacity
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import LifecycleSettings
+from gpudev.signals import Wake
 
 NODE = Node("h100-0", "h100", True, False, 8)
 SETTINGS = LifecycleSettings()

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from gpudev.availability.compute import (
-    Availability,
     GpuTypeConfig,
     ScalingGroup,
     compute_availability,
 )
 from gpudev.cluster.vocabulary import Node, Pod
+from gpudev.models import Availability
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, ReconcilerRunsRepository
 

@@ -8,10 +8,11 @@ from datetime import datetime
 
 from gpudev.cluster import objects
 from gpudev.cluster.names import Names
-from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive, Wake
+from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive
 from gpudev.lifecycle.schedule import Active, Due
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.models import Reservation, ReservationStatus
+from gpudev.signals import Wake
 
 
 def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:

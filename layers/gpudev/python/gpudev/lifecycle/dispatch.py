@@ -17,12 +17,12 @@ from gpudev.lifecycle.payloads import (
     TaskName,
     TaskOutput,
     TearDownOutput,
-    Wake,
 )
 from gpudev.lifecycle.provision import check_ready, provision
 from gpudev.lifecycle.queueing import start, wait_for_capacity
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.lifecycle.teardown import tear_down
+from gpudev.signals import Wake
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Task:
     run: Callable[[Lifecycle, Any], TaskOutput | None]
     # What the state's result is: the return value, or for a waitForTaskToken task (which
     # returns nothing) what is sent through its token.
-    output: type[TaskOutput]
+    output: type[TaskOutput] | type[Wake]
     parks: bool = False  # a waitForTaskToken task
 
 

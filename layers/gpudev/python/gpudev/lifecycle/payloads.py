@@ -20,7 +20,6 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from gpudev.models import ReservationStatus
-from gpudev.signals import Wake  # noqa: F401  (a parked task's output)
 
 
 class TaskName(StrEnum):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from gpudev.lifecycle.payloads import Start, StartOutput, WaitForCapacity, Wake
+from gpudev.lifecycle.payloads import Start, StartOutput, WaitForCapacity
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.observability import logger
+from gpudev.signals import Wake
 
 
 def start(lc: Lifecycle, task: Start) -> StartOutput:
