@@ -5,8 +5,10 @@ Repositories take a connection; the caller owns the transaction (a request, a ta
 
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
+from gpudev.repositories.outbox import OutboxRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
+from gpudev.repositories.sweeper import SweeperRepository
 from gpudev.repositories.users import UsersRepository
 
 __all__ = [
@@ -14,7 +16,9 @@ __all__ = [
     "GpuTypesRepository",
     "NewDisk",
     "NewReservation",
+    "OutboxRepository",
     "ReconcilerRunsRepository",
     "ReservationsRepository",
+    "SweeperRepository",
     "UsersRepository",
 ]

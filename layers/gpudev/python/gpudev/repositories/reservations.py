@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.models import GpuType, Reservation, ReservationEvent, ReservationStatus
-from gpudev.outbox import Outboxed
+from gpudev.repositories.outbox import Outboxed
 from gpudev.reservations.limits import Usage, UserLimits
 
 
