@@ -249,7 +249,7 @@ def _disk_accepted(disk: Any) -> Response[DiskView]:
 @app.post("/v1/disks")
 def create_user_disk(request: DiskRequest) -> Response[DiskView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _disk_accepted(create_disk(conn, jobs(), caller, request))
 
 
@@ -271,14 +271,14 @@ def get_disk(disk_name: str) -> DiskView:
 @app.delete("/v1/disks/<disk_name>")
 def delete_user_disk(disk_name: str) -> Response[DiskView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _disk_accepted(delete_disk(conn, jobs(), caller, disk_name))
 
 
 @app.post("/v1/disks/<disk_name>/rename")
 def rename_user_disk(disk_name: str, request: RenameRequest) -> Response[DiskView]:
     caller = current_caller()
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the services commit, then send
         return _disk_accepted(rename_disk(conn, jobs(), caller, disk_name, request))
 
 
