@@ -278,13 +278,14 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
     ).fetchone()
     assert disk is not None
     # The outbox functions (migrations/0010) run with the API role's own grants.
-    for name, params in [
-        ("reservations/extend", {"reservation_id": params["reservation_id"], "hours": 1}),
-        ("reservations/request_cancel", {"reservation_id": params["reservation_id"]}),
+    rid = params["reservation_id"]
+    for name, arguments in [
+        ("reservations/extend", {"reservation_id": rid, "hours": 1}),
+        ("reservations/request_cancel", {"reservation_id": rid}),
         ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
         ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),
     ]:
-        assert conn.execute(query(name), params).fetchone() is not None, name
+        assert conn.execute(query(name), arguments).fetchone() is not None, name
 
 
 def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):

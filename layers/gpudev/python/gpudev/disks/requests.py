@@ -2,8 +2,9 @@
 by one statement, committed, then the job is sent (gpudev/outbox.py, as for reservations):
 give the writes a connection in autocommit mode (`autocommit_connection()`), so their
 `conn.transaction()` is the commit. A refused send is not an error: the request is saved and
-the sweeper's relay sends the job. The disk lifecycle (volumes, snapshots) acts on the job. Another user's disk is
-never found (404), a disk marked for deletion is gone (410), one in use is a conflict (409).
+the sweeper's relay sends the job. The disk lifecycle (volumes, snapshots) acts on the job.
+Another user's disk is never found (404), a disk marked for deletion is gone (410), one in
+use is a conflict (409).
 Each request first loads the caller's bound user row (`bound_user`): another principal
 deriving the same username is refused (403) before anything is read or written."""
 
