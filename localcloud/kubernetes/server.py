@@ -104,7 +104,8 @@ def delete_options(query: dict[str, str], body: Any) -> DeleteOptions:
         seconds = None if grace is None else int(grace)
     except (TypeError, ValueError):
         raise ApiError(400, "BadRequest", f"gracePeriodSeconds: invalid value {grace!r}") from None
-    return DeleteOptions(seconds, (options.get("preconditions") or {}).get("uid"))
+    preconditions = options.get("preconditions") or {}
+    return DeleteOptions(seconds, preconditions.get("uid"), preconditions.get("resourceVersion"))
 
 
 def token_principal(authorization: str | None, known_key: Callable[[str], str | None]) -> str:

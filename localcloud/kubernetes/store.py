@@ -51,10 +51,11 @@ def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
 @dataclass(frozen=True)
 class DeleteOptions:
     """What a DELETE may ask for (meta/v1 DeleteOptions): a grace period in seconds (None:
-    the object's own) and a UID precondition."""
+    the object's own) and UID / resourceVersion preconditions."""
 
     grace_period_seconds: int | None = None
     uid: str | None = None
+    resource_version: str | None = None
 
 
 def now() -> str:
@@ -381,6 +382,19 @@ class ObjectStore:
                     "Conflict",
                     f"Precondition failed: UID in precondition: {options.uid}, "
                     f"UID in object meta: {meta['uid']}",
+                    name,
+                    resource,
+                )
+            if (
+                options.resource_version is not None
+                and options.resource_version != meta["resourceVersion"]
+            ):
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    "Precondition failed: ResourceVersion in precondition: "
+                    f"{options.resource_version}, ResourceVersion in object meta: "
+                    f"{meta['resourceVersion']}",
                     name,
                     resource,
                 )

@@ -183,6 +183,38 @@ def test_selectors_config_maps_status_and_errors_behave_like_the_api_server(
     assert bad_field.value.status == 400
 
 
+def test_a_delete_with_preconditions_is_refused_once_the_object_changed(
+    core: client.CoreV1Api,
+):
+    """As kube-apiserver: a UID or resourceVersion that no longer matches is a 409 and
+    nothing is deleted (the sweeper deletes only what it listed)."""
+    name = f"pre-{uuid.uuid4().hex[:6]}"
+    listed = core.create_namespaced_config_map(NAMESPACE, {"metadata": {"name": name}})
+    core.patch_namespaced_config_map(name, NAMESPACE, {"data": {"a": "b"}})
+    for preconditions in (
+        client.V1Preconditions(resource_version=listed.metadata.resource_version),
+        client.V1Preconditions(uid=str(uuid.uuid4())),
+    ):
+        with pytest.raises(ApiException) as changed:
+            core.delete_namespaced_config_map(
+                name, NAMESPACE, body=client.V1DeleteOptions(preconditions=preconditions)
+            )
+        assert changed.value.status == 409 and "Precondition failed" in changed.value.body
+    current = core.read_namespaced_config_map(name, NAMESPACE)
+    core.delete_namespaced_config_map(
+        name,
+        NAMESPACE,
+        body=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(
+                uid=current.metadata.uid, resource_version=current.metadata.resource_version
+            )
+        ),
+    )
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map(name, NAMESPACE)
+    assert gone.value.status == 404
+
+
 def test_status_is_a_subresource(core: client.CoreV1Api):
     name = f"status-{uuid.uuid4().hex[:6]}"
     core.create_namespaced_pod(NAMESPACE, _pod(name, 0, "cpu-x86", {}))

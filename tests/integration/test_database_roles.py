@@ -79,7 +79,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "gpu_types/get",
         "gpu_types/list_active",
         # the sweeper logs in as the lifecycle
-        "sweeper/end",
+        "sweeper/hold_unchanged",
         "sweeper/live",
         "sweeper/record_resends",
         "sweeper/try_lock",
@@ -211,6 +211,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "DROP TABLE allocations",
         "ALTER TABLE allocations DROP CONSTRAINT allocations_pkey",
         "DELETE FROM reservation_events",
+        'SELECT outbox_write(\'{"kind": "x"}\')',  # only the API writes jobs
     ),
     RECONCILERS: (
         "SELECT status FROM reservations",
@@ -227,6 +228,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "SELECT * FROM cluster_nodes",
         "DELETE FROM reconciler_runs",
         "CREATE TABLE extra (a integer)",
+        'SELECT outbox_write(\'{"kind": "x"}\')',
     ),
 }
 
@@ -275,6 +277,15 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
         {"user_id": "role-api", "disk_name": "data", "size_gb": 100},
     ).fetchone()
     assert disk is not None
+    # The outbox functions (migrations/0010) run with the API role's own grants.
+    rid = params["reservation_id"]
+    for name, arguments in [
+        ("reservations/extend", {"reservation_id": rid, "hours": 1}),
+        ("reservations/request_cancel", {"reservation_id": rid}),
+        ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
+        ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),
+    ]:
+        assert conn.execute(query(name), arguments).fetchone() is not None, name
 
 
 def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):

@@ -13,8 +13,10 @@ from botocore.exceptions import ClientError
 
 from gpudev.cluster.objects_client import KubernetesUnavailable
 from gpudev.cluster.vocabulary import KINDS
-from gpudev.db.queries import query
 from gpudev.jobs import JobQueue, parse_job
+from gpudev.models import ReservationStatus
+from gpudev.repositories import SweeperRepository
+from gpudev.repositories.sweeper import EndReservation
 from gpudev.sweeper.plan import Limits
 from gpudev.sweeper.service import LOCK_KEY, Sweeper
 
@@ -50,8 +52,13 @@ class Objects:
             raise KubernetesUnavailable("list_namespaced_pod: HTTP 503")
         return list(self.items[kind])
 
-    def delete(self, kind: str, name: str) -> None:
+    def delete_listed(
+        self, kind: str, name: str, uid: str | None, resource_version: str | None
+    ) -> bool:
+        """As the API server: False when it is gone already (404)."""
+        before = len(self.items[kind])
         self.items[kind] = [i for i in self.items[kind] if i["metadata"]["name"] != name]
+        return len(self.items[kind]) < before
 
     def of(self, reservation_id: uuid.UUID) -> int:
         return sum(
@@ -239,14 +246,18 @@ def test_a_queued_reservation_whose_execution_is_gone_is_ended(world):
     assert result.statistics["reservations_ended"] == 1
 
 
-def test_objects_of_ended_and_unknown_reservations_are_deleted_nothing_else(world):
-    ended = insert(world.url, "active")
-    with psycopg.connect(world.url, autocommit=True) as conn:
+def end_row(url: str, rid: uuid.UUID, ago: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+            "UPDATE reservations SET status = 'expired', reservation_ended = now() - %s::interval"
             " WHERE reservation_id = %s",
-            (ended,),
+            (ago, rid),
         )
+
+
+def test_objects_of_long_ended_and_unknown_reservations_are_deleted_nothing_else(world):
+    ended = insert(world.url, "active")
+    end_row(world.url, ended, "2 minutes")
     unknown = uuid.uuid4()
     world.objects.add(ended)
     world.objects.add(unknown)
@@ -257,6 +268,65 @@ def test_objects_of_ended_and_unknown_reservations_are_deleted_nothing_else(worl
         and result.statistics["reservations_ended"] == 0
     )
     assert world.allocations == 0, "nothing was released"
+
+
+def test_objects_of_a_reservation_that_ended_within_the_margin_are_left_to_its_tear_down(world):
+    """Its tear down may still be running (it ended the row after deleting, or a create whose
+    response was lost lands late): the next run judges it, nothing counted now."""
+    just_ended = insert(world.url, "active")
+    end_row(world.url, just_ended, "10 seconds")
+    world.objects.add(just_ended)
+    result = world.run()
+    assert world.objects.of(just_ended) == len(KINDS)
+    assert result.repairs == 0 and result.statistics["objects_deleted"] == 0
+    later = Limits(pending_after_seconds=300, max_create_resends=2, ended_margin_seconds=5)
+    assert world.run(later).statistics["objects_deleted"] == len(KINDS)
+    assert world.objects.of(just_ended) == 0
+
+
+def test_a_tear_down_between_the_listing_and_the_row_read_is_not_counted_as_a_repair(world):
+    """The sequence of the fault campaign's overlapping sweep: objects listed, then the
+    lifecycle deletes them and ends the row, then the sweep reads the rows."""
+    rid = insert(world.url, "active")
+    world.stepfunctions.executions = {execution_of(rid): "RUNNING"}
+    world.objects.add(rid)
+    labelled = world.objects.labelled
+    kinds_listed: list[str] = []
+
+    def listing_then_tear_down(kind: str) -> list[dict[str, Any]]:
+        items = labelled(kind)
+        kinds_listed.append(kind)
+        if len(kinds_listed) == len(KINDS):  # the listing is over: the tear down runs
+            for each in KINDS:
+                world.objects.items[each] = []
+            end_row(world.url, rid, "0 seconds")
+        return items
+
+    world.objects.labelled = listing_then_tear_down  # type: ignore[method-assign]
+    result = world.run()
+    assert result.repairs == 0
+    assert result.statistics["objects_seen"] == len(KINDS)
+    assert result.statistics["objects_deleted"] == 0
+    assert result.statistics["objects_already_gone"] == 0, "no delete was even tried"
+
+
+def test_a_delete_of_an_object_gone_already_is_counted_apart_not_as_a_repair(world):
+    """A reservation that ended long ago, whose objects go between the listing and the
+    deletes (another hand deleted them): 404 is not a repair."""
+    ended = insert(world.url, "active")
+    end_row(world.url, ended, "1 hour")
+    world.objects.add(ended)
+    rows = world.objects.labelled
+
+    def listed_then_gone(kind: str) -> list[dict[str, Any]]:
+        items = rows(kind)
+        world.objects.items[kind] = []
+        return items
+
+    world.objects.labelled = listed_then_gone  # type: ignore[method-assign]
+    result = world.run()
+    assert result.repairs == 0
+    assert result.statistics["objects_already_gone"] == len(KINDS)
 
 
 def test_a_clean_world_needs_no_repair(world):
@@ -310,26 +380,18 @@ def test_a_resend_is_not_counted_on_a_row_an_execution_took_meanwhile(world):
             " WHERE reservation_id = %s",
             (started,),
         )
-        counted = conn.execute(
-            query("sweeper/record_resends"), {"reservation_ids": [started]}
-        ).fetchall()
+        counted = SweeperRepository(conn).record_resends([started])
     assert counted == []
     assert reservation(world.url, started)["create_job_resends"] == 0
 
 
-def test_the_end_statement_leaves_a_row_that_moved_on(world):
+def test_the_end_leaves_a_row_that_moved_on(world):
     moved = insert(world.url, "active")
     with psycopg.connect(world.url, autocommit=True) as conn:
-        ended = conn.execute(
-            query("sweeper/end"),
-            {
-                "reservation_id": moved,
-                "execution_arn": "another",
-                "status": "failed",
-                "detail": "x",
-            },
-        ).fetchone()
-    assert ended is None and reservation(world.url, moved)["status"] == "active"
+        ended = SweeperRepository(conn).end(
+            EndReservation(moved, "another", ReservationStatus.FAILED, "x")
+        )
+    assert ended is False and reservation(world.url, moved)["status"] == "active"
 
 
 def test_a_run_while_another_holds_the_lock_is_skipped(world):
@@ -373,15 +435,17 @@ def test_a_failed_read_is_recorded_and_raised_and_frees_the_lock(world):
     assert world.run().outcome == "succeeded"
 
 
-def test_the_live_query_reads_only_live_rows(world):
+def test_the_rows_read_are_the_live_ones_and_when_the_listed_ended_ones_ended(world):
     live = insert(world.url, "queued")
     ended = insert(world.url, "queued")
-    with psycopg.connect(world.url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'failed', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (ended,),
-        )
+    listed_ended = insert(world.url, "queued")
+    for rid in (ended, listed_ended):
+        end_row(world.url, rid, "3 minutes")
     with psycopg.connect(world.url) as conn:
-        rows = conn.execute(query("sweeper/live")).fetchall()
-    assert [r[0] for r in rows] == [live]
+        rows = SweeperRepository(conn).rows([listed_ended, live, uuid.uuid4()])
+        (ended_at,) = conn.execute(
+            "SELECT reservation_ended FROM reservations WHERE reservation_id = %s",
+            (listed_ended,),
+        ).fetchone()  # type: ignore[misc]
+    assert [r.reservation_id for r in rows.live] == [live]
+    assert rows.ended_at == {str(listed_ended): ended_at}

@@ -12,13 +12,6 @@ PACKAGE = ROOT / "layers" / "gpudev" / "python" / "gpudev"
 SCANNED = (PACKAGE, ROOT / "functions", ROOT / "cli", ROOT / "localcloud")
 ALLOWED = (PACKAGE / "repositories", PACKAGE / "db")
 
-# Modules being converted to repositories right now, each by another change; the integrator
-# empties this list as those changes land. Do not add to it.
-BEING_CONVERTED = {
-    "layers/gpudev/python/gpudev/sweeper/service.py",  # the sweeper's SQL
-    "layers/gpudev/python/gpudev/outbox.py",  # the outbox's SQL
-}
-
 
 def _named_sql_uses(source: str) -> list[str]:
     """Where a module imports from `gpudev.db.queries` or calls a function named `query`."""
@@ -53,22 +46,11 @@ def test_named_sql_is_run_only_by_repositories():
         str(path.relative_to(ROOT)): uses
         for path in _modules_outside_repositories()
         if (uses := _named_sql_uses(path.read_text()))
-        and str(path.relative_to(ROOT)) not in BEING_CONVERTED
     }
     assert offenders == {}, (
         "named SQL outside gpudev/repositories/: add a repository method and call it "
         f"from the service instead: {offenders}"
     )
-
-
-def test_the_list_of_modules_being_converted_holds_only_modules_that_still_need_it():
-    still_using = {
-        str(path.relative_to(ROOT))
-        for path in _modules_outside_repositories()
-        if _named_sql_uses(path.read_text())
-    }
-    converted = BEING_CONVERTED - still_using
-    assert not converted, f"converted: remove from BEING_CONVERTED: {converted}"
 
 
 def test_the_check_finds_a_query_call_and_an_import():

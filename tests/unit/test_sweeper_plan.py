@@ -10,11 +10,11 @@ import pytest
 from cdk_app.declaration import METRICS_NAMESPACE
 from gpudev.models import ReservationStatus as S
 from gpudev.observability import metrics
+from gpudev.repositories.sweeper import LiveRow
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
     ClusterObject,
     Limits,
-    LiveRow,
     executions_to_describe,
     plan_sweep,
 )
@@ -72,7 +72,9 @@ def test_only_live_rows_missing_from_the_running_list_are_described():
 @pytest.mark.parametrize("row_status", [S.QUEUED, S.PREPARING, S.ACTIVE])
 def test_a_live_row_whose_execution_ended_is_ended_failed_with_the_reason(status, row_status):
     dead = row(row_status)
-    plan = plan_sweep([dead], {dead.execution_arn: status}, objects_of(dead.reservation_id), LIMITS)
+    plan = plan_sweep(
+        [dead], {dead.execution_arn: status}, objects_of(dead.reservation_id), LIMITS, listed_at=NOW
+    )
     (end,) = plan.ends
     assert end.reservation_id == dead.reservation_id and end.status == S.FAILED
     assert end.execution_arn == dead.execution_arn
@@ -87,7 +89,9 @@ def test_a_live_row_whose_execution_ended_is_ended_failed_with_the_reason(status
 
 def test_an_execution_that_no_longer_exists_counts_as_ended():
     lost = row()
-    (end,) = plan_sweep([lost], {lost.execution_arn: EXECUTION_MISSING}, [], LIMITS).ends
+    (end,) = plan_sweep(
+        [lost], {lost.execution_arn: EXECUTION_MISSING}, [], LIMITS, listed_at=NOW
+    ).ends
     assert "(not found)" in end.reason
 
 
@@ -95,7 +99,11 @@ def test_an_execution_that_no_longer_exists_counts_as_ended():
 def test_a_running_execution_and_its_objects_are_left_alone(status):
     alive = row()
     plan = plan_sweep(
-        [alive], {alive.execution_arn: status}, objects_of(alive.reservation_id), LIMITS
+        [alive],
+        {alive.execution_arn: status},
+        objects_of(alive.reservation_id),
+        LIMITS,
+        listed_at=NOW,
     )
     assert plan.ends == [] and plan.deletes == [] and plan.resends == []
 
@@ -103,33 +111,101 @@ def test_a_running_execution_and_its_objects_are_left_alone(status):
 def test_a_live_row_not_described_is_left_alone():
     """Not described: it was in the running list."""
     alive = row()
-    plan = plan_sweep([alive], {}, objects_of(alive.reservation_id), LIMITS)
+    plan = plan_sweep([alive], {}, objects_of(alive.reservation_id), LIMITS, listed_at=NOW)
     assert plan.ends == [] and plan.deletes == []
 
 
-def test_objects_of_an_ended_or_unknown_reservation_are_deleted_except_terminating_ones():
+def test_objects_of_a_long_ended_or_unknown_reservation_are_deleted_except_terminating_ones():
     alive = row()
-    ended = uuid4()  # final rows are not among the live rows read after the listing
-    objects = objects_of(alive.reservation_id) + objects_of(ended) + objects_of("not-a-uuid")
-    objects[len(objects_of(ended))] = ClusterObject(
-        "pods", f"gpu-dev-{str(ended)[:8]}", str(ended), terminating=True
+    ended, unknown = uuid4(), uuid4()
+    objects = (
+        objects_of(alive.reservation_id)
+        + objects_of(ended, terminating=True)
+        + objects_of(unknown)
+        + objects_of("not-a-uuid")
     )
-    plan = plan_sweep([alive], {}, objects, LIMITS)
+    plan = plan_sweep(
+        [alive],
+        {},
+        objects,
+        LIMITS,
+        listed_at=NOW,
+        ended_at={str(ended): NOW - timedelta(hours=1)},
+    )
     deleted = {(d.kind, d.name) for d in plan.deletes}
     assert ("pods", f"gpu-dev-{str(ended)[:8]}") not in deleted, "already being deleted"
-    assert {d.reservation_id for d in plan.deletes} == {str(ended), "not-a-uuid"}
-    assert len(plan.deletes) == 3 + 4
+    assert {d.reservation_id for d in plan.deletes} == {str(ended), str(unknown), "not-a-uuid"}
+    assert len(plan.deletes) == 3 + 4 + 4
     assert plan.ends == []
+
+
+@pytest.mark.parametrize(
+    ("ended_seconds_before_listing", "deleted"),
+    [
+        (-5, False),  # ended after the listing began: its tear down ran while we looked
+        (0, False),
+        (LIMITS.ended_margin_seconds - 1, False),  # inside the margin: tear down may finish
+        (LIMITS.ended_margin_seconds, True),
+        (3600, True),
+    ],
+)
+def test_objects_of_a_reservation_are_leftovers_only_once_it_ended_the_margin_before_the_listing(
+    ended_seconds_before_listing, deleted
+):
+    ended = uuid4()
+    plan = plan_sweep(
+        [],
+        {},
+        objects_of(ended),
+        LIMITS,
+        listed_at=NOW,
+        ended_at={str(ended): NOW - timedelta(seconds=ended_seconds_before_listing)},
+    )
+    assert len(plan.deletes) == (4 if deleted else 0)
+
+
+def test_objects_of_a_reservation_the_sweep_ends_itself_are_deleted_at_once():
+    """Its end is this run's repair, not a tear down's: no margin to wait for."""
+    dead = row()
+    plan = plan_sweep(
+        [dead],
+        {dead.execution_arn: "ABORTED"},
+        objects_of(dead.reservation_id),
+        LIMITS,
+        listed_at=NOW,
+        ended_at={},
+    )
+    assert len(plan.ends) == 1 and len(plan.deletes) == 4
+
+
+def test_a_delete_carries_the_object_as_listed_for_its_preconditions():
+    unknown = uuid4()
+    item = {
+        "metadata": {
+            "name": "gpu-dev-x",
+            "namespace": "gpu-dev-profiling",
+            "uid": "u-1",
+            "resourceVersion": "42",
+            "labels": {"gpu-dev/reservation": str(unknown)},
+        }
+    }
+    listed = ClusterObject.from_item("pods", item, "gpu-dev/reservation")
+    (delete,) = plan_sweep([], {}, [listed], LIMITS, listed_at=NOW).deletes
+    assert (delete.namespace, delete.uid, delete.resource_version) == (
+        "gpu-dev-profiling",
+        "u-1",
+        "42",
+    )
 
 
 def test_a_young_pending_row_is_left_to_the_consumer():
     young = row(S.PENDING, execution=False, age_seconds=299)
-    assert plan_sweep([young], {}, [], LIMITS).resends == []
+    assert plan_sweep([young], {}, [], LIMITS, listed_at=NOW).resends == []
 
 
 def test_a_pending_row_without_an_execution_after_the_limit_gets_its_job_again():
     stuck = row(S.PENDING, execution=False, age_seconds=300)
-    plan = plan_sweep([stuck], {}, [], LIMITS)
+    plan = plan_sweep([stuck], {}, [], LIMITS, listed_at=NOW)
     assert [(r.reservation_id, r.user_id) for r in plan.resends] == [
         (stuck.reservation_id, "alice")
     ]
@@ -139,13 +215,13 @@ def test_a_pending_row_without_an_execution_after_the_limit_gets_its_job_again()
 def test_resends_are_spaced_by_the_same_interval():
     just_resent = row(S.PENDING, execution=False, age_seconds=900, resends=1, resent_seconds_ago=10)
     due = row(S.PENDING, execution=False, age_seconds=900, resends=1, resent_seconds_ago=301)
-    plan = plan_sweep([just_resent, due], {}, [], LIMITS)
+    plan = plan_sweep([just_resent, due], {}, [], LIMITS, listed_at=NOW)
     assert [r.reservation_id for r in plan.resends] == [due.reservation_id]
 
 
 def test_a_pending_row_ends_failed_after_the_last_resend():
     tried = row(S.PENDING, execution=False, age_seconds=3600, resends=3, resent_seconds_ago=400)
-    plan = plan_sweep([tried], {}, [], LIMITS)
+    plan = plan_sweep([tried], {}, [], LIMITS, listed_at=NOW)
     (end,) = plan.ends
     assert plan.resends == []
     assert end.status == S.FAILED and end.execution_arn is None
@@ -154,13 +230,13 @@ def test_a_pending_row_ends_failed_after_the_last_resend():
 
 def test_a_stuck_pending_row_whose_owner_cancelled_ends_cancelled_without_a_resend():
     cancelled = row(S.PENDING, execution=False, age_seconds=600, cancel=True)
-    (end,) = plan_sweep([cancelled], {}, [], LIMITS).ends
+    (end,) = plan_sweep([cancelled], {}, [], LIMITS, listed_at=NOW).ends
     assert end.status == S.CANCELLED
 
 
 def test_a_pending_row_with_an_execution_is_the_executions_business():
     started = row(S.PENDING, execution=True, age_seconds=3600)
-    plan = plan_sweep([started], {}, [], LIMITS)
+    plan = plan_sweep([started], {}, [], LIMITS, listed_at=NOW)
     assert plan.ends == [] and plan.resends == []
 
 

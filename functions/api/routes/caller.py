@@ -55,18 +55,6 @@ class CallerRequest:
         with autocommit_connection() as conn:
             return service(conn, queue, self.caller, *args, **kwargs)
 
-    def change_in_transaction(
-        self,
-        service: Callable[Concatenate[Connection, JobQueue, Caller, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """A change that sends its job inside its transaction (the disk requests, until they
-        use the outbox too); the block commits on success."""
-        queue = _jobs()
-        with connection() as conn:
-            return service(conn, queue, self.caller, *args, **kwargs)
-
 
 def _jobs() -> JobQueue:
     return JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)

@@ -19,7 +19,7 @@ def _accepted(disk: Disk) -> Response[DiskView]:
 
 @router.post("/v1/disks")
 def create_user_disk(request: DiskRequest, caller: ForCaller) -> Response[DiskView]:
-    return _accepted(caller.change_in_transaction(create_disk, request))
+    return _accepted(caller.change(create_disk, request))
 
 
 @router.get("/v1/disks")
@@ -34,11 +34,11 @@ def get_disk(disk_name: str, caller: ForCaller) -> DiskView:
 
 @router.delete("/v1/disks/<disk_name>")
 def delete_user_disk(disk_name: str, caller: ForCaller) -> Response[DiskView]:
-    return _accepted(caller.change_in_transaction(delete_disk, disk_name))
+    return _accepted(caller.change(delete_disk, disk_name))
 
 
 @router.post("/v1/disks/<disk_name>/rename")
 def rename_user_disk(
     disk_name: str, request: RenameRequest, caller: ForCaller
 ) -> Response[DiskView]:
-    return _accepted(caller.change_in_transaction(rename_disk, disk_name, request))
+    return _accepted(caller.change(rename_disk, disk_name, request))

@@ -1,9 +1,7 @@
 """Jobs the API puts on the SQS jobs queue: one pydantic model per kind, shared with the
-consumer that turns them into Step Functions work. Reservation jobs go through the
-transactional outbox (gpudev/outbox.py): written with their change, sent after its commit,
-so a job only exists for a committed change. Disk jobs are still sent inside the
-transaction that records them, so a failed send rolls the record back ("nothing was
-saved")."""
+consumer that turns them into Step Functions work. Every job goes through the
+transactional outbox (gpudev/outbox.py): written with its change, sent after its commit, so
+a job only exists for a committed change."""
 
 from __future__ import annotations
 

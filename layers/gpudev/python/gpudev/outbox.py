@@ -8,11 +8,13 @@ change never waits on SQS to be saved.
 - The relay (`relay_outbox`, run by the sweeper) sends rows older than a few seconds, in
   batches locked `FOR UPDATE SKIP LOCKED`, and deletes what it sent. A job can be sent twice
   (the API's delete failing after its send); every consumer branch is idempotent.
+
+Reservation and disk requests alike write their job this way (one SQL function,
+`outbox_write`, migrations/0010); the table's statements are in repositories/outbox.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import UUID
@@ -20,31 +22,16 @@ from uuid import UUID
 import psycopg
 from pydantic import ValidationError
 
-from gpudev.db.queries import query
 from gpudev.errors import Unavailable
 from gpudev.jobs import AnyJob, job_from_payload
 from gpudev.observability import logger
+from gpudev.repositories.outbox import Outboxed, OutboxRepository
 
 RELAY_BATCH_SIZE = 100
 
 
 class JobSender(Protocol):
     def send(self, job: AnyJob) -> str: ...
-
-
-@dataclass(frozen=True)
-class Outboxed:
-    """A job written to the outbox with its change, not sent yet."""
-
-    outbox_id: UUID
-    job: AnyJob
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Outboxed | None:
-        """From a statement's `outbox_id` and `outbox_payload` columns (NULL: no job)."""
-        if row.get("outbox_id") is None:
-            return None
-        return cls(row["outbox_id"], job_from_payload(row["outbox_payload"]))
 
 
 def send_after_commit(conn: psycopg.Connection[Any], queue: JobSender, outboxed: Outboxed) -> bool:
@@ -59,7 +46,7 @@ def send_after_commit(conn: psycopg.Connection[Any], queue: JobSender, outboxed:
         )
         return False
     try:
-        conn.execute(query("outbox/delete_sent"), {"outbox_id": outboxed.outbox_id})
+        OutboxRepository(conn).delete_sent(outboxed.outbox_id)
     except psycopg.Error:
         logger.warning(
             "a sent job's outbox row could not be deleted; the relay sends it again",
@@ -84,29 +71,31 @@ def relay_outbox(
     """Send one batch of outbox rows older than `older_than_seconds` that nobody sent, in one
     transaction holding their row locks (another relay skips them), and delete those sent.
     `conn` must be in autocommit mode, so the transaction is real."""
+    outbox = OutboxRepository(conn)
     sent: list[UUID] = []
     refused: list[UUID] = []
     with conn.transaction():
-        rows = conn.execute(
-            query("outbox/relay_batch"),
-            {"older_than_seconds": older_than_seconds, "batch_size": batch_size},
-        ).fetchall()
-        for outbox_id, payload, attempts in rows:
+        rows = outbox.lock_unsent(older_than_seconds, batch_size)
+        for row in rows:
             try:
-                job = job_from_payload(payload)
+                job = job_from_payload(row.payload)
                 queue.send(job)
             except (ValidationError, Unavailable) as exc:
-                refused.append(outbox_id)
+                refused.append(row.outbox_id)
                 logger.error(
                     "the relay could not send an outbox row",
-                    extra={"outbox_id": str(outbox_id), "attempts": attempts, "error": str(exc)},
+                    extra={
+                        "outbox_id": str(row.outbox_id),
+                        "attempts": row.relay_attempts,
+                        "error": str(exc),
+                    },
                 )
                 continue
-            sent.append(outbox_id)
+            sent.append(row.outbox_id)
             logger.warning(
                 "the relay sent a job the API had not sent",
-                extra={"outbox_id": str(outbox_id), "kind": job.kind},
+                extra={"outbox_id": str(row.outbox_id), "kind": job.kind},
             )
         if rows:
-            conn.execute(query("outbox/relay_done"), {"sent": sent, "refused": refused})
+            outbox.settle(sent, refused)
     return Relayed(len(sent), len(refused))

@@ -159,6 +159,9 @@ class SweeperSettings(BaseSettings):
     max_create_resends: int = Field(default=3, ge=0)
     # The relay sends outbox rows older than this (the API sends its own within milliseconds).
     outbox_after_seconds: float = Field(default=10.0, ge=0)
+    # Objects of a reservation that ended less than this before a run began are left to its
+    # tear down (which may still be finishing) and judged by the next run.
+    ended_margin_seconds: float = Field(default=60.0, ge=0)
     jobs_queue_url: str = Field(validation_alias="JOBS_QUEUE_URL")
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 

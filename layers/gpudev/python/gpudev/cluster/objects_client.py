@@ -139,6 +139,30 @@ class ReservationObjects:
             if _status(exc) != 404:
                 raise
 
+    def delete_listed(
+        self, kind: str, name: str, uid: str | None, resource_version: str | None
+    ) -> bool:
+        """Delete one object only as it was listed (uid and resourceVersion preconditions);
+        whether this delete removed a live object. False when it is gone already (404) or
+        changed since it was listed (409: e.g. a tear down made the pod Terminating)."""
+        from kubernetes.client import V1DeleteOptions, V1Preconditions
+        from kubernetes.client.exceptions import ApiException
+
+        unchanged = V1Preconditions(uid=uid, resource_version=resource_version)
+        try:
+            self._call(
+                "delete",
+                kind,
+                name,
+                self._namespace,
+                body=V1DeleteOptions(preconditions=unchanged),
+            )
+        except ApiException as exc:
+            if _status(exc) in (404, 409):
+                return False
+            raise
+        return True
+
     def delete_all(
         self, reservation_id: str, kinds: tuple[str, ...] = KINDS, name: str | None = None
     ) -> int:

@@ -1,6 +1,10 @@
-"""Disk requests from the API: each is recorded on the disk's row and queued as a job in one
-transaction; the disk lifecycle (volumes, snapshots) acts on the job. Another user's disk is
-never found (404), a disk marked for deletion is gone (410), one in use is a conflict (409).
+"""Disk requests from the API: each is recorded on the disk's row with its job in the outbox
+by one statement, committed, then the job is sent (gpudev/outbox.py, as for reservations):
+give the writes a connection in autocommit mode (`autocommit_connection()`), so their
+`conn.transaction()` is the commit. A refused send is not an error: the request is saved and
+the sweeper's relay sends the job. The disk lifecycle (volumes, snapshots) acts on the job.
+Another user's disk is never found (404), a disk marked for deletion is gone (410), one in
+use is a conflict (409).
 Each request first loads the caller's bound user row (`bound_user`): another principal
 deriving the same username is refused (403) before anything is read or written."""
 
@@ -14,22 +18,11 @@ from gpudev.callers import bound_user
 from gpudev.disks.schemas import DiskRequest, RenameRequest
 from gpudev.errors import Conflict, Gone, NotFound
 from gpudev.identity import Caller
-from gpudev.jobs import DiskJob, JobQueue
+from gpudev.jobs import JobQueue
 from gpudev.models import Disk
+from gpudev.outbox import send_after_commit
 from gpudev.repositories import DisksRepository
 from gpudev.reservations.rules import check_disk_name
-
-
-def _job(disk: Disk, operation: str, previous_name: str | None = None) -> DiskJob:
-    assert disk.operation_id is not None
-    return DiskJob(
-        operation=operation,  # type: ignore[arg-type]
-        operation_id=disk.operation_id,
-        disk_id=disk.disk_id,
-        user_id=disk.user_id,
-        disk_name=disk.disk_name,
-        previous_name=previous_name,
-    )
 
 
 def caller_disks(conn: psycopg.Connection[Any], caller: Caller) -> list[Disk]:
@@ -53,28 +46,40 @@ def _usable(disk: Disk, action: str) -> None:
         raise Conflict(f"cannot {action} disk {disk.disk_name!r}: it is in use by {holder}")
 
 
+def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: str) -> Exception:
+    """Why a request statement matched no disk (read only then, so an accepted request
+    takes the bound user row, the statement and, after commit, the outbox delete)."""
+    disk = DisksRepository(conn).get(caller.username, name)
+    if disk is None:
+        return NotFound(f"no disk named {name!r}")
+    try:
+        _usable(disk, action)
+    except (Gone, Conflict) as refused:
+        return refused
+    return Conflict(f"disk {name!r} changed meanwhile; look at it again")
+
+
 def create_disk(
     conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, request: DiskRequest
 ) -> Disk:
     check_disk_name(request.disk_name)
     with conn.transaction():
         bound_user(conn, caller)
-        disk = DisksRepository(conn).request_create(
+        created = DisksRepository(conn).request_create(
             caller.username, request.disk_name, request.size_gb
         )
-        queue.send(_job(disk, "create"))
-    return disk
+    send_after_commit(conn, queue, created.job)
+    return created.disk
 
 
 def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
-    disk = find_disk(conn, caller, name)
-    _usable(disk, "delete")
     with conn.transaction():
+        bound_user(conn, caller)
         deleted = DisksRepository(conn).request_delete(caller.username, name)
         if deleted is None:
-            raise Conflict(f"disk {name!r} changed meanwhile; look at it again")
-        queue.send(_job(deleted, "delete"))
-    return deleted
+            raise _refusal(conn, caller, name, "delete")
+    send_after_commit(conn, queue, deleted.job)
+    return deleted.disk
 
 
 def rename_disk(
@@ -85,11 +90,10 @@ def rename_disk(
     request: RenameRequest,
 ) -> Disk:
     check_disk_name(request.new_name)
-    disk = find_disk(conn, caller, name)
-    _usable(disk, "rename")
     with conn.transaction():
+        bound_user(conn, caller)
         renamed = DisksRepository(conn).rename(caller.username, name, request.new_name)
         if renamed is None:
-            raise Conflict(f"disk {name!r} changed meanwhile; look at it again")
-        queue.send(_job(renamed, "rename", previous_name=name))
-    return renamed
+            raise _refusal(conn, caller, name, "rename")
+    send_after_commit(conn, queue, renamed.job)
+    return renamed.disk

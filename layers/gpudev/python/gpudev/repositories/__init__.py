@@ -9,8 +9,10 @@ from gpudev.repositories.disk_reconciliation import DiskReconciliationRepository
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
 from gpudev.repositories.lifecycle import LifecycleRepository
+from gpudev.repositories.outbox import OutboxRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
+from gpudev.repositories.sweeper import SweeperRepository
 from gpudev.repositories.users import UsersRepository
 
 __all__ = [
@@ -22,7 +24,9 @@ __all__ = [
     "LifecycleRepository",
     "NewDisk",
     "NewReservation",
+    "OutboxRepository",
     "ReconcilerRunsRepository",
     "ReservationsRepository",
+    "SweeperRepository",
     "UsersRepository",
 ]

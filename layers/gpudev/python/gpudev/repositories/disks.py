@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
+from psycopg.rows import class_row, dict_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.models import Disk
+from gpudev.repositories.outbox import Outboxed
 
 
 class NewDisk(BaseModel):
@@ -16,6 +18,23 @@ class NewDisk(BaseModel):
     disk_name: str
     size_gb: int | None = None
     ebs_volume_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DiskRequested:
+    """A request recorded on a disk's row and its disk job, written to the outbox by the
+    same statement (sent after commit)."""
+
+    disk: Disk
+    job: Outboxed
+
+
+def _requested(row: dict[str, Any] | None) -> DiskRequested | None:
+    if row is None:
+        return None
+    job = Outboxed.from_row(row)
+    assert job is not None  # the statements return a row only with its outbox row
+    return DiskRequested(Disk.model_validate(row), job)
 
 
 class DisksRepository:
@@ -41,26 +60,32 @@ class DisksRepository:
                 {"user_id": user_id, "include_deleted": include_deleted},
             ).fetchall()
 
-    def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> Disk:
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
+    def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> DiskRequested:
+        """DiskNameTaken if the user has a disk of that name."""
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
                 query("disks/request_create"),
                 {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
             ).fetchone()
-        assert row is not None
-        return row
+        requested = _requested(row)
+        assert requested is not None
+        return requested
 
-    def request_delete(self, user_id: str, disk_name: str) -> Disk | None:
+    def request_delete(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, already deleted or in use."""
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
-            ).fetchone()
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            return _requested(
+                cur.execute(
+                    query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
+                ).fetchone()
+            )
 
-    def rename(self, user_id: str, disk_name: str, new_name: str) -> Disk | None:
+    def rename(self, user_id: str, disk_name: str, new_name: str) -> DiskRequested | None:
         """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is."""
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/rename"),
-                {"user_id": user_id, "disk_name": disk_name, "new_name": new_name},
-            ).fetchone()
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
+            return _requested(
+                cur.execute(
+                    query("disks/rename"),
+                    {"user_id": user_id, "disk_name": disk_name, "new_name": new_name},
+                ).fetchone()
+            )

@@ -18,7 +18,7 @@ from gpudev.models import (
     Usage,
     UserLimits,
 )
-from gpudev.outbox import Outboxed
+from gpudev.repositories.outbox import Outboxed
 
 
 class NamedDisk(BaseModel):

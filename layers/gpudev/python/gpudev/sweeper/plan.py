@@ -6,7 +6,9 @@ Three things the lifecycle can leave behind when something outside it fails:
 - a live reservation whose Step Functions execution is no longer RUNNING (stopped by an
   operator, `TearDownFailed`, lost with moto's memory): end it `failed` with a reason, give
   its slots back, and delete its objects;
-- cluster objects labelled with a reservation that has ended or does not exist: delete them;
+- cluster objects labelled with a reservation that ended a while before they were listed, or
+  that does not exist: delete them. A reservation that ended after that (its tear down ran
+  while the sweeper looked) is its own lifecycle's to clean, and the next run judges it;
 - a `pending` reservation that no execution took (its create job was lost, or sits in the
   dead-letter queue): send its create job again, up to a limit, then end it with a reason
   (`cancelled` if its owner asked for that meanwhile).
@@ -14,33 +16,18 @@ Three things the lifecycle can leave behind when something outside it fails:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from gpudev.models import ReservationStatus
+from gpudev.repositories.sweeper import WITH_EXECUTION, EndReservation, LiveRow
 
 # Execution statuses in which the execution still owns its reservation.
 EXECUTION_ALIVE = frozenset({"RUNNING", "PENDING_REDRIVE"})
 EXECUTION_MISSING = "NOT_FOUND"  # DescribeExecution: ExecutionDoesNotExist
-WITH_EXECUTION = frozenset(
-    {ReservationStatus.QUEUED, ReservationStatus.PREPARING, ReservationStatus.ACTIVE}
-)
-
-
-@dataclass(frozen=True)
-class LiveRow:
-    reservation_id: UUID
-    user_id: str
-    status: ReservationStatus
-    execution_arn: str | None
-    created_at: datetime
-    cancel_requested_at: datetime | None
-    create_job_resends: int
-    create_job_resent_at: datetime | None
-    read_at: datetime  # the database's now() when the row was read
 
 
 @dataclass(frozen=True)
@@ -50,6 +37,10 @@ class ClusterObject:
     reservation_id: str  # the label's value, as found
     terminating: bool = False  # deletion already under way
     namespace: str = "gpu-dev"
+    # As listed: the delete's preconditions, so an object that changed since (a tear down
+    # made the pod Terminating, deleted and made again) is not deleted or counted.
+    uid: str | None = None
+    resource_version: str | None = None
 
     @classmethod
     def from_item(cls, kind: str, item: dict[str, Any], label: str) -> ClusterObject:
@@ -60,6 +51,8 @@ class ClusterObject:
             (metadata.get("labels") or {}).get(label, ""),
             metadata.get("deletionTimestamp") is not None,
             metadata.get("namespace", "gpu-dev"),
+            metadata.get("uid"),
+            metadata.get("resourceVersion"),
         )
 
 
@@ -68,14 +61,9 @@ class Limits:
     pending_after_seconds: float
     max_create_resends: int
     outbox_after_seconds: float = 10.0  # an outbox row this old was not sent by the API
-
-
-@dataclass(frozen=True)
-class EndReservation:
-    reservation_id: UUID
-    execution_arn: str | None  # as read: the end only applies if it is still the same
-    status: ReservationStatus
-    reason: str
+    # Objects of a reservation are deleted only if it ended this long before the listing
+    # began: its tear down has finished (sweeper/plan.py `_leftover`).
+    ended_margin_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +78,8 @@ class DeleteObject:
     name: str
     reservation_id: str
     namespace: str = "gpu-dev"
+    uid: str | None = None
+    resource_version: str | None = None
 
 
 @dataclass
@@ -125,15 +115,34 @@ def _stuck_pending(row: LiveRow, limits: Limits) -> bool:
     return (row.read_at - since).total_seconds() >= limits.pending_after_seconds
 
 
+def _leftover(
+    reservation_id: str,
+    ended_at: Mapping[str, datetime],
+    listed_at: datetime,
+    limits: Limits,
+) -> bool:
+    """An object of a reservation that is not live: a leftover if the reservation does not
+    exist, or ended at least the margin before the listing began. One that ended later was
+    being torn down while we listed (its objects seen, then deleted by its execution, then
+    its row ended): not ours to delete nor to count as a repair."""
+    ended = ended_at.get(reservation_id)
+    return ended is None or ended <= listed_at - timedelta(seconds=limits.ended_margin_seconds)
+
+
 def plan_sweep(
     rows: Iterable[LiveRow],
     described: dict[str, str],
     objects: Iterable[ClusterObject],
     limits: Limits,
+    *,
+    listed_at: datetime,
+    ended_at: Mapping[str, datetime] | None = None,
 ) -> SweepPlan:
     """`rows`: every live reservation, read after `objects` were listed (so an object of a
     reservation missing from `rows` belongs to one that ended, or never existed);
-    `described`: execution ARN → status for what `executions_to_describe` named."""
+    `described`: execution ARN → status for what `executions_to_describe` named;
+    `listed_at`: the database's clock before the listing began; `ended_at`: reservation id →
+    `reservation_ended` for the objects' reservations that have ended (read with `rows`)."""
     plan = SweepPlan()
     rows = list(rows)
     for row in rows:
@@ -171,9 +180,12 @@ def plan_sweep(
                 plan.resends.append(ResendCreate(row.reservation_id, row.user_id))
     ending = {str(end.reservation_id) for end in plan.ends}
     live = {str(row.reservation_id) for row in rows} - ending
+    ended_at = ended_at or {}
     plan.deletes = [
-        DeleteObject(o.kind, o.name, o.reservation_id, o.namespace)
+        DeleteObject(o.kind, o.name, o.reservation_id, o.namespace, o.uid, o.resource_version)
         for o in objects
-        if o.reservation_id not in live and not o.terminating
+        if not o.terminating
+        and o.reservation_id not in live
+        and (o.reservation_id in ending or _leftover(o.reservation_id, ended_at, listed_at, limits))
     ]
     return plan

@@ -31,6 +31,7 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
             settings.pending_after_seconds,
             settings.max_create_resends,
             settings.outbox_after_seconds,
+            settings.ended_margin_seconds,
         ),
         allocate=tasks.allocate,
     )

@@ -5,12 +5,16 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
   and returns (the function also has reserved concurrency 1).
 - Reads, in this order: one list per kind of labelled objects (pods, services, config maps,
   secrets, network policies) in each namespace reservations use, then the live rows (one
-  statement), then the running executions (ListExecutions, paginated) and DescribeExecution
-  only for live rows missing from that list. Objects are listed before rows are read, so a
-  reservation created meanwhile is never taken for gone.
+  statement, with when the objects' ended reservations ended), then the running executions
+  (ListExecutions, paginated) and DescribeExecution only for live rows missing from that
+  list. Objects are listed before rows are read, so a reservation created meanwhile is
+  never taken for gone; the run's start (the database's clock, before the listing) tells
+  a leftover from a tear down that ran while we looked (sweeper/plan.py).
 - Writes: each end with its release in one transaction (allocation/release.sql: the
-  allocator's own statement), deletes by name, create jobs through the jobs queue, then one
-  allocator pass if any slots came back, so the next in queue gets them at once.
+  allocator's own statement), deletes of objects as they were listed (a repair only if the
+  delete removed a live object: gone already or changed since is not), create jobs through
+  the jobs queue, then one allocator pass if any slots came back, so the next in queue gets
+  them at once. SQL through repositories/sweeper.py; this module owns the transactions.
 - The outbox relay (gpudev/outbox.py): one batch of jobs the API did not send after its
   commit, sent and deleted, counted in `jobs_relayed` (a repair: the API's send failed).
 - One failing delete or send is counted in `errors` and the run goes on; a failure to read
@@ -21,27 +25,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
-from psycopg.rows import class_row
 
+from gpudev.allocation.service import release_allocation
 from gpudev.cluster.objects_client import KubernetesUnavailable, ReservationObjects
 from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
-from gpudev.db.queries import query
 from gpudev.errors import Unavailable
 from gpudev.jobs import CreateReservationJob, JobQueue
 from gpudev.observability import logger
 from gpudev.outbox import relay_outbox
-from gpudev.repositories import ReconcilerRunsRepository
+from gpudev.repositories import ReconcilerRunsRepository, SweeperRepository
+from gpudev.repositories.sweeper import EndReservation
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
     ClusterObject,
-    EndReservation,
     Limits,
-    LiveRow,
     SweepPlan,
     executions_to_describe,
     plan_sweep,
@@ -73,10 +76,13 @@ class Sweeper:
     limits: Limits
     allocate: Callable[[], Any]  # one allocator pass (the only writer of allocations)
 
+    @property
+    def _rows(self) -> SweeperRepository:
+        return SweeperRepository(self.conn)
+
     def run(self, invoked_by: str) -> SweepResult:
         runs = ReconcilerRunsRepository(self.conn)
-        locked = self.conn.execute(query("sweeper/try_lock"), {"key": LOCK_KEY}).fetchone()
-        if not locked or not locked[0]:
+        if not self._rows.try_lock(LOCK_KEY):
             run = runs.record(RECONCILER, invoked_by, "skipped", "another run is in progress")
             logger.info("sweeper skipped: another run is in progress")
             return SweepResult("skipped", run_id=run.run_id)
@@ -84,7 +90,7 @@ class Sweeper:
             run = runs.start(RECONCILER, invoked_by)
             statistics: dict[str, int] = {}
             try:
-                statistics = self._sweep()
+                statistics = self._sweep(run.started_at)
             except Exception as exc:
                 runs.finish(run.run_id, "failed", statistics, f"{type(exc).__name__}: {exc}")
                 raise
@@ -96,7 +102,7 @@ class Sweeper:
 
     def _unlock(self) -> None:
         try:
-            self.conn.execute(query("sweeper/unlock"), {"key": LOCK_KEY})
+            self._rows.unlock(LOCK_KEY)
         except psycopg.Error:  # a lost session has released the lock already
             logger.exception("sweeper could not release its lock")
 
@@ -108,10 +114,6 @@ class Sweeper:
             for kind in KINDS
             for item in objects.labelled(kind)
         ]
-
-    def _live_rows(self) -> list[LiveRow]:
-        with self.conn.cursor(row_factory=class_row(LiveRow)) as cur:
-            return cur.execute(query("sweeper/live")).fetchall()
 
     def _running_executions(self) -> set[str]:
         paginator = self.stepfunctions.get_paginator("list_executions")
@@ -133,19 +135,28 @@ class Sweeper:
         return str(response["status"])
 
     # -- the run ---------------------------------------------------------------------------
-    def _sweep(self) -> dict[str, int]:
+    def _sweep(self, started_at: datetime) -> dict[str, int]:
+        """`started_at`: the run's start on the database's clock, before the listing."""
         objects = self._cluster_objects()
-        rows = self._live_rows()
-        candidates = executions_to_describe(rows, self._running_executions())
+        rows = self._rows.rows(_reservation_ids(objects))
+        candidates = executions_to_describe(rows.live, self._running_executions())
         described = {arn: self._describe(arn) for arn in candidates}
-        plan = plan_sweep(rows, described, objects, self.limits)
+        plan = plan_sweep(
+            rows.live,
+            described,
+            objects,
+            self.limits,
+            listed_at=started_at,
+            ended_at=rows.ended_at,
+        )
         statistics = {
-            "live_reservations": len(rows),
+            "live_reservations": len(rows.live),
             "objects_seen": len(objects),
             "executions_described": len(described),
             "reservations_ended": 0,
             "slots_released": 0,
             "objects_deleted": 0,
+            "objects_already_gone": 0,
             "create_jobs_resent": 0,
             "jobs_relayed": 0,
             "errors": 0,
@@ -164,23 +175,12 @@ class Sweeper:
         not_ended: set[str] = set()
         for end in ends:
             with self.conn.transaction():
-                ended = self.conn.execute(
-                    query("sweeper/end"),
-                    {
-                        "reservation_id": end.reservation_id,
-                        "execution_arn": end.execution_arn,
-                        "status": str(end.status),
-                        "detail": end.reason,
-                    },
-                ).fetchone()
-                if ended is None:
+                if not self._rows.end(end):
                     not_ended.add(str(end.reservation_id))
                     continue
-                released = self.conn.execute(
-                    query("allocation/release"), {"reservation_id": end.reservation_id}
-                ).fetchone()
+                released = release_allocation(self.conn, end.reservation_id)
             statistics["reservations_ended"] += 1
-            statistics["slots_released"] += released[0] if released else 0
+            statistics["slots_released"] += released
             logger.warning(
                 "sweeper ended a reservation",
                 extra={
@@ -199,13 +199,18 @@ class Sweeper:
             if delete.reservation_id in not_ended:
                 continue  # its row moved on while we looked: the next run judges it again
             try:
-                namespaces[delete.namespace].delete(delete.kind, delete.name)
+                removed = namespaces[delete.namespace].delete_listed(
+                    delete.kind, delete.name, delete.uid, delete.resource_version
+                )
             except (KubernetesUnavailable, ApiException) as exc:
                 statistics["errors"] += 1
                 logger.error(
                     "sweeper could not delete an object",
                     extra={"object": delete.__dict__, "error": str(exc)},
                 )
+                continue
+            if not removed:  # gone already, or changed since listed: someone else acted
+                statistics["objects_already_gone"] += 1
                 continue
             statistics["objects_deleted"] += 1
             logger.warning("sweeper deleted a leftover object", extra={"object": delete.__dict__})
@@ -231,5 +236,16 @@ class Sweeper:
                 extra={"reservation_id": str(resend.reservation_id)},
             )
         if sent:
-            self.conn.execute(query("sweeper/record_resends"), {"reservation_ids": sent})
+            self._rows.record_resends(sent)
         statistics["create_jobs_resent"] = len(sent)
+
+
+def _reservation_ids(objects: Sequence[ClusterObject]) -> list[UUID]:
+    """The reservations the objects are labelled with (a label that is no id names none)."""
+    ids = set()
+    for item in objects:
+        try:
+            ids.add(UUID(item.reservation_id))
+        except ValueError:
+            continue
+    return sorted(ids)

@@ -1,5 +1,13 @@
 -- A disk the user asked for: the row exists at once (name reserved), the volume is made
--- by the disk job. disks_user_disk_name_key refuses a second disk of the same name.
-INSERT INTO disks (user_id, disk_name, size_gb, operation_id, operation_status)
-VALUES (%(user_id)s, %(disk_name)s, %(size_gb)s, gen_random_uuid(), 'requested')
-RETURNING *
+-- by the disk job, written to the outbox in the same statement (sent after commit).
+-- disks_user_disk_name_key refuses a second disk of the same name.
+WITH created AS (
+    INSERT INTO disks (user_id, disk_name, size_gb, operation_id, operation_status)
+    VALUES (%(user_id)s, %(disk_name)s, %(size_gb)s, gen_random_uuid(), 'requested')
+    RETURNING *
+)
+SELECT created.*, job.outbox_id, job.payload AS outbox_payload
+FROM created
+CROSS JOIN LATERAL outbox_write(disk_operation_job(
+    'create', created.operation_id, created.disk_id, created.user_id, created.disk_name, NULL
+)) job

@@ -6,16 +6,11 @@ WITH changed AS (
       AND cancel_requested_at IS NULL
       AND status IN ('pending', 'queued', 'preparing', 'active')
     RETURNING *
-),
-outboxed AS (
-    INSERT INTO outbox (payload)
-    SELECT jsonb_build_object(
-        'kind', 'cancel_reservation',
-        'reservation_id', changed.reservation_id,
-        'user_id', changed.user_id
-    )
-    FROM changed
-    RETURNING outbox_id, payload
 )
-SELECT changed.*, outboxed.outbox_id, outboxed.payload AS outbox_payload
-FROM changed, outboxed
+SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
+FROM changed
+CROSS JOIN LATERAL outbox_write(jsonb_build_object(
+    'kind', 'cancel_reservation',
+    'reservation_id', changed.reservation_id,
+    'user_id', changed.user_id
+)) job

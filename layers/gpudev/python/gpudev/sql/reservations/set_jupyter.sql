@@ -1,5 +1,6 @@
 -- Returns the row only when the setting changed (and the reservation is live), with the
--- outbox row of its reservation_changed job, in the same statement.
+-- outbox row of its reservation_changed job, in the same statement (outbox_write,
+-- migrations/0010).
 WITH changed AS (
     UPDATE reservations SET
         jupyter_enabled = %(enabled)s,
@@ -8,17 +9,9 @@ WITH changed AS (
       AND status IN ('pending', 'queued', 'preparing', 'active')
       AND jupyter_enabled IS DISTINCT FROM %(enabled)s
     RETURNING *
-),
-outboxed AS (
-    INSERT INTO outbox (payload)
-    SELECT jsonb_build_object(
-        'kind', 'reservation_changed',
-        'reservation_id', changed.reservation_id,
-        'user_id', changed.user_id,
-        'change_generation', changed.change_generation
-    )
-    FROM changed
-    RETURNING outbox_id, payload
 )
-SELECT changed.*, outboxed.outbox_id, outboxed.payload AS outbox_payload
-FROM changed, outboxed
+SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
+FROM changed
+CROSS JOIN LATERAL outbox_write(
+    reservation_changed_job(changed.reservation_id, changed.user_id, changed.change_generation)
+) job

@@ -43,21 +43,9 @@ inserted AS (
       AND usage.live_gpus + %(gpu_count)s <= %(max_gpus)s
     ON CONFLICT (user_id, client_request_id) DO NOTHING
     RETURNING *
-),
--- The create job, in the outbox with the row it announces (sent after commit).
-outboxed AS (
-    INSERT INTO outbox (payload)
-    SELECT jsonb_build_object(
-        'kind', 'create_reservation',
-        'reservation_id', inserted.reservation_id,
-        'user_id', inserted.user_id
-    )
-    FROM inserted
-    RETURNING outbox_id, payload
 )
 SELECT EXISTS (SELECT FROM caller) AS bound, usage.live_reservations, usage.live_gpus,
-       (SELECT outbox_id FROM outboxed) AS outbox_id,
-       (SELECT payload FROM outboxed) AS outbox_payload,
+       job.outbox_id, job.payload AS outbox_payload,
        found.*
 FROM usage
 LEFT JOIN (
@@ -65,3 +53,11 @@ LEFT JOIN (
     UNION ALL
     SELECT 'repeated' AS outcome, repeated.* FROM repeated
 ) found ON true
+-- The create job, in the outbox with the row it announces (sent after commit); NULL: none.
+LEFT JOIN LATERAL outbox_write(
+    CASE WHEN found.outcome = 'created' THEN jsonb_build_object(
+        'kind', 'create_reservation',
+        'reservation_id', found.reservation_id,
+        'user_id', found.user_id
+    ) END
+) job ON true

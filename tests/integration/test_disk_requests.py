@@ -1,0 +1,174 @@
+"""Disk requests go through the transactional outbox like reservation requests
+(gpudev/disks/requests.py, gpudev/outbox.py): each job is written by the statement that
+records the request, sent only after the commit, and relayed by the sweeper when the send
+was refused; a request that rolls back leaves no job anywhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gpudev.db.queries import all_query_names, query
+from gpudev.disks.requests import (
+    DiskRequest,
+    RenameRequest,
+    create_disk,
+    delete_disk,
+    rename_disk,
+)
+from gpudev.errors import Conflict, Unavailable
+from gpudev.identity import caller_from_arn
+from gpudev.jobs import AnyJob, DiskJob
+from gpudev.outbox import relay_outbox
+from gpudev.repositories import DisksRepository
+
+ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
+
+
+class RecordingQueue:
+    def __init__(self, on_send: Any = None) -> None:
+        self.sent: list[AnyJob] = []
+        self._on_send = on_send
+
+    def send(self, job: AnyJob) -> str:
+        if self._on_send is not None:
+            self._on_send(job)
+        self.sent.append(job)
+        return "message-id"
+
+
+class RefusingQueue:
+    def __init__(self) -> None:
+        self.tries = 0
+
+    def send(self, job: AnyJob) -> str:
+        self.tries += 1
+        raise Unavailable("the jobs queue did not accept the request")
+
+
+@pytest.fixture
+def conn(fresh_database: str) -> Any:
+    with psycopg.connect(fresh_database, autocommit=True) as connection:
+        yield connection
+
+
+def _outbox(conn: psycopg.Connection[Any]) -> list[Any]:
+    return [row[0] for row in conn.execute("SELECT payload FROM outbox ORDER BY created_at")]
+
+
+def test_each_disk_job_is_sent_only_after_its_request_committed_then_its_row_deleted(
+    conn: psycopg.Connection[Any], fresh_database: str
+):
+    seen: list[tuple[str, str | None, int]] = []
+
+    def look_from_another_connection(job: AnyJob) -> None:
+        assert isinstance(job, DiskJob)
+        with psycopg.connect(fresh_database) as other:
+            row = other.execute(
+                "SELECT d.disk_name, (SELECT count(*) FROM outbox) FROM disks d"
+                " WHERE d.operation_id = %s",
+                (job.operation_id,),
+            ).fetchone()
+        assert row is not None, "the request is committed before its job is sent"
+        seen.append((job.operation, row[0], row[1]))
+
+    queue = RecordingQueue(look_from_another_connection)
+    created = create_disk(conn, queue, ALICE, DiskRequest(disk_name="data", size_gb=100))  # type: ignore[arg-type]
+    renamed = rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="work"))  # type: ignore[arg-type]
+    deleted = delete_disk(conn, queue, ALICE, "work")  # type: ignore[arg-type]
+
+    assert seen == [("create", "data", 1), ("rename", "work", 1), ("delete", "work", 1)]
+    assert [job.model_dump(exclude={"operation_id"}) for job in queue.sent] == [
+        {
+            "kind": "disk_operation",
+            "operation": operation,
+            "disk_id": created.disk_id,
+            "user_id": "alice",
+            "disk_name": name,
+            "previous_name": previous,
+        }
+        for operation, name, previous in [
+            ("create", "data", None),
+            ("rename", "work", "data"),
+            ("delete", "work", None),
+        ]
+    ]
+    assert [job.operation_id for job in queue.sent] == [
+        created.operation_id,
+        renamed.operation_id,
+        deleted.operation_id,
+    ]
+    assert _outbox(conn) == [], "each sent job's outbox row is deleted"
+
+
+def test_a_disk_job_refused_after_commit_keeps_the_request_and_the_relay_sends_it(
+    conn: psycopg.Connection[Any],
+):
+    refusing = RefusingQueue()
+    created = create_disk(conn, refusing, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    assert refusing.tries == 1 and created.operation_status == "requested"
+    assert DisksRepository(conn).get("alice", "data") is not None, "the request is saved"
+    assert [payload["operation"] for payload in _outbox(conn)] == ["create"]
+
+    relay = RecordingQueue()
+    relayed = relay_outbox(conn, relay, older_than_seconds=0)
+    assert (relayed.sent, relayed.refused) == (1, 0)
+    (job,) = relay.sent
+    assert isinstance(job, DiskJob)
+    assert (job.operation, job.disk_id, job.operation_id) == (
+        "create",
+        created.disk_id,
+        created.operation_id,
+    )
+    assert _outbox(conn) == []
+
+
+def test_a_rolled_back_disk_request_writes_no_job_and_nothing_is_sent_or_relayed(
+    conn: psycopg.Connection[Any],
+):
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="taken"))  # type: ignore[arg-type]
+    queue.sent.clear()
+
+    with pytest.raises(RuntimeError), conn.transaction():
+        assert DisksRepository(conn).request_delete("alice", "data") is not None
+        raise RuntimeError("the request failed after its statement")
+    with pytest.raises(Conflict):  # the name is taken: the statement itself fails
+        rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="taken"))  # type: ignore[arg-type]
+
+    assert _outbox(conn) == [] and queue.sent == []
+    disk = DisksRepository(conn).get("alice", "data")
+    assert disk is not None and not disk.is_deleted
+    relay = RecordingQueue()
+    assert relay_outbox(conn, relay, older_than_seconds=0).sent == 0 and relay.sent == []
+
+
+def test_a_request_that_changes_nothing_writes_no_job(conn: psycopg.Connection[Any]):
+    repo = DisksRepository(conn)
+    assert repo.request_delete("alice", "missing") is None
+    assert repo.rename("alice", "missing", "other") is None
+    assert _outbox(conn) == []
+
+
+def test_every_statement_writes_its_job_through_the_one_outbox_function():
+    """One way to write a job (migrations/0010 outbox_write): no statement inserts into
+    the outbox table itself, and every request statement that names the outbox calls it."""
+    inserting = [name for name in all_query_names() if "insert into outbox" in query(name).lower()]
+    assert inserting == []
+    writers = sorted(name for name in all_query_names() if "outbox_write(" in query(name))
+    assert writers == [
+        "disks/rename",
+        "disks/request_create",
+        "disks/request_delete",
+        "reservations/add_user",
+        "reservations/extend",
+        "reservations/request_cancel",
+        "reservations/set_jupyter",
+        "reservations/submit",
+    ]
+    migration = Path(__file__).parents[2] / "migrations" / "0010_outbox_write.sql"
+    assert "INSERT INTO outbox" in migration.read_text()
