@@ -9,6 +9,7 @@ behave as in AWS.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import threading
@@ -64,13 +65,29 @@ class Invocation:
 
 
 class LocalLambda:
-    """The local registry of functions, keyed by the declaration's names."""
+    """The local registry of functions, keyed by the declaration's names.
 
-    def __init__(self, functions: tuple[FunctionSpec, ...], region: str):
+    Lambda runs one invocation at a time in an execution environment; each function here has
+    one environment (its module), so its invocations run one at a time. Running them at once
+    would share request state a handler keeps in its module (powertools' current event, the
+    logger's keys, a batch processor's records) between callers, which production never does
+    (tests/e2e/test_lambda_environments.py). The exception is `reentrant`: a task function
+    that answers its own machine's tokens, whose answer can run its next task in moto before
+    returning; its handler keeps no request state in its module."""
+
+    def __init__(
+        self,
+        functions: tuple[FunctionSpec, ...],
+        region: str,
+        reentrant: frozenset[str] = frozenset(),
+    ):
         self._specs = {spec.name: spec for spec in functions}
         self._region = region
         self._modules: dict[str, ModuleType] = {}
         self._lock = threading.Lock()
+        self._environments = {
+            spec.name: threading.Lock() for spec in functions if spec.name not in reentrant
+        }
         self.invocations: dict[str, int] = dict.fromkeys(self._specs, 0)
         self.closed = False  # stopping: no new invocation starts (those running finish)
 
@@ -115,8 +132,10 @@ class LocalLambda:
             region=self._region,
             aws_request_id=request_id,
         )
+        environment = self._environments.get(name, contextlib.nullcontext())
         try:
-            return Invocation(self._entry_point(name)(event, context), False, request_id)
+            with environment:
+                return Invocation(self._entry_point(name)(event, context), False, request_id)
         except Exception as exc:
             error = {
                 "errorType": type(exc).__name__,
