@@ -1,10 +1,11 @@
-"""What every command shares: the global options, the API client, output in table or JSON,
-and one-line errors."""
+"""What every command shares: the global options' values, the API client, output in table or
+JSON, one-line errors and --watch's refresh."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,3 +59,15 @@ def short(identifier: str) -> str:
 def interactive(flag: bool | None) -> bool:
     """--interactive/--no-interactive, else whether a person is at the terminal."""
     return sys.stdin.isatty() if flag is None else flag
+
+
+def wait_for_refresh(watch: bool, interval: float) -> bool:
+    """For --watch: sleep, clear the screen and say to show it again; False when to stop."""
+    if not watch:
+        return False
+    try:
+        time.sleep(interval)
+    except KeyboardInterrupt:
+        return False
+    console.clear()
+    return True

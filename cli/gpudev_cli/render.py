@@ -1,4 +1,5 @@
-"""How the CLI shows reservations and availability as tables and panels (`--output table`)."""
+"""How the CLI shows reservations, availability and cluster totals as tables and panels
+(`--output table`)."""
 
 from __future__ import annotations
 
@@ -107,3 +108,19 @@ def availability_table(types: list[dict[str, Any]]) -> None:
         )
     console.print(table)
     console.print("Reserve with: gpu-dev reserve --gpu-type <type> --gpus <n>")
+
+
+def cluster_status_table(s: dict[str, Any]) -> None:
+    table = Table(title="GPU cluster status")
+    table.add_column("")
+    table.add_column("")
+    for label, key in (
+        ("Total GPUs", "total_gpus"),
+        ("Available GPUs", "available_gpus"),
+        ("GPUs reserved", "gpus_in_use"),
+        ("GPUs queued", "queued_gpus"),
+        ("Running reservations", "active_reservations"),
+        ("Queued reservations", "queued_reservations"),
+    ):
+        table.add_row(label, str(s[key]))
+    console.print(table)

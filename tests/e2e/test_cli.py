@@ -228,12 +228,12 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
 
 
 def test_ctrl_c_while_waiting_leaves_it_running_without_a_terminal(run, local_cloud, monkeypatch):
-    import gpudev_cli.main as main
+    import gpudev_cli.commands.reserve as reserve
 
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(main.time, "sleep", interrupted)
+    monkeypatch.setattr(reserve.time, "sleep", interrupted)
     result = run("reserve", "-t", "t4", "-h", "1", "--no-interactive")
     assert result.exit_code == 0
     assert "Stopped waiting; reservation" in result.stderr and "continues" in result.stderr
@@ -242,12 +242,12 @@ def test_ctrl_c_while_waiting_leaves_it_running_without_a_terminal(run, local_cl
 
 
 def test_ctrl_c_while_waiting_offers_to_cancel(run, monkeypatch):
-    import gpudev_cli.main as main
+    import gpudev_cli.commands.reserve as reserve
 
     def interrupted(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(main.time, "sleep", interrupted)
+    monkeypatch.setattr(reserve.time, "sleep", interrupted)
     result = run("reserve", "-t", "t4", "-h", "1", "--interactive", input="y\n")
     assert result.exit_code == 0, result.output
     rid = result.stderr.split("Cancellation of ")[1][:8]

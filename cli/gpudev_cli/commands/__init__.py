@@ -1,0 +1,1 @@
+"""The `gpu-dev` commands, one module per area; `gpudev_cli.main` registers them."""

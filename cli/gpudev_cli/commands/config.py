@@ -1,0 +1,38 @@
+"""`gpu-dev config show|set`: the CLI's own settings (`~/.config/gpu-dev/config.json`)."""
+
+from __future__ import annotations
+
+import click
+
+from gpudev_cli.config import ConfigError, config_path, load, resolve_api_url, save
+from gpudev_cli.context import Context, console
+
+
+@click.group()
+def config() -> None:
+    """Show or change the CLI's settings."""
+
+
+@config.command("show")
+@click.pass_obj
+def config_show(obj: Context) -> None:
+    settings = load()
+    try:
+        api_url, source = resolve_api_url(obj.api_url_flag)
+    except ConfigError:
+        api_url, source = "(not set)", ""
+    data = {
+        **settings,
+        "api_url": api_url,
+        "api_url_source": source,
+        "config_file": str(config_path()),
+    }
+    obj.emit(data, lambda d: console.print("\n".join(f"{k}: {v}" for k, v in d.items())))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+def config_set(key: str, value: str) -> None:
+    path = save(key, value)
+    console.print(f"{key} saved to {path}")

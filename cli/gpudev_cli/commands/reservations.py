@@ -1,0 +1,165 @@
+"""`gpu-dev list|show|cancel|extend|edit|connect`: the reservations you already have."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from typing import Any
+
+import click
+
+from gpudev_cli import render, ssh
+from gpudev_cli.client import CliError, SigV4Client
+from gpudev_cli.context import FINAL, LIVE, Context, console, short, wait_for_refresh
+
+
+@click.command("list")
+@click.option("--all", "show_all", is_flag=True, help="include every ended reservation")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice([*LIVE, *FINAL]),
+    help="only these statuses (repeatable)",
+)
+@click.option("--watch", is_flag=True, help="refresh every --interval seconds until Ctrl+C")
+@click.option("--interval", type=float, default=5.0, show_default=True)
+@click.pass_obj
+def list_(
+    obj: Context, show_all: bool, statuses: tuple[str, ...], watch: bool, interval: float
+) -> None:
+    """Your reservations: live ones and those that ended in the last hour."""
+    query = "&".join([f"status={s}" for s in statuses] + ["limit=500"])
+    client = obj.client()
+    while True:
+        rows = client.request("GET", f"/v1/reservations?{query}")["reservations"]
+        if not show_all and not statuses:
+            cutoff = time.time() - 3600
+            rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
+        obj.emit(rows, render.reservations_table)
+        if not wait_for_refresh(watch, interval):
+            return
+
+
+def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
+    ended: str | None = r.get("reservation_ended")
+    return ended is not None and datetime.fromisoformat(ended).timestamp() >= cutoff
+
+
+@click.command()
+@click.argument("reservation_id")
+@click.pass_obj
+def show(obj: Context, reservation_id: str) -> None:
+    """Everything about one reservation (full id or 8-character prefix)."""
+    obj.emit(
+        obj.client().request("GET", f"/v1/reservations/{reservation_id}"), render.reservation_panel
+    )
+
+
+@click.command()
+@click.argument("reservation_id")
+@click.pass_obj
+def cancel(obj: Context, reservation_id: str) -> None:
+    """Cancel a reservation (full id or 8-character prefix)."""
+    result = obj.client().request("POST", f"/v1/reservations/{reservation_id}/cancel")
+    ssh.remove_config(result)
+    obj.emit(
+        result, lambda r: console.print(f"Cancellation of {short(r['reservation_id'])} requested.")
+    )
+
+
+@click.command()
+@click.argument("reservation_id")
+@click.option(
+    "--hours", "-h", type=float, required=True, help="1 to 24; at most 48 in total since launch"
+)
+@click.pass_obj
+def extend(obj: Context, reservation_id: str, hours: float) -> None:
+    """Give a reservation more time."""
+    _extend(obj, obj.client(), reservation_id, hours)
+
+
+def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float) -> None:
+    result = client.request("POST", f"/v1/reservations/{reservation_id}/extend", {"hours": hours})
+    obj.emit(
+        result,
+        lambda r: console.print(
+            f"Extended {short(r['reservation_id'])} by {hours:g} h "
+            f"({r['duration_hours']:g} h in total); the new expiry applies within seconds."
+        ),
+    )
+
+
+@click.command()
+@click.argument("reservation_id")
+@click.option("--extend", "extend_hours", type=float, help="add hours (1 to 24)")
+@click.option(
+    "--add-user", "github_users", multiple=True, help="GitHub user to let in (repeatable)"
+)
+@click.option("--enable-jupyter/--disable-jupyter", "jupyter", default=None)
+@click.pass_obj
+def edit(
+    obj: Context,
+    reservation_id: str,
+    extend_hours: float | None,
+    github_users: tuple[str, ...],
+    jupyter: bool | None,
+) -> None:
+    """Change a live reservation: more time, more users, Jupyter on or off."""
+    if extend_hours is None and not github_users and jupyter is None:
+        raise click.UsageError("nothing to change: give --extend, --add-user or --enable-jupyter")
+    client = obj.client()
+    path = f"/v1/reservations/{reservation_id}"
+    for user in github_users:
+        result = client.request("POST", f"{path}/users", {"github_username": user})
+        obj.emit(result, lambda r, u=user: console.print(f"{u} may now log in."))
+    if jupyter is not None:
+        result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
+        obj.emit(result, lambda r: console.print(f"Jupyter {'on' if jupyter else 'off'}."))
+    if extend_hours is not None:
+        _extend(obj, client, reservation_id, extend_hours)
+
+
+@click.command()
+@click.argument("reservation_id", required=False)
+@click.option(
+    "--forward-agent",
+    is_flag=True,
+    help="Forward your SSH agent into the pod (off by default: root in the pod could use it).",
+)
+@click.pass_obj
+def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> None:
+    """SSH into an active reservation (the only one, if you have exactly one)."""
+    client = obj.client()
+    if reservation_id is None:
+        active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
+        if len(active) != 1:
+            raise CliError(
+                "you have no active reservation"
+                if not active
+                else f"you have {len(active)} active reservations: name one "
+                f"({', '.join(short(r['reservation_id']) for r in active)})"
+            )
+        reservation = active[0]
+    else:
+        reservation = client.request("GET", f"/v1/reservations/{reservation_id}")
+    if reservation["status"] != "active":
+        raise CliError(
+            f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "
+            "not active"
+        )
+    command = ssh.ssh_command(reservation, forward_agent)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
+    try:
+        code = subprocess.call(command)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if code == 255:
+        raise CliError(
+            f"ssh could not connect to {short(reservation['reservation_id'])}; "
+            f"check `gpu-dev show {short(reservation['reservation_id'])}` and your SSH keys"
+        )
+    sys.exit(code)

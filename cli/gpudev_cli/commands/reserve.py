@@ -1,0 +1,158 @@
+"""`gpu-dev reserve`: ask for what is missing, submit, and follow the reservation until ready."""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from typing import Any
+
+import click
+
+from gpudev_cli import prompts, render, ssh
+from gpudev_cli.client import SigV4Client
+from gpudev_cli.config import load
+from gpudev_cli.context import FINAL, Context, console, interactive, progress, short
+
+POLL_SECONDS = {"queued": 3.0}
+
+
+@click.command()
+@click.option("--gpu-type", "-t", help="e.g. h100, t4, cpu-x86 (see `avail`)")
+@click.option(
+    "--gpus", "-g", type=int, help="GPU count (default 1; 0 for CPU types; 16/24/32 multinode)"
+)
+@click.option("--hours", "-h", type=float, help="5 minutes (0.0833) to 24; fractions allowed")
+@click.option("--name", help="a name to recognise it by")
+@click.option("--disk", help="a named persistent disk, or 'none'")
+@click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
+@click.option(
+    "--profiling",
+    is_flag=True,
+    help="allow profilers in the pod: perf counters, Nsight Systems/Compute and `perf` need "
+    "CAP_SYS_ADMIN, which the pod then gets (use it with sudo); off by default, as it "
+    "weakens the pod's isolation",
+)
+@click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
+@click.option("--github-user", help="GitHub user whose SSH keys may log in")
+@click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
+@click.option(
+    "--interactive/--no-interactive",
+    "interactive_flag",
+    default=None,
+    help="ask for missing values (default: when run in a terminal)",
+)
+@click.pass_obj
+def reserve(
+    obj: Context,
+    gpu_type: str | None,
+    gpus: int | None,
+    hours: float | None,
+    name: str | None,
+    disk: str | None,
+    jupyter: bool,
+    profiling: bool,
+    distributed: bool,
+    github_user: str | None,
+    no_wait: bool,
+    interactive_flag: bool | None,
+) -> None:
+    """Reserve GPUs and (unless --no-wait) follow the reservation until it is ready."""
+    client = obj.client()
+    ask = interactive(interactive_flag)
+    gpu_type, gpus, hours = _request_body(client, ask, gpu_type, gpus, hours, distributed)
+    body = {
+        "gpu_type": gpu_type,
+        "gpu_count": gpus,
+        "hours": hours,
+        "name": name,
+        "disk_name": None if disk in (None, "none") else disk,
+        "jupyter": jupyter,
+        "profiling": profiling,
+        "github_user": github_user or load().get("github_user"),
+        "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
+    }
+    reservation = client.request("POST", "/v1/reservations", body)
+    if no_wait:
+        obj.emit(
+            reservation,
+            lambda r: console.print(
+                f"Reservation {short(r['reservation_id'])} accepted ({r['status']}). "
+                f"Follow it with `gpu-dev show {short(r['reservation_id'])}`."
+            ),
+        )
+        return
+    final = _follow(client, reservation, ask)
+    if final is None:
+        return
+    if final["status"] == "active":
+        ssh.write_config(final)
+    obj.emit(final, render.reservation_panel_with_connect)
+    if final["status"] != "active":
+        sys.exit(1)
+
+
+def _request_body(
+    client: SigV4Client,
+    ask: bool,
+    gpu_type: str | None,
+    gpus: int | None,
+    hours: float | None,
+    distributed: bool,
+) -> tuple[str, int, float]:
+    """The type, count and hours, asking for the missing ones when a person is there."""
+    if gpu_type is None and not ask:
+        raise click.UsageError("--gpu-type is required when not run interactively")
+    if gpu_type is None:
+        types = client.request("GET", "/v1/gpu/availability")["gpu_types"]
+        render.availability_table(types)
+        chosen = prompts.pick_type(types)
+        gpu_type = chosen["gpu_type"]
+        if gpus is None:
+            gpus = prompts.pick_count(chosen)
+    if gpus is None:
+        gpus = 0 if gpu_type.lower().startswith("cpu") else 1
+    if hours is None:
+        hours = prompts.pick_hours() if ask else 8.0
+    if gpus > 8 and not distributed:
+        if not ask:
+            raise click.UsageError(
+                f"{gpus} GPUs span {gpus // 8} nodes: add --distributed to confirm multinode"
+            )
+        click.confirm(
+            f"{gpus} GPUs run as {gpus // 8} pods on whole nodes, rendezvous on port 29500. "
+            "Continue?",
+            abort=True,
+        )
+    return gpu_type, gpus, hours
+
+
+def _follow(client: SigV4Client, reservation: dict[str, Any], ask: bool) -> dict[str, Any] | None:
+    """Poll until active or ended, showing progress; None if the user stopped waiting."""
+    rid = reservation["reservation_id"]
+    started = time.monotonic()
+    try:
+        with progress.status("") as status:
+            while reservation["status"] not in ("active", *FINAL):
+                elapsed = int(time.monotonic() - started)
+                detail = reservation.get("current_detailed_status") or reservation["status"]
+                if reservation.get("queue_position"):
+                    detail = (
+                        f"#{reservation['queue_position']} in queue, about "
+                        f"{reservation.get('estimated_wait_minutes')} min"
+                    )
+                status.update(f"[{elapsed // 60}m{elapsed % 60:02d}s] {detail}")
+                time.sleep(POLL_SECONDS.get(reservation["status"], 1.0))
+                reservation = client.request("GET", f"/v1/reservations/{rid}")
+    except KeyboardInterrupt:
+        if ask and click.confirm(f"\nCancel reservation {short(rid)}?", default=False):
+            client.request("POST", f"/v1/reservations/{rid}/cancel")
+            click.echo(f"Cancellation of {short(rid)} requested.", err=True)
+        else:
+            click.echo(
+                f"\nStopped waiting; reservation {short(rid)} continues. "
+                f"`gpu-dev show {short(rid)}` follows it, `gpu-dev cancel {short(rid)}` stops it.",
+                err=True,
+            )
+        return None
+    return reservation

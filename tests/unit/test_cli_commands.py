@@ -1,0 +1,94 @@
+"""The `gpu-dev` command tree: `--help` lists every command, each command's help needs no API
+or credentials, the pieces the commands share behave, and no CLI module outgrows ~300 lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from gpudev_cli import context, render
+from gpudev_cli.main import cli
+
+CLI_PACKAGE = Path(__file__).resolve().parents[2] / "cli" / "gpudev_cli"
+COMMANDS = [
+    "avail",
+    "cancel",
+    "completion",
+    "config",
+    "connect",
+    "disk",
+    "edit",
+    "extend",
+    "list",
+    "reserve",
+    "show",
+    "status",
+]
+
+
+def _command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = []
+    for name, command in group.commands.items():
+        paths.append((*prefix, name))
+        if isinstance(command, click.Group):
+            paths += _command_paths(command, (*prefix, name))
+    return paths
+
+
+def test_help_lists_every_command():
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    lines = result.output.split("Commands:\n")[1].splitlines()
+    assert [line.split()[0] for line in lines if line.strip()] == COMMANDS
+    assert sorted(cli.commands) == COMMANDS
+    for option in ("--api-url", "--profile", "--region", "--output", "--version"):
+        assert option in result.output
+
+
+@pytest.mark.parametrize("path", _command_paths(cli), ids=" ".join)
+def test_every_command_has_help_without_an_api(path, monkeypatch):
+    monkeypatch.delenv("GPU_DEV_API_URL", raising=False)
+    result = CliRunner().invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: cli {' '.join(path)} ")
+
+
+def test_watch_refreshes_until_ctrl_c(monkeypatch):
+    sleeps: list[float] = []
+    monkeypatch.setattr(context.time, "sleep", sleeps.append)
+    monkeypatch.setattr(context.console, "clear", lambda: None)
+    assert context.wait_for_refresh(watch=False, interval=5.0) is False
+    assert context.wait_for_refresh(watch=True, interval=5.0) is True
+    assert sleeps == [5.0]
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(context.time, "sleep", interrupted)
+    assert context.wait_for_refresh(watch=True, interval=5.0) is False
+
+
+def test_cluster_status_table_shows_every_total(capsys):
+    totals = {
+        "total_gpus": 16,
+        "available_gpus": 11,
+        "gpus_in_use": 5,
+        "queued_gpus": 8,
+        "active_reservations": 3,
+        "queued_reservations": 2,
+    }
+    render.cluster_status_table(totals)
+    printed = capsys.readouterr().out
+    assert "GPU cluster status" in printed and "Available GPUs" in printed
+    assert "Queued reservations" in printed and "11" in printed
+
+
+def test_no_cli_module_is_over_300_lines():
+    sizes = {
+        str(path.relative_to(CLI_PACKAGE)): len(path.read_text().splitlines())
+        for path in CLI_PACKAGE.rglob("*.py")
+    }
+    assert {name: lines for name, lines in sizes.items() if lines > 300} == {}
