@@ -12,8 +12,10 @@ held beyond the client's 2 s timeout), every database connection of the function
 
 Invariants: overbooked nodes (sampled every 0.2 s: pods asking more GPUs than a node has);
 queue-order violations (a reservation granted while an earlier one of the same GPU type and
-count was waiting in the queue); objects left labelled with an ended reservation; slots held
-by ended reservations; ended reservations without a reason; reservations not ended.
+count, asking for no more time, was waiting in the queue: EASY backfill lets one asking for
+less pass, see sql/soak/queue_order.sql); objects left labelled with an ended reservation;
+slots held by ended reservations; ended reservations without a reason; reservations not
+ended.
 
 Run: `.venv/bin/python bench/soak.py [--reservations 500] [--seed 7]` (part of `make bench`).
 """
@@ -33,7 +35,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString, cast
 
 import psycopg
 
@@ -44,6 +46,7 @@ from localcloud.postgres import free_port  # noqa: E402
 from localcloud.stack import LocalCloud, Options, Ports  # noqa: E402
 from tests.support.api import ApiClient  # noqa: E402
 
+SQL = Path(__file__).resolve().parent / "sql" / "soak"
 SECONDS_PER_HOUR = 36.0
 CLIENT_TIMEOUT_SECONDS = 2.0
 # (gpu_type, gpu_count): t4 nodes have 4 GPUs (no multinode), h100 nodes 8 (16: two nodes).
@@ -60,6 +63,11 @@ SHAPES = [
 HOURS = (0.1, 0.15, 0.2)
 LIVE = ("pending", "queued", "preparing", "active")
 ENDED = ("expired", "cancelled", "failed")
+
+
+def sql(name: str) -> LiteralString:
+    """The soak's statement `bench/sql/soak/<name>.sql`."""
+    return cast(LiteralString, (SQL / f"{name}.sql").read_text())
 
 
 @dataclass
@@ -158,17 +166,13 @@ class Soak:
                 with psycopg.connect(
                     self.cloud.database_url, autocommit=True, application_name="soak"
                 ) as conn:
-                    conn.execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                        " AND application_name <> 'soak' AND backend_type = 'client backend'"
-                    )
+                    conn.execute(sql("kill_connections"))
                 self.faults["database connections killed"] += 1
 
     # -- the run -----------------------------------------------------------------------
     def statuses(self) -> dict[str, str]:
         with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
-            rows = conn.execute("SELECT reservation_id::text, status FROM reservations").fetchall()
+            rows = conn.execute(sql("statuses")).fetchall()
         return dict(rows)
 
     def run(self) -> dict[str, Any]:
@@ -257,43 +261,17 @@ class Soak:
     def report(self, elapsed: float, submitted: list[Planned]) -> dict[str, Any]:
         ids = [p.reservation_id for p in submitted]
         with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
-            held = conn.execute(
-                "SELECT count(*) FROM allocations a JOIN reservations r USING (reservation_id)"
-                " WHERE r.status IN ('expired', 'cancelled', 'failed')"
-            ).fetchone()
-            no_reason = conn.execute(
-                "SELECT count(*) FROM reservations WHERE status IN ('expired', 'cancelled',"
-                " 'failed') AND coalesce(nullif(failure_reason, ''),"
-                " nullif(current_detailed_status, '')) IS NULL"
-            ).fetchone()
-            not_ended = conn.execute(
-                "SELECT count(*) FROM reservations WHERE status NOT IN"
-                " ('expired', 'cancelled', 'failed')"
-            ).fetchone()
-            order = conn.execute(QUEUE_ORDER_VIOLATIONS).fetchall()
-            endings: dict[str, int] = dict(
-                conn.execute("SELECT status, count(*) FROM reservations GROUP BY status").fetchall()
-            )
-            failures = conn.execute(
-                "SELECT left(failure_reason, 110), count(*) FROM reservations"
-                " WHERE status = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+            held, no_reason, not_ended = conn.execute(sql("invariants")).fetchone() or (0, 0, 0)
+            pairs = conn.execute(
+                sql("queue_order"), {"ids": ids, "hours": [p.hours for p in submitted]}
             ).fetchall()
-            timing = conn.execute(
-                "SELECT extract(epoch FROM launched_at - created_at),"
-                " extract(epoch FROM launched_at - granted_at),"
-                " extract(epoch FROM launched_at) FROM reservations"
-                " WHERE reservation_id = ANY(%s::uuid[]) AND launched_at IS NOT NULL",
-                (ids,),
-            ).fetchall()
-            swept = conn.execute(
-                "SELECT coalesce(sum((statistics->>'objects_deleted')::int), 0),"
-                " coalesce(sum((statistics->>'reservations_ended')::int), 0),"
-                " coalesce(sum((statistics->>'create_jobs_resent')::int), 0),"
-                " count(*) FILTER (WHERE outcome = 'failed')"
-                " FROM reconciler_runs WHERE reconciler = 'sweeper'"
-            ).fetchone() or (0, 0, 0, 0)
-            first = conn.execute("SELECT extract(epoch FROM min(created_at)) FROM reservations")
-            started = float((first.fetchone() or (0,))[0])
+            endings: dict[str, int] = dict(conn.execute(sql("endings")).fetchall())
+            failures = conn.execute(sql("failures")).fetchall()
+            timing = conn.execute(sql("timing"), {"ids": ids}).fetchall()
+            swept = conn.execute(sql("sweeper")).fetchone() or (0, 0, 0, 0)
+            started = float((conn.execute(sql("first_submitted")).fetchone() or (0,))[0])
+        violations = [pair[1:] for pair in pairs if pair[0]]
+        backfilled = [pair[1:] for pair in pairs if not pair[0]]
         to_active = sorted(float(t[0]) for t in timing)
         provisioning = sorted(float(t[1]) for t in timing if t[1] is not None)
         last_active = max((float(t[2]) for t in timing), default=started)
@@ -307,9 +285,12 @@ class Soak:
             "elapsed_seconds": round(elapsed, 1),
             "endings": endings,
             "failed_reasons": failures,
-            # (type, count, earlier: id, created, queued, granted, left the queue;
-            #  later: id, created, granted), the first five
-            "queue_order_violating_pairs": order[:5],
+            # (type, count, earlier: id, hours, created, granted; later: id, hours, created,
+            #  granted; the head of the queue then: id, count, hours), the first five
+            "queue_order_violating_pairs": violations[:5],
+            # Same pairs where the later one asked for less time: EASY backfill, not counted.
+            "same_shape_passes_by_backfill": len(backfilled),
+            "backfill_passes_first": backfilled[:3],
             "faults": dict(self.faults),
             "faults_total": sum(self.faults.values()),
             "api_503s_retried": self.api_unavailable,
@@ -323,11 +304,11 @@ class Soak:
             },
             "invariants": {
                 "overbooked_nodes": len(set(self.overbooked)),
-                "queue_order_violations": len(order),
+                "queue_order_violations": len(violations),
                 "leaked_objects": self.leaked_objects(),
-                "slots_held_by_ended": int((held or (0,))[0]),
-                "ended_without_reason": int((no_reason or (0,))[0]),
-                "not_ended": int((not_ended or (0,))[0]),
+                "slots_held_by_ended": int(held),
+                "ended_without_reason": int(no_reason),
+                "not_ended": int(not_ended),
             },
             "throughput": {
                 "activated": len(to_active),
@@ -342,34 +323,6 @@ class Soak:
                 "grant_to_active_p90_s": round(pct(provisioning, 0.9), 2),
             },
         }
-
-
-# A reservation granted while an earlier one of the same GPU type and count was waiting in
-# the queue (queued before the grant, neither granted nor out of the queue by then). With
-# EASY backfill a later request may pass a waiting one only if it is smaller or shorter;
-# one of the same size never fits where the earlier one does not.
-QUEUE_ORDER_VIOLATIONS = """
-WITH queue AS (
-    SELECT r.reservation_id, r.gpu_type, r.gpu_count, r.created_at, r.granted_at,
-           (SELECT min(at) FROM reservation_events e
-             WHERE e.reservation_id = r.reservation_id AND e.to_status = 'queued') AS queued_at,
-           (SELECT min(at) FROM reservation_events e
-             WHERE e.reservation_id = r.reservation_id AND e.from_status = 'queued') AS left_at,
-           r.cancel_requested_at
-    FROM reservations r
-)
-SELECT later.gpu_type, later.gpu_count, left(earlier.reservation_id::text, 8),
-       earlier.created_at, earlier.queued_at, earlier.granted_at, earlier.left_at,
-       left(later.reservation_id::text, 8), later.created_at, later.granted_at
-FROM queue later JOIN queue earlier
-  ON earlier.gpu_type = later.gpu_type AND earlier.gpu_count = later.gpu_count
- AND earlier.created_at < later.created_at
-WHERE later.granted_at IS NOT NULL
-  AND earlier.queued_at < later.granted_at
-  AND coalesce(earlier.granted_at, 'infinity') > later.granted_at
-  AND coalesce(earlier.left_at, 'infinity') > later.granted_at
-  AND coalesce(earlier.cancel_requested_at, 'infinity') > later.granted_at
-"""
 
 
 def main() -> int:

@@ -5,6 +5,12 @@ function has a `handler.py`), with its folder on sys.path as Lambda's task root,
 the event and a Lambda-like context, and its failure is reported in Lambda's error shape
 (`errorType`, `errorMessage`, `stackTrace`) so Step Functions Retry/Catch on error names
 behave as in AWS.
+
+Metrics are disabled here (POWERTOOLS_METRICS_DISABLED, set by the stack), and the set
+powertools keeps is cleared after every invocation: with metrics disabled its flush
+(`log_metrics`) neither prints nor clears, so in this long-lived process the values of every
+invocation pile up, and `add_metric` prints the whole set as EMF on stdout, disabled or not,
+once one metric holds 100 values (powertools 3.x, the EMF limit of 100 values per metric).
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
 from cdk_app.declaration import FunctionSpec
+from gpudev.observability import metrics
 
 ACCOUNT_ID = "123456789012"
 
@@ -144,3 +153,6 @@ class LocalLambda:
                 "requestId": request_id,
             }
             return Invocation(error, True, request_id)
+        finally:
+            if is_metrics_disabled():
+                metrics.clear_metrics()

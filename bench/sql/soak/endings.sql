@@ -1,0 +1,1 @@
+SELECT status, count(*) FROM reservations GROUP BY status

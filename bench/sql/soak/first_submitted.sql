@@ -1,0 +1,1 @@
+SELECT extract(epoch FROM min(created_at)) FROM reservations

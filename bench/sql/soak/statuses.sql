@@ -1,0 +1,1 @@
+SELECT reservation_id::text, status FROM reservations
