@@ -213,16 +213,6 @@ class Deployment:
     def function(self, name: str) -> FunctionSpec:
         return next(spec for spec in self.functions if spec.name == name)
 
-    def reentrant_functions(self) -> frozenset[str]:
-        """Functions a state machine runs as tasks that also answer its task tokens: answering
-        one can run the machine's next task, the same function, before the answer returns."""
-        return frozenset(
-            spec.name
-            for spec in self.functions
-            for machine in self.state_machines
-            if machine.name in spec.answers_tasks and spec.name in machine.functions.values()
-        )
-
     def without_schedules(self, *names: str) -> Deployment:
         """The same deployment with these schedules left out (tests fire them by hand)."""
         return replace(self, schedules=tuple(s for s in self.schedules if s.name not in names))

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -76,27 +76,20 @@ class Invocation:
 class LocalLambda:
     """The local registry of functions, keyed by the declaration's names.
 
-    Lambda runs one invocation at a time in an execution environment; each function here has
-    one environment (its module), so its invocations run one at a time. Running them at once
-    would share request state a handler keeps in its module (powertools' current event, the
-    logger's keys, a batch processor's records) between callers, which production never does
-    (tests/e2e/test_lambda_environments.py). The exception is `reentrant`: a task function
-    that answers its own machine's tokens, whose answer can run its next task in moto before
-    returning; its handler keeps no request state in its module."""
+    As in Lambda, a function runs in execution environments, each one invocation at a time:
+    an invocation takes an idle environment of its function or starts a new one (its handler
+    module loaded afresh: a cold start), and gives it back when done. Sharing one module
+    between concurrent invocations would share the request state a handler keeps in its
+    module (powertools' current event, a batch processor's records) between callers, which
+    production never does (tests/e2e/test_lambda_environments.py). The layer's modules are
+    one copy for all, as they are within one environment."""
 
-    def __init__(
-        self,
-        functions: tuple[FunctionSpec, ...],
-        region: str,
-        reentrant: frozenset[str] = frozenset(),
-    ):
+    def __init__(self, functions: tuple[FunctionSpec, ...], region: str):
         self._specs = {spec.name: spec for spec in functions}
         self._region = region
-        self._modules: dict[str, ModuleType] = {}
+        self._idle: dict[str, list[ModuleType]] = {spec.name: [] for spec in functions}
+        self._started: dict[str, int] = dict.fromkeys(self._specs, 0)
         self._lock = threading.Lock()
-        self._environments = {
-            spec.name: threading.Lock() for spec in functions if spec.name not in reentrant
-        }
         self.invocations: dict[str, int] = dict.fromkeys(self._specs, 0)
         self.closed = False  # stopping: no new invocation starts (those running finish)
 
@@ -104,23 +97,44 @@ class LocalLambda:
     def names(self) -> list[str]:
         return sorted(self._specs)
 
-    def _entry_point(self, name: str) -> Callable[[Any, Any], Any]:
-        spec = self._specs[name]
-        module_name, _, attribute = spec.handler.rpartition(".")
+    def environments(self, name: str) -> int:
+        """How many environments `name` has started."""
+        return self._started[name]
+
+    @contextlib.contextmanager
+    def _environment(self, name: str) -> Iterator[ModuleType]:
         with self._lock:
-            if name not in self._modules:
-                add_task_root(spec)
-                path = spec.code_dir / f"{module_name.replace('.', '/')}.py"
-                module_spec = importlib.util.spec_from_file_location(
-                    f"gpudev_functions.{spec.folder}.{module_name}", path
-                )
-                assert module_spec and module_spec.loader, f"cannot load {path}"
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[module_spec.name] = module  # as an import would: pydantic needs it
-                module_spec.loader.exec_module(module)
-                self._modules[name] = module
-        handler: Callable[[Any, Any], Any] = getattr(self._modules[name], attribute)
-        return handler
+            idle = self._idle[name]
+            if idle:
+                module = idle.pop()
+            else:
+                self._started[name] += 1
+                module = self._load(self._specs[name], self._started[name])
+        try:
+            yield module
+        finally:
+            with self._lock:
+                self._idle[name].append(module)
+
+    @staticmethod
+    def _load(spec: FunctionSpec, number: int) -> ModuleType:
+        """The handler module of a new environment, with its own copies of the modules
+        beside it in its folder (an API's routers): another environment's are forgotten
+        first, so this one imports them afresh, as its own process would."""
+        module_name = spec.handler.rpartition(".")[0]
+        add_task_root(spec)
+        beside = {path.stem for path in spec.code_dir.iterdir() if path.stem != "__pycache__"}
+        for loaded in [m for m in sys.modules if m.partition(".")[0] in beside]:
+            del sys.modules[loaded]
+        path = spec.code_dir / f"{module_name.replace('.', '/')}.py"
+        module_spec = importlib.util.spec_from_file_location(
+            f"gpudev_functions.{spec.folder}.{module_name}_{number}", path
+        )
+        assert module_spec and module_spec.loader, f"cannot load {path}"
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_spec.name] = module  # as an import would: pydantic needs it
+        module_spec.loader.exec_module(module)
+        return module
 
     def invoke(self, name: str, event: Any) -> Invocation:
         spec = self._specs[name]
@@ -141,10 +155,11 @@ class LocalLambda:
             region=self._region,
             aws_request_id=request_id,
         )
-        environment = self._environments.get(name, contextlib.nullcontext())
+        attribute = spec.handler.rpartition(".")[2]
         try:
-            with environment:
-                return Invocation(self._entry_point(name)(event, context), False, request_id)
+            with self._environment(name) as module:
+                handler: Callable[[Any, Any], Any] = getattr(module, attribute)
+                return Invocation(handler(event, context), False, request_id)
         except Exception as exc:
             error = {
                 "errorType": type(exc).__name__,

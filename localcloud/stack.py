@@ -138,7 +138,7 @@ class LocalCloud:
         self.resources = DeployedResources()
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
-        self.lambdas = LocalLambda(deployment.functions, REGION, deployment.reentrant_functions())
+        self.lambdas = LocalLambda(deployment.functions, REGION)
         self.kubernetes: KubernetesApiServer | None = None
         self.cluster: SimulatedCluster | None = None
         self.postgres_pid: int | None = None  # when we started PostgreSQL

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from cdk_app.declaration import DEPLOYMENT, RESERVATION_TASKS
 from tests.support.api import ApiClient
 
 
@@ -22,7 +21,3 @@ def test_concurrent_requests_of_two_principals_each_act_as_their_own_caller(api:
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(who, profiles))
     assert [(asked, got) for asked, got in answers if asked != got] == []
-
-
-def test_only_the_task_function_that_answers_its_own_machine_runs_invocations_at_once():
-    assert DEPLOYMENT.reentrant_functions() == {RESERVATION_TASKS.name}

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import pytest
 
+from gpudev.callers import bound_user
 from gpudev.db.constraints import domain_errors
 from gpudev.errors import (
     DiskNameTaken,
@@ -14,6 +17,7 @@ from gpudev.errors import (
     InvalidRequest,
     UnknownReference,
 )
+from gpudev.identity import caller_from_arn
 from gpudev.models import ReservationStatus, UserLimits
 from gpudev.repositories import (
     DisksRepository,
@@ -25,6 +29,7 @@ from gpudev.repositories import (
 )
 
 ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/alice"
+DANA_ARN = "arn:aws:iam::123456789012:user/dana"
 LIMITS = UserLimits(max_live_reservations=100, max_gpus=1000)
 
 
@@ -208,3 +213,21 @@ def test_reconciler_runs_store_their_statistics(db: psycopg.Connection[Any]):
     finished = runs.finish(run.run_id, "succeeded", stats)
     assert finished.statistics == stats and finished.finished_at is not None
     assert runs.latest("disk_reconciliation") == finished
+
+
+def test_a_new_users_concurrent_first_requests_both_get_the_row(fresh_database: str):
+    """Two first requests of a new user at once: the second statement waits on the first's
+    insert, then finds nothing in its snapshot; `bound_user` reads again instead of
+    answering 409 (seen when the local cloud first ran API requests concurrently)."""
+    caller = caller_from_arn(DANA_ARN)
+    with (
+        psycopg.connect(fresh_database) as first,
+        psycopg.connect(fresh_database) as second,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        with first.transaction():
+            assert UsersRepository(first).bind_principal("dana", DANA_ARN) is not None
+            waiting = pool.submit(bound_user, second, caller)
+            time.sleep(0.3)
+            assert not waiting.done(), "the second insert waits for the first"
+        assert waiting.result(timeout=10).username == "dana"

@@ -41,7 +41,12 @@ def caller_for_request(
 def bound_user(conn: psycopg.Connection[Any], caller: Caller) -> User:
     """The caller's user row (created, bound to the caller's principal, on first sight),
     in one round trip; NotAuthorized, with nothing written, for another principal."""
-    user = UsersRepository(conn).bind_principal(caller.username, caller.principal_arn)
+    users = UsersRepository(conn)
+    # None: another request created the row after this statement's snapshot (a new user's
+    # first requests, sent at once). Read committed: the next statement sees it.
+    user = users.bind_principal(caller.username, caller.principal_arn) or users.bind_principal(
+        caller.username, caller.principal_arn
+    )
     if user is None:
         raise Conflict(f"the user {caller.username} was being created meanwhile; retry")
     require_bound(caller, user.principal_arn)
