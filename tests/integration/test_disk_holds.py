@@ -116,7 +116,11 @@ def test_a_deleted_disk_cannot_be_taken(conn: psycopg.Connection[Any]):
 
 @pytest.mark.parametrize(
     "listed",
-    [[], [volume("vol-1", "alice", "work", attached=False)], [volume("vol-1", "alice", "work", attached=True)]],
+    [
+        [],
+        [volume("vol-1", "alice", "work", attached=False)],
+        [volume("vol-1", "alice", "work", attached=True)],
+    ],
     ids=["no volume", "detached volume", "attached volume"],
 )
 def test_the_reconciler_never_changes_the_holder(

@@ -163,4 +163,3 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     holds.free(reservation.reservation_id, content_listing=None)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")
-
