@@ -26,6 +26,7 @@ from typing import Any
 
 from localcloud.deadline import Deadline, join_or_abandon
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.scheduling_failure import scheduling_failure
 from localcloud.kubernetes.storage_simulation import StorageSimulation, container_creating
 from localcloud.kubernetes.store import DeleteOptions, ObjectStore, now
 
@@ -234,7 +235,7 @@ class SimulatedCluster:
             meta = pod["metadata"]
             if not fits:
                 self._unschedulable(
-                    pod, _unschedulable_message(len(nodes), wanted, claim_problem, len(candidates))
+                    pod, scheduling_failure(len(nodes), wanted, claim_problem, len(candidates))
                 )
                 continue
             node = fits[0]["metadata"]["name"]
@@ -358,28 +359,6 @@ class SimulatedCluster:
         for seen in (self._bound_seen_at, self._terminating_since):
             for uid in seen.keys() - uids:
                 del seen[uid]
-
-
-def _unschedulable_message(nodes: int, gpus: int, claim_problem: str | None, conflicts: int) -> str:
-    """The scheduler's FailedScheduling message: a claim problem (every node), else nodes
-    refused for a volume's node affinity, else GPUs or selectors."""
-    preemption = (
-        f" preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful "
-        "for scheduling."
-    )
-    if claim_problem:
-        return f"0/{nodes} nodes are available: {claim_problem}.{preemption}"
-    if conflicts:
-        others = nodes - conflicts
-        rest = f", {others} node(s) didn't match Pod's node affinity/selector" if others else ""
-        return (
-            f"0/{nodes} nodes are available: {conflicts} node(s) had volume node affinity "
-            f"conflict{rest}.{preemption}"
-        )
-    return (
-        f"0/{nodes} nodes are available: {nodes} Insufficient {GPU} "
-        f"or node(s) didn't match Pod's node affinity/selector (wanted {gpus} GPUs)."
-    )
 
 
 def _waiting_for_image(pod: dict[str, Any]) -> bool:

@@ -52,6 +52,10 @@ class EbsCsiAttacher:
         self._zones: dict[str, str] = {}  # instance -> its availability zone
         self._said: set[tuple[str, str]] = set()  # (pod uid, message) recorded
 
+    @property
+    def attachments(self) -> int:
+        return len(self._attached)
+
     def attached(self, volume_id: str, instance_id: str) -> bool:
         return self._attached.get(volume_id, ("", ""))[0] == instance_id
 

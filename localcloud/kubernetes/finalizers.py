@@ -23,9 +23,11 @@ def mark_deleted(obj: Obj, moment: str) -> None:
     meta.setdefault("deletionGracePeriodSeconds", 0)
 
 
-def released(obj: Obj) -> bool:
-    """A Terminating object whose last finalizer is gone: the API server deletes it."""
-    return bool(obj["metadata"].get("deletionTimestamp")) and not holds(obj)
+def released(held: bool, obj: Obj) -> bool:
+    """A write took the last finalizer off a Terminating object (`held`: it had some
+    before): the API server deletes it. A pod in its grace period (Terminating without
+    finalizers) is not released by a write; its kubelet deletes it."""
+    return held and bool(obj["metadata"].get("deletionTimestamp")) and not holds(obj)
 
 
 def refuse_new_while_deleting(current: Obj, new: Obj) -> None:

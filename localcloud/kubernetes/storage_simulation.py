@@ -25,6 +25,11 @@ class StorageSimulation:
         self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
 
     def step(self) -> None:
+        claims = self.store.list("persistentvolumeclaims", None)["items"]
+        volumes = self.store.list("persistentvolumes", None)["items"]
+        if not claims and not volumes and not self.attacher.attachments:
+            self._claims, self._volumes = {}, {}
+            return  # nothing to do: no pod and node lists (deep copies) for nothing
         pods = self.store.list("pods", None)["items"]
         self.binder.step(pods)
         self._claims = {

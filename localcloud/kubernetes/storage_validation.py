@@ -208,12 +208,16 @@ def persistent_volume_update(new: Obj, old: Obj) -> list[FieldError]:
 
 
 def persistent_volume_claim_update(new: Obj, old: Obj) -> list[FieldError]:
-    spec, before = dict(new.get("spec") or {}), dict(old.get("spec") or {})
-    if not before.get("volumeName"):  # the binder may set it once
-        before["volumeName"] = spec.get("volumeName")
-    bound = (old.get("status") or {}).get("phase") == "Bound"
-    if bound:
-        before["resources"] = spec.get("resources")
+    spec = {k: v for k, v in (new.get("spec") or {}).items() if v is not None}
+    before = {k: v for k, v in (old.get("spec") or {}).items() if v is not None}
+    for field, may_change in (
+        ("volumeName", not before.get("volumeName")),  # the binder may set it once
+        ("resources", (old.get("status") or {}).get("phase") == "Bound"),
+    ):
+        if may_change:
+            before.pop(field, None)
+            if field in spec:
+                before[field] = spec[field]
     if spec != before:
         return [
             FieldError(

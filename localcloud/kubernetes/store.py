@@ -322,7 +322,7 @@ class ObjectStore:
                     updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
         self._objects[key] = updated
-        if finalizers.released(updated):
+        if finalizers.released(finalizers.holds(current), updated):
             del self._objects[key]
         return self._stamp(updated)
 
@@ -353,8 +353,9 @@ class ObjectStore:
             obj = self._objects.get(self._key(resource, namespace, name))
             if obj is None:
                 raise self._missing(resource, name)
+            held = finalizers.holds(obj)
             change(obj)
-            if finalizers.released(obj):
+            if finalizers.released(held, obj):
                 del self._objects[self._key(resource, namespace, name)]
             return self._stamp(obj)
 

@@ -441,7 +441,7 @@ def test_a_pod_pinned_to_a_node_in_another_zone_never_starts(cluster: Cluster):
 
 def test_a_volume_in_another_zone_than_its_pv_says_fails_to_attach(cluster: Cluster):
     """A PV without node affinity lets the pod land anywhere; EBS then refuses the attach."""
-    volume_id, pv, claim = _disk(cluster, "us-east-2a", affinity_zone=None)
+    volume_id, _pv_name, claim = _disk(cluster, "us-east-2a", affinity_zone=None)
     pod = _name("dev")
     cluster.core.create_namespaced_pod(
         NAMESPACE, _pod(pod, claim, node=cluster.nodes["us-east-2b"])
