@@ -4,9 +4,11 @@ create or update body, run by the store before anything is written (never on sta
 `admit` answers like the API server: 400 BadRequest when the body cannot be decoded (bad
 base64 in a Secret, a quantity that does not parse) or names another object than the URL,
 422 Invalid with one cause per field error otherwise (`pkg/apis/core/validation`). Each kind
-is a name rule plus a spec rule in the tables at the bottom; the string rules are in
-`rules.py`. Not checked: pod spec immutability on update, admission (PodSecurity, LimitRanges,
-quotas, webhooks), unknown fields (decoded and kept, where the API server drops them).
+is a name rule plus a spec rule in the tables at the bottom (and, for PersistentVolumes and
+claims, an update rule: `storage_validation.py`); the string rules are in `rules.py`.
+Not checked: pod spec immutability on update, admission (LimitRanges, quotas, webhooks;
+PodSecurity is `pod_security.py`, claim resize `storage_validation.refuse_resize`),
+unknown fields (decoded and kept, where the API server drops them).
 """
 
 from __future__ import annotations

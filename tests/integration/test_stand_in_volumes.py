@@ -524,3 +524,21 @@ def test_a_released_delete_policy_volume_fails_without_a_deleter(cluster: Cluste
         f'error getting deleter volume plugin for volume "{pv}": no deletable volume plugin matched'
     )
     assert cluster.ec2.describe_volumes(VolumeIds=[volume_id])["Volumes"]
+
+
+def test_a_volume_in_use_on_one_node_is_not_attached_to_another(cluster: Cluster):
+    volume_id, _pv_name, claim = _disk(cluster, "us-east-2a", affinity_zone=None)
+    first, second = _name("dev"), _name("dev")
+    core = cluster.core
+    core.create_namespaced_pod(NAMESPACE, _pod(first, claim, node=cluster.nodes["us-east-2a"]))
+    wait_for(
+        lambda: core.read_namespaced_pod(first, NAMESPACE).status.phase == "Running",
+        message="first",
+    )
+    core.create_namespaced_pod(NAMESPACE, _pod(second, claim, node=cluster.nodes["us-east-2b"]))
+    failed = wait_for(lambda: _events(cluster, second).get("FailedAttachVolume"), message="refused")
+    assert failed[0].startswith("Multi-Attach error for volume")
+    assert _attachments(cluster, volume_id) == [(cluster.nodes["us-east-2a"], "attached")]
+    assert core.read_namespaced_pod(second, NAMESPACE).status.phase == "Pending"
+    for pod in (first, second):
+        core.delete_namespaced_pod(pod, NAMESPACE, grace_period_seconds=0)
