@@ -106,6 +106,8 @@ class PersistentVolumeController:
         meta = claim["metadata"]
 
         def bind_volume(pv: Obj) -> None:
+            if pv["spec"].get("claimRef") and not _refers_to(pv, claim):  # taken meanwhile
+                raise ApiError(409, "Conflict", f'volume "{name}" already bound')
             pv["spec"]["claimRef"] = {
                 "kind": "PersistentVolumeClaim",
                 "apiVersion": "v1",
@@ -127,7 +129,7 @@ class PersistentVolumeController:
                 capacity=dict(volume["spec"]["capacity"]),
             )
 
-        with contextlib.suppress(ApiError):
+        with contextlib.suppress(ApiError):  # taken by another claim, or gone: next pass
             self.store.update("persistentvolumes", "", name, bind_volume)
             self.store.update("persistentvolumeclaims", meta["namespace"], meta["name"], bind_claim)
 

@@ -542,3 +542,19 @@ def test_a_volume_in_use_on_one_node_is_not_attached_to_another(cluster: Cluster
     assert core.read_namespaced_pod(second, NAMESPACE).status.phase == "Pending"
     for pod in (first, second):
         core.delete_namespaced_pod(pod, NAMESPACE, grace_period_seconds=0)
+
+
+def test_two_claims_naming_one_volume_bind_one_of_them(cluster: Cluster):
+    pv, claims = _name("pv"), [_name("home"), _name("home")]
+    for claim in claims:  # both waiting when the volume appears: one controller pass sees both
+        cluster.core.create_namespaced_persistent_volume_claim(NAMESPACE, _claim(claim, pv))
+    time.sleep(0.2)
+    cluster.core.create_persistent_volume(_pv(pv, _ebs_volume(cluster.ec2, "us-east-2a"), None))
+    volume = _phase_of_volume(cluster, pv, "Bound")
+    winner = volume.spec.claim_ref.name
+    loser = next(c for c in claims if c != winner)
+    wait_for(lambda: _events(cluster, loser).get("FailedBinding"), message="the other refused")
+    assert _phase_of_claim(cluster, winner, "Bound").metadata.uid == volume.spec.claim_ref.uid
+    time.sleep(0.2)
+    phase = cluster.core.read_namespaced_persistent_volume_claim(loser, NAMESPACE).status.phase
+    assert phase == "Pending"
