@@ -60,18 +60,23 @@ class EbsCsiAttacher:
         return self._attached.get(volume_id, ("", ""))[0] == instance_id
 
     def step(self, pods: list[Obj], nodes: dict[str, Obj], claims: Any, volumes: Any) -> None:
-        wanted: dict[str, tuple[str, Obj, Obj]] = {}  # volume id -> (instance, pod, pv)
+        users: dict[str, list[tuple[str, Obj, Obj]]] = {}  # volume id -> (instance, pod, pv)
         for pod in pods:
             node = nodes.get(pod["spec"].get("nodeName") or "")
             if node is None or pod["status"].get("phase") in FINISHED:
                 continue
             for pv in volume_scheduling.bound_volumes(pod, claims, volumes):
                 csi = pv["spec"].get("csi") or {}
-                if csi.get("driver") != DRIVER:
-                    continue
-                instance = instance_of(node)
-                holder = wanted.setdefault(csi["volumeHandle"], (instance, pod, pv))
-                if holder[0] != instance:
+                if csi.get("driver") == DRIVER:
+                    users.setdefault(csi["volumeHandle"], []).append((instance_of(node), pod, pv))
+        wanted: dict[str, tuple[str, Obj, Obj]] = {}  # volume id -> the user it goes to
+        for volume_id, candidates in users.items():
+            # The node it is attached to keeps it; the others' pods get the Multi-Attach error.
+            where = self._attached.get(volume_id, ("", ""))[0]
+            holder = next((c for c in candidates if c[0] == where), candidates[0])
+            wanted[volume_id] = holder
+            for instance, pod, pv in candidates:
+                if instance != holder[0]:
                     self._failed(
                         pod,
                         f'Multi-Attach error for volume "{pv["metadata"]["name"]}" Volume is '

@@ -528,7 +528,8 @@ def test_a_released_delete_policy_volume_fails_without_a_deleter(cluster: Cluste
 
 def test_a_volume_in_use_on_one_node_is_not_attached_to_another(cluster: Cluster):
     volume_id, _pv_name, claim = _disk(cluster, "us-east-2a", affinity_zone=None)
-    first, second = _name("dev"), _name("dev")
+    # the newcomer's name sorts first: who holds the volume must not depend on names
+    first, second = _name("zz-dev"), _name("aa-dev")
     core = cluster.core
     core.create_namespaced_pod(NAMESPACE, _pod(first, claim, node=cluster.nodes["us-east-2a"]))
     wait_for(
