@@ -144,29 +144,33 @@ class PersistentVolumeController:
 
     # -- volumes -------------------------------------------------------------------------
     def _sync_volume(self, volume: Obj, claims: dict[tuple[str, str], Obj]) -> None:
+        """syncVolume: a volume without a claim (new, or its `claimRef` cleared by an
+        admin) is Available; one whose claim is gone is reclaimed by its policy."""
         phase, ref = volume["status"].get("phase"), volume["spec"].get("claimRef")
-        if phase == "Pending":
-
-            def available(pv: Obj) -> None:
-                if pv["status"].get("phase") == "Pending":  # not bound meanwhile
-                    _set_phase(pv, "Available")
-
-            self._change("persistentvolumes", volume, available)
-            return
-        if phase != "Bound" or not ref:
+        unused = not ref and phase != "Available"
+        prebound = bool(ref) and not ref.get("uid") and phase == "Pending"  # a claim to come
+        if unused or prebound:
+            self._change("persistentvolumes", volume, _available_if_unchanged(volume))
+        if not ref or not ref.get("uid"):
             return
         claim = claims.get((ref.get("namespace", ""), ref.get("name", "")))
-        if claim is not None and claim["metadata"]["uid"] == ref.get("uid"):
+        if phase in ("Released", "Failed") or (
+            claim is not None and claim["metadata"]["uid"] == ref["uid"]
+        ):
             return
-        if volume["spec"].get("persistentVolumeReclaimPolicy") == "Retain":
-            self._change("persistentvolumes", volume, lambda pv: _set_phase(pv, "Released"))
+        policy = volume["spec"].get("persistentVolumeReclaimPolicy")
+        if policy == "Retain":
+            self._change("persistentvolumes", volume, _released_if_unchanged(volume))
             return
         message = (
-            f'error getting deleter volume plugin for volume "{volume["metadata"]["name"]}": '
+            "No recycler plugin found for the volume!"
+            if policy == "Recycle"
+            else f'error getting deleter volume plugin for volume "{volume["metadata"]["name"]}": '
             "no deletable volume plugin matched"
         )
-        self._change("persistentvolumes", volume, lambda pv: _set_phase(pv, "Failed", message))
-        self._event(volume, "Warning", "VolumeFailedDelete", message)
+        self._change("persistentvolumes", volume, _released_if_unchanged(volume, "Failed", message))
+        reason = "VolumeFailedRecycle" if policy == "Recycle" else "VolumeFailedDelete"
+        self._event(volume, "Warning", reason, message)
 
     # -- protection ---------------------------------------------------------------------
     def _release_protection(
@@ -211,6 +215,24 @@ def _set_phase(volume: Obj, phase: str, message: str | None = None) -> None:
     volume["status"] = {"phase": phase, "lastPhaseTransitionTime": now()}
     if message:
         volume["status"]["message"] = message
+
+
+def _available_if_unchanged(seen: Obj) -> Callable[[Obj], None]:
+    def available(volume: Obj) -> None:
+        if volume["spec"].get("claimRef") == seen["spec"].get("claimRef"):  # not bound since
+            _set_phase(volume, "Available")
+
+    return available
+
+
+def _released_if_unchanged(
+    seen: Obj, phase: str = "Released", message: str | None = None
+) -> Callable[[Obj], None]:
+    def release(volume: Obj) -> None:
+        if volume["spec"].get("claimRef") == seen["spec"].get("claimRef"):
+            _set_phase(volume, phase, message)
+
+    return release
 
 
 def _unprotect_unbound_volume(volume: Obj) -> None:

@@ -494,6 +494,10 @@ def test_a_claim_in_use_is_protected_until_its_pod_is_gone_then_the_volume_is_re
         f'volume "{pv}" already bound to a different claim.'
     ]
 
+    # an admin frees the volume by clearing its claimRef: it is Available, the claim binds
+    core.patch_persistent_volume(pv, {"spec": {"claimRef": None}})
+    assert _phase_of_claim(cluster, again, "Bound").spec.volume_name == pv
+
 
 def test_a_bound_volume_is_protected_and_delete_policy_has_no_deleter(cluster: Cluster):
     volume_id = _ebs_volume(cluster.ec2, "us-east-2a")
