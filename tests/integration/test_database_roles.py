@@ -84,6 +84,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_holds/record_error",
         "disk_holds/take",
         # the sweeper logs in as the lifecycle
+        "sweeper/held_disks",
         "sweeper/hold_unchanged",
         "sweeper/live",
         "sweeper/record_resends",

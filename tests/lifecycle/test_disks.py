@@ -6,6 +6,7 @@ reconciler, run at every step, changes nothing the lifecycle owns."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +19,9 @@ from tests.lifecycle.helpers import (
     cancel,
     objects_of,
     reserve,
+    show,
+    stop_execution,
+    sweep,
     wait_for_status,
 )
 from tests.support.waiting import wait_for
@@ -221,3 +225,80 @@ def test_the_reconciler_at_every_step_changes_nothing_the_lifecycle_owns(
     failing_snapshots(False)
     _free(local_cloud, disk)
     assert _reconcile_and_compare(local_cloud, disk)["reservation_id"] is None
+
+
+@pytest.fixture
+def slow_snapshots(local_cloud: Any) -> Iterator[Callable[[float], None]]:
+    """New snapshots stay pending this many real seconds, so a sweep finds them unfinished."""
+    before = local_cloud.snapshots.delay_seconds
+    yield lambda seconds: setattr(local_cloud.snapshots, "delay_seconds", seconds)
+    local_cloud.snapshots.delay_seconds = before
+
+
+def _sweep_until_free(cloud: Any, disk: str) -> list[dict[str, Any]]:
+    """Sweeps, as EventBridge would run them, until the disk is free; their statistics."""
+    runs: list[dict[str, Any]] = []
+
+    def swept_free() -> bool:
+        runs.append(sweep(cloud)["statistics"])
+        if _row(cloud, disk)["reservation_id"] is None:
+            return True
+        time.sleep(0.3)
+        return False
+
+    wait_for(swept_free, timeout=40, message=f"disk {disk} freed by the sweeper")
+    return runs
+
+
+def test_a_stopped_executions_disk_is_saved_by_the_sweeper_and_remounts_from_its_snapshot(
+    api, local_cloud, disk, slow_snapshots
+):
+    rid = reserve(api, disk_name=disk, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    (volume,) = _volumes(local_cloud, rid)
+    slow_snapshots(1.5)  # the sweeper must come back for the snapshot
+    stop_execution(local_cloud, rid)
+
+    runs = _sweep_until_free(local_cloud, disk)
+
+    assert runs[0]["reservations_ended"] == 1
+    assert sum(r["disks_waiting"] for r in runs) >= 2, "pod stopping, then snapshot pending"
+    assert [r["disks_freed"] for r in runs][-1] == 1 and sum(r["errors"] for r in runs) == 0
+    (saved,) = _snapshots(local_cloud, disk)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
+    assert _volumes(local_cloud, rid) == [], "deleted only after its snapshot completed"
+    freed = _row(local_cloud, disk)
+    assert not freed["in_use"] and freed["lifecycle_error"] is None
+    assert_nothing_left(local_cloud, rid)
+    assert (
+        local_cloud.kubernetes.store.list("persistentvolumes", None, f"gpu-dev/reservation={rid}")[
+            "items"
+        ]
+        == []
+    )
+    assert sweep(local_cloud)["repairs"] == 0, "nothing left to repair"
+
+    again = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, again, "active")
+    (remounted,) = _volumes(local_cloud, again)
+    assert remounted["SnapshotId"] == saved["SnapshotId"]
+
+
+def test_an_execution_that_died_while_its_snapshot_ran_has_its_disk_freed_by_the_sweeper(
+    api, local_cloud, disk, slow_snapshots
+):
+    """As after `Disk not saved`: the row ended, the hold and volume kept, no execution."""
+    rid = reserve(api, disk_name=disk, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    slow_snapshots(4)
+    cancel(api, rid)
+    wait_for(lambda: _snapshots(local_cloud, disk), message="the execution's snapshot")
+    stop_execution(local_cloud, rid)
+    assert show(api, rid)["status"] == "cancelled" and _row(local_cloud, disk)["in_use"]
+
+    runs = _sweep_until_free(local_cloud, disk)
+
+    assert runs[0]["reservations_ended"] == 0 and runs[-1]["disks_freed"] == 1
+    (saved,) = _snapshots(local_cloud, disk)  # the execution's, found by its tag
+    assert saved["State"] == "completed"
+    assert _volumes(local_cloud, rid) == []

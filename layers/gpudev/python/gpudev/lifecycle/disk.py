@@ -9,11 +9,18 @@ completes (a failed one: reason recorded on the disk, snapshot dropped, tried ag
 the volume kept); `release_disk` deletes the volume (only after its snapshot completed) and
 frees the disk. The state machine does the waiting (Wait states), never a Lambda. Every
 step finds what an earlier attempt made (by tags) before making anything.
+
+When the execution died (stopped, `Disk not saved`, `TearDownFailed`), the sweeper calls
+`save_for_the_sweeper` once a run: the same two steps, advanced as far as they go now
+(snapshot requested, completed, volume deleted, freed), the state being EC2's, found by
+tags, so a run that crashed mid-step is simply run again.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Literal
+from uuid import UUID
 
 from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
@@ -163,3 +170,19 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     holds.free(reservation.reservation_id, content_listing=None)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")
+
+
+SweptDisk = Literal["none", "waiting", "failed", "freed"]
+
+
+def save_for_the_sweeper(lc: Lifecycle, reservation_id: UUID) -> SweptDisk:
+    """One step of saving the disk held by a reservation whose execution died: delete its
+    PersistentVolume (the sweeper deletes the namespaced claim and pods), then `save_disk`
+    and, once saved, `release_disk`. Never waits: the next run looks again. The caller
+    makes sure no execution is running for `reservation_id`."""
+    PersistentVolumes(lc.api_client).delete_all(str(reservation_id))
+    saved = save_disk(lc, SaveDisk(reservation_id=reservation_id))
+    if saved.outcome != "saved":
+        return saved.outcome
+    release_disk(lc, ReleaseDisk(reservation_id=reservation_id))
+    return "freed"
