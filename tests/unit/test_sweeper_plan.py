@@ -263,9 +263,9 @@ def test_a_held_disk_is_saved_only_when_its_execution_is_confirmed_not_alive():
         str(missing.execution_arn): EXECUTION_MISSING,
         str(redriving.execution_arn): "PENDING_REDRIVE",
     }
-    assert held_executions_to_describe(every, listed, described) == [
-        undescribed.execution_arn
-    ], "only what neither the list nor this run's describes showed"
+    assert held_executions_to_describe(every, listed, described) == [undescribed.execution_arn], (
+        "only what neither the list nor this run's describes showed"
+    )
     assert sorted(disks_to_save(every, listed, described)) == sorted(
         [aborted.reservation_id, failed.reservation_id, missing.reservation_id, none.reservation_id]
     )

@@ -28,9 +28,7 @@ class DiskSaver:
     describe: Callable[[str], str]  # execution ARN → status (EXECUTION_MISSING if gone)
     save: SaveStep
 
-    def run(
-        self, running: set[str], described: dict[str, str], statistics: dict[str, int]
-    ) -> None:
+    def run(self, running: set[str], described: dict[str, str], statistics: dict[str, int]) -> None:
         """`running`/`described`: what the run already knows of executions; read after the
         run's ends, so the reservations it just ended are saved from this run on."""
         held = self.rows.held_disks()

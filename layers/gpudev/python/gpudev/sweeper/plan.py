@@ -130,7 +130,8 @@ def disks_to_save(
     saving = []
     for disk in held:
         arn = disk.execution_arn
-        if arn is None or (arn not in running and described.get(arn, "RUNNING") not in EXECUTION_ALIVE):
+        dead = arn not in running and described.get(arn, "RUNNING") not in EXECUTION_ALIVE
+        if arn is None or dead:
             saving.append(disk.reservation_id)
     return saving
 
