@@ -130,8 +130,9 @@ def disks_to_save(
     saving = []
     for disk in held:
         arn = disk.execution_arn
-        dead = arn not in running and described.get(arn, "RUNNING") not in EXECUTION_ALIVE
-        if arn is None or dead:
+        if arn is None or (
+            arn not in running and described.get(arn, "RUNNING") not in EXECUTION_ALIVE
+        ):
             saving.append(disk.reservation_id)
     return saving
 
