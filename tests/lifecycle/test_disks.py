@@ -302,3 +302,45 @@ def test_an_execution_that_died_while_its_snapshot_ran_has_its_disk_freed_by_the
     (saved,) = _snapshots(local_cloud, disk)  # the execution's, found by its tag
     assert saved["State"] == "completed"
     assert _volumes(local_cloud, rid) == []
+
+
+def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
+    api, local_cloud, disk
+):
+    rid = reserve(api, gpu_type="h100", gpu_count=16, hours=0.3, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "active", timeout=40)
+    (volume,) = _volumes(local_cloud, rid)
+    pods = {
+        p["metadata"]["labels"]["gpu-dev/rank"]: p for p in objects_of(local_cloud, rid)["pods"]
+    }
+    assert sorted(pods) == ["0", "1"]
+    claims = {
+        rank: [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
+        for rank, pod in pods.items()
+    }
+    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [
+        f"gpu-dev-{rid[:8]}-home"
+    ]
+    assert claims["1"] == [], "node 1's pod has no claim"
+    env = {
+        rank: {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+        for rank, pod in pods.items()
+    }
+    assert env["0"]["GPU_DEV_PERSISTENT_HOME"] == "true"
+    assert env["1"]["GPU_DEV_PERSISTENT_HOME"] == "false"
+    node0 = local_cloud.kubernetes.store.get("nodes", None, pods["0"]["spec"]["nodeName"])
+    assert volume["AvailabilityZone"] == node0["metadata"]["labels"]["topology.kubernetes.io/zone"]
+    assert [
+        a["InstanceId"]
+        for a in _ec2(local_cloud).describe_volumes(VolumeIds=[volume["VolumeId"]])["Volumes"][0][
+            "Attachments"
+        ]
+    ] == [pods["0"]["spec"]["nodeName"]], "attached to node 0"
+
+    cancel(api, rid)
+    wait_for_status(api, rid, "cancelled")
+    _free(local_cloud, disk)
+    (saved,) = _snapshots(local_cloud, disk)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
+    assert _volumes(local_cloud, rid) == []
+    assert_nothing_left(local_cloud, rid)
