@@ -57,6 +57,42 @@ class DatabaseAccess:
         return environment
 
 
+@dataclass(frozen=True)
+class ResourceGrant:
+    """One IAM statement: actions on ARN patterns (`{partition}`, `{region}`, `{account}` are
+    the stack's), under conditions: (operator, key, values)."""
+
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+    conditions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+
+# The tag every volume and snapshot of a named disk carries from its creation
+# (gpudev/disks/volumes.py RESERVATION_TAG; tests/infrastructure keeps the two in step).
+DISK_RESERVATION_TAG = "reservation-id"
+_VOLUMES = "arn:{partition}:ec2:{region}:{account}:volume/*"
+_SNAPSHOTS = "arn:{partition}:ec2:{region}::snapshot/*"  # snapshot ARNs carry no account
+_TAGGED = ("StringLike", f"ec2:ResourceTag/{DISK_RESERVATION_TAG}", ("*",))
+_TAGGING = ("StringLike", f"aws:RequestTag/{DISK_RESERVATION_TAG}", ("*",))
+# What the lifecycle (and the sweeper, for executions that died) does to named disks' EBS
+# side (gpudev/disks/volumes.py): create a volume only tagged as ours, from a snapshot of
+# ours; snapshot only our volumes, tagged; tag only while creating; delete only ours.
+# Describe* has no resource-level scoping (describe_actions).
+DISK_VOLUME_GRANTS = (
+    ResourceGrant(("ec2:CreateVolume",), (_VOLUMES,), (_TAGGING,)),
+    ResourceGrant(("ec2:CreateVolume",), (_SNAPSHOTS,), (_TAGGED,)),
+    ResourceGrant(("ec2:CreateSnapshot",), (_VOLUMES,), (_TAGGED,)),
+    ResourceGrant(("ec2:CreateSnapshot",), (_SNAPSHOTS,), (_TAGGING,)),
+    ResourceGrant(
+        ("ec2:CreateTags",),
+        (_VOLUMES, _SNAPSHOTS),
+        (("StringEquals", "ec2:CreateAction", ("CreateVolume", "CreateSnapshot")),),
+    ),
+    ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), (_TAGGED,)),
+    ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), (_TAGGED,)),
+)
+DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
+
 API_ROLE = "gpudev_api"
 LIFECYCLE_ROLE = "gpudev_lifecycle"
 RECONCILERS_ROLE = "gpudev_reconcilers"
@@ -89,6 +125,7 @@ class FunctionSpec:
     source_root: str = "functions"
     # AWS read actions that support no resource-level scoping (Describe*), granted on "*".
     describe_actions: tuple[str, ...] = ()
+    grants: tuple[ResourceGrant, ...] = ()  # scoped AWS actions (conditions, ARN patterns)
     uses_cluster: bool = False  # eks:DescribeCluster + a Kubernetes access entry
     kubernetes_group: str = "gpu-dev-readers"  # bound by deploy/kubernetes/rbac.yaml
     reserved_concurrency: int | None = None
@@ -269,6 +306,8 @@ RESERVATION_TASKS = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
+    describe_actions=DISK_VOLUME_DESCRIBES,
+    grants=DISK_VOLUME_GRANTS,  # a named disk's volume and snapshots
     alarm_on_errors=True,
     database=LIFECYCLE_DATABASE,
 )
@@ -318,6 +357,9 @@ SWEEPER = FunctionSpec(
     sends_to=("Jobs",),  # create jobs sent again
     answers_tasks=(RESERVATION_MACHINE,),  # its allocator pass signals grants
     watches=(RESERVATION_MACHINE,),
+    # saves the disks of reservations whose execution died, as the lifecycle does
+    describe_actions=DISK_VOLUME_DESCRIBES,
+    grants=DISK_VOLUME_GRANTS,
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
     repairs_metric="SweeperRepairs",

@@ -29,6 +29,17 @@ ACKNOWLEDGED: dict[str, str] = {
         "DescribeExecution on the reservation state machine's executions, which are named by "
         "reservation id and so not known in advance; scoped to that one state machine."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+    "<AWS::AccountId>:volume/*]": (
+        "A named disk's volume is created per reservation, so its id is not known in advance; "
+        "every action on it is conditioned on the disk's reservation-id tag (aws:RequestTag "
+        "when created, ec2:ResourceTag after), CreateTags only within the create call."
+    ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>::"
+    "snapshot/*]": (
+        "A named disk's snapshots are made at each ending, so their ids are not known in "
+        "advance; every action on them is conditioned on the disk's reservation-id tag."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "
         "aliases (<arn>:*), and nothing else."

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, triggers
+from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack, Token, triggers
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
@@ -34,6 +34,7 @@ from cdk_app.declaration import (
     Deployment,
     FunctionSpec,
     QueueSpec,
+    ResourceGrant,
     StateMachineSpec,
 )
 from cdk_app.function import GpuDevFunction
@@ -217,6 +218,8 @@ class GpuDevStack(Stack):
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
+        for grant in spec.grants:
+            function.add_to_role_policy(self._statement(grant))
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         if spec.alarm_on_errors:
@@ -239,6 +242,17 @@ class GpuDevStack(Stack):
                 ),
             )
         return function
+
+    def _statement(self, grant: ResourceGrant) -> iam.PolicyStatement:
+        arn = {"partition": Aws.PARTITION, "region": Aws.REGION, "account": Aws.ACCOUNT_ID}
+        conditions: dict[str, dict[str, str | list[str]]] = {}
+        for operator, key, values in grant.conditions:
+            conditions.setdefault(operator, {})[key] = values[0] if len(values) == 1 else [*values]
+        return iam.PolicyStatement(
+            actions=list(grant.actions),
+            resources=[resource.format(**arn) for resource in grant.resources],
+            conditions=conditions or None,
+        )
 
     def _context_environment(self, spec: FunctionSpec) -> dict[str, str]:
         """The function's settings taken from CDK context, validated at synth."""

@@ -92,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         default=3600.0,
         help="the reservation lifecycle's clock: how long an hour lasts (e.g. 60)",
     )
+    parser.add_argument(
+        "--snapshot-seconds",
+        type=float,
+        default=0.0,
+        help="EBS snapshots stay pending this long on the lifecycle's clock (default 0: "
+        "complete at once, as moto does; AWS takes minutes, e.g. 600)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
@@ -120,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         tick_seconds=tick,
         database_url=database_url,
         seconds_per_hour=args.seconds_per_hour,
+        snapshot_seconds=args.snapshot_seconds,
     )
     cloud = LocalCloud(state, options)
     try:

@@ -38,6 +38,7 @@ from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 from localcloud.postgres import EmbeddedPostgres, require_free_port
 from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
+from localcloud.snapshot_completion import SnapshotCompletion
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = "us-east-2"
@@ -83,6 +84,8 @@ class Options:
     seconds_per_hour: float = 3600.0
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: int = 2
+    # New EBS snapshots stay `pending` this long on the lifecycle's clock (moto: at once).
+    snapshot_seconds: float = 0.0
     cluster_description: Path = DEFAULT_DESCRIPTION
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
@@ -141,6 +144,8 @@ class LocalCloud:
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.kubernetes: KubernetesApiServer | None = None
         self.cluster: SimulatedCluster | None = None
+        # How long new snapshots stay pending, in real seconds (tests may change it).
+        self.snapshots = SnapshotCompletion()
         self.postgres_pid: int | None = None  # when we started PostgreSQL
         self._postgres: EmbeddedPostgres | None = None
         # Set when stop() begins; each step of the stop takes what is left of it.
@@ -183,6 +188,10 @@ class LocalCloud:
         aws = self.aws = LocalAws(REGION, port=ports.aws).start()
         self._on_stop("aws", lambda: aws.stop(self._deadline))
         self.aws.enable_state_machine_execution()
+        self.snapshots.delay_seconds = self.options.snapshot_seconds * (
+            self.options.seconds_per_hour / 3600
+        )
+        self._on_stop("snapshot completion", self.snapshots.install())
         self.aws.create_users(self.credentials_file)
         function_key = self.aws.create_function_identity()
 
@@ -300,6 +309,7 @@ class LocalCloud:
             shapes,
             kubelet_delay_seconds=self.options.kubelet_delay_seconds,
             termination_seconds_scale=self.options.termination_seconds_scale,
+            ec2=self.aws.client("ec2"),
         ).start()
         self._signal_stop.append(self.cluster.signal_stop)
         self._on_stop("simulated cluster", self._drained(self.cluster.stop))

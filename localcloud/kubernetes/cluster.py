@@ -26,6 +26,8 @@ from typing import Any
 
 from localcloud.deadline import Deadline, join_or_abandon
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.scheduling_failure import scheduling_failure
+from localcloud.kubernetes.storage_simulation import StorageSimulation, container_creating
 from localcloud.kubernetes.store import DeleteOptions, ObjectStore, now
 
 log = logging.getLogger("localcloud.cluster")
@@ -101,8 +103,11 @@ class SimulatedCluster:
         shapes: dict[str, NodeShape],
         kubelet_delay_seconds: float = 0.5,
         termination_seconds_scale: float = 1.0,
+        *,
+        ec2: Any,
     ):
         self.store = store
+        self.storage = StorageSimulation(store, ec2)  # volume controllers, EBS CSI attach
         self._autoscaling = autoscaling
         self._shapes = shapes  # by GpuType
         self.kubelet_delay_seconds = kubelet_delay_seconds
@@ -132,6 +137,7 @@ class SimulatedCluster:
                 if time.monotonic() - last_sync > 1.0:
                     self.sync_nodes()
                     last_sync = time.monotonic()
+                self.storage.step()
                 self.schedule()
                 self.run_kubelet()
             except Exception:
@@ -215,17 +221,22 @@ class SimulatedCluster:
             if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":
                 continue
             wanted = _gpu_request(pod)
-            fits = [
+            claim_problem = self.storage.unschedulable(pod)
+            candidates = [
                 n
                 for n in nodes
-                if node_is_ready(n)
+                if not claim_problem
+                and node_is_ready(n)
                 and node_accepts(n, pod)
                 and int(n["status"]["allocatable"].get(GPU, 0)) - used.get(n["metadata"]["name"], 0)
                 >= wanted
             ]
+            fits = [n for n in candidates if not self.storage.conflicts(pod, n)]
             meta = pod["metadata"]
             if not fits:
-                self._unschedulable(pod, len(nodes), wanted)
+                self._unschedulable(
+                    pod, scheduling_failure(len(nodes), wanted, claim_problem, len(candidates))
+                )
                 continue
             node = fits[0]["metadata"]["name"]
             try:
@@ -235,11 +246,7 @@ class SimulatedCluster:
             used[node] = used.get(node, 0) + wanted
             log.info("pod %s/%s bound to %s", meta["namespace"], meta["name"], node)
 
-    def _unschedulable(self, pod: dict[str, Any], node_count: int, gpus: int) -> None:
-        message = (
-            f"0/{node_count} nodes are available: {node_count} Insufficient {GPU} "
-            f"or node(s) didn't match Pod's node affinity/selector (wanted {gpus} GPUs)."
-        )
+    def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         condition = {
             "type": "PodScheduled",
             "status": "False",
@@ -265,9 +272,9 @@ class SimulatedCluster:
         )
         self._forget_pods_gone({p["metadata"]["uid"] for p in pods})
         self._finish_terminations(pods)
+        nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes", None)["items"]}
         allocatable = {
-            n["metadata"]["name"]: int(n["status"]["allocatable"].get(GPU, 0))
-            for n in self.store.list("nodes", None)["items"]
+            name: int(n["status"]["allocatable"].get(GPU, 0)) for name, n in nodes.items()
         }
         used = _gpus_of_admitted_pods(pods)
         for pod in pods:
@@ -289,8 +296,15 @@ class SimulatedCluster:
                     self._reject(pod, wanted, used.get(node, 0), allocatable[node])
                     continue
                 used[node] = used.get(node, 0) + wanted
-            if self.image_pulls_fail:
+            if self.storage.waiting_for_volumes(pod, nodes[node]):  # ContainerCreating
                 if not pod["status"].get("containerStatuses"):
+                    with contextlib.suppress(ApiError):
+                        self.store.update(
+                            "pods", meta["namespace"], meta["name"], container_creating
+                        )
+                continue
+            if self.image_pulls_fail:
+                if not _waiting_for_image(pod):
                     with contextlib.suppress(ApiError):
                         self.store.update("pods", meta["namespace"], meta["name"], _pull_failed)
                 continue
@@ -345,6 +359,13 @@ class SimulatedCluster:
         for seen in (self._bound_seen_at, self._terminating_since):
             for uid in seen.keys() - uids:
                 del seen[uid]
+
+
+def _waiting_for_image(pod: dict[str, Any]) -> bool:
+    return any(
+        (s.get("state", {}).get("waiting") or {}).get("reason") == "ImagePullBackOff"
+        for s in pod["status"].get("containerStatuses") or []
+    )
 
 
 def _fake_ip(name: str) -> str:

@@ -90,6 +90,12 @@ def pod(obj: Obj) -> list[FieldError]:
         for i, volume in enumerate(volumes)
         if not set(volume) - {"name"}
     ]
+    errors += [
+        required(f"spec.volumes[{i}].persistentVolumeClaim.claimName")
+        for i, volume in enumerate(volumes)
+        if "persistentVolumeClaim" in volume
+        and not (volume["persistentVolumeClaim"] or {}).get("claimName")
+    ]
     containers, init = spec.get("containers") or [], spec.get("initContainers") or []
     errors += [] if containers else [required("spec.containers")]
     volume_names = {volume.get("name") for volume in volumes}

@@ -17,6 +17,8 @@ SUPPORTED_FIELDS = {
     "secrets": {"metadata.name", "metadata.namespace", "type"},
     "namespaces": {"metadata.name", "status.phase"},
     "events": {"metadata.name", "metadata.namespace", "involvedObject.name", "reason"},
+    "persistentvolumes": {"metadata.name"},
+    "persistentvolumeclaims": {"metadata.name", "metadata.namespace"},
 }
 
 _SET = re.compile(r"^\s*([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcloud.kubernetes import networking, pod_security, validation
+from localcloud.kubernetes import (
+    finalizers,
+    networking,
+    pod_security,
+    storage_validation,
+    validation,
+)
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
 
@@ -27,6 +33,8 @@ KINDS = {
     "configmaps": ("ConfigMap", True),
     "secrets": ("Secret", True),
     "events": ("Event", True),
+    "persistentvolumes": ("PersistentVolume", False),
+    "persistentvolumeclaims": ("PersistentVolumeClaim", True),
     **networking.RESOURCES,
 }
 NODE_PORT_RANGE = range(30000, 32768)
@@ -228,6 +236,8 @@ class ObjectStore:
                 metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
             elif resource in networking.RESOURCES:
                 networking.default(obj)
+            elif resource in ("persistentvolumes", "persistentvolumeclaims"):
+                storage_validation.default(resource, obj)
             self._objects[key] = obj
             return self._stamp(obj)
 
@@ -303,6 +313,7 @@ class ObjectStore:
         else:
             admit(resource, new, current)
             _refuse_spec_change_while_terminating(current, new)
+            finalizers.refuse_new_while_deleting(current, new)
             updated = copy.deepcopy(new)
             updated["status"] = copy.deepcopy(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
@@ -312,6 +323,8 @@ class ObjectStore:
                     updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
         self._objects[key] = updated
+        if finalizers.released(finalizers.holds(current), updated):
+            del self._objects[key]
         return self._stamp(updated)
 
     def replace(
@@ -341,7 +354,10 @@ class ObjectStore:
             obj = self._objects.get(self._key(resource, namespace, name))
             if obj is None:
                 raise self._missing(resource, name)
+            held = finalizers.holds(obj)
             change(obj)
+            if finalizers.released(held, obj):
+                del self._objects[self._key(resource, namespace, name)]
             return self._stamp(obj)
 
     def bind(self, namespace: str, name: str, node_name: str) -> None:
@@ -415,6 +431,9 @@ class ObjectStore:
                 meta["deletionGracePeriodSeconds"] = grace
                 if grace > 0:
                     return self._stamp(obj)
+            if finalizers.holds(obj):  # Terminating until its controllers let go
+                finalizers.mark_deleted(obj, now())
+                return self._stamp(obj)
             del self._objects[key]
             if resource == "namespaces":
                 for child in [k for k in self._objects if k[1] == name]:

@@ -4,9 +4,11 @@ create or update body, run by the store before anything is written (never on sta
 `admit` answers like the API server: 400 BadRequest when the body cannot be decoded (bad
 base64 in a Secret, a quantity that does not parse) or names another object than the URL,
 422 Invalid with one cause per field error otherwise (`pkg/apis/core/validation`). Each kind
-is a name rule plus a spec rule in the tables at the bottom; the string rules are in
-`rules.py`. Not checked: pod spec immutability on update, admission (PodSecurity, LimitRanges,
-quotas, webhooks), unknown fields (decoded and kept, where the API server drops them).
+is a name rule plus a spec rule in the tables at the bottom (and, for PersistentVolumes and
+claims, an update rule: `storage_validation.py`); the string rules are in `rules.py`.
+Not checked: pod spec immutability on update, admission (LimitRanges, quotas, webhooks;
+PodSecurity is `pod_security.py`, claim resize `storage_validation.refuse_resize`),
+unknown fields (decoded and kept, where the API server drops them).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import networking, pod_validation, rules
+from localcloud.kubernetes import networking, pod_validation, rules, storage_validation
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
@@ -136,6 +138,8 @@ NAMES: dict[str, rules.Rule] = {
     "secrets": rules.dns1123_subdomain,
     "events": rules.dns1123_subdomain,
     "networkpolicies": rules.dns1123_subdomain,
+    "persistentvolumes": rules.dns1123_subdomain,
+    "persistentvolumeclaims": rules.dns1123_subdomain,
 }
 SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "pods": pod_validation.pod,
@@ -143,11 +147,20 @@ SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "configmaps": config_map,
     "secrets": secret,
     "networkpolicies": networking.network_policy,
+    "persistentvolumes": storage_validation.persistent_volume,
+    "persistentvolumeclaims": storage_validation.persistent_volume_claim,
+}
+# What an update may not change, given the object it replaces.
+UPDATES: dict[str, Callable[[Obj, Obj], list[FieldError]]] = {
+    "persistentvolumes": storage_validation.persistent_volume_update,
+    "persistentvolumeclaims": storage_validation.persistent_volume_claim_update,
 }
 DECODERS: dict[str, Callable[[Obj], None]] = {
     "pods": pod_validation.quantities,
     "configmaps": _binary_data,
     "secrets": _secret_data,
+    "persistentvolumes": storage_validation.quantities,
+    "persistentvolumeclaims": storage_validation.quantities,
 }
 
 
@@ -177,7 +190,14 @@ def admit(resource: str, kind: str, obj: Obj, current: Obj | None = None) -> Api
             400, "BadRequest", f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
         )
     errors = validate(resource, {**obj, "metadata": meta})
+    if current is not None and resource in UPDATES:
+        errors += UPDATES[resource](obj, current)
     if not errors:
+        if current is not None and resource == "persistentvolumeclaims":
+            try:  # a validating admission plugin: after validation, as in the API server
+                storage_validation.refuse_resize(obj, current)
+            except ApiError as refused:
+                return refused
         return None
     messages = list(dict.fromkeys(str(error) for error in errors))
     summary = messages[0] if len(messages) == 1 else f"[{', '.join(messages)}]"

@@ -124,7 +124,7 @@ def test_volumes_across_pages_are_imported_with_pending_snapshots_as_backing_up(
         work.is_deleted,
         work.operation_id,
         work.last_used,
-    ) == ("vol-1", True, 1, True, T0, False, None, None)
+    ) == ("vol-1", False, 1, True, T0, False, None, None)  # held by nobody: migration 0011
     assert disks[("bob", "data")].size_gb == 2048
     stored = ReconcilerRunsRepository(conn).latest("disk_reconciliation")
     assert stored is not None and stored.statistics == result.statistics
@@ -163,13 +163,12 @@ def test_a_snapshot_listing_failure_keeps_snapshot_fields_but_reconciles_volumes
 
 def test_a_volume_listing_failure_aborts_without_changing_the_database(conn, ec2):
     client, stubber = ec2
-    DisksRepository(conn).create(NewDisk(user_id="alice", disk_name="held"))
-    conn.execute("UPDATE disks SET in_use = true")
+    DisksRepository(conn).create(NewDisk(user_id="alice", disk_name="held", ebs_volume_id="v"))
     conn.commit()
     stubber.add_client_error("describe_volumes", "UnauthorizedOperation", http_status_code=403)
     with pytest.raises(Exception, match="UnauthorizedOperation"):
         reconcile_disks(conn, client, "test")
-    assert _disks(conn)[("alice", "held")].in_use is True, "not orphaned by a failed listing"
+    assert _disks(conn)[("alice", "held")].ebs_volume_id == "v", "not orphaned by a failed listing"
     failed = ReconcilerRunsRepository(conn).latest("disk_reconciliation")
     assert failed is not None and failed.outcome == "failed"
     assert "UnauthorizedOperation" in (failed.error or "")

@@ -116,6 +116,12 @@ class World:
         self.stepfunctions = StepFunctions()
         self.sqs = Sqs()
         self.allocations = 0
+        self.disk_steps: list[uuid.UUID] = []  # holders whose disk a run advanced
+        self.disk_step = "waiting"
+
+    def save_disk(self, reservation_id: uuid.UUID) -> str:
+        self.disk_steps.append(reservation_id)
+        return self.disk_step
 
     def sweeper(self, conn: psycopg.Connection[Any], limits: Limits = LIMITS) -> Sweeper:
         def allocate() -> None:
@@ -129,6 +135,7 @@ class World:
             state_machine_arn=MACHINE,
             limits=limits,
             allocate=allocate,
+            save_disk=self.save_disk,
         )
 
     def run(self, limits: Limits = LIMITS) -> Any:
@@ -235,6 +242,61 @@ def test_an_active_reservation_whose_execution_was_aborted_is_ended_released_and
         "slots_released": 4,
         "objects_deleted": len(KINDS),
     }
+
+
+def hold_disk(url: str, rid: uuid.UUID) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO disks (user_id, disk_name, reservation_id) VALUES ('alice', %s, %s)",
+            (f"work-{str(rid)[:8]}", rid),
+        )
+
+
+def test_a_disk_is_saved_by_the_sweeper_only_once_its_holders_execution_is_dead(world):
+    just_ended = insert(world.url, "active")  # the run ends it: its execution was stopped
+    not_saved = insert(world.url, "active")  # `Disk not saved`: ended, execution FAILED
+    end_row(world.url, not_saved, "1 hour")
+    saving = insert(world.url, "active")  # ended, its execution in `Save the disk`
+    end_row(world.url, saving, "1 second")
+    live = insert(world.url, "active")  # holds its disk while active
+    for rid in (just_ended, not_saved, saving, live):
+        hold_disk(world.url, rid)
+    world.stepfunctions.executions = {
+        execution_of(just_ended): "ABORTED",
+        execution_of(not_saved): "FAILED",
+        execution_of(saving): "RUNNING",
+        execution_of(live): "RUNNING",
+    }
+
+    result = world.run()
+
+    assert sorted(world.disk_steps) == sorted([just_ended, not_saved])
+    assert result.statistics["disks_waiting"] == 2 and result.repairs == 1
+    world.disk_step = "freed"
+    world.disk_steps.clear()
+    result = world.run()
+    assert sorted(world.disk_steps) == sorted([just_ended, not_saved])
+    assert result.statistics["disks_freed"] == 2 and result.repairs == 2
+
+
+def test_a_disk_step_that_raises_is_counted_and_the_run_goes_on(world):
+    first, second = insert(world.url, "active"), insert(world.url, "active")
+    for rid in (first, second):
+        end_row(world.url, rid, "1 hour")
+        hold_disk(world.url, rid)
+    world.stepfunctions.executions = {execution_of(first): "FAILED"}  # second: not found
+    calls: list[uuid.UUID] = []
+
+    def save_disk(reservation_id: uuid.UUID) -> str:
+        calls.append(reservation_id)
+        if len(calls) == 1:
+            raise RuntimeError("DeleteVolume refused")
+        return "freed"
+
+    world.save_disk = save_disk  # type: ignore[method-assign]
+    result = world.run()
+    assert sorted(calls) == sorted([first, second])
+    assert result.statistics["errors"] == 1 and result.statistics["disks_freed"] == 1
 
 
 def test_a_queued_reservation_whose_execution_is_gone_is_ended(world):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -158,3 +160,32 @@ def end_everything(api: ApiClient, cloud: LocalCloud) -> None:
             return
         time.sleep(0.1)
     raise AssertionError(f"pods left behind: {[p['metadata']['name'] for p in pods]}")
+
+
+EVENT = json.loads(
+    (Path(__file__).resolve().parents[2] / "events" / "sweeper" / "scheduled.json").read_text()
+)
+
+
+def sweep(cloud: LocalCloud) -> dict[str, Any]:
+    invocation = cloud.lambdas.invoke("Sweeper", EVENT)
+    assert not invocation.errored, invocation.payload
+    return dict(invocation.payload)
+
+
+def execution_arn(cloud: LocalCloud, reservation_id: str) -> str:
+    machine = cloud.resources.state_machine_arns["Reservation"]
+    return f"{machine.replace(':stateMachine:', ':execution:')}:{reservation_id}"
+
+
+def stop_execution(cloud: LocalCloud, reservation_id: str) -> None:
+    assert cloud.aws is not None
+    sfn = cloud.aws.client("stepfunctions")
+    arn = execution_arn(cloud, reservation_id)
+    sfn.stop_execution(executionArn=arn, error="Operator", cause="stopped by hand")
+    # moto aborts an execution parked on a task token only when that wait ends (AWS: at
+    # once); the reservations here are short, so their parks are too.
+    deadline = time.monotonic() + 30
+    while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":
+        assert time.monotonic() < deadline, "the execution did not stop"
+        time.sleep(0.1)

@@ -55,4 +55,11 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     assert allocated_slots(local_cloud, rid) == 0
     history = execution_history(local_cloud, rid)
     assert history[:3] == ["Validate request", "Queue, cancel or done?", "Wait for capacity"]
-    assert "Provision" in history and history[-3:] == ["Tear down", "How did it end?", "Expired"]
+    assert "Provision" in history and "Take the disk" in history  # no disk: "none"
+    assert history[-5:] == [
+        "Tear down",
+        "Save the disk",
+        "Disk saved?",
+        "How did it end?",
+        "Expired",
+    ]

@@ -69,11 +69,11 @@ def test_case_1_volume_without_row_is_imported():
     assert (
         state.ebs_volume_id,
         state.size_gb,
-        state.in_use,
         state.snapshot_count,
         state.is_backing_up,
         state.last_snapshot_at,
-    ) == ("vol-1", 1024, True, 3, True, T0)
+    ) == ("vol-1", 1024, 3, True, T0)
+    assert not hasattr(state, "reservation_id"), "an imported disk is held by nobody"
     assert plan.statistics == stats(aws_volumes=1, created=1)
 
 
@@ -92,17 +92,20 @@ def test_volumes_missing_identifying_tags_are_skipped(missing: str, caplog):
     assert "skipping volume vol-1" in caplog.text
 
 
-def test_case_2a_active_row_without_volume_is_released_and_kept():
+def test_case_2a_active_row_without_volume_is_counted_and_never_released():
+    # Snapshot-first: a held disk has no volume until its reservation creates one, and
+    # none after it is saved; the holder is the lifecycle's (migration 0011).
     held = row(in_use=True, reservation_id=RESERVATION, ebs_volume_id="vol-gone", size_gb=10)
     idle = row(disk="idle")
     plan = plan_reconciliation([], {}, [held, idle])
-    assert plan.releases == [held.disk_id]
+    assert plan.syncs == [] and plan.imports == []
+    assert not hasattr(plan, "releases")
     assert plan.statistics == stats(db_records=2, orphaned_db_active=2)
 
 
 def test_case_2b_deleted_row_without_volume_is_left_alone():
     plan = plan_reconciliation([], {}, [row(is_deleted=True, in_use=True)])
-    assert plan.releases == [] and plan.syncs == []
+    assert plan.syncs == []
     assert plan.statistics == stats(db_records=1, orphaned_db_deleted=1)
 
 
@@ -126,26 +129,22 @@ def test_case_3_drift_is_synced_field_by_field():
     assert (
         sync.state.ebs_volume_id,
         sync.state.size_gb,
-        sync.state.in_use,
-        sync.state.reservation_id,
         sync.state.snapshot_count,
         sync.state.is_backing_up,
-    ) == ("vol-9", 2048, True, RESERVATION, 5, True)
+    ) == ("vol-9", 2048, 5, True)
     assert plan.statistics == stats(aws_volumes=1, db_records=1, updated=1)
 
 
-def test_case_3_detached_volume_clears_the_reservation():
-    current = row(ebs_volume_id="vol-1", size_gb=1024, in_use=True, reservation_id=RESERVATION)
-    plan = plan_reconciliation([volume("vol-1", attached=False)], {}, [current])
-    (sync,) = plan.syncs
-    assert (sync.state.in_use, sync.state.reservation_id) == (False, None)
-
-
-def test_attached_volume_without_a_reservation_tag_keeps_the_known_reservation():
-    current = row(ebs_volume_id="vol-1", size_gb=1024, in_use=True, reservation_id=RESERVATION)
-    plan = plan_reconciliation([volume("vol-1", attached=True)], {}, [current])
-    assert plan.syncs == []
-    assert plan.statistics["synced"] == 1
+@pytest.mark.parametrize("attached", [False, True])
+@pytest.mark.parametrize("holder", [None, RESERVATION])
+def test_attachments_never_change_the_holder(attached: bool, holder: uuid.UUID | None):
+    # Attached or not, tagged with a reservation or not: the holder is the lifecycle's.
+    current = row(
+        ebs_volume_id="vol-1", size_gb=1024, in_use=holder is not None, reservation_id=holder
+    )
+    raw = volume("vol-1", attached=attached, reservation_id=str(uuid.uuid4()))
+    plan = plan_reconciliation([raw], {}, [current])
+    assert plan.syncs == [] and plan.statistics["synced"] == 1
 
 
 def test_rows_match_by_volume_id_before_name():

@@ -10,12 +10,14 @@ import pytest
 from cdk_app.declaration import METRICS_NAMESPACE
 from gpudev.models import ReservationStatus as S
 from gpudev.observability import metrics
-from gpudev.repositories.sweeper import LiveRow
+from gpudev.repositories.sweeper import HeldDisk, LiveRow
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
     ClusterObject,
     Limits,
+    disks_to_save,
     executions_to_describe,
+    held_executions_to_describe,
     plan_sweep,
 )
 
@@ -242,3 +244,28 @@ def test_a_pending_row_with_an_execution_is_the_executions_business():
 
 def test_the_alarms_namespace_is_the_one_metrics_are_emitted_under():
     assert metrics.namespace == METRICS_NAMESPACE
+
+
+def held(execution: str | None = "set") -> HeldDisk:
+    rid = uuid4()
+    arn = f"arn:aws:states:us-east-2:1:execution:gpudev-reservation:{rid}"
+    return HeldDisk(rid, arn if execution else None)
+
+
+def test_a_held_disk_is_saved_only_when_its_execution_is_confirmed_not_alive():
+    running, aborted, failed, missing, undescribed, redriving = (held() for _ in range(6))
+    none = held(None)
+    every = [running, aborted, failed, missing, undescribed, redriving, none]
+    listed = {str(running.execution_arn)}
+    described = {
+        str(aborted.execution_arn): "ABORTED",
+        str(failed.execution_arn): "FAILED",
+        str(missing.execution_arn): EXECUTION_MISSING,
+        str(redriving.execution_arn): "PENDING_REDRIVE",
+    }
+    assert held_executions_to_describe(every, listed, described) == [undescribed.execution_arn], (
+        "only what neither the list nor this run's describes showed"
+    )
+    assert sorted(disks_to_save(every, listed, described)) == sorted(
+        [aborted.reservation_id, failed.reservation_id, missing.reservation_id, none.reservation_id]
+    )

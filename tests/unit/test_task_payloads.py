@@ -113,6 +113,9 @@ def test_the_choice_states_compare_task_results():
         "$.ready.outcome",
         "$.checkpoint.outcome",
         "$.result.status",
+        "$.disk.outcome",
+        "$.volume.outcome",
+        "$.save.outcome",
     }
 
 

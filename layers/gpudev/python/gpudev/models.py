@@ -151,6 +151,8 @@ class Disk(Row):
     operation_error: str | None
     last_used: datetime | None
     latest_snapshot_content_s3: str | None
+    content_listing: str | None = None
+    lifecycle_error: str | None = None
     created_at: datetime
     last_updated: datetime
 
@@ -236,12 +238,11 @@ class DiskRow:
 
 @dataclass(frozen=True)
 class DiskState:
-    """The reconcilable fields, as AWS says they should be."""
+    """The reconcilable fields, as AWS says they should be (never the holder: the
+    lifecycle's, migrations/0011_disk_holders.sql)."""
 
     ebs_volume_id: str
     size_gb: int
-    in_use: bool
-    reservation_id: UUID | None
     snapshot_count: int
     is_backing_up: bool
     last_snapshot_at: datetime | None

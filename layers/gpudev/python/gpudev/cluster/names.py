@@ -53,6 +53,11 @@ class Names:
     def network_policy(self) -> str:
         return f"{self.base}-peers"
 
+    @property
+    def home(self) -> str:
+        """The claim on the disk mounted at /home/dev, and its PersistentVolume."""
+        return f"{self.base}-home"
+
 
 def collaborator_account(login: str) -> str:
     """The Unix account of an added GitHub user: `gh-` + the login in lower case (GitHub

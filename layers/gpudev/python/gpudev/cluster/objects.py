@@ -200,8 +200,11 @@ def pod(
     gpu_type: GpuType,
     placement: Placement,
     image: str,
+    home_claim: str | None = None,
 ) -> dict[str, Any]:
+    """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only."""
     names = Names.of(reservation)
+    persistent = home_claim is not None and placement.rank == 0
     per_node = 0 if gpu_type.is_cpu_only else reservation.gpu_count // reservation.total_nodes
     resources, threads = _resources(gpu_type, per_node)
     env = {
@@ -209,6 +212,7 @@ def pod(
         "GPU_DEV_USER_ID": reservation.user_id,
         "GPU_TYPE": gpu_type.gpu_type.upper(),
         "GPU_DEV_PROFILING": "true" if reservation.profiling else "false",
+        "GPU_DEV_PERSISTENT_HOME": "true" if persistent else "false",
         "HF_HOME": "/workspace/.cache/huggingface",
         "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
         "NCCL_DEBUG": "INFO",
@@ -274,7 +278,9 @@ def pod(
         "volumes": [
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
             {"name": "workspace", "emptyDir": {"sizeLimit": "500Gi"}},
-            {"name": "dev-home", "emptyDir": {}},
+            {"name": "dev-home", "persistentVolumeClaim": {"claimName": home_claim}}
+            if persistent
+            else {"name": "dev-home", "emptyDir": {}},
             {"name": "control", "configMap": {"name": names.control}},
             {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
         ],

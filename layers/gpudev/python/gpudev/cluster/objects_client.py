@@ -20,11 +20,13 @@ _METHODS = {
     "configmaps": ("core", "config_map"),
     "secrets": ("core", "secret"),
     "networkpolicies": ("networking", "network_policy"),
+    "persistentvolumeclaims": ("core", "persistent_volume_claim"),
     "Pod": ("core", "pod"),
     "Service": ("core", "service"),
     "ConfigMap": ("core", "config_map"),
     "Secret": ("core", "secret"),
     "NetworkPolicy": ("networking", "network_policy"),
+    "PersistentVolumeClaim": ("core", "persistent_volume_claim"),
 }
 
 

@@ -5,6 +5,12 @@
 # becomes sshd. Checked by tests/unit/test_startup_script.py (bash -n, shellcheck).
 set -u
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
+# A named disk at /home/dev keeps its files between reservations: the default dotfiles go
+# in once, on its first use, marked by a file the snapshot keeps.
+if [ ! -e /home/dev/.gpu-dev-initialized ]; then
+  cp -rn /etc/skel/. /home/dev/ 2>/dev/null
+  echo "${GPU_DEV_RESERVATION_ID:-}" > /home/dev/.gpu-dev-initialized
+fi
 mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
 install -d -m 755 /etc/ssh/authorized_keys /run/gpu-dev  # root's: no user can redirect writes
 if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo

@@ -21,8 +21,13 @@ RESERVATION_LABEL = "gpu-dev/reservation"
 USER_LABEL = "gpu-dev/user"  # a label (sanitised by label_value) and an annotation (as is)
 RANK_LABEL = "gpu-dev/rank"  # the pod's rank in a multinode reservation
 # What tear down deletes by label: resources as the API server names them;
-# networkpolicies are networking.k8s.io/v1, the rest core/v1.
-KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies")
+# networkpolicies are networking.k8s.io/v1, the rest core/v1. The claim on a disk's volume
+# comes after the pods (its pvc-protection finalizer holds it until they are gone); its
+# PersistentVolume is cluster-scoped (cluster/volumes.py).
+KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies", "persistentvolumeclaims")
+# The EBS CSI driver, and the node label of the zone a node (and its volumes) are in.
+EBS_CSI_DRIVER = "ebs.csi.aws.com"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 # Pods that hold (or are about to hold) their node's resources.
 LIVE_POD_PHASES = frozenset({"Running", "Pending"})
 

@@ -2,11 +2,14 @@
 from AWS volumes, their snapshots and the `disks` rows to the actions that make the database
 true to EBS, with the seed's statistics.
 
-1. In AWS, not in the database: import (is_deleted false, no operation, never used).
-2. In the database, not in AWS: an active row is released (in_use false, no reservation);
-   a deleted row is left alone.
-3. In both: sync ebs_volume_id, size_gb, in_use, reservation_id (cleared when detached),
-   snapshot_count, is_backing_up, last_snapshot_at; nothing else.
+1. In AWS, not in the database: import (is_deleted false, no operation, never used, held
+   by nobody).
+2. In the database, not in AWS: counted (orphaned active or deleted), never changed: between
+   reservations a disk has no volume (snapshot-first), and who holds it is the lifecycle's.
+3. In both: sync ebs_volume_id, size_gb, snapshot_count, is_backing_up, last_snapshot_at;
+   nothing else. The holder (`reservation_id`, and `in_use` derived from it),
+   `last_used`, `content_listing` and `lifecycle_error` belong to the lifecycle
+   (migrations/0011_disk_holders.sql): the reconciler never writes them.
 Rows match by volume id, then by (user, disk name). When several volumes carry the same
 (user, disk name), the first listed is linked and the others are reported as duplicates.
 Without snapshot data (the snapshot query failed) snapshot fields are left as they are.
@@ -66,7 +69,6 @@ class Duplicate:
 class Plan:
     imports: list[ImportDisk] = field(default_factory=list)
     syncs: list[SyncDisk] = field(default_factory=list)
-    releases: list[uuid.UUID] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
     skipped_volumes: list[str] = field(default_factory=list)
     statistics: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATISTICS, 0))
@@ -131,10 +133,6 @@ def summarize_snapshots(
 
 
 def _desired(volume: Volume, snapshots: Snapshots | None, row: DiskRow | None) -> DiskState:
-    if volume.attached:
-        reservation = volume.reservation_tag or (row.reservation_id if row else None)
-    else:
-        reservation = None
     if snapshots is None and row is not None:  # no snapshot data: keep what we have
         count, backing_up, last = row.snapshot_count, row.is_backing_up, row.last_snapshot_at
     else:
@@ -143,8 +141,6 @@ def _desired(volume: Volume, snapshots: Snapshots | None, row: DiskRow | None) -
     return DiskState(
         ebs_volume_id=volume.volume_id,
         size_gb=volume.size_gb,
-        in_use=volume.attached,
-        reservation_id=reservation,
         snapshot_count=count,
         is_backing_up=backing_up,
         last_snapshot_at=last,
@@ -157,8 +153,6 @@ def _current(row: DiskRow) -> DiskState | None:
     return DiskState(
         ebs_volume_id=row.ebs_volume_id,
         size_gb=row.size_gb,
-        in_use=row.in_use,
-        reservation_id=row.reservation_id,
         snapshot_count=row.snapshot_count,
         is_backing_up=row.is_backing_up,
         last_snapshot_at=row.last_snapshot_at,
@@ -210,6 +204,4 @@ def plan_reconciliation(
             stats["orphaned_db_deleted"] += 1
         else:
             stats["orphaned_db_active"] += 1
-            if row.in_use or row.reservation_id is not None:
-                plan.releases.append(row.disk_id)
     return plan

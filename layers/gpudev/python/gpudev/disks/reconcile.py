@@ -89,8 +89,6 @@ def apply_plan(conn: psycopg.Connection[Any], plan: Plan) -> dict[str, int]:
     stats = dict(plan.statistics)
     failed_imports = _apply_batch(conn, disks.import_disks, plan.imports)
     failed_syncs = _apply_batch(conn, disks.sync, plan.syncs)
-    if plan.releases:
-        disks.release(plan.releases)
     stats["created"] -= failed_imports
     stats["updated"] -= failed_syncs
     stats["errors"] += failed_imports + failed_syncs

@@ -8,11 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudev.lifecycle.active import checkpoint, wait_while_active
+from gpudev.lifecycle.disk import check_disk, release_disk, save_disk, take_disk
 from gpudev.lifecycle.payloads import (
+    CheckDiskOutput,
     CheckpointOutput,
     CheckReadyOutput,
     ProvisionOutput,
+    ReleaseDiskOutput,
+    SaveDiskOutput,
     StartOutput,
+    TakeDiskOutput,
     TaskInput,
     TaskName,
     TaskOutput,
@@ -42,6 +47,10 @@ TASKS: dict[TaskName, Task] = {
     TaskName.CHECKPOINT: Task(checkpoint, CheckpointOutput),
     TaskName.WAIT_WHILE_ACTIVE: Task(wait_while_active, Wake, parks=True),
     TaskName.TEAR_DOWN: Task(tear_down, TearDownOutput),
+    TaskName.TAKE_DISK: Task(take_disk, TakeDiskOutput),
+    TaskName.CHECK_DISK: Task(check_disk, CheckDiskOutput),
+    TaskName.SAVE_DISK: Task(save_disk, SaveDiskOutput),
+    TaskName.RELEASE_DISK: Task(release_disk, ReleaseDiskOutput),
 }
 
 

@@ -30,6 +30,10 @@ class TaskName(StrEnum):
     CHECKPOINT = "checkpoint"
     WAIT_WHILE_ACTIVE = "wait_while_active"
     TEAR_DOWN = "tear_down"
+    TAKE_DISK = "take_disk"
+    CHECK_DISK = "check_disk"
+    SAVE_DISK = "save_disk"
+    RELEASE_DISK = "release_disk"
 
 
 class _Payload(BaseModel):
@@ -104,8 +108,34 @@ class TearDown(_TaskInput):
     ending: Ending = Ending()
 
 
+class TakeDisk(_TaskInput):
+    task: Literal[TaskName.TAKE_DISK] = TaskName.TAKE_DISK
+
+
+class CheckDisk(_TaskInput):
+    task: Literal[TaskName.CHECK_DISK] = TaskName.CHECK_DISK
+
+
+class SaveDisk(_TaskInput):
+    task: Literal[TaskName.SAVE_DISK] = TaskName.SAVE_DISK
+
+
+class ReleaseDisk(_TaskInput):
+    task: Literal[TaskName.RELEASE_DISK] = TaskName.RELEASE_DISK
+
+
 TaskInput = (
-    Start | WaitForCapacity | Provision | CheckReady | Checkpoint | WaitWhileActive | TearDown
+    Start
+    | WaitForCapacity
+    | Provision
+    | CheckReady
+    | Checkpoint
+    | WaitWhileActive
+    | TearDown
+    | TakeDisk
+    | CheckDisk
+    | SaveDisk
+    | ReleaseDisk
 )
 _TASK_INPUT: TypeAdapter[TaskInput] = TypeAdapter(Annotated[TaskInput, Field(discriminator="task")])
 
@@ -165,3 +195,23 @@ class CheckpointOutput(TaskOutput):
 class TearDownOutput(TaskOutput):
     status: ReservationStatus
     objects_deleted: int
+
+
+class TakeDiskOutput(TaskOutput):
+    outcome: Literal["none", "creating", "in_use", "cancel"]
+    reason: str | None = None  # with "in_use": becomes the failure reason
+
+
+class CheckDiskOutput(TaskOutput):
+    outcome: Literal["ready", "waiting", "cancel", "failed"]
+    reason: str | None = None  # with "failed": becomes the failure reason
+
+
+class SaveDiskOutput(TaskOutput):
+    outcome: Literal["none", "waiting", "saved", "failed"]
+    seconds: int  # with "waiting" or "failed": before looking again
+    detail: str | None = None  # what it waits for, or why the snapshot failed
+
+
+class ReleaseDiskOutput(TaskOutput):
+    outcome: Literal["released"]

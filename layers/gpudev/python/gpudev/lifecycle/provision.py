@@ -7,6 +7,7 @@ import secrets
 from gpudev.cluster import objects
 from gpudev.cluster.names import Names
 from gpudev.cluster.pod_readiness import pods_state
+from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.lifecycle.taxonomy import StateChanged
@@ -31,8 +32,9 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     cluster.create(lc.keys_secret(reservation))
     cluster.create(objects.headless_service(reservation))
     cluster.create(objects.ssh_service(reservation))
+    home = mount_home(lc, reservation)
     for placement in placements:
-        cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image))
+        cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image, home))
     written(
         lc.rows.preparing(
             task.reservation_id,

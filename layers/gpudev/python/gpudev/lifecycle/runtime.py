@@ -24,4 +24,5 @@ def lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
         settings=settings,
         namespace=cluster_settings().kubernetes_namespace,
         profiling_namespace=cluster_settings().kubernetes_profiling_namespace,
+        ec2=aws_clients().ec2,
     )

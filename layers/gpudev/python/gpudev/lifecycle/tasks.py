@@ -24,6 +24,7 @@ from gpudev.allocation.service import Allocator, AllocatorReport
 from gpudev.cluster import objects
 from gpudev.cluster.inventory import list_nodes_and_pods
 from gpudev.cluster.objects_client import ReservationObjects
+from gpudev.disks.volumes import DiskVolumes
 from gpudev.errors import NotFound
 from gpudev.lifecycle.keys import GithubKeys
 from gpudev.lifecycle.schedule import Schedule
@@ -46,6 +47,7 @@ class Lifecycle:
     # Profiling pods carry CAP_SYS_ADMIN, which Pod Security `baseline` (enforced on
     # `namespace`) refuses: they live in a namespace that allows it (deploy/kubernetes).
     profiling_namespace: str
+    ec2: Any = None  # the EC2 client: named disks' volumes and snapshots
     clock: Callable[[], float] = field(default=time.time)  # epoch seconds
 
     def namespace_of(self, reservation: Reservation) -> str:
@@ -57,6 +59,10 @@ class Lifecycle:
     @property
     def rows(self) -> LifecycleRepository:
         return LifecycleRepository(self.conn)
+
+    @property
+    def volumes(self) -> DiskVolumes:
+        return DiskVolumes(self.ec2)
 
     @property
     def schedule(self) -> Schedule:

@@ -1,9 +1,11 @@
-"""Ending a reservation, whatever the path: delete every labelled object, release the
-allocation, record the final status once, and let the queue move."""
+"""Ending a reservation, whatever the path: delete every labelled object (a disk's claim and
+PersistentVolume included), release the allocation, record the final status once, and let
+the queue move. A named disk is saved and freed after this (lifecycle/disk.py)."""
 
 from __future__ import annotations
 
 from gpudev.allocation.service import release_allocation
+from gpudev.cluster.volumes import PersistentVolumes
 from gpudev.lifecycle.payloads import Ending, EndingKind, TearDown, TearDownOutput
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.models import ReservationStatus
@@ -20,6 +22,7 @@ def tear_down(lc: Lifecycle, task: TearDown) -> TearDownOutput:
     reservation_id = task.reservation_id
     status, detail = final_status(task.ending)
     deleted = lc.objects(lc.reservation(reservation_id)).delete_all(str(reservation_id))
+    deleted += PersistentVolumes(lc.api_client).delete_all(str(reservation_id))
     with lc.conn.transaction():
         release_allocation(lc.conn, reservation_id)
         ended = lc.rows.end(reservation_id, status, detail)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import psycopg
 from psycopg.rows import class_row
@@ -22,8 +21,6 @@ def _columns(states: Sequence[DiskState]) -> dict[str, list[Any]]:
     return {
         "volume_ids": [s.ebs_volume_id for s in states],
         "sizes": [s.size_gb for s in states],
-        "in_use": [s.in_use for s in states],
-        "reservation_ids": [s.reservation_id for s in states],
         "snapshot_counts": [s.snapshot_count for s in states],
         "backing_up": [s.is_backing_up for s in states],
         "last_snapshots": [s.last_snapshot_at for s in states],
@@ -63,7 +60,3 @@ class DiskReconciliationRepository:
             query("disk_reconciliation/sync"),
             {"disk_ids": [s.disk_id for s in syncs], **_columns([s.state for s in syncs])},
         )
-
-    def release(self, disk_ids: Sequence[UUID]) -> None:
-        """Active rows whose volume is gone: not in use, no reservation."""
-        self._conn.execute(query("disk_reconciliation/release"), {"disk_ids": list(disk_ids)})

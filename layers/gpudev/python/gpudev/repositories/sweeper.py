@@ -1,5 +1,6 @@
 """The sweeper's reads and writes (gpudev/sweeper/service.py owns the transactions): its
-run lock, the rows it judges, the ends it applies and the create jobs it re-sent."""
+run lock, the rows it judges, the ends it applies, the create jobs it re-sent and the disks
+still held by ended reservations."""
 
 from __future__ import annotations
 
@@ -41,6 +42,14 @@ class EndReservation:
     execution_arn: str | None  # as read: the end only applies if it is still the same
     status: ReservationStatus
     reason: str
+
+
+@dataclass(frozen=True)
+class HeldDisk:
+    """A disk held by a reservation that has ended, and the execution that should free it."""
+
+    reservation_id: UUID
+    execution_arn: str | None
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,10 @@ class SweeperRepository:
             },
         ).fetchone()
         return ended is not None
+
+    def held_disks(self) -> list[HeldDisk]:
+        with self._conn.cursor(row_factory=class_row(HeldDisk)) as cur:
+            return cur.execute(query("sweeper/held_disks")).fetchall()
 
     def record_resends(self, reservation_ids: Sequence[UUID]) -> list[UUID]:
         rows = self._conn.execute(

@@ -9,6 +9,8 @@ Three things the lifecycle can leave behind when something outside it fails:
 - cluster objects labelled with a reservation that ended a while before they were listed, or
   that does not exist: delete them. A reservation that ended after that (its tear down ran
   while the sweeper looked) is its own lifecycle's to clean, and the next run judges it;
+- a disk still held by a reservation that has ended, whose execution is no longer RUNNING
+  (it died before `Free the disk`): save and free it (`disks_to_save`, sweeper/disks.py);
 - a `pending` reservation that no execution took (its create job was lost, or sits in the
   dead-letter queue): send its create job again, up to a limit, then end it with a reason
   (`cancelled` if its owner asked for that meanwhile).
@@ -23,7 +25,7 @@ from typing import Any
 from uuid import UUID
 
 from gpudev.models import ReservationStatus
-from gpudev.repositories.sweeper import WITH_EXECUTION, EndReservation, LiveRow
+from gpudev.repositories.sweeper import WITH_EXECUTION, EndReservation, HeldDisk, LiveRow
 
 # Execution statuses in which the execution still owns its reservation.
 EXECUTION_ALIVE = frozenset({"RUNNING", "PENDING_REDRIVE"})
@@ -101,6 +103,38 @@ def executions_to_describe(rows: Iterable[LiveRow], running: set[str]) -> list[s
             and row.execution_arn not in running
         }
     )
+
+
+def held_executions_to_describe(
+    held: Iterable[HeldDisk], running: set[str], described: Mapping[str, str]
+) -> list[str]:
+    """Executions of disk holders that the running list did not show and that this run has
+    not described yet."""
+    return sorted(
+        {
+            disk.execution_arn
+            for disk in held
+            if disk.execution_arn
+            and disk.execution_arn not in running
+            and disk.execution_arn not in described
+        }
+    )
+
+
+def disks_to_save(
+    held: Iterable[HeldDisk], running: set[str], described: Mapping[str, str]
+) -> list[UUID]:
+    """The holders whose execution is confirmed not alive (described, or never had one):
+    nothing else will save their disks. An execution in the running list, or not described
+    (a failed describe), is left to run."""
+    saving = []
+    for disk in held:
+        arn = disk.execution_arn
+        if arn is None or (
+            arn not in running and described.get(arn, "RUNNING") not in EXECUTION_ALIVE
+        ):
+            saving.append(disk.reservation_id)
+    return saving
 
 
 def dead_execution_reason(status: str) -> str:

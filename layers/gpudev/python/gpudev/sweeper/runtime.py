@@ -9,6 +9,7 @@ import psycopg
 from gpudev.aws import aws_clients
 from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.jobs import JobQueue
+from gpudev.lifecycle.disk import save_for_the_sweeper
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.settings import sweeper_settings
 from gpudev.sweeper.plan import Limits
@@ -34,4 +35,5 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
             settings.ended_margin_seconds,
         ),
         allocate=tasks.allocate,
+        save_disk=lambda reservation_id: save_for_the_sweeper(tasks, reservation_id),
     )

@@ -15,6 +15,9 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
   delete removed a live object: gone already or changed since is not), create jobs through
   the jobs queue, then one allocator pass if any slots came back, so the next in queue gets
   them at once. SQL through repositories/sweeper.py; this module owns the transactions.
+- Disks held by ended reservations whose execution died: one step each a run, after the
+  ends and deletes (sweeper/disks.py), counted in `disks_waiting` / `disks_failed` /
+  `disks_freed` (a repair).
 - The outbox relay (gpudev/outbox.py): one batch of jobs the API did not send after its
   commit, sent and deleted, counted in `jobs_relayed` (a repair: the API's send failed).
 - One failing delete or send is counted in `errors` and the run goes on; a failure to read
@@ -41,6 +44,7 @@ from gpudev.observability import logger
 from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReconcilerRunsRepository, SweeperRepository
 from gpudev.repositories.sweeper import EndReservation
+from gpudev.sweeper.disks import DiskSaver, SaveStep
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
     ClusterObject,
@@ -52,7 +56,13 @@ from gpudev.sweeper.plan import (
 
 RECONCILER = "sweeper"
 LOCK_KEY = 7_216_004_003
-REPAIRS = ("reservations_ended", "objects_deleted", "create_jobs_resent", "jobs_relayed")
+REPAIRS = (
+    "reservations_ended",
+    "objects_deleted",
+    "create_jobs_resent",
+    "jobs_relayed",
+    "disks_freed",
+)
 
 
 @dataclass
@@ -75,6 +85,8 @@ class Sweeper:
     state_machine_arn: str
     limits: Limits
     allocate: Callable[[], Any]  # one allocator pass (the only writer of allocations)
+    # One step of saving the disk of a reservation whose execution died (sweeper/disks.py)
+    save_disk: SaveStep
 
     @property
     def _rows(self) -> SweeperRepository:
@@ -139,7 +151,8 @@ class Sweeper:
         """`started_at`: the run's start on the database's clock, before the listing."""
         objects = self._cluster_objects()
         rows = self._rows.rows(_reservation_ids(objects))
-        candidates = executions_to_describe(rows.live, self._running_executions())
+        running = self._running_executions()
+        candidates = executions_to_describe(rows.live, running)
         described = {arn: self._describe(arn) for arn in candidates}
         plan = plan_sweep(
             rows.live,
@@ -159,10 +172,15 @@ class Sweeper:
             "objects_already_gone": 0,
             "create_jobs_resent": 0,
             "jobs_relayed": 0,
+            "disks_none": 0,
+            "disks_waiting": 0,
+            "disks_failed": 0,
+            "disks_freed": 0,
             "errors": 0,
         }
         not_ended = self._end(plan.ends, statistics)
         self._delete(plan, not_ended, statistics)
+        DiskSaver(self._rows, self._describe, self.save_disk).run(running, described, statistics)
         self._resend(plan, statistics)
         self._relay(statistics)
         if statistics["slots_released"] or statistics["reservations_ended"]:

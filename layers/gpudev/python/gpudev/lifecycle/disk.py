@@ -1,0 +1,188 @@
+"""A reservation's named disk, snapshot-first (docs/architecture.md, "Persistent disks").
+
+Granted: `take_disk` takes the disk (one conditional statement: a reservation that loses
+the race ends with the holder named) and creates its volume in node 0's zone from the
+disk's latest completed snapshot; `check_disk` polls it until available; `provision` mounts
+it (`mount_home`). Ended (after tear down deleted the pod and the claim): `save_disk` polls
+until the pod is gone and the volume detached, snapshots it and polls the snapshot until it
+completes (a failed one: reason recorded on the disk, snapshot dropped, tried again later,
+the volume kept); `release_disk` deletes the volume (only after its snapshot completed) and
+frees the disk. The state machine does the waiting (Wait states), never a Lambda. Every
+step finds what an earlier attempt made (by tags) before making anything.
+
+When the execution died (stopped, `Disk not saved`, `TearDownFailed`), the sweeper calls
+`save_for_the_sweeper` once a run: the same two steps, advanced as far as they go now
+(snapshot requested, completed, volume deleted, freed), the state being EC2's, found by
+tags, so a run that crashed mid-step is simply run again.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+from uuid import UUID
+
+from gpudev.cluster.names import Names
+from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
+from gpudev.disks.volumes import DiskRef
+from gpudev.lifecycle.payloads import (
+    CheckDisk,
+    CheckDiskOutput,
+    ReleaseDisk,
+    ReleaseDiskOutput,
+    SaveDisk,
+    SaveDiskOutput,
+    TakeDisk,
+    TakeDiskOutput,
+)
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.models import Disk, Reservation
+from gpudev.observability import logger
+from gpudev.repositories.disk_holds import DiskHoldsRepository
+
+_BUSY_ATTACHMENT = frozenset({"attaching", "attached", "detaching", "busy"})
+
+
+def _ref(reservation: Reservation, disk: Disk) -> DiskRef:
+    return DiskRef(disk.user_id, disk.disk_name, reservation.reservation_id)
+
+
+def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
+    reservation = lc.reservation(task.reservation_id)
+    if reservation.cancel_requested_at is not None:
+        return TakeDiskOutput(outcome="cancel")
+    if reservation.disk_name is None:
+        return TakeDiskOutput(outcome="none")
+    holds = DiskHoldsRepository(lc.conn)
+    disk = holds.take(reservation.reservation_id, reservation.user_id, reservation.disk_name)
+    if disk is None:
+        return TakeDiskOutput(outcome="in_use", reason=_not_taken(holds, reservation))
+    ref = _ref(reservation, disk)
+    if lc.volumes.volume(ref) is None:
+        node = lc.rows.placements(reservation.reservation_id)[0].node_name
+        zone = PersistentVolumes(lc.api_client).zone_of(node)
+        created = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        logger.info(
+            "disk volume created",
+            extra={"volume": created["VolumeId"], "zone": zone, "from": created.get("SnapshotId")},
+        )
+    return TakeDiskOutput(outcome="creating")
+
+
+def _not_taken(holds: DiskHoldsRepository, reservation: Reservation) -> str:
+    name = reservation.disk_name
+    current = holds.named(reservation.user_id, name or "")
+    if current is None:
+        return f"disk {name!r} no longer exists"
+    if current.is_deleted:
+        return f"disk {name!r} was deleted"
+    return (
+        f"disk {name!r} is in use by reservation {current.reservation_id}, "
+        "which took it first; reserve again once it has ended or with another disk"
+    )
+
+
+def check_disk(lc: Lifecycle, task: CheckDisk) -> CheckDiskOutput:
+    reservation = lc.reservation(task.reservation_id)
+    if reservation.cancel_requested_at is not None:
+        return CheckDiskOutput(outcome="cancel")
+    disk = DiskHoldsRepository(lc.conn).held_by(reservation.reservation_id)
+    volume = None if disk is None else lc.volumes.volume(_ref(reservation, disk))
+    if disk is None or volume is None:
+        return CheckDiskOutput(outcome="failed", reason="the disk's volume was not created")
+    if volume["State"] == "available":
+        return CheckDiskOutput(outcome="ready")
+    if volume["State"] == "creating":
+        return CheckDiskOutput(outcome="waiting")
+    return CheckDiskOutput(
+        outcome="failed", reason=f"the disk's volume {volume['VolumeId']} is {volume['State']}"
+    )
+
+
+def mount_home(lc: Lifecycle, reservation: Reservation) -> str | None:
+    """The PersistentVolume and claim of the reservation's disk; the claim's name, or None
+    without a disk."""
+    disk = DiskHoldsRepository(lc.conn).held_by(reservation.reservation_id)
+    if disk is None:
+        return None
+    volume = lc.volumes.volume(_ref(reservation, disk))
+    if volume is None or volume["State"] != "available":
+        raise RuntimeError("the disk's volume is not available")
+    home = HomeDisk(volume["VolumeId"], volume["AvailabilityZone"], volume["Size"])
+    PersistentVolumes(lc.api_client).create(
+        persistent_volume(reservation, lc.namespace_of(reservation), home)
+    )
+    lc.objects(reservation).create(claim(reservation, home))
+    return Names.of(reservation).home
+
+
+def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
+    holds = DiskHoldsRepository(lc.conn)
+    disk = holds.held_by(task.reservation_id)
+    poll = lc.settings.ready_poll_seconds
+    if disk is None:
+        return SaveDiskOutput(outcome="none", seconds=poll)
+    reservation = lc.reservation(task.reservation_id)
+    ref = _ref(reservation, disk)
+    volume = lc.volumes.volume(ref)
+    if volume is None or reservation.pod_name is None:
+        # No volume (never made, or deleted after its snapshot), or never mounted by a pod:
+        # the latest snapshot still holds everything.
+        return SaveDiskOutput(outcome="saved", seconds=poll)
+    if lc.objects(reservation).pods(str(reservation.reservation_id)):
+        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
+    if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
+        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
+    snapshot = lc.volumes.snapshot(ref)
+    if snapshot is None:
+        snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
+        logger.info("disk snapshot started", extra={"snapshot": snapshot["SnapshotId"]})
+    if snapshot["State"] == "completed":
+        return SaveDiskOutput(outcome="saved", seconds=poll)
+    if snapshot["State"] != "error":
+        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="snapshot in progress")
+    reason = (
+        f"snapshot {snapshot['SnapshotId']} of volume {volume['VolumeId']} failed"
+        f" ({snapshot.get('StateMessage') or 'no message'}); the volume is kept and the"
+        " snapshot will be tried again"
+    )
+    holds.record_error(reservation.reservation_id, reason)
+    lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+    logger.warning("disk snapshot failed", extra={"reason": reason})
+    retry = max(1, math.ceil(lc.schedule.minutes(lc.settings.fault_retry_minutes)))
+    return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
+
+
+def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
+    holds = DiskHoldsRepository(lc.conn)
+    disk = holds.held_by(task.reservation_id)
+    if disk is None:
+        return ReleaseDiskOutput(outcome="released")
+    reservation = lc.reservation(task.reservation_id)
+    ref = _ref(reservation, disk)
+    volume = lc.volumes.volume(ref)
+    if volume is not None:
+        snapshot = lc.volumes.snapshot(ref)
+        saved = snapshot is not None and snapshot["State"] == "completed"
+        if reservation.pod_name is not None and not saved:
+            raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
+        lc.volumes.delete_volume(volume["VolumeId"])
+    holds.free(reservation.reservation_id, content_listing=None)
+    logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
+    return ReleaseDiskOutput(outcome="released")
+
+
+SweptDisk = Literal["none", "waiting", "failed", "freed"]
+
+
+def save_for_the_sweeper(lc: Lifecycle, reservation_id: UUID) -> SweptDisk:
+    """One step of saving the disk held by a reservation whose execution died: delete its
+    PersistentVolume (the sweeper deletes the namespaced claim and pods), then `save_disk`
+    and, once saved, `release_disk`. Never waits: the next run looks again. The caller
+    makes sure no execution is running for `reservation_id`."""
+    PersistentVolumes(lc.api_client).delete_all(str(reservation_id))
+    saved = save_disk(lc, SaveDisk(reservation_id=reservation_id))
+    if saved.outcome != "saved":
+        return saved.outcome
+    release_disk(lc, ReleaseDisk(reservation_id=reservation_id))
+    return "freed"

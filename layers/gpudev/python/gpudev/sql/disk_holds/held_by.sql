@@ -1,0 +1,1 @@
+SELECT * FROM disks WHERE reservation_id = %(reservation_id)s

@@ -1,0 +1,92 @@
+"""The cluster's storage side, stepped by the simulated cluster with its scheduler and
+kubelet: the persistent volume controllers (`volume_binding.py`), the EBS CSI attach
+(`csi_attacher.py`), and the answers the scheduler and the kubelet need about a pod's
+claims (`volume_scheduling.py`), from one view of claims and volumes per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from localcloud.kubernetes import csi_attacher, events, volume_scheduling
+from localcloud.kubernetes.csi_attacher import EbsCsiAttacher
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.volume_binding import PersistentVolumeController
+
+Obj = dict[str, Any]
+
+
+class StorageSimulation:
+    def __init__(self, store: ObjectStore, ec2: Any):
+        self.store = store
+        self.binder = PersistentVolumeController(store)
+        self.attacher = EbsCsiAttacher(store, ec2)
+        self._claims: volume_scheduling.Claims = {}
+        self._volumes: volume_scheduling.Volumes = {}
+        self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
+
+    def step(self) -> None:
+        claims = self.store.list("persistentvolumeclaims", None)["items"]
+        volumes = self.store.list("persistentvolumes", None)["items"]
+        if not claims and not volumes and not self.attacher.attachments:
+            self._claims, self._volumes = {}, {}
+            return  # nothing to do: no pod and node lists (deep copies) for nothing
+        pods = self.store.list("pods", None)["items"]
+        self.binder.step(pods)
+        self._claims = {
+            (c["metadata"]["namespace"], c["metadata"]["name"]): c
+            for c in self.store.list("persistentvolumeclaims", None)["items"]
+        }
+        self._volumes = {
+            v["metadata"]["name"]: v for v in self.store.list("persistentvolumes", None)["items"]
+        }
+        nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes", None)["items"]}
+        self.attacher.step(pods, nodes, self._claims, self._volumes)
+
+    # -- for the scheduler ---------------------------------------------------------------
+    def unschedulable(self, pod: Obj) -> str | None:
+        """Why no node can take the pod because of its claims (PreFilter), or None."""
+        if not volume_scheduling.claim_names(pod):
+            return None
+        return volume_scheduling.claim_problem(pod, self._claims)
+
+    def conflicts(self, pod: Obj, node: Obj) -> bool:
+        """A bound volume of the pod cannot reach the node (Filter)."""
+        return bool(volume_scheduling.claim_names(pod)) and volume_scheduling.node_conflict(
+            pod, node, self._claims, self._volumes
+        )
+
+    # -- for the kubelet -----------------------------------------------------------------
+    def waiting_for_volumes(self, pod: Obj, node: Obj) -> bool:
+        """The kubelet cannot start the pod's containers yet: a claim it cannot mount
+        (FailedMount event) or an EBS volume not attached to this node."""
+        if not volume_scheduling.claim_names(pod):
+            return False
+        problem = volume_scheduling.mount_problem(pod, node, self._claims, self._volumes)
+        if problem is not None:
+            said = (pod["metadata"]["uid"], problem)
+            if said not in self._said:
+                self._said.add(said)
+                events.record(self.store, pod, "Warning", "FailedMount", problem, "kubelet")
+            return True
+        instance = csi_attacher.instance_of(node)
+        return not all(
+            self.attacher.attached(v["spec"]["csi"]["volumeHandle"], instance)
+            for v in volume_scheduling.bound_volumes(pod, self._claims, self._volumes)
+            if (v["spec"].get("csi") or {}).get("driver") == csi_attacher.DRIVER
+        )
+
+
+def container_creating(pod: Obj) -> None:
+    """The kubelet admitted the pod (its GPUs are held) and waits for its volumes."""
+    pod["status"]["containerStatuses"] = [
+        {
+            "name": c["name"],
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+            "state": {"waiting": {"reason": "ContainerCreating"}},
+        }
+        for c in pod["spec"].get("containers", [])
+    ]

@@ -1,0 +1,120 @@
+"""Named disks are deployable: the functions that make, snapshot and delete a disk's EBS
+volume (the reservation tasks; the sweeper, for executions that died) hold exactly those
+EC2 actions, each scoped by the disk's reservation tag where EC2 allows it; and the
+lifecycle's Kubernetes group may manage PersistentVolumes and claims (deploy/kubernetes/
+rbac.yaml; the local stand-in does not enforce RBAC, so the manifest is checked here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk.assertions import Template
+
+from cdk_app.declaration import DISK_RESERVATION_TAG
+from gpudev.disks.volumes import RESERVATION_TAG
+
+ROOT = Path(__file__).resolve().parents[2]
+TAGGED = {"StringLike": {f"ec2:ResourceTag/{RESERVATION_TAG}": "*"}}
+TAGGING = {"StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "*"}}
+
+
+def _ec2_statements(template: Template, service_name: str) -> list[dict[str, Any]]:
+    (function_id,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service_name}}}},
+    )
+    resources = template.to_json()["Resources"]
+    role = resources[function_id]["Properties"]["Role"]["Fn::GetAtt"][0]
+    found = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if {"Ref": role} in policy["Properties"]["Roles"]:
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                actions = actions if isinstance(actions, list) else [actions]
+                if any(a.startswith("ec2:") for a in actions):
+                    found.append({**statement, "Action": actions})
+    return found
+
+
+def _kind(resource: Any) -> str:
+    """volume or snapshot, from an ARN rendered with Fn::Join."""
+    text = resource if isinstance(resource, str) else str(resource["Fn::Join"][1])
+    return "snapshot" if ":snapshot/" in text or "::snapshot/" in text else "volume"
+
+
+def test_the_declared_tag_is_the_one_the_layer_writes():
+    assert DISK_RESERVATION_TAG == RESERVATION_TAG
+
+
+@pytest.mark.parametrize("service", ["gpudev-reservation-tasks", "gpudev-sweeper"])
+def test_the_disk_functions_hold_exactly_the_ec2_actions_they_call_scoped_by_tag(
+    template: Template, service: str
+):
+    granted: dict[tuple[str, str], Any] = {}
+    for statement in _ec2_statements(template, service):
+        resources = statement["Resource"]
+        for action in statement["Action"]:
+            for resource in resources if isinstance(resources, list) else [resources]:
+                kind = "*" if resource == "*" else _kind(resource)
+                granted[(action, kind)] = statement.get("Condition")
+    assert granted == {
+        ("ec2:DescribeVolumes", "*"): None,  # Describe* takes no resource-level scoping
+        ("ec2:DescribeSnapshots", "*"): None,
+        ("ec2:CreateVolume", "volume"): TAGGING,
+        ("ec2:CreateVolume", "snapshot"): TAGGED,  # only from a snapshot of ours
+        ("ec2:CreateSnapshot", "volume"): TAGGED,
+        ("ec2:CreateSnapshot", "snapshot"): TAGGING,
+        ("ec2:CreateTags", "volume"): {
+            "StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}
+        },
+        ("ec2:CreateTags", "snapshot"): {
+            "StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}
+        },
+        ("ec2:DeleteVolume", "volume"): TAGGED,
+        ("ec2:DeleteSnapshot", "snapshot"): TAGGED,
+    }
+
+
+def _rbac() -> list[dict[str, Any]]:
+    text = (ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _rules_of_group(group: str) -> dict[tuple[str | None, str], set[str]]:
+    """(namespace or None for cluster-wide, resource) → verbs the group is bound to."""
+    documents = _rbac()
+    roles = {
+        (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d for d in documents
+    }
+    allowed: dict[tuple[str | None, str], set[str]] = {}
+    for binding in documents:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        if not any(s["kind"] == "Group" and s["name"] == group for s in binding["subjects"]):
+            continue
+        namespace = binding["metadata"].get("namespace")
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], namespace if ref["kind"] == "Role" else None, ref["name"])]
+        for rule in role["rules"]:
+            for resource in rule["resources"]:
+                allowed.setdefault((namespace, resource), set()).update(rule["verbs"])
+    return allowed
+
+
+def test_the_lifecycle_group_manages_persistent_volumes_and_claims_and_reads_nodes():
+    allowed = _rules_of_group("gpu-dev-lifecycle")
+    # PersistentVolumes are cluster-scoped: a ClusterRole bound cluster-wide.
+    assert allowed[(None, "persistentvolumes")] == {"get", "list", "create", "delete"}
+    assert {"get", "list"} <= allowed[(None, "nodes")], "the zone of node 0"
+    for namespace in ("gpu-dev", "gpu-dev-profiling"):
+        assert allowed[(namespace, "persistentvolumeclaims")] == {
+            "get",
+            "list",
+            "create",
+            "delete",
+        }
+    assert not any("exec" in resource for _, resource in allowed), "no pods/exec"
+    assert not any("*" in verbs for verbs in allowed.values())

@@ -1,0 +1,346 @@
+"""Named disks, snapshot-first (lifecycle/disk.py): a granted reservation gets a volume in
+its node's zone from the disk's latest completed snapshot, mounted at /home/dev through a
+PersistentVolume and a claim; every ending snapshots it, waits for the snapshot, deletes
+the volume and frees the disk. Exactly one reservation holds a disk; the EBS disk
+reconciler, run at every step, changes nothing the lifecycle owns."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.lifecycle.helpers import (
+    assert_nothing_left,
+    cancel,
+    objects_of,
+    reserve,
+    show,
+    stop_execution,
+    sweep,
+    wait_for_status,
+)
+from tests.support.waiting import wait_for
+
+OWNED = (
+    "SELECT reservation_id, in_use, last_used, content_listing, lifecycle_error"
+    " FROM disks WHERE disk_name = %s"
+)
+
+
+@pytest.fixture
+def disk(local_cloud: Any) -> str:
+    name = f"work-{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES"
+            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        )
+        conn.execute("INSERT INTO disks (user_id, disk_name) VALUES ('alice', %s)", (name,))
+    return name
+
+
+def _row(cloud: Any, name: str) -> dict[str, Any]:
+    with psycopg.connect(cloud.database_url) as conn, conn.cursor() as cur:
+        cur.execute(OWNED, (name,))
+        row = cur.fetchone()
+        assert row is not None and cur.description is not None
+        return {c.name: v for c, v in zip(cur.description, row, strict=True)}
+
+
+def _ec2(cloud: Any) -> Any:
+    return cloud.aws.client("ec2")
+
+
+def _volumes(cloud: Any, rid: str) -> list[dict[str, Any]]:
+    return _ec2(cloud).describe_volumes(Filters=[{"Name": "tag:reservation-id", "Values": [rid]}])[
+        "Volumes"
+    ]
+
+
+def _snapshots(cloud: Any, name: str) -> list[dict[str, Any]]:
+    return _ec2(cloud).describe_snapshots(
+        OwnerIds=["self"], Filters=[{"Name": "tag:disk-name", "Values": [name]}]
+    )["Snapshots"]
+
+
+def _node_zone(cloud: Any, rid: str) -> str:
+    (pod,) = [p for p in objects_of(cloud, rid)["pods"] if p["metadata"]["name"].endswith(rid[:8])]
+    node = cloud.kubernetes.store.get("nodes", None, pod["spec"]["nodeName"])
+    return str(node["metadata"]["labels"]["topology.kubernetes.io/zone"])
+
+
+def _free(cloud: Any, name: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: (row := _row(cloud, name))["reservation_id"] is None and row,
+        timeout=30,
+        message=f"disk {name} freed",
+    )
+
+
+def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_nodes_zone(
+    api, local_cloud, disk
+):
+    first = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, first, "active")
+    (volume,) = _volumes(local_cloud, first)
+    assert volume["AvailabilityZone"] == _node_zone(local_cloud, first)
+    assert volume["VolumeType"] == "gp3" and volume["Size"] == 1024
+    assert "SnapshotId" not in volume or not volume["SnapshotId"], "first use: empty"
+    claims = objects_of(local_cloud, first)["persistentvolumeclaims"]
+    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first[:8]}-home"]
+    pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first[:8]}-home")
+    assert pv["spec"]["csi"] == {
+        "driver": "ebs.csi.aws.com",
+        "volumeHandle": volume["VolumeId"],
+        "fsType": "ext4",
+    }
+    (pod,) = objects_of(local_cloud, first)["pods"]
+    mounts = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert mounts["dev-home"]["persistentVolumeClaim"]["claimName"] == claims[0]["metadata"]["name"]
+    active = _reconcile_and_compare(local_cloud, disk)  # active: the volume attached
+    assert active["reservation_id"] == uuid.UUID(first)
+
+    cancel(api, first)
+    wait_for_status(api, first, "cancelled")
+    _free(local_cloud, disk)
+    (saved,) = _snapshots(local_cloud, disk)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
+    assert _volumes(local_cloud, first) == [], "deleted once its snapshot completed"
+    assert_nothing_left(local_cloud, first)
+
+    second = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, second, "active")
+    (again,) = _volumes(local_cloud, second)
+    assert again["SnapshotId"] == saved["SnapshotId"]
+    assert again["AvailabilityZone"] == _node_zone(local_cloud, second)
+
+
+def test_cancel_while_provisioning_with_a_disk_leaks_nothing(api, local_cloud, disk):
+    local_cloud.cluster.image_pulls_fail = True
+    rid = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "preparing")
+    wait_for(lambda: objects_of(local_cloud, rid)["persistentvolumeclaims"], message="claim")
+    cancel(api, rid)
+    wait_for_status(api, rid, "cancelled")
+    _free(local_cloud, disk)
+    assert _volumes(local_cloud, rid) == []
+    assert_nothing_left(local_cloud, rid)
+    assert (
+        local_cloud.kubernetes.store.list("persistentvolumes", None, f"gpu-dev/reservation={rid}")[
+            "items"
+        ]
+        == []
+    )
+
+
+def test_two_reservations_racing_for_one_disk_exactly_one_gets_it(api, local_cloud, disk):
+    rids = [reserve(api, disk_name=disk)["reservation_id"] for _ in range(2)]
+    ended = {rid: wait_for_status(api, rid, ("active", "failed"), timeout=30) for rid in rids}
+    winners = [rid for rid, r in ended.items() if r["status"] == "active"]
+    (winner,) = winners
+    (loser,) = [rid for rid in rids if rid != winner]
+    assert f"in use by reservation {winner}" in ended[loser]["current_detailed_status"]
+    assert _volumes(local_cloud, loser) == [] and not objects_of(local_cloud, loser)["pods"]
+    refused = api.call(
+        "POST",
+        "/v1/reservations",
+        profile="alice",
+        body={"gpu_type": "t4", "gpu_count": 1, "hours": 1, "disk_name": disk},
+    )
+    assert refused.status == 409 and winner[:8] in str(refused.body)
+
+
+@pytest.fixture
+def failing_snapshots() -> Iterator[Callable[[bool], None]]:
+    """Snapshots made while set fail (state `error`), as EBS reports a failed snapshot:
+    moto's snapshots never fail, so the boundary is stubbed in its backend."""
+    from moto.ec2.models.elastic_block_store import EBSBackend
+
+    original = EBSBackend.create_snapshot
+    failing = {"on": False}
+
+    def create_snapshot(self: Any, *args: Any, **kwargs: Any) -> Any:
+        snapshot = original(self, *args, **kwargs)
+        if failing["on"]:
+            snapshot.__dict__["status"] = "error"
+        return snapshot
+
+    EBSBackend.create_snapshot = create_snapshot  # type: ignore[method-assign]
+    yield lambda on: failing.update(on=on)
+    EBSBackend.create_snapshot = original  # type: ignore[method-assign]
+
+
+def test_a_failed_snapshot_keeps_the_volume_and_the_hold_shows_why_and_is_retried(
+    api, local_cloud, disk, failing_snapshots
+):
+    rid = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    failing_snapshots(True)
+    cancel(api, rid)
+    wait_for_status(api, rid, "cancelled")
+    held = wait_for(
+        lambda: (row := _row(local_cloud, disk))["lifecycle_error"] and row,
+        message="the failure recorded on the disk",
+    )
+    assert held["reservation_id"] == uuid.UUID(rid) and held["in_use"]
+    assert "failed" in held["lifecycle_error"]
+    assert [v["State"] for v in _volumes(local_cloud, rid)] == ["available"], "volume kept"
+    failing_snapshots(False)
+    freed = _free(local_cloud, disk)
+    assert freed["lifecycle_error"] is None
+    assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
+    assert _volumes(local_cloud, rid) == []
+
+
+def _reconcile_and_compare(cloud: Any, disk: str) -> dict[str, Any]:
+    """One run of the EBS disk reconciler at a step where the lifecycle holds still: it
+    leaves every field the lifecycle owns as it was."""
+    before = _row(cloud, disk)
+    invocation = cloud.lambdas.invoke("DiskReconciler", {})
+    assert not invocation.errored, invocation.payload
+    assert _row(cloud, disk) == before
+    return before
+
+
+def test_the_reconciler_at_every_step_changes_nothing_the_lifecycle_owns(
+    api, local_cloud, disk, failing_snapshots
+):
+    # Taken, volume attached, pod held in provisioning (its image never pulls).
+    local_cloud.cluster.image_pulls_fail = True
+    rid = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "preparing")
+    wait_for(lambda: objects_of(local_cloud, rid)["persistentvolumeclaims"], message="claim")
+    assert _reconcile_and_compare(local_cloud, disk)["reservation_id"] == uuid.UUID(rid)
+    # Ended, its snapshot failing: still held, the reason on the row, the volume kept.
+    failing_snapshots(True)
+    cancel(api, rid)
+    wait_for(lambda: _row(local_cloud, disk)["lifecycle_error"], message="snapshot failed")
+    assert _reconcile_and_compare(local_cloud, disk)["in_use"]
+    # Saved and freed: no volume; the reconciler does not take it back or clear anything.
+    failing_snapshots(False)
+    _free(local_cloud, disk)
+    assert _reconcile_and_compare(local_cloud, disk)["reservation_id"] is None
+
+
+@pytest.fixture
+def slow_snapshots(local_cloud: Any) -> Iterator[Callable[[float], None]]:
+    """New snapshots stay pending this many real seconds, so a sweep finds them unfinished."""
+    before = local_cloud.snapshots.delay_seconds
+    yield lambda seconds: setattr(local_cloud.snapshots, "delay_seconds", seconds)
+    local_cloud.snapshots.delay_seconds = before
+
+
+def _sweep_until_free(cloud: Any, disk: str) -> list[dict[str, Any]]:
+    """Sweeps, as EventBridge would run them, until the disk is free; their statistics."""
+    runs: list[dict[str, Any]] = []
+
+    def swept_free() -> bool:
+        runs.append(sweep(cloud)["statistics"])
+        if _row(cloud, disk)["reservation_id"] is None:
+            return True
+        time.sleep(0.3)
+        return False
+
+    wait_for(swept_free, timeout=40, message=f"disk {disk} freed by the sweeper")
+    return runs
+
+
+def test_a_stopped_executions_disk_is_saved_by_the_sweeper_and_remounts_from_its_snapshot(
+    api, local_cloud, disk, slow_snapshots
+):
+    rid = reserve(api, disk_name=disk, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    (volume,) = _volumes(local_cloud, rid)
+    slow_snapshots(1.5)  # the sweeper must come back for the snapshot
+    stop_execution(local_cloud, rid)
+
+    runs = _sweep_until_free(local_cloud, disk)
+
+    assert runs[0]["reservations_ended"] == 1
+    assert sum(r["disks_waiting"] for r in runs) >= 2, "pod stopping, then snapshot pending"
+    assert [r["disks_freed"] for r in runs][-1] == 1 and sum(r["errors"] for r in runs) == 0
+    (saved,) = _snapshots(local_cloud, disk)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
+    assert _volumes(local_cloud, rid) == [], "deleted only after its snapshot completed"
+    freed = _row(local_cloud, disk)
+    assert not freed["in_use"] and freed["lifecycle_error"] is None
+    assert_nothing_left(local_cloud, rid)
+    assert (
+        local_cloud.kubernetes.store.list("persistentvolumes", None, f"gpu-dev/reservation={rid}")[
+            "items"
+        ]
+        == []
+    )
+    assert sweep(local_cloud)["repairs"] == 0, "nothing left to repair"
+
+    again = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, again, "active")
+    (remounted,) = _volumes(local_cloud, again)
+    assert remounted["SnapshotId"] == saved["SnapshotId"]
+
+
+def test_an_execution_that_died_while_its_snapshot_ran_has_its_disk_freed_by_the_sweeper(
+    api, local_cloud, disk, slow_snapshots
+):
+    """As after `Disk not saved`: the row ended, the hold and volume kept, no execution."""
+    rid = reserve(api, disk_name=disk, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    slow_snapshots(4)
+    cancel(api, rid)
+    wait_for(lambda: _snapshots(local_cloud, disk), message="the execution's snapshot")
+    stop_execution(local_cloud, rid)
+    assert show(api, rid)["status"] == "cancelled" and _row(local_cloud, disk)["in_use"]
+
+    runs = _sweep_until_free(local_cloud, disk)
+
+    assert runs[0]["reservations_ended"] == 0 and runs[-1]["disks_freed"] == 1
+    (saved,) = _snapshots(local_cloud, disk)  # the execution's, found by its tag
+    assert saved["State"] == "completed"
+    assert _volumes(local_cloud, rid) == []
+
+
+def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
+    api, local_cloud, disk
+):
+    rid = reserve(api, gpu_type="h100", gpu_count=16, hours=0.3, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "active", timeout=40)
+    (volume,) = _volumes(local_cloud, rid)
+    pods = {
+        p["metadata"]["labels"]["gpu-dev/rank"]: p for p in objects_of(local_cloud, rid)["pods"]
+    }
+    assert sorted(pods) == ["0", "1"]
+    claims = {
+        rank: [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
+        for rank, pod in pods.items()
+    }
+    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [
+        f"gpu-dev-{rid[:8]}-home"
+    ]
+    assert claims["1"] == [], "node 1's pod has no claim"
+    env = {
+        rank: {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+        for rank, pod in pods.items()
+    }
+    assert env["0"]["GPU_DEV_PERSISTENT_HOME"] == "true"
+    assert env["1"]["GPU_DEV_PERSISTENT_HOME"] == "false"
+    node0 = local_cloud.kubernetes.store.get("nodes", None, pods["0"]["spec"]["nodeName"])
+    assert volume["AvailabilityZone"] == node0["metadata"]["labels"]["topology.kubernetes.io/zone"]
+    assert [
+        a["InstanceId"]
+        for a in _ec2(local_cloud).describe_volumes(VolumeIds=[volume["VolumeId"]])["Volumes"][0][
+            "Attachments"
+        ]
+    ] == [pods["0"]["spec"]["nodeName"]], "attached to node 0"
+
+    cancel(api, rid)
+    wait_for_status(api, rid, "cancelled")
+    _free(local_cloud, disk)
+    (saved,) = _snapshots(local_cloud, disk)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
+    assert _volumes(local_cloud, rid) == []
+    assert_nothing_left(local_cloud, rid)
