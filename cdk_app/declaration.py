@@ -75,6 +75,22 @@ RECONCILERS_DATABASE = DatabaseAccess(
 OWNER_DATABASE = DatabaseAccess(None, statement_timeout_ms=0, lock_timeout_ms=0)
 
 
+# The tag that marks our EBS volumes and snapshots (gpudev/disks/ebs.py USER_TAG; a unit
+# test keeps the two in step).
+EBS_OWNER_TAG = "gpu-dev-user"
+
+
+@dataclass(frozen=True)
+class EbsAccess:
+    """EC2 actions on the deployment's EBS volumes and snapshots only: those tagged
+    `gpu-dev-user` (gpudev/disks/ebs.py). With `tag_keys`, a tag change may touch only those
+    keys (so `gpu-dev-user` itself can never be rewritten)."""
+
+    actions: tuple[str, ...]
+    resources: tuple[str, ...] = ("volume", "snapshot")
+    tag_keys: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     name: str  # logical name: construct id prefix and local registry key
@@ -89,6 +105,7 @@ class FunctionSpec:
     source_root: str = "functions"
     # AWS read actions that support no resource-level scoping (Describe*), granted on "*".
     describe_actions: tuple[str, ...] = ()
+    ebs: tuple[EbsAccess, ...] = ()  # changes to our volumes and snapshots
     uses_cluster: bool = False  # eks:DescribeCluster + a Kubernetes access entry
     kubernetes_group: str = "gpu-dev-readers"  # bound by deploy/kubernetes/rbac.yaml
     reserved_concurrency: int | None = None
@@ -249,10 +266,15 @@ API = FunctionSpec(
     context_environment=USER_LIMITS,
     database=API_DATABASE,
 )
+# Disk jobs make the tags of a disk's volumes and snapshots agree with its row
+# (gpudev/disks/tagging.py): these keys only.
+DISK_TAG_KEYS = ("disk_name", "disk-name", "Name", "delete-date", "marked-deleted-at")
 JOBS_CONSUMER = FunctionSpec(
     "JobsConsumer",
     "jobs_consumer",
     timeout_seconds=60,
+    describe_actions=("ec2:DescribeVolumes", "ec2:DescribeSnapshots"),
+    ebs=(EbsAccess(("ec2:CreateTags", "ec2:DeleteTags"), tag_keys=DISK_TAG_KEYS),),
     starts=(RESERVATION_MACHINE,),
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
@@ -308,6 +330,16 @@ DISK_RECONCILER = FunctionSpec(
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,
 )
+DISK_PURGE = FunctionSpec(
+    "DiskPurge",
+    "disk_purge",
+    timeout_seconds=300,
+    describe_actions=("ec2:DescribeSnapshots",),
+    ebs=(EbsAccess(("ec2:DeleteSnapshot",), resources=("snapshot",)),),
+    reserved_concurrency=1,  # with the advisory lock: never two runs at once
+    alarm_on_errors=True,
+    database=RECONCILERS_DATABASE,  # + DELETE on disks (migrations/0012)
+)
 SWEEPER = FunctionSpec(
     "Sweeper",
     "sweeper",
@@ -334,6 +366,7 @@ DEPLOYMENT = Deployment(
         ALLOCATOR,
         AVAILABILITY_UPDATER,
         DISK_RECONCILER,
+        DISK_PURGE,
         SWEEPER,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
@@ -344,5 +377,6 @@ DEPLOYMENT = Deployment(
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
         ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),
+        ScheduleSpec("DiskPurge", "rate(1 day)", target=DISK_PURGE.name),
     ),
 )

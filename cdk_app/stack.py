@@ -5,6 +5,7 @@ state machines and schedules. The local cloud renders the same declaration onto 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, Duration, RemovalPolicy, Stack, Token, triggers
 from aws_cdk import aws_apigateway as apigateway
@@ -29,9 +30,11 @@ from constructs import Construct
 from cdk_app.access import ApiAccess
 from cdk_app.declaration import (
     DEPLOYMENT,
+    EBS_OWNER_TAG,
     METRICS_NAMESPACE,
     MIGRATE,
     Deployment,
+    EbsAccess,
     FunctionSpec,
     QueueSpec,
     StateMachineSpec,
@@ -217,6 +220,8 @@ class GpuDevStack(Stack):
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
+        for access in spec.ebs:
+            function.add_to_role_policy(self._ebs_statement(access))
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         if spec.alarm_on_errors:
@@ -239,6 +244,26 @@ class GpuDevStack(Stack):
                 ),
             )
         return function
+
+    def _ebs_statement(self, access: EbsAccess) -> iam.PolicyStatement:
+        """The actions on our volumes and snapshots only (tagged `gpu-dev-user`); a snapshot's
+        ARN has no account."""
+        conditions: dict[str, Any] = {"Null": {f"aws:ResourceTag/{EBS_OWNER_TAG}": "false"}}
+        if access.tag_keys:
+            conditions["ForAllValues:StringEquals"] = {"aws:TagKeys": list(access.tag_keys)}
+        return iam.PolicyStatement(
+            actions=list(access.actions),
+            resources=[
+                self.format_arn(
+                    service="ec2",
+                    resource=kind,
+                    resource_name="*",
+                    account="" if kind == "snapshot" else None,
+                )
+                for kind in access.resources
+            ],
+            conditions=conditions,
+        )
 
     def _context_environment(self, spec: FunctionSpec) -> dict[str, str]:
         """The function's settings taken from CDK context, validated at synth."""

@@ -151,6 +151,7 @@ def test_a_request_that_changes_nothing_writes_no_job(conn: psycopg.Connection[A
     repo = DisksRepository(conn)
     assert repo.request_delete("alice", "missing") is None
     assert repo.rename("alice", "missing", "other") is None
+    assert repo.request_restore("alice", "missing") is None
     assert _outbox(conn) == []
 
 
@@ -164,6 +165,7 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
         "disks/rename",
         "disks/request_create",
         "disks/request_delete",
+        "disks/request_restore",
         "reservations/add_user",
         "reservations/extend",
         "reservations/request_cancel",

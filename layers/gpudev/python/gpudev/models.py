@@ -153,6 +153,10 @@ class Disk(Row):
     latest_snapshot_content_s3: str | None
     created_at: datetime
     last_updated: datetime
+    # migrations/0012: the name EBS tags carry while a rename has not reached them; the
+    # listing of the contents recorded at the last snapshot (the disk lifecycle writes it)
+    tagged_name: str | None = None
+    content_listing: str | None = None
 
 
 class ReconcilerRun(Row):
