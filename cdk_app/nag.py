@@ -29,6 +29,18 @@ ACKNOWLEDGED: dict[str, str] = {
         "DescribeExecution on the reservation state machine's executions, which are named by "
         "reservation id and so not known in advance; scoped to that one state machine."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>::"
+    "snapshot/*]": (
+        "Disk snapshots are created per reservation, so their ids are not known in advance; "
+        "every such grant carries the condition aws:ResourceTag/gpu-dev-user (our snapshots "
+        "only) and, for tag changes, aws:TagKeys limited to the disk's name and deletion tags."
+    ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+    "<AWS::AccountId>:volume/*]": (
+        "Disk volumes are created per reservation, so their ids are not known in advance; "
+        "the grant carries the condition aws:ResourceTag/gpu-dev-user (our volumes only) and "
+        "aws:TagKeys limited to the disk's name tags."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "
         "aliases (<arn>:*), and nothing else."
