@@ -18,7 +18,7 @@ from gpudev_cli import prompts, render, ssh
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.config import ConfigError, config_path, load, resolve_api_url, save
 from gpudev_cli.context import FINAL, LIVE, Context, Group, console, interactive, progress, short
-from gpudev_cli.disks import disk
+from gpudev_cli.disks import choose_disk, disk
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["--help"]})
@@ -115,12 +115,13 @@ def reserve(
     client = obj.client()
     ask = interactive(interactive_flag)
     gpu_type, gpus, hours = _request_body(client, ask, gpu_type, gpus, hours, distributed)
+    disk = choose_disk(client, disk, ask)
     body = {
         "gpu_type": gpu_type,
         "gpu_count": gpus,
         "hours": hours,
         "name": name,
-        "disk_name": None if disk in (None, "none") else disk,
+        "disk_name": disk,
         "jupyter": jupyter,
         "profiling": profiling,
         "github_user": github_user or load().get("github_user"),
