@@ -220,8 +220,8 @@ class GpuDevStack(Stack):
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
-        for access in spec.ebs:
-            function.add_to_role_policy(self._ebs_statement(access))
+        for ebs in spec.ebs:
+            function.add_to_role_policy(self._ebs_statement(ebs))
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         if spec.alarm_on_errors:
