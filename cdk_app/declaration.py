@@ -72,6 +72,10 @@ class ResourceGrant:
 DISK_RESERVATION_TAG = "reservation-id"
 _VOLUMES = "arn:{partition}:ec2:{region}:{account}:volume/*"
 _SNAPSHOTS = "arn:{partition}:ec2:{region}::snapshot/*"  # snapshot ARNs carry no account
+# The tag that marks our EBS volumes and snapshots (gpudev/disks/ebs.py USER_TAG; a unit
+# test keeps the two in step).
+EBS_OWNER_TAG = "gpu-dev-user"
+_OURS = ("Null", f"aws:ResourceTag/{EBS_OWNER_TAG}", ("false",))
 _TAGGED = ("StringLike", f"ec2:ResourceTag/{DISK_RESERVATION_TAG}", ("*",))
 _TAGGING = ("StringLike", f"aws:RequestTag/{DISK_RESERVATION_TAG}", ("*",))
 # What the lifecycle (and the sweeper, for executions that died) does to named disks' EBS
@@ -286,10 +290,21 @@ API = FunctionSpec(
     context_environment=USER_LIMITS,
     database=API_DATABASE,
 )
+# Disk jobs make the tags of a disk's volumes and snapshots agree with its row
+# (gpudev/disks/tagging.py): these keys only.
+DISK_TAG_KEYS = ("disk_name", "disk-name", "Name", "delete-date", "marked-deleted-at")
 JOBS_CONSUMER = FunctionSpec(
     "JobsConsumer",
     "jobs_consumer",
     timeout_seconds=60,
+    describe_actions=("ec2:DescribeVolumes", "ec2:DescribeSnapshots"),
+    grants=(
+        ResourceGrant(
+            ("ec2:CreateTags", "ec2:DeleteTags"),
+            (_VOLUMES, _SNAPSHOTS),
+            (_OURS, ("ForAllValues:StringEquals", "aws:TagKeys", DISK_TAG_KEYS)),
+        ),
+    ),
     starts=(RESERVATION_MACHINE,),
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
@@ -347,6 +362,16 @@ DISK_RECONCILER = FunctionSpec(
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,
 )
+DISK_PURGE = FunctionSpec(
+    "DiskPurge",
+    "disk_purge",
+    timeout_seconds=300,
+    describe_actions=("ec2:DescribeSnapshots",),
+    grants=(ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), (_OURS,)),),
+    reserved_concurrency=1,  # with the advisory lock: never two runs at once
+    alarm_on_errors=True,
+    database=RECONCILERS_DATABASE,  # + DELETE on disks (migrations/0012)
+)
 SWEEPER = FunctionSpec(
     "Sweeper",
     "sweeper",
@@ -376,6 +401,7 @@ DEPLOYMENT = Deployment(
         ALLOCATOR,
         AVAILABILITY_UPDATER,
         DISK_RECONCILER,
+        DISK_PURGE,
         SWEEPER,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
@@ -386,5 +412,6 @@ DEPLOYMENT = Deployment(
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
         ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),
+        ScheduleSpec("DiskPurge", "rate(1 day)", target=DISK_PURGE.name),
     ),
 )

@@ -1,5 +1,6 @@
-"""SQS jobs queue → reservations' executions (gpudev/lifecycle/consumer.py). Batches report
-partial failures: only the failed messages come back."""
+"""SQS jobs queue → reservations' executions (gpudev/lifecycle/consumer.py) and disk
+operations (gpudev/disks/operations.py). Batches report partial failures: only the failed
+messages come back."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.aws import aws_clients
 from gpudev.db.pool import autocommit_connection
-from gpudev.jobs import parse_job
+from gpudev.disks.operations import DiskOperations
+from gpudev.jobs import DiskJob, parse_job
 from gpudev.lifecycle.consumer import JobConsumer
 from gpudev.observability import logger
 from gpudev.settings import lifecycle_settings
@@ -27,10 +29,15 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def record_handler(record: SQSRecord) -> str:
     job = parse_job(record.body)
     with autocommit_connection() as conn:
-        consumer = JobConsumer(
-            conn, aws_clients().stepfunctions, lifecycle_settings().reservation_state_machine_arn
-        )
-        outcome = consumer.handle(job)
+        if isinstance(job, DiskJob):
+            outcome = DiskOperations(conn, aws_clients().ec2).handle(job)
+        else:
+            consumer = JobConsumer(
+                conn,
+                aws_clients().stepfunctions,
+                lifecycle_settings().reservation_state_machine_arn,
+            )
+            outcome = consumer.handle(job)
     logger.info("job handled", extra={"kind": job.kind, "outcome": outcome})
     return outcome
 

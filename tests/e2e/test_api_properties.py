@@ -99,6 +99,8 @@ ROUTES = st.sampled_from(
         ("GET", "/v1/disks/{}"),
         ("DELETE", "/v1/disks/{}"),
         ("POST", "/v1/disks/{}/rename"),
+        ("POST", "/v1/disks/{}/restore"),
+        ("GET", "/v1/disks/{}/content"),
     ]
 )
 

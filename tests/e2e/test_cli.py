@@ -115,7 +115,8 @@ def _json(result: Result) -> Any:
 
 
 def test_interactive_reserve_asks_for_type_count_and_hours(run):
-    result = run("reserve", "--interactive", "--no-wait", input="t4\n2\n1.5\n")
+    # the last line answers the disk picker (default: none) when alice has disks
+    result = run("reserve", "--interactive", "--no-wait", input="t4\n2\n1.5\n\n")
     assert result.exit_code == 0, result.output
     assert "GPU type" in result.stdout and "GPUs" in result.stdout
     rid = result.stdout.split("Reservation ")[1][:8]
@@ -173,6 +174,53 @@ def test_disk_commands(run):
     assert deleted.exit_code == 0 and "marked for deletion" in deleted.stdout
     again = run("disk", "delete", name + "-2", "-y")
     assert again.exit_code == 1 and "HTTP 410" in again.stderr
+    restored = run("disk", "restore", name + "-2")
+    assert restored.exit_code == 0 and f"Disk {name}-2 restored" in restored.stdout
+
+
+def test_disk_list_show_and_content_say_the_state(run, local_cloud):
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    run("disk", "create", name)
+    listed = run("disk", "list").stdout
+    assert name in listed and "Available" in listed and "1024 GB" in listed
+    listed_json = _json(run("-o", "json", "disk", "list"))
+    assert {"snapshot_count", "in_use", "last_used"} <= set(listed_json[0])
+    content = run("disk", "list-content", name)
+    assert content.exit_code == 0 and "no listing yet" in content.stdout
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE disks SET operation_status = 'failed', operation_error = 'EBS refused it',"
+            " content_listing = 'train.py' WHERE user_id = 'alice' AND disk_name = %s",
+            (name,),
+        )
+    shown = run("disk", "show", name).stdout
+    assert "last operation: failed: EBS refused it" in shown
+    assert "train.py" in run("disk", "list-content", name).stdout
+
+
+def test_the_reserve_picker_lists_disks_and_offers_to_go_on_without_one_in_use(run, local_cloud):
+    free, busy = f"cli-{uuid.uuid4().hex[:8]}", f"cli-{uuid.uuid4().hex[:8]}"
+    run("disk", "create", free)
+    run("disk", "create", busy)
+    holder = _json(run("-o", "json", "reserve", "-t", "t4", "-h", "1", "--no-wait"))
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE disks SET in_use = true, reservation_id = %s WHERE user_id = 'alice'"
+            " AND disk_name = %s",
+            (holder["reservation_id"], busy),
+        )
+    args = ("-o", "json", "reserve", "-t", "t4", "-g", "1", "-h", "1", "--no-wait")
+    picked = run(*args, "--interactive", input=f"{free}\n")
+    assert picked.exit_code == 0, picked.output
+    assert free in picked.stdout and "In use" in picked.stdout  # the table, with states
+    assert json.loads(picked.stdout[picked.stdout.index("{") :])["disk_name"] == free
+
+    without = run(*args, "--disk", busy, "--interactive", input="y\n")
+    assert without.exit_code == 0, without.output
+    assert f"in use by reservation {holder['reservation_id'][:8]}" in without.stdout
+    assert json.loads(without.stdout[without.stdout.index("{") :])["disk_name"] is None
+    declined = run(*args, "--disk", busy, "--interactive", input="n\n")
+    assert declined.exit_code == 1
 
 
 def _activate(cloud: LocalCloud, rid: str) -> None:
@@ -248,7 +296,7 @@ def test_ctrl_c_while_waiting_offers_to_cancel(run, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(reserve.time, "sleep", interrupted)
-    result = run("reserve", "-t", "t4", "-h", "1", "--interactive", input="y\n")
+    result = run("reserve", "-t", "t4", "-h", "1", "--disk", "none", "--interactive", input="y\n")
     assert result.exit_code == 0, result.output
     rid = result.stderr.split("Cancellation of ")[1][:8]
     assert _json(run("-o", "json", "show", rid))["cancel_requested_at"] is not None

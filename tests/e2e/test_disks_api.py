@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 
+import psycopg
 import pytest
 
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
@@ -143,7 +144,8 @@ def test_a_disk_in_use_cannot_be_deleted_or_renamed_or_reserved(api, local_cloud
         ("POST", f"/v1/disks/{name}/rename", {"new_name": _name()}),
     ):
         reply = api.call(method, path, body=body)
-        assert reply.status == 409 and f"in use by {holder[:8]}" in reply.body["message"]
+        message = reply.body["message"]
+        assert reply.status == 409 and f"in use by reservation {holder[:8]}" in message
     before = count_reservations(local_cloud)
     reply = reserve(api, gpu_type="t4", gpu_count=1, disk_name=name)
     assert reply.status == 409 and f"in use by reservation {holder[:8]}" in reply.body["message"]
@@ -160,3 +162,87 @@ def test_a_reservation_must_name_an_existing_disk(api, local_cloud):
     name = _name()
     _create(api, name)
     assert reserve(api, disk_name=name).status == 202
+
+
+def test_a_disk_named_by_a_live_reservation_cannot_be_renamed_or_deleted(api, local_cloud):
+    name = _name()
+    _create(api, name)
+    holder = reserve(api, gpu_type="t4", gpu_count=1, disk_name=name).body["reservation_id"]
+    drain_jobs(local_cloud)
+    for method, path, body in (
+        ("DELETE", f"/v1/disks/{name}", None),
+        ("POST", f"/v1/disks/{name}/rename", {"new_name": _name()}),
+    ):
+        reply = api.call(method, path, body=body)
+        assert reply.status == 409, reply.body
+        assert f"in use by reservation {holder[:8]}" in reply.body["message"]
+    assert api.call("GET", f"/v1/disks/{name}").body["is_deleted"] is False
+    assert drain_jobs(local_cloud) == []
+
+
+def test_restore_before_the_date_brings_a_deleted_disk_back_with_its_job(api, local_cloud):
+    name = _name()
+    _create(api, name)
+    api.call("DELETE", f"/v1/disks/{name}")
+    drain_jobs(local_cloud)
+    assert api.call("POST", f"/v1/disks/{name}/restore", profile="bob").status == 404
+    taken = _create(api, name)
+    assert taken.status == 409
+    assert f"gpu-dev disk restore {name}" in taken.body["message"]
+    assert "marked for deletion" in taken.body["message"]
+    assert drain_jobs(local_cloud) == []
+
+    restored = api.call("POST", f"/v1/disks/{name}/restore")
+
+    assert restored.status == 202, restored.body
+    assert (restored.body["is_deleted"], restored.body["delete_date"]) == (False, None)
+    assert restored.body["operation_status"] == "requested"
+    assert _disk_jobs(local_cloud) == [("restore", name, None)]
+    assert name in [d["disk_name"] for d in api.call("GET", "/v1/disks").body["disks"]]
+    again = api.call("POST", f"/v1/disks/{name}/restore")
+    assert again.status == 409 and "not marked for deletion" in again.body["message"]
+    assert api.call("POST", f"/v1/disks/{_name()}/restore").status == 404
+    assert drain_jobs(local_cloud) == []
+
+
+def test_the_scheduled_purge_removes_a_deleted_disk_on_its_date_and_restore_is_then_404(
+    api, local_cloud
+):
+    """The local cloud ticks the daily DiskPurge schedule like the others (the 410 of a
+    restore past the date, before the purge ran, is in tests/integration)."""
+    name = _name()
+    _create(api, name)
+    api.call("DELETE", f"/v1/disks/{name}")
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE disks SET delete_date = current_date WHERE user_id = 'alice'"
+            " AND disk_name = %s",
+            (name,),
+        )
+    wait_for(
+        lambda: api.call("GET", f"/v1/disks/{name}").status == 404,
+        message="the scheduled purge deletes the disk's row",
+    )
+    drain_jobs(local_cloud)
+    assert api.call("POST", f"/v1/disks/{name}/restore").status == 404
+    assert _create(api, name).status == 202  # the name is free again
+
+
+def test_the_content_listing_says_when_there_is_none_yet_and_shows_it_once_recorded(
+    api, local_cloud
+):
+    name = _name()
+    _create(api, name)
+    empty = api.call("GET", f"/v1/disks/{name}/content")
+    assert empty.status == 200, empty.body
+    assert empty.body["content_listing"] is None and "no listing yet" in empty.body["message"]
+    assert api.call("GET", f"/v1/disks/{name}/content", profile="bob").status == 404
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE disks SET content_listing = %s WHERE user_id = 'alice' AND disk_name = %s",
+            ("/home/dev\n  train.py\n", name),
+        )
+    listed = api.call("GET", f"/v1/disks/{name}/content").body
+    assert listed["content_listing"] == "/home/dev\n  train.py\n"
+    api.call("DELETE", f"/v1/disks/{name}")
+    assert api.call("GET", f"/v1/disks/{name}/content").status == 410

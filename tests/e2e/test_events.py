@@ -71,3 +71,16 @@ def test_the_create_disk_event_creates_the_disk_once(local_cloud):
     first = local_cloud.lambdas.invoke("Api", event).payload
     again = local_cloud.lambdas.invoke("Api", event).payload
     assert (first["statusCode"], again["statusCode"]) == (202, 409), (first, again)
+
+
+def test_the_disk_purge_accepts_its_scheduled_event_and_records_its_run(local_cloud):
+    event = json.loads((EVENTS / "disk_purge/scheduled.json").read_text())
+    invocation = local_cloud.lambdas.invoke("DiskPurge", event)
+    assert not invocation.errored, invocation.payload
+    # the ticker may be running it at the same moment: then this run is skipped
+    assert invocation.payload["outcome"] in ("succeeded", "skipped")
+    with psycopg.connect(local_cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM reconciler_runs WHERE reconciler = 'disk_purge'"
+        ).fetchone()
+    assert row is not None and row[0] >= 1

@@ -51,6 +51,8 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disks/rename",
         "disks/request_create",
         "disks/request_delete",
+        "disks/request_restore",
+        "disks/live_holder",
         "gpu_types/get",
         "gpu_types/list_active",
         "capacity/by_type",
@@ -76,6 +78,13 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "allocation/unsignalled",
         "reservations/get",
         "reservations/set_status",
+        # the jobs consumer's disk operations
+        "disks/get_by_id",
+        "disks/operation_done",
+        "disks/operation_failed",
+        "disks/operation_lock",
+        "disks/operation_start",
+        "disks/operation_unlock",
         "gpu_types/get",
         "gpu_types/list_active",
         "disk_holds/free",
@@ -106,6 +115,10 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_reconciliation/rows",
         "disk_reconciliation/sync",
         "disk_reconciliation/try_lock",
+        # the disk purge
+        "disks/purge_delete",
+        "disks/purge_due",
+        "disks/purge_try_lock",
     ),
 }
 # Run by the migration function only, as the owner of the schema.
@@ -211,6 +224,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "UPDATE reservations SET user_id = 'someone'",
         "SELECT * FROM users",
         "UPDATE disks SET snapshot_count = 0",
+        "UPDATE disks SET is_deleted = false",
         "UPDATE disks SET disk_name = 'x'",
         "DELETE FROM disks",
         "UPDATE gpu_types SET available_gpus = 0",
@@ -229,7 +243,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "UPDATE gpu_types SET is_active = false",
         "UPDATE gpu_types SET max_gpus = 0",
         "DELETE FROM gpu_types",
-        "DELETE FROM disks",
+        "UPDATE disks SET is_deleted = false",
         "UPDATE disks SET user_id = 'someone'",
         "UPDATE disks SET reservation_id = NULL",  # the holder is the lifecycle's
         "DELETE FROM allocations",
@@ -292,6 +306,7 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
         ("reservations/request_cancel", {"reservation_id": rid}),
         ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
         ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),
+        ("disks/request_restore", {"user_id": "role-api", "disk_name": "work"}),
     ]:
         assert conn.execute(query(name), arguments).fetchone() is not None, name
 

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 from botocore.stub import Stubber
 
-from gpudev.disks.reconcile import GPU_DEV_TAG_FILTER, reconcile_disks
+from gpudev.disks.ebs import GPU_DEV_TAG_FILTER
+from gpudev.disks.reconcile import reconcile_disks
 from gpudev.models import Disk
 from gpudev.repositories import DisksRepository, NewDisk, ReconcilerRunsRepository
 

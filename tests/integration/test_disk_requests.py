@@ -18,8 +18,9 @@ from gpudev.disks.requests import (
     create_disk,
     delete_disk,
     rename_disk,
+    restore_disk,
 )
-from gpudev.errors import Conflict, Unavailable
+from gpudev.errors import Conflict, Gone, NotFound, Unavailable
 from gpudev.identity import caller_from_arn
 from gpudev.jobs import AnyJob, DiskJob
 from gpudev.outbox import relay_outbox
@@ -151,6 +152,7 @@ def test_a_request_that_changes_nothing_writes_no_job(conn: psycopg.Connection[A
     repo = DisksRepository(conn)
     assert repo.request_delete("alice", "missing") is None
     assert repo.rename("alice", "missing", "other") is None
+    assert repo.request_restore("alice", "missing") is None
     assert _outbox(conn) == []
 
 
@@ -164,6 +166,7 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
         "disks/rename",
         "disks/request_create",
         "disks/request_delete",
+        "disks/request_restore",
         "reservations/add_user",
         "reservations/extend",
         "reservations/request_cancel",
@@ -172,3 +175,67 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
     ]
     migration = Path(__file__).parents[2] / "migrations" / "0010_outbox_write.sql"
     assert "INSERT INTO outbox" in migration.read_text()
+
+
+def _live_reservation_naming(conn: psycopg.Connection[Any], disk_name: str) -> str:
+    row = conn.execute(
+        "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count, duration_hours,"
+        " disk_name, status) VALUES (gen_random_uuid(), 'alice', 't4', 1, 2, %s, 'queued')"
+        " RETURNING reservation_id",
+        (disk_name,),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+@pytest.mark.parametrize("action", ["rename", "delete"])
+def test_a_disk_named_by_a_live_reservation_cannot_be_renamed_or_deleted(
+    conn: psycopg.Connection[Any], action: str
+):
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    holder = _live_reservation_naming(conn, "data")
+    queue.sent.clear()
+
+    with pytest.raises(Conflict, match=f"in use by reservation {holder[:8]}"):
+        if action == "rename":
+            rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="work"))  # type: ignore[arg-type]
+        else:
+            delete_disk(conn, queue, ALICE, "data")
+
+    disk = DisksRepository(conn).get("alice", "data")
+    assert disk is not None and not disk.is_deleted and disk.operation_status == "requested"
+    assert queue.sent == [] and _outbox(conn) == []
+
+
+def test_creating_a_disk_with_the_name_of_one_marked_deleted_offers_restore(
+    conn: psycopg.Connection[Any],
+):
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    delete_disk(conn, queue, ALICE, "data")
+    queue.sent.clear()
+
+    with pytest.raises(Conflict, match=r"marked for deletion on .*gpu-dev disk restore data"):
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    assert queue.sent == [] and _outbox(conn) == []
+
+    restored = restore_disk(conn, queue, ALICE, "data")
+    assert not restored.is_deleted and [j.kind for j in queue.sent] == ["disk_operation"]
+
+
+def test_restore_is_refused_for_a_disk_not_deleted_or_past_its_date(
+    conn: psycopg.Connection[Any],
+):
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    with pytest.raises(Conflict, match="not marked for deletion"):
+        restore_disk(conn, queue, ALICE, "data")
+    delete_disk(conn, queue, ALICE, "data")
+    conn.execute("UPDATE disks SET delete_date = current_date")
+    with pytest.raises(Gone, match="cannot be restored"):
+        restore_disk(conn, queue, ALICE, "data")
+    with pytest.raises(NotFound):
+        restore_disk(conn, queue, ALICE, "missing")
+    disk = DisksRepository(conn).get("alice", "data")
+    assert disk is not None and disk.is_deleted

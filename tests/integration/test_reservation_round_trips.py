@@ -73,14 +73,16 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
         request = ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, disk_name="data")
         created, _ = submit_reservation(conn, queue, ALICE, request)
         rid = str(created.reservation_id)
+        # a disk no live reservation names: "data" cannot be renamed or deleted while one does
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="scratch"))
         calls = [
             lambda: request_extension(conn, queue, ALICE, rid, 2),
             lambda: add_user(conn, queue, ALICE, rid, "octocat"),
             lambda: add_user(conn, queue, ALICE, rid, "octocat"),  # repeat: reads it back
             lambda: set_jupyter(conn, queue, ALICE, rid, enabled=True),
             lambda: request_cancel(conn, queue, ALICE, rid),
-            lambda: rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="data2")),
-            lambda: delete_disk(conn, queue, ALICE, "data2"),
+            lambda: rename_disk(conn, queue, ALICE, "scratch", RenameRequest(new_name="notes")),
+            lambda: delete_disk(conn, queue, ALICE, "notes"),
         ]
         for call in calls:
             conn.statements = 0
@@ -89,6 +91,7 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
     assert [job.kind for job in queue.sent] == [
         "disk_operation",
         "create_reservation",
+        "disk_operation",
         "reservation_changed",
         "reservation_changed",
         "reservation_changed",

@@ -5,21 +5,34 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from rich.panel import Panel
 from rich.table import Table
 
+from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import Context, console, interactive, short
 
+DEFAULT_SIZE_GB = 1024  # a disk created without --size-gb (the volume made at first use)
 
-def _status(d: dict[str, Any]) -> str:
+
+def state(d: dict[str, Any]) -> str:
+    """In use <id8> / Available / Deleted …, and a pending or failed operation."""
     if d["is_deleted"]:
-        return f"[red]deleted[/] (snapshots kept until {d['delete_date']})"
+        return f"[red]Deleted[/] (purged on {d['delete_date']})"
     if d["in_use"]:
-        return f"[yellow]in use[/] by {short(str(d['reservation_id']))}"
-    if d.get("operation_status") in ("requested", "running"):
-        return "[yellow]being prepared[/]"
+        return f"[yellow]In use[/] {short(str(d['reservation_id'] or ''))}".rstrip()
+    if d.get("is_backing_up"):
+        return "[yellow]Backing up[/]"
     if d.get("operation_status") == "failed":
-        return f"[red]failed[/]: {d.get('operation_error') or 'unknown error'}"
-    return "[green]available[/]"
+        return f"[red]Failed[/]: {d.get('operation_error') or 'unknown error'}"
+    return "[green]Available[/]"
+
+
+def _when(value: str | None, never: str = "never") -> str:
+    return (value or never)[:16].replace("T", " ")
+
+
+def _size(d: dict[str, Any]) -> str:
+    return f"{d['size_gb']} GB" if d.get("size_gb") else f"{DEFAULT_SIZE_GB} GB"
 
 
 def _table(disks: list[dict[str, Any]]) -> None:
@@ -27,31 +40,62 @@ def _table(disks: list[dict[str, Any]]) -> None:
         console.print("No disks. Create one with `gpu-dev disk create NAME`.")
         return
     table = Table(title="Your persistent disks")
-    for column in ("Name", "Size", "Snapshots", "Last used", "Created", "Status"):
+    for column in ("Name", "Status", "Snapshots", "Size", "Last used", "Created"):
         table.add_column(column)
     for d in disks:
         table.add_row(
             d["disk_name"],
-            f"{d['size_gb']} GB" if d.get("size_gb") else "default",
+            state(d),
             str(d["snapshot_count"]),
-            (d.get("last_used") or "never")[:16].replace("T", " "),
-            d["created_at"][:16].replace("T", " "),
-            _status(d),
+            _size(d),
+            _when(d.get("last_used")),
+            _when(d["created_at"]),
         )
     console.print(table)
 
 
 def _panel(d: dict[str, Any]) -> None:
+    operation = d.get("operation_status") or "none"
+    if d.get("operation_error"):
+        operation += f": {d['operation_error']}"
     console.print(
-        f"[bold]{d['disk_name']}[/]  {_status(d)}\n"
-        f"size: {d['size_gb'] or 'default'} GB   snapshots: {d['snapshot_count']}   "
-        f"created: {d['created_at'][:16].replace('T', ' ')}"
+        f"[bold]{d['disk_name']}[/]  {state(d)}\n"
+        f"size: {_size(d)}   snapshots: {d['snapshot_count']}   "
+        f"last snapshot: {_when(d.get('last_snapshot_at'))}   "
+        f"last used: {_when(d.get('last_used'))}   created: {_when(d['created_at'])}\n"
+        f"last operation: {operation}"
     )
+
+
+def choose_disk(client: SigV4Client, name: str | None, ask: bool) -> str | None:
+    """The disk `reserve` names. On a terminal, without --disk, pick one of your disks (their
+    state shown); a disk in use says by which reservation and offers to go on without it."""
+    if name == "none" or not ask:
+        return None if name == "none" else name
+    disks = {d["disk_name"]: d for d in client.request("GET", "/v1/disks")["disks"]}
+    if name is None:
+        if not disks:
+            return None
+        _table(list(disks.values()))
+        name = click.prompt(
+            "Disk (mounted at /home/dev)",
+            type=click.Choice([*disks, "none"]),
+            default="none",
+        )
+        if name == "none":
+            return None
+    chosen = disks.get(name)
+    if chosen is not None and chosen["in_use"]:
+        holder = short(str(chosen["reservation_id"] or "")) or "another reservation"
+        console.print(f"Disk {name} is in use by reservation {holder}.")
+        click.confirm("Continue without a disk?", default=False, abort=True)
+        return None
+    return name
 
 
 @click.group()
 def disk() -> None:
-    """Named persistent disks: create, list, show, delete, rename."""
+    """Named persistent disks: create, list, show, list-content, delete, restore, rename."""
 
 
 @disk.command("create")
@@ -78,6 +122,21 @@ def list_(obj: Context) -> None:
 def show(obj: Context, name: str) -> None:
     """One disk in full."""
     obj.emit(obj.client().request("GET", f"/v1/disks/{name}"), _panel)
+
+
+@disk.command("list-content")
+@click.argument("name")
+@click.pass_obj
+def list_content(obj: Context, name: str) -> None:
+    """What the disk held at its last snapshot."""
+
+    def render(c: dict[str, Any]) -> None:
+        if c["content_listing"] is None:
+            console.print(f"Disk {c['disk_name']}: {c['message']}.")
+        else:
+            console.print(Panel(c["content_listing"], title=f"{c['disk_name']}: {c['message']}"))
+
+    obj.emit(obj.client().request("GET", f"/v1/disks/{name}/content"), render)
 
 
 @disk.command("delete")
@@ -108,3 +167,12 @@ def rename(obj: Context, name: str, new_name: str) -> None:
     """Give a disk a new name."""
     result = obj.client().request("POST", f"/v1/disks/{name}/rename", {"new_name": new_name})
     obj.emit(result, lambda d: console.print(f"Disk {name} is now {d['disk_name']}."))
+
+
+@disk.command("restore")
+@click.argument("name")
+@click.pass_obj
+def restore(obj: Context, name: str) -> None:
+    """Undelete a disk marked for deletion, before its date."""
+    result = obj.client().request("POST", f"/v1/disks/{name}/restore")
+    obj.emit(result, lambda d: console.print(f"Disk {d['disk_name']} restored."))

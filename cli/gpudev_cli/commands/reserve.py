@@ -11,6 +11,7 @@ import click
 
 from gpudev_cli import prompts, render, ssh
 from gpudev_cli.client import SigV4Client
+from gpudev_cli.commands.disks import choose_disk
 from gpudev_cli.config import load
 from gpudev_cli.context import FINAL, Context, console, interactive, progress, short
 
@@ -61,12 +62,13 @@ def reserve(
     client = obj.client()
     ask = interactive(interactive_flag)
     gpu_type, gpus, hours = _request_body(client, ask, gpu_type, gpus, hours, distributed)
+    disk = choose_disk(client, disk, ask)
     body = {
         "gpu_type": gpu_type,
         "gpu_count": gpus,
         "hours": hours,
         "name": name,
-        "disk_name": None if disk in (None, "none") else disk,
+        "disk_name": disk,
         "jupyter": jupyter,
         "profiling": profiling,
         "github_user": github_user or load().get("github_user"),

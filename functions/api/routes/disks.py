@@ -5,8 +5,16 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from gpudev.disks.requests import caller_disks, create_disk, delete_disk, find_disk, rename_disk
-from gpudev.disks.schemas import DiskList, DiskRequest, DiskView, RenameRequest
+from gpudev.disks.requests import (
+    caller_disks,
+    create_disk,
+    delete_disk,
+    disk_content,
+    find_disk,
+    rename_disk,
+    restore_disk,
+)
+from gpudev.disks.schemas import DiskContent, DiskList, DiskRequest, DiskView, RenameRequest
 from gpudev.models import Disk
 from routes.caller import ForCaller
 
@@ -32,6 +40,11 @@ def get_disk(disk_name: str, caller: ForCaller) -> DiskView:
     return DiskView.of(caller.read(find_disk, disk_name))
 
 
+@router.get("/v1/disks/<disk_name>/content")
+def get_disk_content(disk_name: str, caller: ForCaller) -> DiskContent:
+    return caller.read(disk_content, disk_name)
+
+
 @router.delete("/v1/disks/<disk_name>")
 def delete_user_disk(disk_name: str, caller: ForCaller) -> Response[DiskView]:
     return _accepted(caller.change(delete_disk, disk_name))
@@ -42,3 +55,8 @@ def rename_user_disk(
     disk_name: str, request: RenameRequest, caller: ForCaller
 ) -> Response[DiskView]:
     return _accepted(caller.change(rename_disk, disk_name, request))
+
+
+@router.post("/v1/disks/<disk_name>/restore")
+def restore_user_disk(disk_name: str, caller: ForCaller) -> Response[DiskView]:
+    return _accepted(caller.change(restore_disk, disk_name))

@@ -41,7 +41,7 @@ class DiskJob(BaseModel):
     """A disk operation the API recorded on the disk's row (operation_id/status)."""
 
     kind: Literal["disk_operation"] = "disk_operation"
-    operation: Literal["create", "delete", "rename"]
+    operation: Literal["create", "delete", "rename", "restore"]
     operation_id: UUID
     disk_id: UUID
     user_id: str

@@ -155,6 +155,10 @@ class Disk(Row):
     lifecycle_error: str | None = None
     created_at: datetime
     last_updated: datetime
+    # migrations/0012: the name EBS tags carry while a rename has not reached them; the
+    # listing of the contents recorded at the last snapshot (the disk lifecycle writes it)
+    tagged_name: str | None = None
+    content_listing: str | None = None
 
 
 class ReconcilerRun(Row):

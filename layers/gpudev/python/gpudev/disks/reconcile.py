@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
+from gpudev.disks.ebs import list_gpudev_snapshots, list_gpudev_volumes
 from gpudev.disks.plan import Duplicate, Plan, plan_reconciliation, summarize_snapshots
 from gpudev.observability import logger
 from gpudev.repositories import DiskReconciliationRepository, ReconcilerRunsRepository
 
 RECONCILER = "disk_reconciliation"
 T = TypeVar("T")
-GPU_DEV_TAG_FILTER = [{"Name": "tag-key", "Values": ["gpu-dev-user"]}]
 
 
 @dataclass
@@ -32,29 +32,6 @@ class DiskReconciliation:
     statistics: dict[str, int] = field(default_factory=dict)
     duplicates: list[Duplicate] = field(default_factory=list)
     run_id: int | None = None
-
-
-def list_gpudev_volumes(ec2: Any) -> list[dict[str, Any]]:
-    paginator = ec2.get_paginator("describe_volumes")
-    return [
-        volume
-        for page in paginator.paginate(
-            Filters=GPU_DEV_TAG_FILTER, PaginationConfig={"PageSize": 500}
-        )
-        for volume in page["Volumes"]
-    ]
-
-
-def list_gpudev_snapshots(ec2: Any) -> list[dict[str, Any]]:
-    # Always filter by tag: OwnerIds=self alone can return thousands of unrelated snapshots.
-    paginator = ec2.get_paginator("describe_snapshots")
-    return [
-        snapshot
-        for page in paginator.paginate(
-            OwnerIds=["self"], Filters=GPU_DEV_TAG_FILTER, PaginationConfig={"PageSize": 1000}
-        )
-        for snapshot in page["Snapshots"]
-    ]
 
 
 def _apply_batch(

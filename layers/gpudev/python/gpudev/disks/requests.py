@@ -4,7 +4,9 @@ give the writes a connection in autocommit mode (`autocommit_connection()`), so 
 `conn.transaction()` is the commit. A refused send is not an error: the request is saved and
 the sweeper's relay sends the job. The disk lifecycle (volumes, snapshots) acts on the job.
 Another user's disk is never found (404), a disk marked for deletion is gone (410), one in
-use is a conflict (409).
+use (held by a reservation, or named by a live one) is a conflict (409) naming the holder.
+A disk marked for deletion can be restored before its date; its name stays taken until
+the purge, and a create of that name says so.
 Each request first loads the caller's bound user row (`bound_user`): another principal
 deriving the same username is refused (403) before anything is read or written."""
 
@@ -15,8 +17,8 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.disks.schemas import DiskRequest, RenameRequest
-from gpudev.errors import Conflict, Gone, NotFound
+from gpudev.disks.schemas import DiskContent, DiskRequest, RenameRequest
+from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Disk
@@ -38,36 +40,67 @@ def find_disk(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Disk:
     return disk
 
 
-def _usable(disk: Disk, action: str) -> None:
-    if disk.is_deleted:
-        raise Gone(f"disk {disk.disk_name!r} is marked for deletion on {disk.delete_date}")
-    if disk.in_use:
-        holder = str(disk.reservation_id)[:8] if disk.reservation_id else "a reservation"
-        raise Conflict(f"cannot {action} disk {disk.disk_name!r}: it is in use by {holder}")
+def _deleted(disk: Disk) -> str:
+    return (
+        f"disk {disk.disk_name!r} is marked for deletion on {disk.delete_date}: restore it "
+        f"with `gpu-dev disk restore {disk.disk_name}`"
+    )
 
 
 def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: str) -> Exception:
     """Why a request statement matched no disk (read only then, so an accepted request
     takes the bound user row, the statement and, after commit, the outbox delete)."""
+    disks = DisksRepository(conn)
+    disk = disks.get(caller.username, name)
+    if disk is None:
+        return NotFound(f"no disk named {name!r}")
+    if disk.is_deleted:
+        return Gone(_deleted(disk))
+    holder = disk.reservation_id if disk.in_use else disks.live_holder(caller.username, name)
+    if disk.in_use or holder is not None:
+        by = f"reservation {str(holder)[:8]}" if holder else "a reservation"
+        return Conflict(f"cannot {action} disk {name!r}: it is in use by {by}")
+    return Conflict(f"disk {name!r} changed meanwhile; look at it again")
+
+
+def _restore_refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
         return NotFound(f"no disk named {name!r}")
-    try:
-        _usable(disk, action)
-    except (Gone, Conflict) as refused:
-        return refused
-    return Conflict(f"disk {name!r} changed meanwhile; look at it again")
+    if not disk.is_deleted:
+        return Conflict(f"disk {name!r} is not marked for deletion")
+    return Gone(
+        f"disk {name!r} reached its deletion date ({disk.delete_date}): its snapshots are "
+        "being purged and it cannot be restored"
+    )
+
+
+def disk_content(conn: psycopg.Connection[Any], caller: Caller, name: str) -> DiskContent:
+    disk = find_disk(conn, caller, name)
+    if disk.is_deleted:
+        raise Gone(_deleted(disk))
+    return DiskContent.of(disk)
 
 
 def create_disk(
     conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, request: DiskRequest
 ) -> Disk:
     check_disk_name(request.disk_name)
-    with conn.transaction():
-        bound_user(conn, caller)
-        created = DisksRepository(conn).request_create(
-            caller.username, request.disk_name, request.size_gb
-        )
+    try:
+        with conn.transaction():
+            bound_user(conn, caller)
+            created = DisksRepository(conn).request_create(
+                caller.username, request.disk_name, request.size_gb
+            )
+    except DiskNameTaken:
+        taken = DisksRepository(conn).get(caller.username, request.disk_name)
+        if taken is not None and taken.is_deleted:
+            raise DiskNameTaken(
+                f"you have a disk named {request.disk_name!r} marked for deletion on "
+                f"{taken.delete_date}: restore it with `gpu-dev disk restore "
+                f"{request.disk_name}`, or choose another name"
+            ) from None
+        raise
     send_after_commit(conn, queue, created.job)
     return created.disk
 
@@ -97,3 +130,14 @@ def rename_disk(
             raise _refusal(conn, caller, name, "rename")
     send_after_commit(conn, queue, renamed.job)
     return renamed.disk
+
+
+def restore_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
+    """Undelete, before the disk's date; its job removes the snapshots' deletion tags."""
+    with conn.transaction():
+        bound_user(conn, caller)
+        restored = DisksRepository(conn).request_restore(caller.username, name)
+        if restored is None:
+            raise _restore_refusal(conn, caller, name)
+    send_after_commit(conn, queue, restored.job)
+    return restored.disk

@@ -45,6 +45,31 @@ class DiskView(BaseModel):
         return cls.model_validate(disk.model_dump(include=set(cls.model_fields)))
 
 
+class DiskContent(BaseModel):
+    """The listing of a disk's contents recorded at its last snapshot, if any yet."""
+
+    disk_name: str
+    content_listing: str | None
+    last_snapshot_at: datetime | None
+    message: str
+
+    @classmethod
+    def of(cls, disk: Disk) -> DiskContent:
+        if disk.content_listing is None:
+            message = (
+                "no listing yet: one is recorded when a reservation using the disk ends "
+                "and its snapshot completes"
+            )
+        else:
+            message = f"contents as of the snapshot of {disk.last_snapshot_at}"
+        return cls(
+            disk_name=disk.disk_name,
+            content_listing=disk.content_listing,
+            last_snapshot_at=disk.last_snapshot_at,
+            message=message,
+        )
+
+
 class DiskList(BaseModel):
     disks: list[DiskView]
 

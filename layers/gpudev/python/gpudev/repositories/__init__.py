@@ -5,6 +5,7 @@ Repositories take a connection; the caller owns the transaction (a request, a ta
 
 from gpudev.repositories.allocations import AllocationsRepository
 from gpudev.repositories.capacity import CapacityRepository
+from gpudev.repositories.disk_operations import DiskOperationsRepository
 from gpudev.repositories.disk_reconciliation import DiskReconciliationRepository
 from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
@@ -18,6 +19,7 @@ from gpudev.repositories.users import UsersRepository
 __all__ = [
     "AllocationsRepository",
     "CapacityRepository",
+    "DiskOperationsRepository",
     "DiskReconciliationRepository",
     "DisksRepository",
     "GpuTypesRepository",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from psycopg.rows import class_row, dict_row
@@ -79,6 +80,22 @@ class DisksRepository:
                     query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
                 ).fetchone()
             )
+
+    def request_restore(self, user_id: str, disk_name: str) -> DiskRequested | None:
+        """None if the disk is gone, not deleted or past its date."""
+        with self._conn.cursor(row_factory=dict_row) as cur:
+            return _requested(
+                cur.execute(
+                    query("disks/request_restore"), {"user_id": user_id, "disk_name": disk_name}
+                ).fetchone()
+            )
+
+    def live_holder(self, user_id: str, disk_name: str) -> UUID | None:
+        """The live reservation that names the disk, if any."""
+        row = self._conn.execute(
+            query("disks/live_holder"), {"user_id": user_id, "disk_name": disk_name}
+        ).fetchone()
+        return row[0] if row else None
 
     def rename(self, user_id: str, disk_name: str, new_name: str) -> DiskRequested | None:
         """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is."""

@@ -1,12 +1,20 @@
 -- With the outbox row of its disk job, in the same statement (sent after commit); no row
--- when the disk is gone, deleted or in use. disks_user_disk_name_key refuses a taken name.
+-- when the disk is gone, deleted or in use: held by a reservation (in_use) or named by a
+-- live one. disks_user_disk_name_key refuses a taken name. `tagged_name` keeps the name
+-- the EBS tags still carry (the oldest one, if an earlier rename has not reached them).
 WITH changed AS (
     UPDATE disks SET
         disk_name = %(new_name)s,
+        tagged_name = coalesce(tagged_name, disk_name),
         operation_id = gen_random_uuid(),
         operation_status = 'requested',
         operation_error = NULL
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND NOT is_deleted AND NOT in_use
+      AND NOT EXISTS (
+          SELECT FROM reservations r
+          WHERE r.user_id = %(user_id)s AND r.disk_name = %(disk_name)s
+            AND r.status IN ('pending', 'queued', 'preparing', 'active')
+      )
     RETURNING *
 )
 SELECT changed.*, job.outbox_id, job.payload AS outbox_payload

@@ -1,6 +1,8 @@
--- Soft delete: snapshots are kept for 30 days (reference §3, DELETE /v1/disks/{name}).
+-- Soft delete: snapshots are kept for 30 days (reference §3, DELETE /v1/disks/{name}); the
+-- disk job tags them `delete-date`, the daily purge deletes them on that date.
 -- With the outbox row of its disk job, in the same statement (sent after commit); no row
--- when the disk is gone, already deleted or in use.
+-- when the disk is gone, already deleted or in use: held by a reservation (in_use) or
+-- named by a live one.
 WITH changed AS (
     UPDATE disks SET
         is_deleted = true,
@@ -9,6 +11,11 @@ WITH changed AS (
         operation_status = 'requested',
         operation_error = NULL
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND NOT is_deleted AND NOT in_use
+      AND NOT EXISTS (
+          SELECT FROM reservations r
+          WHERE r.user_id = %(user_id)s AND r.disk_name = %(disk_name)s
+            AND r.status IN ('pending', 'queued', 'preparing', 'active')
+      )
     RETURNING *
 )
 SELECT changed.*, job.outbox_id, job.payload AS outbox_payload

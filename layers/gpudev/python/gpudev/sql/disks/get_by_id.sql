@@ -1,0 +1,1 @@
+SELECT * FROM disks WHERE disk_id = %(disk_id)s

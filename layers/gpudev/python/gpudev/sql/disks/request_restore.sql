@@ -1,0 +1,20 @@
+-- Undelete: a disk marked for deletion comes back before its date (after it, the purge may
+-- already be deleting its snapshots). The disk job removes the snapshots' `delete-date`
+-- tags. With the outbox row of its job, in the same statement (sent after commit); no row
+-- when the disk is gone, not deleted, or past its date.
+WITH changed AS (
+    UPDATE disks SET
+        is_deleted = false,
+        delete_date = NULL,
+        operation_id = gen_random_uuid(),
+        operation_status = 'requested',
+        operation_error = NULL
+    WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND is_deleted
+      AND delete_date > current_date
+    RETURNING *
+)
+SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
+FROM changed
+CROSS JOIN LATERAL outbox_write(disk_operation_job(
+    'restore', changed.operation_id, changed.disk_id, changed.user_id, changed.disk_name, NULL
+)) job

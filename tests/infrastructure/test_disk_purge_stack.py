@@ -1,0 +1,85 @@
+"""The disk purge and the jobs consumer's disk operations in the template: a daily
+schedule, one run at a time, and EC2 changes only on our tagged volumes and snapshots
+(`gpu-dev-user`), tag changes only to the disk's name and deletion tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Template
+
+
+def _function(template: Template, service_name: str) -> tuple[str, dict[str, Any]]:
+    found = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service_name}}}},
+    )
+    ((logical_id, function),) = found.items()
+    return logical_id, function["Properties"]
+
+
+def _statements(template: Template, function_id: str) -> list[dict[str, Any]]:
+    function = template.to_json()["Resources"][function_id]
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _ec2(statements: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    found = {}
+    for statement in statements:
+        actions = statement["Action"]
+        for action in actions if isinstance(actions, list) else [actions]:
+            if action.startswith("ec2:"):
+                found[action] = statement
+    return found
+
+
+def _resources(statement: dict[str, Any]) -> str:
+    return str(statement["Resource"])
+
+
+def test_the_purge_runs_daily_and_never_twice_at_once(template: Template):
+    purge_id, props = _function(template, "gpudev-disk-purge")
+    schedules = {
+        rule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: rule["Properties"][
+            "ScheduleExpression"
+        ]
+        for rule in template.find_resources("AWS::Events::Rule").values()
+    }
+    assert schedules[purge_id] == "rate(1 day)"
+    assert props["ReservedConcurrentExecutions"] == 1
+    assert props["Environment"]["Variables"]["DB_IAM_USER"] == "gpudev_reconcilers_login"
+
+
+def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template: Template):
+    purge_id, _ = _function(template, "gpudev-disk-purge")
+    ec2 = _ec2(_statements(template, purge_id))
+    assert set(ec2) == {"ec2:DescribeSnapshots", "ec2:DeleteSnapshot"}
+    delete = ec2["ec2:DeleteSnapshot"]
+    assert ":snapshot/*" in _resources(delete) and ":volume/" not in _resources(delete)
+    assert delete["Condition"] == {"Null": {"aws:ResourceTag/gpu-dev-user": "false"}}
+
+
+def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapshots(
+    template: Template,
+):
+    consumer_id, _ = _function(template, "gpudev-jobs-consumer")
+    ec2 = _ec2(_statements(template, consumer_id))
+    assert set(ec2) == {
+        "ec2:DescribeVolumes",
+        "ec2:DescribeSnapshots",
+        "ec2:CreateTags",
+        "ec2:DeleteTags",
+    }
+    tagging = ec2["ec2:CreateTags"]
+    assert tagging is ec2["ec2:DeleteTags"]
+    assert ":volume/*" in _resources(tagging) and ":snapshot/*" in _resources(tagging)
+    assert tagging["Condition"]["Null"] == {"aws:ResourceTag/gpu-dev-user": "false"}
+    keys = tagging["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+    assert "gpu-dev-user" not in keys
+    assert set(keys) == {"disk_name", "disk-name", "Name", "delete-date", "marked-deleted-at"}
