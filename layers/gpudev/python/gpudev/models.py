@@ -151,14 +151,14 @@ class Disk(Row):
     operation_error: str | None
     last_used: datetime | None
     latest_snapshot_content_s3: str | None
-    content_listing: str | None = None
-    lifecycle_error: str | None = None
     created_at: datetime
     last_updated: datetime
-    # migrations/0012: the name EBS tags carry while a rename has not reached them; the
-    # listing of the contents recorded at the last snapshot (the disk lifecycle writes it)
-    tagged_name: str | None = None
+    # migrations/0011: the listing of the contents recorded at the last snapshot, and why
+    # the lifecycle could not save the disk, if it could not (the disk lifecycle writes both)
     content_listing: str | None = None
+    lifecycle_error: str | None = None
+    # migrations/0012: the name EBS tags carry while a rename has not reached them
+    tagged_name: str | None = None
 
 
 class ReconcilerRun(Row):
