@@ -3,11 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
-from gpudev.db.queries import query
+from gpudev.db.rows import fetch_all, fetch_one, fetch_returned
 from gpudev.models import Disk
 
 
@@ -23,44 +22,43 @@ class DisksRepository:
         self._conn = conn
 
     def create(self, new: NewDisk) -> Disk:
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            row = cur.execute(query("disks/insert"), new.model_dump()).fetchone()
-        assert row is not None
-        return row
+        with domain_errors():
+            return fetch_returned(self._conn, "disks/insert", Disk, new.model_dump())
 
     def get(self, user_id: str, disk_name: str) -> Disk | None:
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/get"), {"user_id": user_id, "disk_name": disk_name}
-            ).fetchone()
+        return fetch_one(
+            self._conn, "disks/get", Disk, {"user_id": user_id, "disk_name": disk_name}
+        )
 
     def list_for_user(self, user_id: str, include_deleted: bool = False) -> list[Disk]:
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/list_for_user"),
-                {"user_id": user_id, "include_deleted": include_deleted},
-            ).fetchall()
+        return fetch_all(
+            self._conn,
+            "disks/list_for_user",
+            Disk,
+            {"user_id": user_id, "include_deleted": include_deleted},
+        )
 
     def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> Disk:
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            row = cur.execute(
-                query("disks/request_create"),
+        with domain_errors():
+            return fetch_returned(
+                self._conn,
+                "disks/request_create",
+                Disk,
                 {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
-            ).fetchone()
-        assert row is not None
-        return row
+            )
 
     def request_delete(self, user_id: str, disk_name: str) -> Disk | None:
         """None if the disk is gone, already deleted or in use."""
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
-            ).fetchone()
+        return fetch_one(
+            self._conn, "disks/request_delete", Disk, {"user_id": user_id, "disk_name": disk_name}
+        )
 
     def rename(self, user_id: str, disk_name: str, new_name: str) -> Disk | None:
         """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is."""
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/rename"),
+        with domain_errors():
+            return fetch_one(
+                self._conn,
+                "disks/rename",
+                Disk,
                 {"user_id": user_id, "disk_name": disk_name, "new_name": new_name},
-            ).fetchone()
+            )
