@@ -29,3 +29,18 @@ def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
     from psycopg import sql
 
     admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
+    """alice and her pending one-t4 reservation `reservation_id` (each only if absent): the
+    rows the Lambda test events in events/ name."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES"
+            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        )
+        conn.execute(
+            "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
+            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
+            (reservation_id,),
+        )
