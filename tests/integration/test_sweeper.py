@@ -17,6 +17,7 @@ from gpudev.db.queries import query
 from gpudev.jobs import JobQueue, parse_job
 from gpudev.sweeper.plan import Limits
 from gpudev.sweeper.service import LOCK_KEY, Sweeper
+from tests.support.databases import mark_ended
 
 MACHINE = "arn:aws:states:us-east-2:123456789012:stateMachine:gpudev-reservation"
 LIMITS = Limits(pending_after_seconds=300, max_create_resends=2)
@@ -241,12 +242,7 @@ def test_a_queued_reservation_whose_execution_is_gone_is_ended(world):
 
 def test_objects_of_ended_and_unknown_reservations_are_deleted_nothing_else(world):
     ended = insert(world.url, "active")
-    with psycopg.connect(world.url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (ended,),
-        )
+    mark_ended(world.url, ended, "expired")
     unknown = uuid.uuid4()
     world.objects.add(ended)
     world.objects.add(unknown)
@@ -376,12 +372,7 @@ def test_a_failed_read_is_recorded_and_raised_and_frees_the_lock(world):
 def test_the_live_query_reads_only_live_rows(world):
     live = insert(world.url, "queued")
     ended = insert(world.url, "queued")
-    with psycopg.connect(world.url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'failed', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (ended,),
-        )
+    mark_ended(world.url, ended, "failed")
     with psycopg.connect(world.url) as conn:
         rows = conn.execute(query("sweeper/live")).fetchall()
     assert [r[0] for r in rows] == [live]

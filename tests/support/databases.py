@@ -44,3 +44,13 @@ def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
             " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
             (reservation_id,),
         )
+
+
+def mark_ended(database_url: str, reservation_id: object, status: str) -> None:
+    """Set the reservation's final `status` and end time directly, as if it had ended."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = %s, reservation_ended = now()"
+            " WHERE reservation_id = %s",
+            (status, reservation_id),
+        )
