@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
@@ -66,7 +67,6 @@ class ApiAccess:
         apply to signed requests only (`aws:PrincipalAccount` present), so the public routes
         stay public; within the account, IAM policies still decide as before (no blanket
         allow)."""
-        signed = {"Null": {"aws:PrincipalAccount": "false"}}
         statements = [
             iam.PolicyStatement(
                 sid="PublicPaths",
@@ -91,38 +91,33 @@ class ApiAccess:
                         "StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID},
                     },
                 ),
-                iam.PolicyStatement(
-                    sid="DenyOutsideTheOrganisation",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=["execute-api:Invoke"],
-                    resources=["execute-api:/*"],
-                    conditions={**signed, "StringNotEquals": in_org},
-                ),
+                _deny_signed_invoke("DenyOutsideTheOrganisation", {"StringNotEquals": in_org}),
             ]
         else:
             statements.append(
-                iam.PolicyStatement(
-                    sid="DenyOtherAccounts",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=["execute-api:Invoke"],
-                    resources=["execute-api:/*"],
-                    conditions={
-                        **signed,
-                        "StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID},
-                    },
+                _deny_signed_invoke(
+                    "DenyOtherAccounts",
+                    {"StringNotEquals": {"aws:PrincipalAccount": Aws.ACCOUNT_ID}},
                 )
             )
         if self.allowed_roles:
             statements.append(
-                iam.PolicyStatement(
-                    sid="DenyOtherPrincipalsThanTheAllowedRoles",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=["execute-api:Invoke"],
-                    resources=["execute-api:/*"],
-                    conditions={**signed, "ArnNotLike": {"aws:PrincipalArn": self.role_arns()}},
+                _deny_signed_invoke(
+                    "DenyOtherPrincipalsThanTheAllowedRoles",
+                    {"ArnNotLike": {"aws:PrincipalArn": self.role_arns()}},
                 )
             )
         return iam.PolicyDocument(statements=statements)
+
+
+def _deny_signed_invoke(sid: str, conditions: dict[str, Any]) -> iam.PolicyStatement:
+    """Deny execute-api:Invoke on every route to signed requests (`aws:PrincipalAccount`
+    present: the public routes stay public) that match `conditions`."""
+    return iam.PolicyStatement(
+        sid=sid,
+        effect=iam.Effect.DENY,
+        principals=[iam.AnyPrincipal()],
+        actions=["execute-api:Invoke"],
+        resources=["execute-api:/*"],
+        conditions={"Null": {"aws:PrincipalAccount": "false"}, **conditions},
+    )

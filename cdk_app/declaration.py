@@ -156,8 +156,18 @@ class FunctionSpec:
 
 
 @dataclass(frozen=True)
-class QueueSpec:
+class _NamedResource:
+    """A queue or a state machine: deployed as gpudev-<name in lower case>."""
+
     name: str
+
+    @property
+    def deployed_name(self) -> str:
+        return f"gpudev-{self.name.lower()}"
+
+
+@dataclass(frozen=True)
+class QueueSpec(_NamedResource):
     consumer: (
         str | None
     )  # FunctionSpec invoked with batches (ReportBatchItemFailures); None: not yet
@@ -166,24 +176,15 @@ class QueueSpec:
     max_receive_count: int = 3  # then the message moves to the dead-letter queue
 
     @property
-    def deployed_name(self) -> str:
-        return f"gpudev-{self.name.lower()}"
-
-    @property
     def url_variable(self) -> str:
         """The environment variable that carries this queue's URL to its senders."""
         return f"{self.name.upper()}_QUEUE_URL"
 
 
 @dataclass(frozen=True)
-class StateMachineSpec:
-    name: str
+class StateMachineSpec(_NamedResource):
     definition: str  # path from the repository root, e.g. statemachines/reservation.asl.json
     functions: dict[str, str]  # ${Placeholder} -> FunctionSpec name (substituted by its ARN)
-
-    @property
-    def deployed_name(self) -> str:
-        return f"gpudev-{self.name.lower()}"
 
     @property
     def arn_variable(self) -> str:

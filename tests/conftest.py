@@ -12,6 +12,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,18 @@ from tests.support.databases import create_database, database_url_for, drop_data
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "migrations"
 TEMPLATE_DB = "gpudev_template"
+
+
+@contextmanager
+def _database(
+    postgres_url: str, admin_conn: psycopg.Connection[Any], prefix: str, template: str | None = None
+) -> Iterator[str]:
+    """URL of a new database named `prefix` and a random suffix (a clone of `template`, if
+    given), dropped on leaving."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    create_database(admin_conn, name, template=template)
+    yield database_url_for(postgres_url, name)
+    drop_database(admin_conn, name)
 
 
 @pytest.fixture(scope="session")
@@ -65,10 +78,8 @@ def database_url(
     postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
 ) -> Iterator[str]:
     """The migrated database that rolled-back tests share."""
-    name = f"gpudev_test_{uuid.uuid4().hex[:8]}"
-    create_database(admin_conn, name, template=TEMPLATE_DB)
-    yield database_url_for(postgres_url, name)
-    drop_database(admin_conn, name)
+    with _database(postgres_url, admin_conn, "gpudev_test", template=TEMPLATE_DB) as url:
+        yield url
 
 
 @pytest.fixture
@@ -83,15 +94,11 @@ def fresh_database(
     postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
 ) -> Iterator[str]:
     """URL of a private migrated database, for tests that commit or use several connections."""
-    name = f"gpudev_fresh_{uuid.uuid4().hex[:8]}"
-    create_database(admin_conn, name, template=TEMPLATE_DB)
-    yield database_url_for(postgres_url, name)
-    drop_database(admin_conn, name)
+    with _database(postgres_url, admin_conn, "gpudev_fresh", template=TEMPLATE_DB) as url:
+        yield url
 
 
 @pytest.fixture
 def empty_database(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iterator[str]:
-    name = f"gpudev_empty_{uuid.uuid4().hex[:8]}"
-    create_database(admin_conn, name)
-    yield database_url_for(postgres_url, name)
-    drop_database(admin_conn, name)
+    with _database(postgres_url, admin_conn, "gpudev_empty") as url:
+        yield url

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.aws import aws_clients
 from gpudev.db.pool import connection
 from gpudev.disks.reconcile import reconcile_disks
-from gpudev.observability import logger, metrics
+from gpudev.observability import add_run_metrics, logger, metrics
 
 
 @metrics.log_metrics
@@ -20,9 +19,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         result = reconcile_disks(
             conn, aws_clients().ec2, f"{context.function_name}:{context.aws_request_id}"
         )
-    metrics.add_metric("RunSkipped", MetricUnit.Count, int(result.outcome == "skipped"))
-    for name, value in result.statistics.items():
-        metrics.add_metric(name, MetricUnit.Count, value)
+    add_run_metrics(result.outcome, result.statistics)
     return {
         "outcome": result.outcome,
         "run_id": result.run_id,

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.pool import autocommit_connection
-from gpudev.observability import logger, metrics
+from gpudev.observability import add_run_metrics, logger, metrics
 from gpudev.sweeper.runtime import sweeper
 
 
@@ -18,11 +18,9 @@ from gpudev.sweeper.runtime import sweeper
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with autocommit_connection() as conn:
         result = sweeper(conn).run(f"{context.function_name}:{context.aws_request_id}")
-    metrics.add_metric("RunSkipped", MetricUnit.Count, int(result.outcome == "skipped"))
+    add_run_metrics(result.outcome, result.statistics)
     # SweeperRepairs > 0 raises an alarm: something in the lifecycle failed to clean up.
     metrics.add_metric("SweeperRepairs", MetricUnit.Count, result.repairs)
-    for name, value in result.statistics.items():
-        metrics.add_metric(name, MetricUnit.Count, value)
     return {
         "outcome": result.outcome,
         "run_id": result.run_id,

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from localcloud.stack import LocalCloud
+from tests.support.databases import insert_pending_reservation
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 
@@ -46,16 +47,7 @@ EVENT_RESERVATION = "0c0ffee0-0000-4000-8000-000000000001"  # the id the change 
 
 
 def test_the_change_events_act_on_the_reservation_they_name(local_cloud):
-    with psycopg.connect(local_cloud.database_url) as conn:
-        conn.execute(
-            "INSERT INTO users (username, principal_arn) VALUES"
-            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
-        )
-        conn.execute(
-            "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
-            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
-            (EVENT_RESERVATION,),
-        )
+    insert_pending_reservation(local_cloud.database_url, EVENT_RESERVATION)
     for name, field in (("extend_reservation", "duration_hours"), ("cancel_reservation", None)):
         event = json.loads((EVENTS / f"api/{name}.json").read_text())
         payload = local_cloud.lambdas.invoke("Api", event).payload

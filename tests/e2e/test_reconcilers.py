@@ -131,39 +131,28 @@ def test_desired_capacity_changes_show_up_on_the_next_run(local_cloud: LocalClou
     assert availability(local_cloud, "t4")["total"] == 8
 
 
+def _take_out(core: Any, node: str, how: str, out: bool) -> None:
+    """Cordon the node or mark it not ready (`out`), or undo that."""
+    if how == "cordoned":
+        core.patch_node(node, {"spec": {"unschedulable": True if out else None}})
+    else:
+        ready = (
+            {"status": "False", "reason": "KubeletNotReady"}
+            if out
+            else {"status": "True", "reason": "KubeletReady"}
+        )
+        core.patch_node_status(node, {"status": {"conditions": [{"type": "Ready", **ready}]}})
+
+
 @pytest.mark.parametrize("how", ["cordoned", "not ready"])
 def test_a_cordoned_or_not_ready_node_counts_nothing(local_cloud: LocalCloud, core: Any, how: str):
     node = core.list_node(label_selector="GpuType=h100").items[0].metadata.name
-    if how == "cordoned":
-        core.patch_node(node, {"spec": {"unschedulable": True}})
-    else:
-        core.patch_node_status(
-            node,
-            {
-                "status": {
-                    "conditions": [
-                        {"type": "Ready", "status": "False", "reason": "KubeletNotReady"}
-                    ]
-                }
-            },
-        )
+    _take_out(core, node, how, out=True)
     try:
         result = availability(local_cloud, "h100")
         assert (result["total"], result["available"], result["full"]) == (16, 8, 1)
     finally:
-        if how == "cordoned":
-            core.patch_node(node, {"spec": {"unschedulable": None}})
-        else:
-            core.patch_node_status(
-                node,
-                {
-                    "status": {
-                        "conditions": [
-                            {"type": "Ready", "status": "True", "reason": "KubeletReady"}
-                        ]
-                    }
-                },
-            )
+        _take_out(core, node, how, out=False)
     assert availability(local_cloud, "h100")["available"] == 16
 
 

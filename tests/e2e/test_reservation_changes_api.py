@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from tests.e2e.jobs import drain_jobs, reserve
+from tests.support.databases import mark_ended
 
 
 def _changed_jobs(cloud):
@@ -132,12 +133,7 @@ def test_changes_to_an_ended_reservation_are_409_naming_its_state(
     api, local_cloud, method, suffix, body
 ):
     rid = reserve(api).body["reservation_id"]
-    with psycopg.connect(local_cloud.database_url) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'cancelled', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (rid,),
-        )
+    mark_ended(local_cloud.database_url, rid, "cancelled")
     drain_jobs(local_cloud)
     reply = api.call(method, f"/v1/reservations/{rid}/{suffix}", body=body)
     assert reply.status == 409 and "it is cancelled" in reply.body["message"]

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
+from tests.support.databases import mark_ended
 
 SWEEPER_EVENT = json.loads(
     (Path(__file__).resolve().parents[2] / "events" / "sweeper" / "scheduled.json").read_text()
@@ -224,12 +225,7 @@ def test_nobody_cancels_someone_elses_reservation(api, local_cloud):
 
 def test_cancelling_an_ended_reservation_is_409_naming_its_state(api, local_cloud):
     rid = reserve(api).body["reservation_id"]
-    with psycopg.connect(local_cloud.database_url) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (rid,),
-        )
+    mark_ended(local_cloud.database_url, rid, "expired")
     reply = api.call("POST", f"/v1/reservations/{rid}/cancel")
     assert reply.status == 409 and "it is expired" in reply.body["message"]
 

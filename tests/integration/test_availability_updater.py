@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import psycopg
 import pytest
 from botocore.stub import Stubber
 
 from gpudev.availability.service import RECONCILER, update_availability
+from tests.support.stubs import stubbed_client
 
 
 def _scaling_group(name: str, desired: int, in_service: int) -> dict[str, Any]:
@@ -45,20 +45,9 @@ def _unreachable_cluster() -> Any:
 
 
 @pytest.fixture
-def conn(fresh_database: str) -> Iterator[psycopg.Connection[Any]]:
-    """A connection with no transaction open, as the handler's pooled one."""
-    with psycopg.connect(fresh_database) as connection:
-        yield connection
-
-
-@pytest.fixture
 def autoscaling() -> Iterator[tuple[Any, Stubber]]:
-    client = boto3.client(
-        "autoscaling", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="y"
-    )
-    with Stubber(client) as stubber:
-        yield client, stubber
-        stubber.assert_no_pending_responses()
+    with stubbed_client("autoscaling") as stubbed:
+        yield stubbed
 
 
 def _t4_group_of_two(stubber: Stubber) -> None:

@@ -76,6 +76,14 @@ def test_waiting_for_a_pooled_connection_is_bounded_and_becomes_database_unavail
 # -- through the API ---------------------------------------------------------------------
 
 
+def _set_environment(monkeypatch: pytest.MonkeyPatch, environment: dict[str, str]) -> None:
+    """Set the variables; the next request opens a new pool with settings read again."""
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    close_pool()
+    reset_settings_cache()
+
+
 @pytest.fixture
 def api(fresh_database: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """The API handler module on a pool of one connection with short limits."""
@@ -90,10 +98,7 @@ def api(fresh_database: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Module
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_DISABLED": "true",
     }
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    close_pool()
-    reset_settings_cache()
+    _set_environment(monkeypatch, environment)
     monkeypatch.syspath_prepend(str(ROOT / "functions" / "api"))  # Lambda's task root
     spec = importlib.util.spec_from_file_location(
         "gpudev_api_handler_under_test", ROOT / "functions" / "api" / "handler.py"
@@ -118,15 +123,21 @@ def _call_me(api: ModuleType) -> tuple[int, dict[str, Any]]:
     return response["statusCode"], json.loads(response["body"])
 
 
+def _call_me_while_users_is_locked(
+    api: ModuleType, database_url: str
+) -> tuple[int, dict[str, Any]]:
+    with psycopg.connect(database_url) as holder:
+        holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+        return _call_me(api)
+
+
 def test_the_api_answers_as_usual_within_the_limits(api: ModuleType):
     status, body = _call_me(api)
     assert status == 200 and body["username"] == "alice"
 
 
 def test_a_lock_held_past_lock_timeout_is_a_503_that_says_so(api: ModuleType, fresh_database: str):
-    with psycopg.connect(fresh_database) as holder:
-        holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
-        status, body = _call_me(api)
+    status, body = _call_me_while_users_is_locked(api, fresh_database)
     assert status == 503
     assert "lock_timeout" in body["message"]
 
@@ -135,12 +146,8 @@ def test_a_statement_past_statement_timeout_is_a_503_that_says_so(
     api: ModuleType, fresh_database: str, monkeypatch: pytest.MonkeyPatch
 ):
     # No lock timeout: the wait now runs into the statement timeout instead.
-    monkeypatch.setenv("DB_LOCK_TIMEOUT_MS", "0")
-    close_pool()
-    reset_settings_cache()
-    with psycopg.connect(fresh_database) as holder:
-        holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
-        status, body = _call_me(api)
+    _set_environment(monkeypatch, {"DB_LOCK_TIMEOUT_MS": "0"})
+    status, body = _call_me_while_users_is_locked(api, fresh_database)
     assert status == 503
     assert "statement_timeout" in body["message"]
 
@@ -149,10 +156,7 @@ def test_a_connection_killed_mid_request_is_a_503_not_a_500(
     api: ModuleType, fresh_database: str, monkeypatch: pytest.MonkeyPatch
 ):
     """Aurora restarting or failing over: the request's backend goes away while it runs."""
-    monkeypatch.setenv("DB_LOCK_TIMEOUT_MS", "0")
-    monkeypatch.setenv("DB_STATEMENT_TIMEOUT_MS", "0")
-    close_pool()
-    reset_settings_cache()
+    _set_environment(monkeypatch, {"DB_LOCK_TIMEOUT_MS": "0", "DB_STATEMENT_TIMEOUT_MS": "0"})
     with psycopg.connect(fresh_database, autocommit=True) as holder:
         holder.execute("BEGIN")
         holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")

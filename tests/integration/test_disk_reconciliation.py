@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import psycopg
 import pytest
 from botocore.stub import Stubber
@@ -17,6 +16,7 @@ from gpudev.disks.ebs import GPU_DEV_TAG_FILTER
 from gpudev.disks.reconcile import reconcile_disks
 from gpudev.models import Disk
 from gpudev.repositories import DisksRepository, NewDisk, ReconcilerRunsRepository
+from tests.support.stubs import stubbed_client
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -45,19 +45,9 @@ def snapshot(sid: str, user: str, disk: str, state: str) -> dict:
 
 
 @pytest.fixture
-def conn(fresh_database: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(fresh_database) as connection:
-        yield connection
-
-
-@pytest.fixture
 def ec2() -> Iterator[tuple[Any, Stubber]]:
-    client = boto3.client(
-        "ec2", region_name="us-east-2", aws_access_key_id="x", aws_secret_access_key="y"
-    )
-    with Stubber(client) as stubber:
-        yield client, stubber
-        stubber.assert_no_pending_responses()
+    with stubbed_client("ec2") as stubbed:
+        yield stubbed
 
 
 def _expect_volume_pages(stubber: Stubber, *pages: list[dict]) -> None:

@@ -80,15 +80,21 @@ def _release(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> None:
     )
 
 
+def _alices_lifecycle(conn: psycopg.Connection[Any]) -> tuple[StepFunctions, OneNodeLifecycle]:
+    """The user alice, and a lifecycle on one node whose Step Functions records wakes."""
+    conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+    sfn = StepFunctions()
+    lifecycle = OneNodeLifecycle(
+        conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
+    )  # type: ignore[arg-type]
+    return sfn, lifecycle
+
+
 def test_a_grant_signalled_to_a_failed_attempts_token_wakes_the_retried_attempt(
     fresh_database,
 ):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
-        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        sfn = StepFunctions()
-        lifecycle = OneNodeLifecycle(
-            conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
-        )  # type: ignore[arg-type]
+        sfn, lifecycle = _alices_lifecycle(conn)
         holder = _queued(conn)
         _park(lifecycle, holder, "holder-token")
         assert sfn.woken == [("holder-token", GRANTED)]
@@ -109,11 +115,7 @@ def test_a_grant_signalled_to_a_failed_attempts_token_wakes_the_retried_attempt(
 
 def test_a_grant_made_after_the_retried_attempt_parked_goes_to_its_token(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
-        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        sfn = StepFunctions()
-        lifecycle = OneNodeLifecycle(
-            conn, None, sfn, GithubKeys(), SETTINGS, "gpu-dev", "gpu-dev-profiling"
-        )  # type: ignore[arg-type]
+        sfn, lifecycle = _alices_lifecycle(conn)
         holder = _queued(conn)
         _park(lifecycle, holder, "holder-token")
         waiting = _queued(conn)

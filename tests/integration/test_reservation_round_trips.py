@@ -18,8 +18,7 @@ from gpudev.disks.requests import (
     rename_disk,
 )
 from gpudev.disks.schemas import DiskRequest, RenameRequest
-from gpudev.identity import NotAuthorized, caller_from_arn
-from gpudev.jobs import AnyJob
+from gpudev.identity import NotAuthorized
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import (
     add_user,
@@ -31,19 +30,7 @@ from gpudev.reservations.service import (
     submit_reservation,
 )
 from tests.support.counting import CountingConnection
-
-ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-# Derives the username alice too, but is another principal.
-IMPOSTOR = caller_from_arn("arn:aws:sts::123456789012:assumed-role/AnyRole/alice")
-
-
-class RecordingQueue:
-    def __init__(self) -> None:
-        self.sent: list[AnyJob] = []
-
-    def send(self, job: AnyJob) -> str:
-        self.sent.append(job)
-        return "message-id"
+from tests.support.submitters import ALICE, IMPOSTOR, RecordingQueue
 
 
 def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: str):

@@ -12,27 +12,13 @@ import psycopg
 import pytest
 
 from gpudev.errors import LimitReached
-from gpudev.identity import NotAuthorized, caller_from_arn
-from gpudev.jobs import AnyJob
+from gpudev.identity import NotAuthorized
 from gpudev.models import ReservationStatus, UserLimits
 from gpudev.repositories import NewReservation, ReservationsRepository
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import request_cancel, submit_reservation
 from tests.support.counting import CountingConnection
-
-ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-BOB = caller_from_arn("arn:aws:iam::123456789012:user/bob")
-# Derives the username alice too, but is another principal.
-IMPOSTOR = caller_from_arn("arn:aws:sts::123456789012:assumed-role/AnyRole/alice")
-
-
-class RecordingQueue:
-    def __init__(self) -> None:
-        self.sent: list[AnyJob] = []
-
-    def send(self, job: AnyJob) -> str:
-        self.sent.append(job)
-        return "message-id"
+from tests.support.submitters import ALICE, BOB, IMPOSTOR, RecordingQueue
 
 
 def _request(gpu_type: str = "t4", gpu_count: int = 1, **fields: Any) -> ReservationRequest:

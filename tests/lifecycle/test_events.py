@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 
 from tests.lifecycle.helpers import assert_nothing_left, objects_of
+from tests.support.databases import insert_pending_reservation
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 RID = "0c0ffee0-0000-4000-8000-0000000000aa"  # the reservation the events name
@@ -22,16 +23,7 @@ def _invoke(cloud, function: str, event_file: str):
 
 
 def test_each_reservation_task_event_is_accepted(local_cloud):
-    with psycopg.connect(local_cloud.database_url) as conn:
-        conn.execute(
-            "INSERT INTO users (username, principal_arn) VALUES"
-            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
-        )
-        conn.execute(
-            "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
-            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1)",
-            (RID,),
-        )
+    insert_pending_reservation(local_cloud.database_url, RID)
     start = _invoke(local_cloud, "ReservationTasks", "reservation_tasks/start.json")
     assert start["outcome"] == "queue" and start["queue_timeout_seconds"] > 0
     ready = _invoke(local_cloud, "ReservationTasks", "reservation_tasks/check_ready.json")

@@ -70,22 +70,8 @@ RESULTS: list[Row] = []
 def short_kubernetes_timeout(local_cloud: LocalCloud) -> Iterator[None]:
     """The layer's client times out after 1.5 s here (10 s by default), so a held request
     is a timeout within a case's few seconds."""
-    from gpudev.cluster.eks import reset_cluster_api_client
-    from gpudev.settings import cluster_settings
-
-    before = os.environ.get("KUBERNETES_TIMEOUT_SECONDS")
-    os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
-    cluster_settings.cache_clear()
-    reset_cluster_api_client()
-    try:
+    with kubernetes_timeout(CLIENT_TIMEOUT_SECONDS):
         yield
-    finally:
-        if before is None:
-            os.environ.pop("KUBERNETES_TIMEOUT_SECONDS", None)
-        else:
-            os.environ["KUBERNETES_TIMEOUT_SECONDS"] = before
-        cluster_settings.cache_clear()
-        reset_cluster_api_client()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -159,16 +145,21 @@ def gate_next(cloud: LocalCloud, verb: str, resource: str) -> tuple[threading.Ev
 
 @contextmanager
 def kubernetes_timeout(seconds: float) -> Iterator[None]:
+    """The layer's Kubernetes client times out after `seconds`; as it was, on leaving."""
     from gpudev.cluster.eks import reset_cluster_api_client
     from gpudev.settings import cluster_settings
 
+    before = os.environ.get("KUBERNETES_TIMEOUT_SECONDS")
     os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(seconds)
     cluster_settings.cache_clear()
     reset_cluster_api_client()
     try:
         yield
     finally:
-        os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
+        if before is None:
+            os.environ.pop("KUBERNETES_TIMEOUT_SECONDS", None)
+        else:
+            os.environ["KUBERNETES_TIMEOUT_SECONDS"] = before
         cluster_settings.cache_clear()
         reset_cluster_api_client()
 

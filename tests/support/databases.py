@@ -29,3 +29,28 @@ def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
     from psycopg import sql
 
     admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
+    """alice and her pending one-t4 reservation `reservation_id` (each only if absent): the
+    rows the Lambda test events in events/ name."""
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES"
+            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        )
+        conn.execute(
+            "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
+            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
+            (reservation_id,),
+        )
+
+
+def mark_ended(database_url: str, reservation_id: object, status: str) -> None:
+    """Set the reservation's final `status` and end time directly, as if it had ended."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = %s, reservation_ended = now()"
+            " WHERE reservation_id = %s",
+            (status, reservation_id),
+        )

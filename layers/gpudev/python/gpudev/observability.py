@@ -9,8 +9,10 @@ valid metrics. Tracer disables itself outside Lambda.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 
 METRICS_NAMESPACE = "GpuDev"
 
@@ -19,3 +21,11 @@ METRICS_NAMESPACE = "GpuDev"
 logger = Logger(stream=sys.stderr)
 metrics = Metrics(namespace=METRICS_NAMESPACE)
 tracer = Tracer()
+
+
+def add_run_metrics(outcome: str, statistics: Mapping[str, int]) -> None:
+    """A scheduled reconciler run's metrics: RunSkipped (1 when another run held the lock)
+    and one count per statistic."""
+    metrics.add_metric("RunSkipped", MetricUnit.Count, int(outcome == "skipped"))
+    for name, value in statistics.items():
+        metrics.add_metric(name, MetricUnit.Count, value)

@@ -16,9 +16,9 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row
 
 from gpudev.db.queries import query
+from gpudev.db.rows import column_arrays, fetch_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,55 +98,51 @@ class AllocationsRepository:
         """Upsert the nodes seen, with their slots; nodes not seen become unschedulable."""
         self._conn.execute(
             query("allocation/sync_nodes"),
-            {
-                "names": [n.name for n in nodes],
-                "gpu_types": [n.gpu_type for n in nodes],
-                "slots": [n.slots for n in nodes],
-                "schedulable": [n.schedulable for n in nodes],
-                "node_ips": [n.node_ip for n in nodes],
-            },
+            column_arrays(
+                nodes,
+                names="name",
+                gpu_types="gpu_type",
+                slots="slots",
+                schedulable="schedulable",
+                node_ips="node_ip",
+            ),
         )
 
     def nodes(self) -> list[NodeState]:
-        with self._conn.cursor(row_factory=class_row(NodeState)) as cur:
-            return cur.execute(query("allocation/nodes")).fetchall()
+        return fetch_all(self._conn, "allocation/nodes", NodeState)
 
     def holdings(self) -> list[HeldSlots]:
-        with self._conn.cursor(row_factory=class_row(HeldSlots)) as cur:
-            return cur.execute(query("allocation/holdings")).fetchall()
+        return fetch_all(self._conn, "allocation/holdings", HeldSlots)
 
     def queue(self) -> list[Queued]:
         """Reservations parked waiting for capacity, FIFO per GPU type."""
-        with self._conn.cursor(row_factory=class_row(Queued)) as cur:
-            return cur.execute(query("allocation/queue")).fetchall()
+        return fetch_all(self._conn, "allocation/queue", Queued)
 
     def grant(self, slots: Sequence[SlotGrant]) -> None:
         """Allocate the slots and stamp their reservations granted, in one statement."""
         self._conn.execute(
             query("allocation/grant"),
-            {
-                "nodes": [s.node_name for s in slots],
-                "slots": [s.slot for s in slots],
-                "reservation_ids": [s.reservation_id for s in slots],
-                "ranks": [s.rank for s in slots],
-            },
+            column_arrays(
+                slots,
+                nodes="node_name",
+                slots="slot",
+                reservation_ids="reservation_id",
+                ranks="rank",
+            ),
         )
 
     def record_waits(self, waits: Sequence[QueueWait]) -> None:
         """Queue positions and ETAs, written only where they changed."""
         self._conn.execute(
             query("allocation/record_waits"),
-            {
-                "reservation_ids": [w.reservation_id for w in waits],
-                "positions": [w.position for w in waits],
-                "minutes": [w.minutes for w in waits],
-            },
+            column_arrays(
+                waits, reservation_ids="reservation_id", positions="position", minutes="minutes"
+            ),
         )
 
     def unsignalled(self) -> list[UnsignalledGrant]:
         """Grants whose execution has not been told yet."""
-        with self._conn.cursor(row_factory=class_row(UnsignalledGrant)) as cur:
-            return cur.execute(query("allocation/unsignalled")).fetchall()
+        return fetch_all(self._conn, "allocation/unsignalled", UnsignalledGrant)
 
     def mark_signalled(self, reservation_ids: Sequence[UUID]) -> None:
         self._conn.execute(

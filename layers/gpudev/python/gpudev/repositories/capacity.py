@@ -3,9 +3,8 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
-from gpudev.db.queries import query
+from gpudev.db.rows import fetch_all
 from gpudev.models import TypeAvailability
 
 
@@ -17,5 +16,4 @@ class CapacityRepository:
 
     def by_type(self) -> list[TypeAvailability]:
         """Every active type with its queued and running demand, in one round trip."""
-        with self._conn.cursor(row_factory=class_row(TypeAvailability)) as cur:
-            return cur.execute(query("capacity/by_type")).fetchall()
+        return fetch_all(self._conn, "capacity/by_type", TypeAvailability)

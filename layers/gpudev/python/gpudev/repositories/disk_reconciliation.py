@@ -9,22 +9,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from gpudev.db.queries import query
+from gpudev.db.rows import column_arrays, fetch_all
 from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
 
 LOCK_KEY = 7_216_004_002
 
 
 def _columns(states: Sequence[DiskState]) -> dict[str, list[Any]]:
-    return {
-        "volume_ids": [s.ebs_volume_id for s in states],
-        "sizes": [s.size_gb for s in states],
-        "snapshot_counts": [s.snapshot_count for s in states],
-        "backing_up": [s.is_backing_up for s in states],
-        "last_snapshots": [s.last_snapshot_at for s in states],
-    }
+    return column_arrays(
+        states,
+        volume_ids="ebs_volume_id",
+        sizes="size_gb",
+        snapshot_counts="snapshot_count",
+        backing_up="is_backing_up",
+        last_snapshots="last_snapshot_at",
+    )
 
 
 class DiskReconciliationRepository:
@@ -40,16 +41,14 @@ class DiskReconciliationRepository:
 
     def rows(self) -> list[DiskRow]:
         """Every disk row, deleted ones included."""
-        with self._conn.cursor(row_factory=class_row(DiskRow)) as cur:
-            return cur.execute(query("disk_reconciliation/rows")).fetchall()
+        return fetch_all(self._conn, "disk_reconciliation/rows", DiskRow)
 
     def import_disks(self, imports: Sequence[ImportDisk]) -> None:
         """Rows for volumes that have none."""
         self._conn.execute(
             query("disk_reconciliation/import"),
             {
-                "user_ids": [i.user_id for i in imports],
-                "disk_names": [i.disk_name for i in imports],
+                **column_arrays(imports, user_ids="user_id", disk_names="disk_name"),
                 **_columns([i.state for i in imports]),
             },
         )
@@ -58,5 +57,5 @@ class DiskReconciliationRepository:
         """The fields AWS is the truth for, on rows matched to a volume."""
         self._conn.execute(
             query("disk_reconciliation/sync"),
-            {"disk_ids": [s.disk_id for s in syncs], **_columns([s.state for s in syncs])},
+            {**column_arrays(syncs, disk_ids="disk_id"), **_columns([s.state for s in syncs])},
         )

@@ -5,11 +5,12 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import dict_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
+from gpudev.db.rows import fetch_all, fetch_one, fetch_returned
 from gpudev.models import Disk
 from gpudev.repositories.outbox import Outboxed
 
@@ -43,23 +44,21 @@ class DisksRepository:
         self._conn = conn
 
     def create(self, new: NewDisk) -> Disk:
-        with domain_errors(), self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            row = cur.execute(query("disks/insert"), new.model_dump()).fetchone()
-        assert row is not None
-        return row
+        with domain_errors():
+            return fetch_returned(self._conn, "disks/insert", Disk, new.model_dump())
 
     def get(self, user_id: str, disk_name: str) -> Disk | None:
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/get"), {"user_id": user_id, "disk_name": disk_name}
-            ).fetchone()
+        return fetch_one(
+            self._conn, "disks/get", Disk, {"user_id": user_id, "disk_name": disk_name}
+        )
 
     def list_for_user(self, user_id: str, include_deleted: bool = False) -> list[Disk]:
-        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
-            return cur.execute(
-                query("disks/list_for_user"),
-                {"user_id": user_id, "include_deleted": include_deleted},
-            ).fetchall()
+        return fetch_all(
+            self._conn,
+            "disks/list_for_user",
+            Disk,
+            {"user_id": user_id, "include_deleted": include_deleted},
+        )
 
     def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> DiskRequested:
         """DiskNameTaken if the user has a disk of that name."""

@@ -4,9 +4,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from gpudev.db.queries import query
+from gpudev.db.rows import column_arrays, fetch_all, fetch_one
 from gpudev.models import Availability, GpuType
 
 
@@ -15,13 +15,11 @@ class GpuTypesRepository:
         self._conn = conn
 
     def list_active(self) -> list[GpuType]:
-        with self._conn.cursor(row_factory=class_row(GpuType)) as cur:
-            return cur.execute(query("gpu_types/list_active")).fetchall()
+        return fetch_all(self._conn, "gpu_types/list_active", GpuType)
 
     def get(self, gpu_type: str) -> GpuType | None:
         """Case-insensitive: users type H100 as often as h100."""
-        with self._conn.cursor(row_factory=class_row(GpuType)) as cur:
-            return cur.execute(query("gpu_types/get"), {"gpu_type": gpu_type.lower()}).fetchone()
+        return fetch_one(self._conn, "gpu_types/get", GpuType, {"gpu_type": gpu_type.lower()})
 
     def update_availability(self, results: Sequence[Availability], updated_by: str) -> None:
         """Every type's availability columns in one statement (the static configuration
@@ -29,14 +27,17 @@ class GpuTypesRepository:
         self._conn.execute(
             query("gpu_types/update_availability"),
             {
-                "gpu_types": [r.gpu_type for r in results],
-                "totals": [r.total_cluster_gpus for r in results],
-                "available": [r.available_gpus for r in results],
-                "max_reservable": [r.max_reservable for r in results],
-                "full_nodes": [r.full_nodes_available for r in results],
-                "running": [r.running_instances for r in results],
-                "desired": [r.desired_capacity for r in results],
-                "max_per_node": [r.max_per_node for r in results],
+                **column_arrays(
+                    results,
+                    gpu_types="gpu_type",
+                    totals="total_cluster_gpus",
+                    available="available_gpus",
+                    max_reservable="max_reservable",
+                    full_nodes="full_nodes_available",
+                    running="running_instances",
+                    desired="desired_capacity",
+                    max_per_node="max_per_node",
+                ),
                 "updated_by": updated_by,
             },
         )

@@ -13,10 +13,11 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import dict_row
 
 from gpudev.cluster.names import Placement
 from gpudev.db.queries import query
+from gpudev.db.rows import fetch_one
 from gpudev.models import Reservation, ReservationStatus
 
 
@@ -25,8 +26,7 @@ class LifecycleRepository:
         self._conn = conn
 
     def _write(self, name: str, params: dict[str, Any]) -> Reservation | None:
-        with self._conn.cursor(row_factory=class_row(Reservation)) as cur:
-            return cur.execute(query(f"lifecycle/{name}"), params).fetchone()
+        return fetch_one(self._conn, f"lifecycle/{name}", Reservation, params)
 
     def start(self, reservation_id: UUID, execution_arn: str) -> Reservation | None:
         """The execution takes the reservation (its ARN recorded; pending becomes queued)."""

@@ -5,11 +5,12 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import class_row, dict_row
+from psycopg.rows import dict_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
+from gpudev.db.rows import fetch_all, fetch_one
 from gpudev.models import (
     GpuType,
     Reservation,
@@ -87,14 +88,10 @@ class ReservationsRepository:
     def __init__(self, conn: psycopg.Connection[Any]):
         self._conn = conn
 
-    def _cursor(self) -> psycopg.Cursor[Reservation]:
-        return self._conn.cursor(row_factory=class_row(Reservation))
-
     def get(self, reservation_id: UUID) -> Reservation | None:
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/get"), {"reservation_id": reservation_id}
-            ).fetchone()
+        return fetch_one(
+            self._conn, "reservations/get", Reservation, {"reservation_id": reservation_id}
+        )
 
     def list_for_user(
         self,
@@ -103,16 +100,17 @@ class ReservationsRepository:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Reservation]:
-        with self._cursor() as cur:
-            return cur.execute(
-                query("reservations/list_for_user"),
-                {
-                    "user_id": user_id,
-                    "statuses": [str(s) for s in statuses] if statuses else None,
-                    "limit": limit,
-                    "offset": offset,
-                },
-            ).fetchall()
+        return fetch_all(
+            self._conn,
+            "reservations/list_for_user",
+            Reservation,
+            {
+                "user_id": user_id,
+                "statuses": [str(s) for s in statuses] if statuses else None,
+                "limit": limit,
+                "offset": offset,
+            },
+        )
 
     def submit_context(
         self, user_id: str, principal_arn: str, disk_name: str | None
@@ -186,17 +184,21 @@ class ReservationsRepository:
         self, reservation_id: UUID, status: ReservationStatus, detail: str | None = None
     ) -> Reservation | None:
         """Move to `status`; final statuses stamp `reservation_ended` (and cancel/fail times)."""
-        with domain_errors(), self._cursor() as cur:
-            return cur.execute(
-                query("reservations/set_status"),
+        with domain_errors():
+            return fetch_one(
+                self._conn,
+                "reservations/set_status",
+                Reservation,
                 {"reservation_id": reservation_id, "status": str(status), "detail": detail},
-            ).fetchone()
+            )
 
     def events(self, reservation_id: UUID) -> list[ReservationEvent]:
-        with self._conn.cursor(row_factory=class_row(ReservationEvent)) as cur:
-            return cur.execute(
-                query("reservations/events"), {"reservation_id": reservation_id}
-            ).fetchall()
+        return fetch_all(
+            self._conn,
+            "reservations/events",
+            ReservationEvent,
+            {"reservation_id": reservation_id},
+        )
 
     # The changes below write their job to the outbox in the same statement.
     def _change(self, name: str, params: dict[str, Any]) -> Changed | None:

@@ -3,10 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
-from psycopg.rows import class_row
 
 from gpudev.db.constraints import domain_errors
-from gpudev.db.queries import query
+from gpudev.db.rows import fetch_one
 from gpudev.models import User
 
 
@@ -18,19 +17,22 @@ class UsersRepository:
         """The row of `username`, created bound to `principal_arn` on first sight. It is
         returned whatever principal it is bound to (the caller compares); nothing is written
         for another principal. None only if another transaction created it meanwhile."""
-        with domain_errors(), self._conn.cursor(row_factory=class_row(User)) as cur:
-            return cur.execute(
-                query("users/bind_principal"),
+        with domain_errors():
+            return fetch_one(
+                self._conn,
+                "users/bind_principal",
+                User,
                 {"username": username, "principal_arn": principal_arn},
-            ).fetchone()
+            )
 
     def get(self, username: str) -> User | None:
-        with self._conn.cursor(row_factory=class_row(User)) as cur:
-            return cur.execute(query("users/get"), {"username": username}).fetchone()
+        return fetch_one(self._conn, "users/get", User, {"username": username})
 
     def set_github_username(self, username: str, github_username: str | None) -> User | None:
-        with domain_errors(), self._conn.cursor(row_factory=class_row(User)) as cur:
-            return cur.execute(
-                query("users/set_github_username"),
+        with domain_errors():
+            return fetch_one(
+                self._conn,
+                "users/set_github_username",
+                User,
                 {"username": username, "github_username": github_username},
-            ).fetchone()
+            )
