@@ -12,7 +12,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from localcloud.stack import LocalCloud
-from tests.e2e.conftest import wait_for
+from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev"
 ZONE_LABEL = "topology.kubernetes.io/zone"
