@@ -7,6 +7,7 @@ package-scoped so that the two clouds (each sets process-wide environment) never
 from __future__ import annotations
 
 import configparser
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -66,6 +67,10 @@ def run(
     # The in-process functions keep their own env credentials; an explicit --profile wins.
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     api_url = local_cloud.describe()["api_url"]
+    # The user has set the GitHub user whose keys open their pods (`gpu-dev config set`).
+    settings = tmp_path / "config" / "gpu-dev" / "config.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"github_user": "alice"}))
 
     def invoke(
         *args: str, profile: str = "alice", api: bool = True, input: str | None = None
