@@ -39,6 +39,7 @@ def local_cloud(
         Options(
             tick_seconds=0.5,
             kubelet_delay_seconds=0.2,
+            probe_seconds=0.3,
             termination_seconds_scale=0.1,
             max_live_reservations_per_user=10_000,
             max_gpus_per_user=100_000,
