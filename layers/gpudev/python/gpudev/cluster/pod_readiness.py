@@ -27,7 +27,7 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
     telling reason it is not (unschedulable, image pull, crash, SSH not answering yet)."""
     if len(pods) < expected:
         return PodsState(False, f"{len(pods)} of {expected} pods exist")
-    problems = []
+    problems: list[str] = []
     ready = 0
     failed = False
     for pod in pods:
