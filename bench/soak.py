@@ -115,6 +115,7 @@ class Soak:
             "gpu_count": plan.gpu_count,
             "hours": plan.hours,
             "client_request_id": str(uuid.uuid4()),
+            "github_user": "alice",
         }
         reply = self.call("POST", "/v1/reservations", plan.user, body)
         assert reply.status in (200, 202), reply.body

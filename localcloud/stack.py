@@ -78,6 +78,8 @@ class Options:
     database_url: str | None = None  # use this server instead of starting one
     tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
     kubelet_delay_seconds: float = 2.0  # bound pod -> Running
+    # Running -> Ready: the pods' readiness probe (sshd answering) passes after this long.
+    probe_seconds: float = 2.0
     # A deleted pod stays Terminating for its grace period times this (our pods: 10 s -> 2 s).
     termination_seconds_scale: float = 0.2
     # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
@@ -310,6 +312,7 @@ class LocalCloud:
             kubelet_delay_seconds=self.options.kubelet_delay_seconds,
             termination_seconds_scale=self.options.termination_seconds_scale,
             ec2=self.aws.client("ec2"),
+            probe_seconds=self.options.probe_seconds,
         ).start()
         self._signal_stop.append(self.cluster.signal_stop)
         self._on_stop("simulated cluster", self._drained(self.cluster.stop))

@@ -10,6 +10,8 @@
   admitted before (Terminating ones included) cover the request, else the pod is Failed
   with reason OutOfnvidia.com/gpu, as the real kubelet rejects it. Admitted pods run, with
   container statuses; while `image_pulls_fail` is set they stay Pending in ImagePullBackOff.
+  A pod with a readiness probe runs but is not Ready until the probe passes
+  (`readiness.py`: after `probe_seconds`, never while `probes.probes_fail` is set).
 - The kubelet finishes graceful deletions: a Terminating pod keeps running (and holding its
   GPUs) for its grace period times `termination_seconds_scale`, then is deleted.
 """
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localcloud.deadline import Deadline, join_or_abandon
+from localcloud.kubernetes import readiness
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.scheduling_failure import scheduling_failure
 from localcloud.kubernetes.storage_simulation import StorageSimulation, container_creating
@@ -105,6 +108,7 @@ class SimulatedCluster:
         termination_seconds_scale: float = 1.0,
         *,
         ec2: Any,
+        probe_seconds: float = 1.0,
     ):
         self.store = store
         self.storage = StorageSimulation(store, ec2)  # volume controllers, EBS CSI attach
@@ -113,6 +117,7 @@ class SimulatedCluster:
         self.kubelet_delay_seconds = kubelet_delay_seconds
         self.termination_seconds_scale = termination_seconds_scale  # real s per grace s
         self.image_pulls_fail = False  # fault injection: pods never start
+        self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self._terminating_since: dict[str, float] = {}  # pod uid -> when it saw the deletion
         self._stop = threading.Event()
@@ -272,6 +277,7 @@ class SimulatedCluster:
         )
         self._forget_pods_gone({p["metadata"]["uid"] for p in pods})
         self._finish_terminations(pods)
+        self.probes.step(pods)
         nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes", None)["items"]}
         allocatable = {
             name: int(n["status"]["allocatable"].get(GPU, 0)) for name, n in nodes.items()
@@ -417,6 +423,7 @@ def _start_pod(pod: dict[str, Any], node: str) -> None:
             for c in pod["spec"].get("containers", [])
         ],
     )
+    readiness.not_ready_yet(pod)
 
 
 def _pull_failed(pod: dict[str, Any]) -> None:

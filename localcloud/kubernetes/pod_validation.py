@@ -1,11 +1,12 @@
 """Pod validation (`ValidatePodSpec`, the parts our manifests use): containers, ports, env,
-volumes and their mounts, resources, hostname/subdomain, restart policy, node selector."""
+volumes and their mounts, resources, readiness probes, hostname/subdomain, restart policy,
+node selector."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from localcloud.kubernetes import rules
+from localcloud.kubernetes import readiness, rules
 from localcloud.kubernetes.rules import FieldError, invalid, required
 
 Obj = dict[str, Any]
@@ -78,6 +79,7 @@ def _container(container: Obj, path: str, volumes: set[str]) -> list[FieldError]
             f"{at}.mountPath", mount_path, ["must be unique"] if mount_path in mount_paths else []
         )
         mount_paths.add(mount_path)
+    errors += readiness.validate(container, path)
     return errors + _resources(container.get("resources") or {}, f"{path}.resources")
 
 

@@ -7,6 +7,7 @@ package-scoped so that the two clouds (each sets process-wide environment) never
 from __future__ import annotations
 
 import configparser
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +39,7 @@ def local_cloud(
         Options(
             tick_seconds=0.5,
             kubelet_delay_seconds=0.2,
+            probe_seconds=0.3,
             termination_seconds_scale=0.1,
             max_live_reservations_per_user=10_000,
             max_gpus_per_user=100_000,
@@ -66,6 +68,10 @@ def run(
     # The in-process functions keep their own env credentials; an explicit --profile wins.
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     api_url = local_cloud.describe()["api_url"]
+    # The user has set the GitHub user whose keys open their pods (`gpu-dev config set`).
+    settings = tmp_path / "config" / "gpu-dev" / "config.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"github_user": "alice"}))
 
     def invoke(
         *args: str, profile: str = "alice", api: bool = True, input: str | None = None

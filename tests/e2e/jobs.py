@@ -29,5 +29,5 @@ def drain_jobs(cloud: LocalCloud) -> list[Any]:
 
 
 def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> Any:
-    body = {"gpu_type": "h100", "gpu_count": 4, "hours": 2, **fields}
+    body = {"gpu_type": "h100", "gpu_count": 4, "hours": 2, "github_user": "alice", **fields}
     return api.call("POST", "/v1/reservations", profile=profile, body=body)

@@ -61,7 +61,7 @@ def _tampered(api: ApiClient, **change: Any) -> int:
 @pytest.mark.parametrize(
     "change",
     [
-        {"body": b'{"hours": 24}'},
+        {"body": b'{"hours": 24, "github_user": "alice"}'},
         {"path": "/v1/you?x=1"},
         {"path": "/v1/me?x=2"},
         {"method": "PUT"},
@@ -152,8 +152,12 @@ def test_an_encoded_path_is_verified_on_the_raw_wire_path(api: ApiClient):
 
 # The body is bound by its hash, never by what the request claims it to be.
 
-RESERVATION = json.dumps({"gpu_type": "t4", "gpu_count": 1, "hours": 1}).encode()
-TAMPERED = json.dumps({"gpu_type": "t4", "gpu_count": 4, "hours": 24}).encode()
+RESERVATION = json.dumps(
+    {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
+).encode()
+TAMPERED = json.dumps(
+    {"gpu_type": "t4", "gpu_count": 4, "hours": 24, "github_user": "alice"}
+).encode()
 
 
 def _reservation_headers(api: ApiClient, content_hash: str | None) -> dict[str, str]:
@@ -212,7 +216,9 @@ def test_a_signed_content_hash_that_is_not_the_bodys_is_refused(
 
 def test_repeated_query_names_verify_and_all_reach_the_handler(api: ApiClient):
     pending = api.call(
-        "POST", "/v1/reservations", body={"gpu_type": "t4", "gpu_count": 1, "hours": 1}
+        "POST",
+        "/v1/reservations",
+        body={"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"},
     )
     assert pending.status == 202, pending.body
     rid = pending.body["reservation_id"]

@@ -47,7 +47,11 @@ ROUTES = (
     Route("GET", "/v1/gpu/availability"),
     Route("GET", "/v1/cluster/status"),
     Route("GET", "/v1/reservations"),
-    Route("POST", "/v1/reservations", {"gpu_type": "t4", "gpu_count": 1, "hours": 1}),
+    Route(
+        "POST",
+        "/v1/reservations",
+        {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"},
+    ),
     Route("GET", "/v1/reservations/{rid}", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
     Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
@@ -147,7 +151,7 @@ def _owned(api: ApiClient, signer: Signer, who: Credentials) -> tuple[str, str, 
     assert me.status == 200, me.body
     made = signer.call(who, Route("POST", "/v1/disks", {"disk_name": disk}), "", "")
     assert made.status == 202, made.body
-    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1}
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
     reserved = signer.call(who, Route("POST", "/v1/reservations", body), "", "")
     assert reserved.status == 202, reserved.body
     return me.body["username"], reserved.body["reservation_id"], disk

@@ -27,7 +27,11 @@ def test_availability_reports_the_cluster_and_the_queue(api, local_cloud):
     before = _by_type(api)["t4"]
     assert (before["total_cluster_gpus"], before["max_per_node"]) == (8, 4)
     assert before["last_availability_update"] is not None
-    api.call("POST", "/v1/reservations", body={"gpu_type": "t4", "gpu_count": 2, "hours": 1})
+    api.call(
+        "POST",
+        "/v1/reservations",
+        body={"gpu_type": "t4", "gpu_count": 2, "hours": 1, "github_user": "alice"},
+    )
     after = _by_type(api)["t4"]
     assert after["queue_length"] == before["queue_length"] + 1
     assert after["queued_gpus"] == before["queued_gpus"] + 2

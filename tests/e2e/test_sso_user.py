@@ -136,7 +136,9 @@ def _tampered_token(headers: dict[str, str]) -> dict[str, str]:
 def test_carols_key_without_her_own_session_token_is_refused_and_writes_nothing(
     api: ApiClient, local_cloud: LocalCloud, how: str
 ):
-    body = json.dumps({"gpu_type": "t4", "gpu_count": 1, "hours": 1}).encode()
+    body = json.dumps(
+        {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
+    ).encode()
     carol = api.credentials("carol")
     path = "/v1/reservations"
     if how == "signed with a wrong token":

@@ -29,6 +29,7 @@ def local_cloud(
     options = Options(
         tick_seconds=1.0,
         kubelet_delay_seconds=0.2,
+        probe_seconds=1.5,  # Running for 1.5 s before sshd answers (Ready)
         seconds_per_hour=SECONDS_PER_HOUR,
         ready_timeout_seconds=READY_TIMEOUT_SECONDS,
         ready_poll_seconds=1,
@@ -64,5 +65,6 @@ def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
     assert local_cloud.kubernetes is not None and local_cloud.cluster is not None
     local_cloud.kubernetes.faults.clear()
     local_cloud.cluster.image_pulls_fail = False
+    local_cloud.cluster.probes.probes_fail = False
     local_cloud.pollers["Jobs"].paused = False
     end_everything(api, local_cloud)

@@ -42,7 +42,7 @@ def label_problems(labels: dict[str, str]) -> list[str]:
 
 
 def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> dict[str, Any]:
-    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, **fields}
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice", **fields}
     reply = api.call("POST", "/v1/reservations", profile=profile, body=body)
     assert reply.status == 202, reply.body
     return dict(reply.body)

@@ -25,7 +25,21 @@ def test_reserve_waits_until_active_then_connect_details_and_cancel(
 
     result = runner.invoke(
         cli,
-        [*options, "-o", "json", "reserve", "-t", "t4", "-g", "2", "-h", "0.5", "--no-interactive"],
+        [
+            *options,
+            "-o",
+            "json",
+            "reserve",
+            "-t",
+            "t4",
+            "-g",
+            "2",
+            "-h",
+            "0.5",
+            "--no-interactive",
+            "--github-user",
+            "alice",
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output

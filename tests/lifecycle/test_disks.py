@@ -150,7 +150,13 @@ def test_two_reservations_racing_for_one_disk_exactly_one_gets_it(api, local_clo
         "POST",
         "/v1/reservations",
         profile="alice",
-        body={"gpu_type": "t4", "gpu_count": 1, "hours": 1, "disk_name": disk},
+        body={
+            "gpu_type": "t4",
+            "gpu_count": 1,
+            "hours": 1,
+            "disk_name": disk,
+            "github_user": "bob",
+        },
     )
     assert refused.status == 409 and winner[:8] in str(refused.body)
 

@@ -32,7 +32,13 @@ OUR_THREADS = ("sqs-", "tick-", "simulated-cluster", "api-gateway", "kubernetes-
 def _make_busy(cloud: LocalCloud) -> None:
     api = ApiClient.for_cloud(cloud)
     for i in range(6):
-        body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "client_request_id": f"busy-{i}"}
+        body = {
+            "gpu_type": "t4",
+            "gpu_count": 1,
+            "hours": 1,
+            "client_request_id": f"busy-{i}",
+            "github_user": "alice",
+        }
         reply = api.call("POST", "/v1/reservations", body=body)
         assert reply.status in (200, 202), reply.body
     time.sleep(2.0)

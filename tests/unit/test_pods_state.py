@@ -11,14 +11,50 @@ def _pod(name: str, phase: str, **status: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "status": {"phase": phase, **status}}
 
 
+def _conditions(ready: str) -> list[dict[str, str]]:
+    return [
+        {"type": "PodScheduled", "status": "True"},
+        {"type": "ContainersReady", "status": ready},
+        {"type": "Ready", "status": ready},
+    ]
+
+
 RUNNING = _pod(
-    "gpu-dev-1", "Running", containerStatuses=[{"name": "gpu-dev", "ready": True, "state": {}}]
+    "gpu-dev-1",
+    "Running",
+    conditions=_conditions("True"),
+    containerStatuses=[{"name": "gpu-dev", "ready": True, "state": {}}],
+)
+# Running, but the readiness probe on the SSH port has not passed yet.
+NOT_READY = _pod(
+    "gpu-dev-1",
+    "Running",
+    conditions=_conditions("False"),
+    containerStatuses=[{"name": "gpu-dev", "ready": False, "state": {"running": {}}}],
 )
 
 
 def test_every_expected_pod_running_and_ready_is_ready():
     assert pods_state([RUNNING], 1).ready
     assert not pods_state([RUNNING], 2).ready
+
+
+def test_running_is_not_ready_until_the_ready_condition_says_so():
+    state = pods_state([NOT_READY], 1)
+    assert not state.ready and not state.failed
+    assert state.problem == "pod gpu-dev-1 runs but SSH is not answering yet"
+    without_conditions = _pod("gpu-dev-1", "Running", containerStatuses=[{"ready": True}])
+    assert not pods_state([without_conditions], 1).ready
+
+
+def test_a_crash_is_said_instead_of_the_probe():
+    crashing = _pod(
+        "gpu-dev-1",
+        "Running",
+        conditions=_conditions("False"),
+        containerStatuses=[{"ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+    )
+    assert pods_state([crashing], 1).problem == "the container keeps crashing (CrashLoopBackOff)"
 
 
 def test_a_pod_refused_by_the_kubelet_is_a_final_failure_with_its_reason():

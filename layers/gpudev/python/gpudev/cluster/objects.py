@@ -36,6 +36,15 @@ JUPYTER_PORT = 8888
 DROPPED_CAPABILITIES = ["NET_RAW"]
 PROFILING_CAPABILITIES = ["SYS_ADMIN"]
 STARTUP_SCRIPT = Path(__file__).with_name("startup.sh")
+# Ready means sshd answers: the kubelet connects to port 22 and the pod is Ready (and the
+# reservation active) only once it succeeds, after the startup script installed sshd.
+SSH_READINESS_PROBE = {
+    "tcpSocket": {"port": "ssh"},
+    "initialDelaySeconds": 5,
+    "periodSeconds": 5,
+    "timeoutSeconds": 3,
+    "failureThreshold": 3,
+}
 
 
 @cache
@@ -263,6 +272,7 @@ def pod(
                     {"name": "jupyter", "containerPort": JUPYTER_PORT},
                     {"name": "rendezvous", "containerPort": RENDEZVOUS_PORT},
                 ],
+                "readinessProbe": SSH_READINESS_PROBE,
                 "env": [{"name": k, "value": v} for k, v in env.items()],
                 "resources": resources,
                 "securityContext": container_security(reservation.profiling),

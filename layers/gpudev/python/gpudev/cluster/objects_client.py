@@ -94,6 +94,19 @@ class ReservationObjects:
                     f"{kind} {name} already exists for reservation {holder}"
                 ) from exc
 
+    def read(self, kind: str, name: str) -> dict[str, Any] | None:
+        """One object by name; None when it does not exist."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = self._call("read", kind, name, self._namespace, _preload_content=False)
+        except ApiException as exc:
+            if _status(exc) == 404:
+                return None
+            raise
+        found: dict[str, Any] = json.loads(response.data)
+        return found
+
     def replace(self, manifest: dict[str, Any]) -> None:
         self._call(
             "replace", manifest["kind"], manifest["metadata"]["name"], self._namespace, manifest

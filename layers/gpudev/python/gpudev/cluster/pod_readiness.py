@@ -22,15 +22,17 @@ class PodsState:
 
 
 def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
-    """Ready when every expected pod runs with all containers ready; otherwise the most
-    telling reason it is not (unschedulable, image pull, crash)."""
+    """Ready when every expected pod has the `Ready` condition, which a pod with our
+    readiness probe gets only once sshd answers (Running is not enough); otherwise the most
+    telling reason it is not (unschedulable, image pull, crash, SSH not answering yet)."""
     if len(pods) < expected:
         return PodsState(False, f"{len(pods)} of {expected} pods exist")
-    problems = []
+    problems: list[str] = []
     ready = 0
     failed = False
     for pod in pods:
         status = pod.get("status", {})
+        known = len(problems)
         if status.get("phase") == "Failed":
             failed = True
             problems.append(
@@ -48,12 +50,18 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
                     f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
                     f"{waiting.get('message', '')})".replace(": )", ")")
                 )
-        if (
-            status.get("phase") == "Running"
-            and containers
-            and all(c.get("ready") for c in containers)
-        ):
-            ready += 1
+        if status.get("phase") == "Running":
+            if _condition(status, "Ready") == "True":
+                ready += 1
+            elif len(problems) == known:  # nothing worse to say about this pod
+                problems.append(f"pod {pod['metadata']['name']} runs but SSH is not answering yet")
     if ready == expected:
         return PodsState(True, None)
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
+
+
+def _condition(status: dict[str, Any], kind: str) -> str | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind:
+            return str(condition.get("status"))
+    return None

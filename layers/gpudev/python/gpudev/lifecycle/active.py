@@ -4,6 +4,7 @@ or a wake-up (cancel, extend, add-user, Jupyter)."""
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime
 
 from gpudev.cluster import objects
@@ -78,7 +79,12 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
         )
     )
     if reservation.change_generation > reservation.applied_generation:
-        cluster.replace(lc.keys_secret(reservation))
+        current = cluster.read("Secret", Names.of(reservation).keys)
+        installed = {
+            entry: base64.b64decode(value).decode()
+            for entry, value in ((current or {}).get("data") or {}).items()
+        }
+        cluster.replace(lc.keys_secret(reservation, installed))
 
 
 def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:

@@ -10,7 +10,7 @@ from gpudev.cluster.pod_readiness import pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
-from gpudev.lifecycle.taxonomy import StateChanged
+from gpudev.lifecycle.taxonomy import Permanent, StateChanged
 from gpudev.models import ReservationStatus
 from gpudev.repositories import GpuTypesRepository
 
@@ -26,10 +26,18 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     assert gpu_type is not None
     token = reservation.jupyter_token or secrets.token_hex(32)
     reservation = reservation.model_copy(update={"jupyter_token": token})
+    keys = lc.keys_secret(reservation)
+    if not keys["stringData"]["authorized_keys"]:
+        # Checked before any object exists: nobody could log in, so nothing is created.
+        raise Permanent(
+            f"no SSH keys to install: GitHub user {reservation.github_user!r} has no public "
+            f"keys (https://github.com/{reservation.github_user}.keys), or GitHub did not "
+            "answer; add a key on GitHub and reserve again"
+        )
     cluster = lc.objects(reservation)
     cluster.create(objects.network_policy(reservation))
     cluster.create(objects.control_config_map(reservation, "", None, ""))
-    cluster.create(lc.keys_secret(reservation))
+    cluster.create(keys)
     cluster.create(objects.headless_service(reservation))
     cluster.create(objects.ssh_service(reservation))
     home = mount_home(lc, reservation)

@@ -74,14 +74,23 @@ class Lifecycle:
             raise NotFound(f"no reservation {reservation_id}")
         return found
 
-    def keys_secret(self, reservation: Reservation) -> dict[str, Any]:
-        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token)."""
+    def keys_secret(
+        self, reservation: Reservation, installed: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token).
+        `installed`: the keys the pod has now (the Secret's entries); a user whose fetch
+        comes back empty (GitHub unreachable, keys removed) keeps those, so a failed fetch
+        never locks anyone out."""
         owner = [reservation.github_user] if reservation.github_user else []
-        return objects.keys_secret(
+        secret = objects.keys_secret(
             reservation,
             self.keys.authorized_keys(owner),
             {user: self.keys.authorized_keys([user]) for user in reservation.secondary_users},
         )
+        for entry, keys in secret["stringData"].items():
+            if not keys and (installed or {}).get(entry):
+                secret["stringData"][entry] = (installed or {})[entry]
+        return secret
 
     def allocate(self) -> AllocatorReport:
         """One allocator pass (the allocator is the only writer of allocations)."""

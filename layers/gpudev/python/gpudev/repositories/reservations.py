@@ -35,6 +35,7 @@ class SubmitContext(BaseModel):
     bound_principal: str | None  # the principal the caller's username is bound to, if any
     catalogue: list[GpuType]
     disk: NamedDisk | None
+    github_user: str | None = None  # the GitHub username in the caller's settings, if any
 
 
 class NewReservation(BaseModel):
@@ -133,7 +134,10 @@ class ReservationsRepository:
             if row["gpu_type"] is not None
         ]
         return SubmitContext(
-            bound_principal=rows[0]["bound_principal"], catalogue=catalogue, disk=disk
+            bound_principal=rows[0]["bound_principal"],
+            catalogue=catalogue,
+            disk=disk,
+            github_user=rows[0]["settings_github_user"],
         )
 
     def submit(

@@ -79,6 +79,19 @@ def check_github_username(name: str) -> None:
         )
 
 
+def owner_github_user(requested: str | None, in_settings: str | None) -> str:
+    """Whose GitHub keys open the pod: the request's user, else the one in the caller's
+    settings. Neither: refused, since nobody could log in."""
+    github_user = requested or in_settings
+    if github_user is None:
+        raise InvalidRequest(
+            "no GitHub username to install SSH keys from: set a GitHub username with "
+            "`gpu-dev config set github_user NAME`, or pass --github-user"
+        )
+    check_github_username(github_user)
+    return github_user
+
+
 def check_extension(total_hours: float, hours: float) -> None:
     """An extension is 1-24 h and the total since launch stays within 48 h."""
     if not MIN_EXTENSION_HOURS <= hours <= MAX_EXTENSION_HOURS:

@@ -32,6 +32,7 @@ from gpudev.reservations.rules import (
     check_extension,
     check_github_username,
     check_hours,
+    owner_github_user,
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
@@ -65,8 +66,7 @@ def submit_reservation(
         check_hours(request.hours)
         if request.disk_name is not None:
             _check_disk_usable(request.disk_name, context.disk)
-        if request.github_user is not None:
-            check_github_username(request.github_user)
+        github_user = owner_github_user(request.github_user, context.github_user)
         new = NewReservation(
             reservation_id=uuid.uuid4(),
             user_id=caller.username,
@@ -77,7 +77,7 @@ def submit_reservation(
             total_nodes=shape.total_nodes,
             instance_type=shape.gpu_type.instance_type,
             duration_hours=request.hours,
-            github_user=request.github_user,
+            github_user=github_user,
             disk_name=request.disk_name,
             jupyter_enabled=request.jupyter,
             profiling=request.profiling,

@@ -1,7 +1,9 @@
 -- Everything a submit checks, in one round trip and before anything is written: the
 -- principal the caller's username is bound to (NULL: not bound yet), the active catalogue,
 -- each row carrying the state of the caller's named disk (NULL when no disk is named, it
--- does not exist, or the username is bound to another principal). Always at least one row.
+-- does not exist, or the username is bound to another principal), and the GitHub username
+-- in the caller's settings (NULL when unset or bound to another principal). Always at least
+-- one row.
 -- It also takes the caller's submit lock for the rest of the transaction (class 7346002,
 -- the username's hash): a second submit for the same username waits here, and the submit
 -- statement that follows, with a snapshot taken after the lock, counts every live
@@ -12,10 +14,14 @@
 WITH caller_lock AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(7346002, hashtext(%(user_id)s))
 )
-SELECT c.bound_principal, g.*, d.disk_state, d.disk_reservation_id
+SELECT c.bound_principal, c.github_username AS settings_github_user, g.*, d.disk_state,
+       d.disk_reservation_id
 FROM (
-    SELECT (SELECT principal_arn FROM users WHERE username = %(user_id)s) AS bound_principal
+    SELECT u.principal_arn AS bound_principal,
+           CASE WHEN u.principal_arn = %(principal_arn)s THEN u.github_username END
+               AS github_username
     FROM caller_lock
+    LEFT JOIN users u ON u.username = %(user_id)s
 ) c
 LEFT JOIN gpu_types g ON g.is_active
 LEFT JOIN LATERAL (

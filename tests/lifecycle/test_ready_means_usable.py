@@ -1,0 +1,101 @@
+"""Ready means usable (issue #15): a reservation becomes active only once its pod is Ready
+(the SSH readiness probe passed, not merely Running) with the owner's keys installed; no
+GitHub user is refused at submit, a user without keys fails at provision with nothing left,
+and a later fetch that comes back empty keeps the keys the pod has."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from tests.lifecycle.helpers import (
+    assert_nothing_left,
+    objects_of,
+    reserve,
+    secret_data,
+    show,
+    wait_for_status,
+)
+from tests.support.waiting import wait_for
+
+NO_KEYS_SENTENCE = (
+    "set a GitHub username with `gpu-dev config set github_user NAME`, or pass --github-user"
+)
+
+
+def _ready(pod):
+    conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or []}
+    return conditions.get("Ready") == "True"
+
+
+def test_active_only_once_the_pod_is_ready_not_merely_running(api, local_cloud):
+    rid = reserve(api)["reservation_id"]
+    running = wait_for(
+        lambda: [
+            p for p in objects_of(local_cloud, rid)["pods"] if p["status"].get("phase") == "Running"
+        ],
+        message="the pod runs",
+    )
+    assert not _ready(running[0]), "the probe has not passed yet"
+    seen = []
+    while not _ready(objects_of(local_cloud, rid)["pods"][0]):
+        seen.append(show(api, rid)["status"])
+        time.sleep(0.1)
+    assert seen and set(seen) == {"preparing"}, seen
+    active = wait_for_status(api, rid, "active")
+    assert _ready(objects_of(local_cloud, rid)["pods"][0])
+    assert active["ssh_command"]
+
+
+def test_a_probe_that_never_passes_fails_with_the_readiness_timeouts_reason(api, local_cloud):
+    local_cloud.cluster.probes.probes_fail = True
+    rid = reserve(api)["reservation_id"]
+    ended = wait_for_status(api, rid, "failed")
+    assert "the pod was not ready in time" in ended["current_detailed_status"]
+    assert "SSH is not answering yet" in ended["current_detailed_status"]
+    assert_nothing_left(local_cloud, rid)
+
+
+def test_no_github_user_is_refused_at_submit_and_nothing_is_written(api, local_cloud):
+    before = api.call("GET", "/v1/reservations", profile="bob").body
+    reply = api.call(
+        "POST",
+        "/v1/reservations",
+        profile="bob",
+        body={"gpu_type": "t4", "gpu_count": 1, "hours": 1},
+    )
+    assert reply.status == 422, reply.body
+    assert NO_KEYS_SENTENCE in reply.body["message"]
+    assert api.call("GET", "/v1/reservations", profile="bob").body == before
+
+
+def test_a_github_user_without_keys_fails_at_provision_with_nothing_left(api, local_cloud):
+    rid = reserve(api, github_user="nokeys")["reservation_id"]
+    ended = wait_for_status(api, rid, "failed")
+    assert "no SSH keys to install" in ended["current_detailed_status"]
+    assert "'nokeys'" in ended["current_detailed_status"]
+    assert ended["launched_at"] is None
+    assert_nothing_left(local_cloud, rid)
+
+
+def test_a_later_empty_fetch_keeps_the_installed_keys(api, local_cloud):
+    keys_file = Path(os.environ["LIFECYCLE_GITHUB_KEYS_FILE"])
+    known = keys_file.read_text()
+    rid = reserve(api, github_user="alice")["reservation_id"]
+    wait_for_status(api, rid, "active")
+    installed = secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
+    assert "alice@github" in installed
+    try:  # GitHub now answers nothing for alice (keys removed, or a failed fetch)
+        keys_file.write_text(json.dumps({"octocat": json.loads(known)["octocat"]}))
+        api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octocat"})
+
+        def applied():
+            keys = secret_data(objects_of(local_cloud, rid)["secrets"][0])
+            return "octocat@github" in keys.get("user.gh-octocat", "") and keys
+
+        keys = wait_for(applied, message="the added user's keys applied")
+    finally:
+        keys_file.write_text(known)
+    assert keys["authorized_keys"] == installed, "the owner's last good keys are kept"
