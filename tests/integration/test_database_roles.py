@@ -115,6 +115,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_reconciliation/rows",
         "disk_reconciliation/sync",
         "disk_reconciliation/try_lock",
+        # the availability updater watches the active reservations' pods
+        "pod_health/live",
+        "pod_health/record",
         # the disk purge
         "disks/purge_delete",
         "disks/purge_due",
