@@ -26,6 +26,7 @@ import psycopg
 from gpudev.availability.service import update_availability
 from gpudev.db.migrations import apply_migrations
 from gpudev.disks.reconcile import reconcile_disks
+from gpudev.signals import Signals
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.postgres import EmbeddedPostgres
@@ -300,7 +301,7 @@ def bench_availability(admin_url: str) -> None:
                 conn = CountingConnection(raw)
                 start = time.perf_counter()
                 if name == "ours":
-                    update_availability(conn, scaling, lambda: api_client, "bench")  # type: ignore[arg-type]
+                    update_availability(conn, scaling, lambda: api_client, Signals(None), "bench")  # type: ignore[arg-type]
                 else:
                     naive_availability(conn, core, scaling)
                 elapsed = time.perf_counter() - start

@@ -350,8 +350,9 @@ AVAILABILITY_UPDATER = FunctionSpec(
     timeout_seconds=120,
     describe_actions=("autoscaling:DescribeAutoScalingGroups",),
     uses_cluster=True,
+    answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone
     alarm_on_errors=True,
-    database=RECONCILERS_DATABASE,
+    database=RECONCILERS_DATABASE,  # + the pod health columns (migrations/0014)
 )
 DISK_RECONCILER = FunctionSpec(
     "DiskReconciler",
@@ -409,7 +410,7 @@ DEPLOYMENT = Deployment(
     queues=(JOBS,),
     state_machines=(RESERVATION,),
     schedules=(
-        ScheduleSpec("GpuAvailability", "rate(5 minutes)", target=AVAILABILITY_UPDATER.name),
+        ScheduleSpec("GpuAvailability", "rate(1 minute)", target=AVAILABILITY_UPDATER.name),
         ScheduleSpec("DiskReconciliation", "rate(5 minutes)", target=DISK_RECONCILER.name),
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
         ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),

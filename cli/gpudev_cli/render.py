@@ -25,6 +25,8 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
         status = r["status"] + (
             " (cancel requested)" if r.get("cancel_requested_at") and r["status"] in LIVE else ""
         )
+        if r.get("health_warning") and r["status"] in LIVE:
+            status += " [red]⚠ unhealthy[/]"
         table.add_row(
             short(r["reservation_id"]),
             r.get("name") or "",
@@ -70,6 +72,10 @@ def reservation_panel(r: dict[str, Any]) -> None:
     lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
+    if r.get("oom_count"):
+        lines.append(f"OOM kills: {r['oom_count']}, last {ago(r.get('last_oom_at'))}")
+    if r.get("health_warning") and r["status"] in LIVE:
+        lines.append(f"[red]Health: {r['health_warning']}[/]")
     if r.get("extension_error"):
         lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
     if r.get("failure_reason"):

@@ -1,4 +1,5 @@
-"""EventBridge rate(5 minutes) → gpu_types availability (seeds 000/001)."""
+"""EventBridge rate(1 minute) → gpu_types availability (seeds 000/001) and the active
+reservations' pod health."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from gpudev.aws import aws_clients
 from gpudev.cluster.eks import cluster_api_client
 from gpudev.db.pool import connection
 from gpudev.observability import logger, metrics
+from gpudev.signals import Signals
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    clients = aws_clients()
     with connection() as conn:
         run = update_availability(
             conn,
-            aws_clients().autoscaling,
+            clients.autoscaling,
             cluster_api_client,
+            Signals(clients.stepfunctions),
             invoked_by=f"{context.function_name}:{context.aws_request_id}",
         )
     metrics.add_metric("KubernetesReachable", MetricUnit.Count, int(run.kubernetes_reachable))
@@ -29,5 +33,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(
             f"AvailableGpus_{result.gpu_type}", MetricUnit.Count, result.available_gpus
         )
+    metrics.add_metric("PodHealthEndings", MetricUnit.Count, run.endings_woken)
     logger.info("availability updated", extra={"statistics": run.statistics})
     return {"run_id": run.run_id, "statistics": run.statistics}

@@ -55,7 +55,12 @@ def test_the_consumer_reads_the_jobs_queue_with_partial_batch_failures(template:
 
 
 def test_token_senders_are_scoped_to_the_reservation_state_machine(template: Template):
-    for service in ("gpudev-jobs-consumer", "gpudev-reservation-tasks", "gpudev-allocator"):
+    for service in (
+        "gpudev-jobs-consumer",
+        "gpudev-reservation-tasks",
+        "gpudev-allocator",
+        "gpudev-availability-updater",  # wakes a reservation whose pod is gone
+    ):
         actions = _policy_actions(template, _function(template, service)[0])
         assert _is_machine_arn(actions["states:SendTaskSuccess"]), service
     api = _policy_actions(template, _function(template, "gpudev-api")[0])

@@ -37,7 +37,7 @@ def test_both_reconcilers_run_every_five_minutes(template: Template):
         r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: r["Properties"]["ScheduleExpression"]
         for r in rules.values()
     }
-    assert schedules[_function(template, "gpudev-availability-updater")[0]] == "rate(5 minutes)"
+    assert schedules[_function(template, "gpudev-availability-updater")[0]] == "rate(1 minute)"
     assert schedules[_function(template, "gpudev-disk-reconciler")[0]] == "rate(5 minutes)"
 
 

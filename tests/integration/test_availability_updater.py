@@ -14,7 +14,10 @@ import pytest
 from botocore.stub import Stubber
 
 from gpudev.availability.service import RECONCILER, update_availability
+from gpudev.signals import Signals
 from tests.support.stubs import stubbed_client
+
+_NO_SIGNALS = Signals(None)  # Kubernetes unreachable: no pod is judged, nobody is woken
 
 
 def _scaling_group(name: str, desired: int, in_service: int) -> dict[str, Any]:
@@ -85,7 +88,7 @@ def test_an_update_writes_every_types_availability_and_its_run_together(
     client, stubber = autoscaling
     _t4_group_of_two(stubber)
 
-    run = update_availability(conn, client, _unreachable_cluster, invoked_by="test")
+    run = update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
 
     assert _t4(fresh_database) == (8, 8, "test")
     assert _runs(fresh_database) == [("succeeded", None)]
@@ -112,7 +115,7 @@ def test_a_failure_after_the_availability_is_written_leaves_nothing_half_written
     _t4_group_of_two(stubber)
 
     with pytest.raises(psycopg.errors.RaiseException, match="injected"):
-        update_availability(conn, client, _unreachable_cluster, invoked_by="test")
+        update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
 
     # Then the availability is as it was, and the run is recorded failed, not left open.
     assert _t4(fresh_database) == before == (0, 0, None)
@@ -128,7 +131,7 @@ def test_a_failed_scaling_group_listing_changes_nothing_and_records_a_failed_run
     stubber.add_client_error("describe_auto_scaling_groups", "Throttling", "Rate exceeded")
 
     with pytest.raises(client.exceptions.ClientError):
-        update_availability(conn, client, _unreachable_cluster, invoked_by="test")
+        update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
 
     assert _t4(fresh_database) == (0, 0, None)
     [(outcome, error)] = _runs(fresh_database)

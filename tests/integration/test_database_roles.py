@@ -115,6 +115,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_reconciliation/rows",
         "disk_reconciliation/sync",
         "disk_reconciliation/try_lock",
+        # the availability updater watches the active reservations' pods
+        "pod_health/live",
+        "pod_health/record",
         # the disk purge
         "disks/purge_delete",
         "disks/purge_due",
@@ -235,9 +238,10 @@ REFUSED: dict[str, tuple[str, ...]] = {
         'SELECT outbox_write(\'{"kind": "x"}\')',  # only the API writes jobs
     ),
     RECONCILERS: (
-        "SELECT status FROM reservations",
+        "SELECT user_id FROM reservations",  # status and the pod health columns only (0014)
         "SELECT * FROM reservations",
         "UPDATE reservations SET status = 'failed'",
+        "UPDATE reservations SET failure_reason = 'x'",  # the lifecycle ends it
         "DELETE FROM reservations",
         "SELECT * FROM users",
         "UPDATE gpu_types SET is_active = false",

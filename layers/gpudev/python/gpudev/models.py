@@ -103,6 +103,9 @@ class Reservation(Row):
     estimated_wait_minutes: int | None
     oom_count: int
     last_oom_at: datetime | None
+    pod_restarts: int
+    health_warning: str | None
+    health_ending: str | None
     execution_arn: str | None
     task_token: str | None
     cancel_requested_at: datetime | None
@@ -119,6 +122,38 @@ class Reservation(Row):
     cancelled_at: datetime | None
     failed_at: datetime | None
     reservation_ended: datetime | None
+
+
+class WatchedReservation(Row):
+    """An active reservation as the availability updater watches its pods
+    (`pod_health/live.sql`)."""
+
+    reservation_id: UUID
+    total_nodes: int
+    launched_at: datetime | None
+    task_token: str | None
+    pod_restarts: int
+    oom_count: int
+    last_oom_at: datetime | None
+    health_warning: str | None
+    health_ending: str | None
+
+
+class PodHealth(Row):
+    """What one updater run found for one reservation (`pod_health/record.sql`)."""
+
+    reservation_id: UUID
+    new_ooms: int
+    last_oom_at: datetime | None
+    pod_restarts: int
+    health_warning: str | None
+    health_ending: str | None
+
+
+class HealthRecorded(Row):
+    reservation_id: UUID
+    task_token: str | None
+    health_ending: str | None
 
 
 class ReservationEvent(Row):

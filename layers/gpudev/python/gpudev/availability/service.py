@@ -1,10 +1,14 @@
 """The availability updater: Auto Scaling + Kubernetes → `gpu_types`, in a constant number of
-calls (Auto Scaling pages, one node list, one pod list) and one UPDATE for every type."""
+calls (Auto Scaling pages, one node list, one pod list) and one UPDATE for every type. The
+same lists watch the active reservations' pods (`health.py`): OOM kills, crash loops and
+warnings on the rows; a pod or node that is gone, or an evicted pod, wakes the reservation's
+execution, which ends it with the reason."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -14,10 +18,16 @@ from gpudev.availability.compute import (
     ScalingGroup,
     compute_availability,
 )
+from gpudev.availability.health import plan_pod_health
 from gpudev.cluster.vocabulary import Node, Pod
-from gpudev.models import Availability
+from gpudev.models import Availability, HealthRecorded
 from gpudev.observability import logger
-from gpudev.repositories import GpuTypesRepository, ReconcilerRunsRepository
+from gpudev.repositories import (
+    GpuTypesRepository,
+    PodHealthRepository,
+    ReconcilerRunsRepository,
+)
+from gpudev.signals import Signals, Wake
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -33,6 +43,8 @@ class AvailabilityRun:
     kubernetes_reachable: bool
     nodes_seen: int
     pods_seen: int
+    health_findings: int = 0
+    endings_woken: int = 0
 
     @property
     def statistics(self) -> dict[str, Any]:
@@ -42,6 +54,8 @@ class AvailabilityRun:
             "kubernetes_reachable": self.kubernetes_reachable,
             "nodes": self.nodes_seen,
             "pods": self.pods_seen,
+            "health_findings": self.health_findings,
+            "endings_woken": self.endings_woken,
         }
 
 
@@ -78,6 +92,7 @@ def update_availability(
     conn: psycopg.Connection[Any],
     autoscaling: Any,
     api_client: Callable[[], ApiClient],
+    signals: Signals,
     invoked_by: str,
 ) -> AvailabilityRun:
     """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
@@ -90,6 +105,7 @@ def update_availability(
     try:
         # The calls out of AWS and Kubernetes come first: no transaction waits on them.
         groups = list_scaling_groups(autoscaling)
+        listed_at = datetime.now(UTC)
         nodes, pods = _cluster_inventory(api_client)
         with conn.transaction():
             run = runs.start(RECONCILER, invoked_by)
@@ -102,12 +118,66 @@ def update_availability(
                     "No ASGs found matching pattern", extra={"gpu_types": without_groups}
                 )
             gpu_types.update_availability(results, invoked_by)
+            findings, endings = _watch_pods(conn, nodes, pods, listed_at)
             outcome = AvailabilityRun(
-                run.run_id, results, nodes is not None, len(nodes or []), len(pods or [])
+                run.run_id,
+                results,
+                nodes is not None,
+                len(nodes or []),
+                len(pods or []),
+                health_findings=findings,
+                endings_woken=len(endings),
             )
             runs.finish(run.run_id, "succeeded", outcome.statistics)
     except Exception as exc:
         with conn.transaction():
             runs.record(RECONCILER, invoked_by, "failed", f"{type(exc).__name__}: {exc}")
         raise
+    _wake(signals, endings)
     return outcome
+
+
+def _watch_pods(
+    conn: psycopg.Connection[Any],
+    nodes: list[Node] | None,
+    pods: list[Pod] | None,
+    listed_at: datetime,
+) -> tuple[int, list[HealthRecorded]]:
+    """Record what the lists say of every active reservation's pods; the rows to end (every
+    recorded ending, so a wake that failed is sent again by the next run). Without the
+    lists (Kubernetes unreachable) nothing is judged."""
+    if nodes is None or pods is None:
+        return 0, []
+    health = PodHealthRepository(conn)
+    watched = health.watched()
+    findings = plan_pod_health(watched, nodes, pods, listed_at)
+    recorded = {r.reservation_id: r for r in health.record(findings)}
+    for row in watched:
+        if row.health_ending and row.reservation_id not in recorded:
+            recorded[row.reservation_id] = HealthRecorded(
+                reservation_id=row.reservation_id,
+                task_token=row.task_token,
+                health_ending=row.health_ending,
+            )
+    if findings:
+        logger.warning(
+            "pod health changed",
+            extra={"findings": [f.model_dump(mode="json") for f in findings]},
+        )
+    return len(findings), [r for r in recorded.values() if r.health_ending]
+
+
+def _wake(signals: Signals, endings: Sequence[HealthRecorded]) -> None:
+    """After commit: wake each execution to end its reservation (its checkpoint reads
+    `health_ending`). No token (between steps) or a closed one: its next step reads the
+    row. A failed send is logged and sent again by the next run."""
+    for row in endings:
+        if row.task_token is None:
+            continue
+        try:
+            signals.wake(row.task_token, Wake(outcome="changed"))
+        except Exception:
+            logger.exception(
+                "waking a reservation to end failed: the next run tries again",
+                extra={"reservation_id": str(row.reservation_id)},
+            )

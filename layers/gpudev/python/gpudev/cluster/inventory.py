@@ -1,13 +1,13 @@
 """One node list and one pod list per call, whatever the cluster size.
 
 Responses are read as raw JSON (`_preload_content=False`): turning 20,000 pods into the
-client's model objects costs far more than the request itself, and we need five fields.
+client's model objects costs far more than the request itself, and we need a few fields.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gpudev.cluster.vocabulary import GPU_RESOURCE, GPU_TYPE_LABEL, RESERVATION_LABEL, Node, Pod
@@ -15,7 +15,11 @@ from gpudev.cluster.vocabulary import GPU_RESOURCE, GPU_TYPE_LABEL, RESERVATION_
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+# Failed pods are listed too (the planners count only LIVE_POD_PHASES): an evicted pod is
+# Failed with reason Evicted, and the availability updater ends its reservation saying so.
+LISTED_PODS = "status.phase!=Succeeded"
+OOM_KILLED = "OOMKilled"
+CRASH_LOOP = "CrashLoopBackOff"
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
 
 
@@ -54,13 +58,29 @@ def _gpu_requests(container: dict[str, Any]) -> int:
     return int(value)
 
 
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def _last_oom_at(statuses: list[dict[str, Any]]) -> datetime | None:
+    killed = [
+        _time(terminated.get("finishedAt")) or datetime.min.replace(tzinfo=UTC)
+        for s in statuses
+        if (terminated := (s.get("lastState") or {}).get("terminated") or {}).get("reason")
+        == OOM_KILLED
+    ]
+    return max(killed, default=None)
+
+
 def _pod(item: dict[str, Any]) -> Pod:
     spec, metadata = item.get("spec", {}), item["metadata"]
+    status = item.get("status", {})
+    statuses = status.get("containerStatuses") or []
     deletion = metadata.get("deletionTimestamp")
     return Pod(
         name=metadata["name"],
         node_name=spec.get("nodeName"),
-        phase=item.get("status", {}).get("phase", "Pending"),
+        phase=status.get("phase", "Pending"),
         gpu_requests=sum(_gpu_requests(c) for c in spec.get("containers", [])),
         reservation_id=(metadata.get("labels") or {}).get(RESERVATION_LABEL),
         terminating_until=(
@@ -68,6 +88,14 @@ def _pod(item: dict[str, Any]) -> Pod:
             if deletion
             else None
         ),
+        restarts=sum(int(s.get("restartCount") or 0) for s in statuses),
+        last_oom_at=_last_oom_at(statuses),
+        crash_looping=any(
+            ((s.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP
+            for s in statuses
+        ),
+        reason=status.get("reason"),
+        message=status.get("message"),
     )
 
 
@@ -77,7 +105,7 @@ def list_nodes_and_pods(api_client: ApiClient) -> tuple[list[Node], list[Pod]]:
     core = CoreV1Api(api_client)
     node_response: Any = core.list_node(_preload_content=False)
     pod_response: Any = core.list_pod_for_all_namespaces(
-        field_selector=LIVE_PODS, _preload_content=False
+        field_selector=LISTED_PODS, _preload_content=False
     )
     nodes = json.loads(node_response.data)
     pods = json.loads(pod_response.data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 # The extended resource the NVIDIA device plugin advertises (and taints GPU nodes with).
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -55,6 +56,12 @@ class Pod:
     gpu_requests: int
     reservation_id: str | None = None  # RESERVATION_LABEL, on our pods
     terminating_until: float | None = None  # deleted: gone by then (epoch seconds)
+    # Its health, as the kubelet reports it (the availability updater watches our pods).
+    restarts: int = 0  # every container's restartCount, summed
+    last_oom_at: datetime | None = None  # the newest lastState.terminated OOMKilled
+    crash_looping: bool = False  # a container waits in CrashLoopBackOff
+    reason: str | None = None  # status.reason, e.g. "Evicted" (phase Failed)
+    message: str | None = None  # status.message
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

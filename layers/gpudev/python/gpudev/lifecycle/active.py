@@ -1,6 +1,6 @@
 """The active loop: a checkpoint applies the row's desired state to the pod (expiry,
 warnings, keys, Jupyter) and says how long to park; parking waits for the next checkpoint
-or a wake-up (cancel, extend, add-user, Jupyter)."""
+or a wake-up (cancel, extend, add-user, Jupyter, a pod the availability updater saw go)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
         return CheckpointOutput(outcome="cancel")
     if reservation.status != ReservationStatus.ACTIVE or reservation.launched_at is None:
         return CheckpointOutput(outcome="gone")
+    if reservation.health_ending is not None:  # the availability updater saw its pod go
+        return CheckpointOutput(outcome="failed", reason=reservation.health_ending)
     due = lc.schedule.check(_active(reservation), lc.clock())
     if due.expired:
         return CheckpointOutput(outcome="expire")
@@ -47,11 +49,12 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
 
 def wait_while_active(lc: Lifecycle, task: WaitWhileActive) -> None:
     """Park until the next checkpoint (the state's timeout) or a wake-up; wake at once if a
-    change or a cancel arrived while no token was stored."""
+    change, a cancel or a pod health ending arrived while no token was stored."""
     row = lc.rows.park(task.reservation_id, task.task_token)
     if (
         row is None
         or row.cancel_requested_at is not None
+        or row.health_ending is not None
         or row.change_generation > row.applied_generation
     ):
         lc.signals.wake(task.task_token, Wake(outcome="changed"))

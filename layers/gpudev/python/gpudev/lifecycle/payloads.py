@@ -188,7 +188,8 @@ class CheckReadyOutput(TaskOutput):
 
 
 class CheckpointOutput(TaskOutput):
-    outcome: Literal["park", "expire", "cancel", "gone"]
+    outcome: Literal["park", "expire", "cancel", "gone", "failed"]
+    reason: str | None = None  # with "failed": becomes the failure reason
     seconds: int | None = None  # with "park": until the next checkpoint
 
 

@@ -11,6 +11,7 @@ from gpudev.repositories.disks import DisksRepository, NewDisk
 from gpudev.repositories.gpu_types import GpuTypesRepository
 from gpudev.repositories.lifecycle import LifecycleRepository
 from gpudev.repositories.outbox import OutboxRepository
+from gpudev.repositories.pod_health import PodHealthRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
 from gpudev.repositories.sweeper import SweeperRepository
@@ -27,6 +28,7 @@ __all__ = [
     "NewDisk",
     "NewReservation",
     "OutboxRepository",
+    "PodHealthRepository",
     "ReconcilerRunsRepository",
     "ReservationsRepository",
     "SweeperRepository",

@@ -70,6 +70,10 @@ class ReservationView(BaseModel):
     failure_reason: str | None
     extension_error: str | None
     warning_text: str | None
+    # Pod health, as the availability updater last saw it (availability/health.py).
+    oom_count: int
+    last_oom_at: datetime | None
+    health_warning: str | None
     client_request_id: str | None
     cancel_requested_at: datetime | None
     created_at: datetime

@@ -1,0 +1,15 @@
+-- One run's findings, one statement: only rows still active, only when something changed.
+-- An ending, once recorded, is kept (the execution ends the reservation with it).
+UPDATE reservations AS r SET
+    oom_count = r.oom_count + f.new_ooms,
+    last_oom_at = COALESCE(f.last_oom_at, r.last_oom_at),
+    pod_restarts = f.pod_restarts,
+    health_warning = f.health_warning,
+    health_ending = COALESCE(r.health_ending, f.health_ending)
+FROM unnest(
+    %(reservation_ids)s::uuid[], %(new_ooms)s::integer[], %(last_oom_ats)s::timestamptz[],
+    %(pod_restarts)s::integer[], %(health_warnings)s::text[], %(health_endings)s::text[]
+) AS f(reservation_id, new_ooms, last_oom_at, pod_restarts, health_warning, health_ending)
+WHERE r.reservation_id = f.reservation_id
+  AND r.status = 'active'
+RETURNING r.reservation_id, r.task_token, r.health_ending

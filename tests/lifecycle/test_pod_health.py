@@ -1,0 +1,104 @@
+"""Pod health, watched, on the whole local deployment: what a kubelet reports about an active
+reservation's pod reaches `show` within one availability updater run, and a pod that is gone
+ends the reservation with the reason and lets the queue move."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from localcloud.stack import LocalCloud
+from tests.lifecycle.helpers import (
+    assert_nothing_left,
+    objects_of,
+    reserve,
+    show,
+    wait_for_status,
+)
+
+EVENT = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "events" / "availability_updater" / "scheduled.json"
+    ).read_text()
+)
+
+
+def update_availability(cloud: LocalCloud) -> dict[str, Any]:
+    """One updater run, as EventBridge would invoke it."""
+    invocation = cloud.lambdas.invoke("AvailabilityUpdater", EVENT)
+    assert not invocation.errored, invocation.payload
+    return dict(invocation.payload)
+
+
+def the_pod(cloud: LocalCloud, reservation_id: str) -> dict[str, Any]:
+    [pod] = objects_of(cloud, reservation_id)["pods"]
+    return pod
+
+
+def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_cloud):
+    rid = reserve(api, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    pod = the_pod(local_cloud, rid)
+    container = pod["spec"]["containers"][0]["name"]
+    # What the kubelet writes after the container was OOM-killed and restarted.
+    status = {
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": container,
+                    "image": pod["spec"]["containers"][0]["image"],
+                    "imageID": "",
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 1,
+                    "state": {"running": {"startedAt": "2026-11-23T12:00:05Z"}},
+                    "lastState": {
+                        "terminated": {
+                            "reason": "OOMKilled",
+                            "exitCode": 137,
+                            "startedAt": "2026-11-23T11:00:00Z",
+                            "finishedAt": "2026-11-23T12:00:00Z",
+                        }
+                    },
+                }
+            ]
+        }
+    }
+    assert local_cloud.kubernetes is not None
+    meta = pod["metadata"]
+    local_cloud.kubernetes.store.patch(
+        "pods", meta["namespace"], meta["name"], status, subresource="status"
+    )
+
+    run = update_availability(local_cloud)
+
+    assert run["statistics"]["health_findings"] >= 1
+    seen = show(api, rid)
+    assert seen["status"] == "active"
+    assert seen["oom_count"] == 1
+    assert seen["last_oom_at"].startswith("2026-11-23T12:00:00")
+    assert "OOM-killed 1 time(s)" in seen["health_warning"]
+    update_availability(local_cloud)
+    assert show(api, rid)["oom_count"] == 1, "the same kill is counted once"
+
+
+def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue(api, local_cloud):
+    lost = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
+    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
+    wait_for_status(api, lost, "active")
+    wait_for_status(api, other, "active")
+    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
+    wait_for_status(api, waiting, "queued", profile="bob")
+
+    assert local_cloud.kubernetes is not None
+    meta = the_pod(local_cloud, lost)["metadata"]
+    local_cloud.kubernetes.store.delete("pods", meta["namespace"], meta["name"])
+    update_availability(local_cloud)
+
+    ended = wait_for_status(api, lost, ("failed", "cancelled", "expired"))
+    assert ended["status"] == "failed"
+    assert ended["failure_reason"] == f"pod {meta['name']} was deleted"
+    assert_nothing_left(local_cloud, lost)
+    wait_for_status(api, waiting, "active", profile="bob")
+    assert show(api, other)["status"] == "active"
