@@ -84,6 +84,7 @@ def _reservation(
             "secondary_users": [],
             "warnings_sent": [],
             "oom_count": 0,
+            "pod_restarts": 0,
             "change_generation": 0,
             "applied_generation": 0,
             "created_at": now,
