@@ -61,7 +61,7 @@ class RecordingStepFunctions:
 
 
 def _request() -> ReservationRequest:
-    return ReservationRequest(gpu_type="t4", gpu_count=1, hours=1)
+    return ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, github_user="octocat")
 
 
 def _outbox(conn: psycopg.Connection[Any]) -> list[Any]:

@@ -36,7 +36,11 @@ from tests.support.submitters import ALICE, IMPOSTOR, RecordingQueue
 def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: str):
     queue = RecordingQueue()
     request = ReservationRequest(
-        gpu_type="t4", gpu_count=2, hours=1.5, client_request_id=uuid.uuid4().hex
+        gpu_type="t4",
+        gpu_count=2,
+        hours=1.5,
+        client_request_id=uuid.uuid4().hex,
+        github_user="octocat",
     )
     with psycopg.connect(fresh_database, autocommit=True) as raw:
         conn: Any = CountingConnection(raw)
@@ -57,7 +61,9 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
     with psycopg.connect(fresh_database, autocommit=True) as raw:
         conn: Any = CountingConnection(raw)
         create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))
-        request = ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, disk_name="data")
+        request = ReservationRequest(
+            gpu_type="t4", gpu_count=1, hours=1, disk_name="data", github_user="octocat"
+        )
         created, _ = submit_reservation(conn, queue, ALICE, request)
         rid = str(created.reservation_id)
         # a disk no live reservation names: "data" cannot be renamed or deleted while one does
@@ -118,14 +124,20 @@ def test_another_principal_of_the_same_username_is_refused_by_every_service_writ
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))
         created, _ = submit_reservation(
-            conn, queue, ALICE, ReservationRequest(gpu_type="t4", gpu_count=1, hours=1)
+            conn,
+            queue,
+            ALICE,
+            ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, github_user="octocat"),
         )
         rid = str(created.reservation_id)
         sent, before = len(queue.sent), _snapshot(conn)
         refused = [
             lambda: bound_user(conn, IMPOSTOR),
             lambda: submit_reservation(
-                conn, queue, IMPOSTOR, ReservationRequest(gpu_type="t4", gpu_count=1, hours=1)
+                conn,
+                queue,
+                IMPOSTOR,
+                ReservationRequest(gpu_type="t4", gpu_count=1, hours=1, github_user="octocat"),
             ),
             lambda: caller_reservations(conn, IMPOSTOR, None, 50, 0),
             lambda: find_reservation(conn, IMPOSTOR, rid),

@@ -22,7 +22,9 @@ from tests.support.submitters import ALICE, BOB, IMPOSTOR, RecordingQueue
 
 
 def _request(gpu_type: str = "t4", gpu_count: int = 1, **fields: Any) -> ReservationRequest:
-    return ReservationRequest(gpu_type=gpu_type, gpu_count=gpu_count, hours=1, **fields)
+    return ReservationRequest(
+        gpu_type=gpu_type, gpu_count=gpu_count, hours=1, **{"github_user": "octocat", **fields}
+    )
 
 
 def _rows(conn: psycopg.Connection[Any], user: str = "alice") -> int:
