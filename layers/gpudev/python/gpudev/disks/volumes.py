@@ -139,4 +139,3 @@ class DiskVolumes:
         except ClientError as exc:  # gone already: what we wanted
             if exc.response.get("Error", {}).get("Code") != gone:
                 raise
-
