@@ -92,8 +92,8 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     assert volume["VolumeType"] == "gp3" and volume["Size"] == 1024
     assert "SnapshotId" not in volume or not volume["SnapshotId"], "first use: empty"
     claims = objects_of(local_cloud, first)["persistentvolumeclaims"]
-    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first[:8]}-home"]
-    pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first[:8]}-home")
+    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first}-home"]
+    pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first}-home")
     assert pv["spec"]["csi"] == {
         "driver": "ebs.csi.aws.com",
         "volumeHandle": volume["VolumeId"],
@@ -319,7 +319,7 @@ def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
         for rank, pod in pods.items()
     }
     assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [
-        f"gpu-dev-{rid[:8]}-home"
+        f"gpu-dev-{rid}-home"
     ]
     assert claims["1"] == [], "node 1's pod has no claim"
     env = {
