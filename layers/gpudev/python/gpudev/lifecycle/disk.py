@@ -14,8 +14,9 @@ reservation tag and the volume id) before making one.
 
 When the execution died (stopped, `Disk not saved`, `TearDownFailed`), the sweeper calls
 `save_for_the_sweeper` once a run: the same two steps, advanced as far as they go now
-(snapshot requested, completed, volume deleted, freed), the state being EC2's, found by
-tags, so a run that crashed mid-step is simply run again.
+(snapshot requested, completed, volume deleted, freed), the state being EC2's, found through
+the recorded volume and the reservation tag, so a run that crashed mid-step is simply run
+again.
 """
 
 from __future__ import annotations
