@@ -17,6 +17,8 @@ import pytest
 from tests.lifecycle.helpers import (
     assert_nothing_left,
     cancel,
+    execution_arn,
+    execution_history,
     objects_of,
     reserve,
     show,
@@ -194,6 +196,32 @@ def test_a_failed_snapshot_keeps_the_volume_and_the_hold_shows_why_and_is_retrie
     freed = _free(local_cloud, disk)
     assert freed["lifecycle_error"] is None
     assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
+    assert _volumes(local_cloud, rid) == []
+
+
+def test_snapshots_that_keep_failing_end_the_execution_after_10_and_the_sweeper_saves_it(
+    api, local_cloud, disk, failing_snapshots
+):
+    """The state machine's retries of a failing snapshot are bounded: the 10th failure goes
+    to `Disk not saved` (hold and volume kept), and the sweeper carries on from there."""
+    rid = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    failing_snapshots(True)
+    cancel(api, rid)
+    sfn = local_cloud.aws.client("stepfunctions")
+    arn = execution_arn(local_cloud, rid)
+    ended = wait_for(
+        lambda: (e := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and e,
+        timeout=120,
+        message="the execution gave up",
+    )
+    assert ended["status"] == "FAILED" and ended["error"] == "DiskNotSaved"
+    assert execution_history(local_cloud, rid).count("Count the failed snapshot") == 10
+    held = _row(local_cloud, disk)
+    assert held["reservation_id"] == uuid.UUID(rid) and "failed" in held["lifecycle_error"]
+    assert [v["State"] for v in _volumes(local_cloud, rid)] == ["available"], "volume kept"
+    failing_snapshots(False)
+    _sweep_until_free(local_cloud, disk)
     assert _volumes(local_cloud, rid) == []
 
 
