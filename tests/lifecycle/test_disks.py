@@ -346,9 +346,7 @@ def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
         rank: [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
         for rank, pod in pods.items()
     }
-    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [
-        f"gpu-dev-{rid}-home"
-    ]
+    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [f"gpu-dev-{rid}-home"]
     assert claims["1"] == [], "node 1's pod has no claim"
     env = {
         rank: {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
