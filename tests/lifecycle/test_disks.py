@@ -66,7 +66,7 @@ def _volumes(cloud: Any, rid: str) -> list[dict[str, Any]]:
 
 def _snapshots(cloud: Any, name: str) -> list[dict[str, Any]]:
     return _ec2(cloud).describe_snapshots(
-        OwnerIds=["self"], Filters=[{"Name": "tag:disk-name", "Values": [name]}]
+        OwnerIds=["self"], Filters=[{"Name": "tag:disk_name", "Values": [name]}]
     )["Snapshots"]
 
 
