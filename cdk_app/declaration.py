@@ -76,24 +76,37 @@ _SNAPSHOTS = "arn:{partition}:ec2:{region}::snapshot/*"  # snapshot ARNs carry n
 # test keeps the two in step).
 EBS_OWNER_TAG = "gpu-dev-user"
 _OURS = ("Null", f"aws:ResourceTag/{EBS_OWNER_TAG}", ("false",))
-_TAGGED = ("StringLike", f"ec2:ResourceTag/{DISK_RESERVATION_TAG}", ("*",))
-_TAGGING = ("StringLike", f"aws:RequestTag/{DISK_RESERVATION_TAG}", ("*",))
+# Made by a reservation: both tags, written at creation (reservation-id alone is a common
+# key other tools may use).
+_TAGGED = (
+    ("StringLike", f"ec2:ResourceTag/{DISK_RESERVATION_TAG}", ("*",)),
+    ("StringLike", f"ec2:ResourceTag/{EBS_OWNER_TAG}", ("*",)),
+)
+_TAGGING = (
+    ("StringLike", f"aws:RequestTag/{DISK_RESERVATION_TAG}", ("*",)),
+    ("StringLike", f"aws:RequestTag/{EBS_OWNER_TAG}", ("*",)),
+)
+# The tag the disk jobs put on a deleted disk's snapshots (gpudev/disks/ebs.py
+# DELETE_DATE_TAG): the purge deletes only those.
+DISK_DELETE_DATE_TAG = "delete-date"
 # What the lifecycle (and the sweeper, for executions that died) does to named disks' EBS
 # side (gpudev/disks/volumes.py): create a volume only tagged as ours, from a snapshot of
-# ours; snapshot only our volumes, tagged; tag only while creating; delete only ours.
+# ours (gpu-dev-user: the disk's earlier snapshots include imported ones, made before the
+# reservation tag); snapshot only our volumes, tagged; tag only while creating; delete only
+# what a reservation made.
 # Describe* has no resource-level scoping (describe_actions).
 DISK_VOLUME_GRANTS = (
-    ResourceGrant(("ec2:CreateVolume",), (_VOLUMES,), (_TAGGING,)),
-    ResourceGrant(("ec2:CreateVolume",), (_SNAPSHOTS,), (_TAGGED,)),
-    ResourceGrant(("ec2:CreateSnapshot",), (_VOLUMES,), (_TAGGED,)),
-    ResourceGrant(("ec2:CreateSnapshot",), (_SNAPSHOTS,), (_TAGGING,)),
+    ResourceGrant(("ec2:CreateVolume",), (_VOLUMES,), _TAGGING),
+    ResourceGrant(("ec2:CreateVolume",), (_SNAPSHOTS,), (_OURS,)),
+    ResourceGrant(("ec2:CreateSnapshot",), (_VOLUMES,), _TAGGED),
+    ResourceGrant(("ec2:CreateSnapshot",), (_SNAPSHOTS,), _TAGGING),
     ResourceGrant(
         ("ec2:CreateTags",),
         (_VOLUMES, _SNAPSHOTS),
         (("StringEquals", "ec2:CreateAction", ("CreateVolume", "CreateSnapshot")),),
     ),
-    ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), (_TAGGED,)),
-    ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), (_TAGGED,)),
+    ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), _TAGGED),
+    ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), _TAGGED),
 )
 DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
 
@@ -303,7 +316,13 @@ JOBS_CONSUMER = FunctionSpec(
         ResourceGrant(
             ("ec2:CreateTags", "ec2:DeleteTags"),
             (_VOLUMES, _SNAPSHOTS),
-            (_OURS, ("ForAllValues:StringEquals", "aws:TagKeys", DISK_TAG_KEYS)),
+            (
+                _OURS,
+                ("ForAllValues:StringEquals", "aws:TagKeys", DISK_TAG_KEYS),
+                # ForAllValues is true of no keys at all: a DeleteTags without Tags deletes
+                # every tag. Keys must be sent.
+                ("Null", "aws:TagKeys", ("false",)),
+            ),
         ),
     ),
     starts=(RESERVATION_MACHINE,),
@@ -369,7 +388,13 @@ DISK_PURGE = FunctionSpec(
     "disk_purge",
     timeout_seconds=300,
     describe_actions=("ec2:DescribeSnapshots",),
-    grants=(ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), (_OURS,)),),
+    grants=(
+        ResourceGrant(
+            ("ec2:DeleteSnapshot",),
+            (_SNAPSHOTS,),
+            (_OURS, ("Null", f"aws:ResourceTag/{DISK_DELETE_DATE_TAG}", ("false",))),
+        ),
+    ),
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,  # + DELETE on disks (migrations/0012)

@@ -32,15 +32,18 @@ ACKNOWLEDGED: dict[str, str] = {
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
     "<AWS::AccountId>:volume/*]": (
         "A named disk's volume is created per reservation, so its id is not known in advance; "
-        "every action on it is conditioned on the disk's reservation-id tag (aws:RequestTag "
-        "when created, ec2:ResourceTag after), CreateTags only within the create call; the "
-        "disk jobs' tag changes only on resources tagged gpu-dev-user, only the disk's keys."
+        "every action on it is conditioned on the disk's reservation-id and gpu-dev-user tags "
+        "(aws:RequestTag when created, ec2:ResourceTag after), CreateTags only within the "
+        "create call; the disk jobs' tag changes only on resources tagged gpu-dev-user, only "
+        "the disk's keys, and only with keys named (never a DeleteTags of every tag)."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>::"
     "snapshot/*]": (
         "A named disk's snapshots are made at each ending, so their ids are not known in "
-        "advance; every action on them is conditioned on the disk's reservation-id tag, or "
-        "(disk jobs' tags, the purge's deletes) on the gpu-dev-user tag."
+        "advance; every action on them is conditioned on the disk's reservation-id and "
+        "gpu-dev-user tags, or on the gpu-dev-user tag (a volume made from the disk's "
+        "earlier snapshots; the disk jobs' tags), and for the purge's deletes also on the "
+        "delete-date tag a deleted disk's snapshots carry."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "

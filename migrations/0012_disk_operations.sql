@@ -7,11 +7,6 @@
 -- oldest such name, so a job that runs after several renames still finds the resources.
 ALTER TABLE disks ADD COLUMN tagged_name text;
 
--- The listing of the disk's contents recorded at its last snapshot (`disk list-content`),
--- written by the disk lifecycle; added here too (IF NOT EXISTS) so the route that reads it
--- does not depend on the order the two changes land in.
-ALTER TABLE disks ADD COLUMN IF NOT EXISTS content_listing text;
-
 -- What the purge reads every day: the deleted disks, by date.
 CREATE INDEX disks_delete_date_idx ON disks (delete_date) WHERE is_deleted;
 
@@ -25,8 +20,8 @@ GRANT UPDATE (tagged_name) ON disks TO gpudev_api;
 -- A live reservation naming a disk holds it (rename and delete are refused): the API
 -- already reads reservations (0006).
 
--- The jobs consumer (the lifecycle's role): reads the disk and moves its operation along.
-GRANT SELECT ON disks TO gpudev_lifecycle;
+-- The jobs consumer (the lifecycle's role; SELECT on disks since 0011) moves the disk's
+-- operation along.
 GRANT UPDATE (operation_status, operation_error, tagged_name) ON disks TO gpudev_lifecycle;
 
 -- The purge logs in as the reconcilers: deletes the rows whose snapshots are all gone.

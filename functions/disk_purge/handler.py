@@ -10,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.aws import aws_clients
-from gpudev.db.pool import connection
+from gpudev.db.pool import autocommit_connection
 from gpudev.disks.purge import purge_disks
 from gpudev.observability import logger, metrics
 
@@ -18,7 +18,7 @@ from gpudev.observability import logger, metrics
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    with connection() as conn:
+    with autocommit_connection() as conn:
         result = purge_disks(
             conn,
             aws_clients().ec2,

@@ -14,11 +14,18 @@ import yaml
 from aws_cdk.assertions import Template
 
 from cdk_app.declaration import DISK_RESERVATION_TAG
-from gpudev.disks.volumes import RESERVATION_TAG
+from gpudev.disks.ebs import RESERVATION_TAG, USER_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
-TAGGED = {"StringLike": {f"ec2:ResourceTag/{RESERVATION_TAG}": "*"}}
-TAGGING = {"StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "*"}}
+# both tags a reservation writes at creation: reservation-id alone is a common key
+TAGGED = {
+    "StringLike": {f"ec2:ResourceTag/{RESERVATION_TAG}": "*", f"ec2:ResourceTag/{USER_TAG}": "*"}
+}
+TAGGING = {
+    "StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "*", f"aws:RequestTag/{USER_TAG}": "*"}
+}
+# a disk's earlier snapshots: ours, imported ones too (made before the reservation tag)
+OURS = {"Null": {f"aws:ResourceTag/{USER_TAG}": "false"}}
 
 
 def _ec2_statements(template: Template, service_name: str) -> list[dict[str, Any]]:
@@ -64,7 +71,7 @@ def test_the_disk_functions_hold_exactly_the_ec2_actions_they_call_scoped_by_tag
         ("ec2:DescribeVolumes", "*"): None,  # Describe* takes no resource-level scoping
         ("ec2:DescribeSnapshots", "*"): None,
         ("ec2:CreateVolume", "volume"): TAGGING,
-        ("ec2:CreateVolume", "snapshot"): TAGGED,  # only from a snapshot of ours
+        ("ec2:CreateVolume", "snapshot"): OURS,  # only from a snapshot of ours
         ("ec2:CreateSnapshot", "volume"): TAGGED,
         ("ec2:CreateSnapshot", "snapshot"): TAGGING,
         ("ec2:CreateTags", "volume"): {

@@ -62,7 +62,10 @@ def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template:
     assert set(ec2) == {"ec2:DescribeSnapshots", "ec2:DeleteSnapshot"}
     delete = ec2["ec2:DeleteSnapshot"]
     assert ":snapshot/*" in _resources(delete) and ":volume/" not in _resources(delete)
-    assert delete["Condition"] == {"Null": {"aws:ResourceTag/gpu-dev-user": "false"}}
+    # only snapshots a disk job marked for deletion
+    assert delete["Condition"] == {
+        "Null": {"aws:ResourceTag/gpu-dev-user": "false", "aws:ResourceTag/delete-date": "false"}
+    }
 
 
 def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapshots(
@@ -79,7 +82,11 @@ def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapsho
     tagging = ec2["ec2:CreateTags"]
     assert tagging is ec2["ec2:DeleteTags"]
     assert ":volume/*" in _resources(tagging) and ":snapshot/*" in _resources(tagging)
-    assert tagging["Condition"]["Null"] == {"aws:ResourceTag/gpu-dev-user": "false"}
+    # keys must be sent: ForAllValues alone is true of a DeleteTags without Tags (all tags)
+    assert tagging["Condition"]["Null"] == {
+        "aws:ResourceTag/gpu-dev-user": "false",
+        "aws:TagKeys": "false",
+    }
     keys = tagging["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
     assert "gpu-dev-user" not in keys
     assert set(keys) == {"disk_name", "disk-name", "Name", "delete-date", "marked-deleted-at"}

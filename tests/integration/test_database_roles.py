@@ -91,6 +91,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_holds/held_by",
         "disk_holds/named",
         "disk_holds/record_error",
+        "disk_holds/record_volume",
         "disk_holds/take",
         # the sweeper logs in as the lifecycle
         "sweeper/held_disks",

@@ -239,3 +239,26 @@ def test_restore_is_refused_for_a_disk_not_deleted_or_past_its_date(
         restore_disk(conn, queue, ALICE, "missing")
     disk = DisksRepository(conn).get("alice", "data")
     assert disk is not None and disk.is_deleted
+
+
+def test_a_name_still_on_the_tags_of_a_renamed_disk_cannot_be_taken_until_its_rename_applied(
+    conn: psycopg.Connection[Any],
+):
+    """Until the rename job re-tags its snapshots, a disk renamed from `data` is found under
+    `data` too: a new disk of that name would mount (or lose) the renamed disk's data."""
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="scratch"))  # type: ignore[arg-type]
+    rename_disk(conn, queue, ALICE, "data", RenameRequest(new_name="work"))  # type: ignore[arg-type]
+    queue.sent.clear()
+
+    with pytest.raises(Conflict, match=r"'data' is still on the snapshots of your disk 'work'"):
+        create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    with pytest.raises(Conflict, match=r"'data' is still on the snapshots of your disk 'work'"):
+        rename_disk(conn, queue, ALICE, "scratch", RenameRequest(new_name="data"))  # type: ignore[arg-type]
+    assert queue.sent == [] and _outbox(conn) == []
+    assert DisksRepository(conn).get("alice", "data") is None
+
+    # renaming it back is its own name; once the tags carry `work`, `data` is free
+    conn.execute("UPDATE disks SET tagged_name = NULL WHERE disk_name = 'work'")
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]

@@ -17,6 +17,8 @@ import pytest
 from tests.lifecycle.helpers import (
     assert_nothing_left,
     cancel,
+    execution_arn,
+    execution_history,
     objects_of,
     reserve,
     show,
@@ -64,7 +66,7 @@ def _volumes(cloud: Any, rid: str) -> list[dict[str, Any]]:
 
 def _snapshots(cloud: Any, name: str) -> list[dict[str, Any]]:
     return _ec2(cloud).describe_snapshots(
-        OwnerIds=["self"], Filters=[{"Name": "tag:disk-name", "Values": [name]}]
+        OwnerIds=["self"], Filters=[{"Name": "tag:disk_name", "Values": [name]}]
     )["Snapshots"]
 
 
@@ -92,8 +94,8 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     assert volume["VolumeType"] == "gp3" and volume["Size"] == 1024
     assert "SnapshotId" not in volume or not volume["SnapshotId"], "first use: empty"
     claims = objects_of(local_cloud, first)["persistentvolumeclaims"]
-    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first[:8]}-home"]
-    pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first[:8]}-home")
+    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first}-home"]
+    pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first}-home")
     assert pv["spec"]["csi"] == {
         "driver": "ebs.csi.aws.com",
         "volumeHandle": volume["VolumeId"],
@@ -200,6 +202,32 @@ def test_a_failed_snapshot_keeps_the_volume_and_the_hold_shows_why_and_is_retrie
     freed = _free(local_cloud, disk)
     assert freed["lifecycle_error"] is None
     assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
+    assert _volumes(local_cloud, rid) == []
+
+
+def test_snapshots_that_keep_failing_end_the_execution_after_10_and_the_sweeper_saves_it(
+    api, local_cloud, disk, failing_snapshots
+):
+    """The state machine's retries of a failing snapshot are bounded: the 10th failure goes
+    to `Disk not saved` (hold and volume kept), and the sweeper carries on from there."""
+    rid = reserve(api, disk_name=disk)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    failing_snapshots(True)
+    cancel(api, rid)
+    sfn = local_cloud.aws.client("stepfunctions")
+    arn = execution_arn(local_cloud, rid)
+    ended = wait_for(
+        lambda: (e := sfn.describe_execution(executionArn=arn))["status"] != "RUNNING" and e,
+        timeout=120,
+        message="the execution gave up",
+    )
+    assert ended["status"] == "FAILED" and ended["error"] == "DiskNotSaved"
+    assert execution_history(local_cloud, rid).count("Count the failed snapshot") == 10
+    held = _row(local_cloud, disk)
+    assert held["reservation_id"] == uuid.UUID(rid) and "failed" in held["lifecycle_error"]
+    assert [v["State"] for v in _volumes(local_cloud, rid)] == ["available"], "volume kept"
+    failing_snapshots(False)
+    _sweep_until_free(local_cloud, disk)
     assert _volumes(local_cloud, rid) == []
 
 
@@ -324,9 +352,7 @@ def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
         rank: [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
         for rank, pod in pods.items()
     }
-    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [
-        f"gpu-dev-{rid[:8]}-home"
-    ]
+    assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [f"gpu-dev-{rid}-home"]
     assert claims["1"] == [], "node 1's pod has no claim"
     env = {
         rank: {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}

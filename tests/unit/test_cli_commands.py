@@ -92,3 +92,27 @@ def test_no_cli_module_is_over_300_lines():
         for path in CLI_PACKAGE.rglob("*.py")
     }
     assert {name: lines for name, lines in sizes.items() if lines > 300} == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "path"),
+    [
+        (["show", "../reservations"], "/v1/disks/..%2Freservations"),
+        (["list-content", "a?b#c"], "/v1/disks/a%3Fb%23c/content"),
+        (["delete", "--yes", "a/b"], "/v1/disks/a%2Fb"),
+        (["restore", "x y"], "/v1/disks/x%20y/restore"),
+        (["rename", "a/b", "c"], "/v1/disks/a%2Fb/rename"),
+    ],
+)
+def test_a_disk_name_is_one_path_segment(monkeypatch, args, path):
+    sent: list[str] = []
+
+    class Client:
+        def request(self, method: str, url: str, body: object = None) -> dict[str, object]:
+            sent.append(url)
+            return {}
+
+    monkeypatch.setattr(context.Context, "client", lambda self: Client())
+    monkeypatch.setattr(context.Context, "emit", lambda self, data, render: None)
+    CliRunner().invoke(cli, ["disk", *args])
+    assert sent == [path]

@@ -100,7 +100,11 @@ def test_the_purge_plans_only_disks_whose_date_has_come():
     alive = disk(disk_name="alive")
     plan = plan_purge(
         [due, early, alive],
-        [snap("snap-1"), snap("snap-2", name="later"), snap("snap-3", name="alive")],
+        [
+            snap("snap-1", **{"delete-date": DAY.isoformat()}),
+            snap("snap-2", name="later", **{"delete-date": "2026-12-24"}),
+            snap("snap-3", name="alive"),
+        ],
         today=DAY,
     )
     assert plan.deletes == {due.disk_id: ["snap-1"]}
@@ -110,7 +114,12 @@ def test_the_purge_plans_only_disks_whose_date_has_come():
 def test_the_purge_leaves_a_snapshot_tagged_for_a_later_day_and_keeps_its_disk():
     due = disk(is_deleted=True, delete_date=DAY)
     plan = plan_purge(
-        [due], [snap("snap-1", **{"delete-date": "2027-01-01"}), snap("snap-2")], today=DAY
+        [due],
+        [
+            snap("snap-1", **{"delete-date": "2027-01-01"}),
+            snap("snap-2", **{"delete-date": DAY.isoformat()}),
+        ],
+        today=DAY,
     )
     assert plan.deletes == {due.disk_id: ["snap-2"]}
     assert plan.kept == {due.disk_id} and plan.statistics["snapshots_not_due"] == 1
@@ -120,3 +129,14 @@ def test_a_due_disk_without_snapshots_is_planned_with_nothing_to_delete():
     due = disk(is_deleted=True, delete_date=DAY)
     plan = plan_purge([due], [], today=DAY)
     assert plan.deletes == {due.disk_id: []} and plan.kept == set()
+
+
+def test_the_purge_leaves_a_snapshot_the_delete_job_has_not_tagged_and_keeps_its_disk():
+    """The purge's role may delete only snapshots carrying delete-date: one without it (its
+    disk's delete job has not reached it) is not planned, and the row waits for it."""
+    due = disk(is_deleted=True, delete_date=DAY)
+    plan = plan_purge(
+        [due], [snap("snap-1"), snap("snap-2", **{"delete-date": DAY.isoformat()})], today=DAY
+    )
+    assert plan.deletes == {due.disk_id: ["snap-2"]}
+    assert plan.kept == {due.disk_id} and plan.statistics["snapshots_not_due"] == 1

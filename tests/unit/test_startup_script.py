@@ -55,3 +55,44 @@ def test_the_script_parses(script):
 def test_the_script_passes_shellcheck(script):
     text = objects.startup_script() if script == "startup" else _control_loop()
     assert _run([str(SHELLCHECK), "--shell=bash", "-"], text) == ""
+
+
+def _first_use() -> str:
+    lines = objects.startup_script().splitlines()
+    start = next(i for i, line in enumerate(lines) if "gpu-dev-initialized" in line)
+    return "\n".join(lines[start - 1 : start + 3])
+
+
+def test_the_first_use_setup_runs_as_dev_not_root():
+    """/home/dev is dev's: root testing or writing the marker there, or copying /etc/skel
+    into it, would follow a symlink dev left (e.g. a dangling marker -> /etc/...)."""
+    script = objects.startup_script()
+    root_lines = [
+        line
+        for line in script.split("<<'CONTROL'", 1)[0].splitlines()
+        if "/home/dev" in line and not line.lstrip().startswith("#")
+    ]
+    assert root_lines == [
+        "mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev"
+    ]
+    assert "su dev -s /bin/sh -c '" in _first_use()
+    assert 'cp -rn /etc/skel/. "$HOME/"' in _first_use()
+    assert '[ -L "$HOME/.gpu-dev-initialized" ]' in _first_use()
+
+
+@needs_bash
+def test_the_first_use_setup_leaves_a_dangling_marker_alone(tmp_path: Path):
+    """Run the dev-side command (as whoever runs the tests, the way su runs it as dev): a
+    dangling symlink at the marker counts as initialized and nothing is written through it."""
+    command = _first_use().split("-c '", 1)[1].rsplit("'", 1)[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    target = tmp_path / "victim"
+    (home / ".gpu-dev-initialized").symlink_to(target)
+    env = {"HOME": str(home), "GPU_DEV_RESERVATION_ID": "r1", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["sh", "-c", command], env=env, check=True)
+    assert not target.exists()
+
+    (home / ".gpu-dev-initialized").unlink()
+    subprocess.run(["sh", "-c", command], env=env, check=True)
+    assert (home / ".gpu-dev-initialized").read_text() == "r1\n"

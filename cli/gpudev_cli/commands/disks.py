@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import click
 from rich.panel import Panel
@@ -12,6 +13,11 @@ from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import Context, console, interactive, short
 
 DEFAULT_SIZE_GB = 1024  # a disk created without --size-gb (the volume made at first use)
+
+
+def _path(name: str) -> str:
+    """A disk name as one URL path segment: never a `/`, `..` or `?` the server would read."""
+    return quote(name, safe="")
 
 
 def state(d: dict[str, Any]) -> str:
@@ -121,7 +127,7 @@ def list_(obj: Context) -> None:
 @click.pass_obj
 def show(obj: Context, name: str) -> None:
     """One disk in full."""
-    obj.emit(obj.client().request("GET", f"/v1/disks/{name}"), _panel)
+    obj.emit(obj.client().request("GET", f"/v1/disks/{_path(name)}"), _panel)
 
 
 @disk.command("list-content")
@@ -136,7 +142,7 @@ def list_content(obj: Context, name: str) -> None:
         else:
             console.print(Panel(c["content_listing"], title=f"{c['disk_name']}: {c['message']}"))
 
-    obj.emit(obj.client().request("GET", f"/v1/disks/{name}/content"), render)
+    obj.emit(obj.client().request("GET", f"/v1/disks/{_path(name)}/content"), render)
 
 
 @disk.command("delete")
@@ -150,7 +156,7 @@ def delete(obj: Context, name: str, yes: bool, interactive_flag: bool | None) ->
         if not interactive(interactive_flag):
             raise click.UsageError("deleting a disk needs --yes when not run interactively")
         click.confirm(f"Delete disk {name}? Its snapshots are kept for 30 days", abort=True)
-    result = obj.client().request("DELETE", f"/v1/disks/{name}")
+    result = obj.client().request("DELETE", f"/v1/disks/{_path(name)}")
     obj.emit(
         result,
         lambda d: console.print(
@@ -165,7 +171,7 @@ def delete(obj: Context, name: str, yes: bool, interactive_flag: bool | None) ->
 @click.pass_obj
 def rename(obj: Context, name: str, new_name: str) -> None:
     """Give a disk a new name."""
-    result = obj.client().request("POST", f"/v1/disks/{name}/rename", {"new_name": new_name})
+    result = obj.client().request("POST", f"/v1/disks/{_path(name)}/rename", {"new_name": new_name})
     obj.emit(result, lambda d: console.print(f"Disk {name} is now {d['disk_name']}."))
 
 
@@ -174,5 +180,5 @@ def rename(obj: Context, name: str, new_name: str) -> None:
 @click.pass_obj
 def restore(obj: Context, name: str) -> None:
     """Undelete a disk marked for deletion, before its date."""
-    result = obj.client().request("POST", f"/v1/disks/{name}/restore")
+    result = obj.client().request("POST", f"/v1/disks/{_path(name)}/restore")
     obj.emit(result, lambda d: console.print(f"Disk {d['disk_name']} restored."))

@@ -192,6 +192,8 @@ class Disk(Row):
     # the lifecycle could not save the disk, if it could not (the disk lifecycle writes both)
     content_listing: str | None = None
     lifecycle_error: str | None = None
+    # migrations/0011: the volume made for the holder (the lifecycle writes it)
+    held_volume_id: str | None = None
     # migrations/0012: the name EBS tags carry while a rename has not reached them
     tagged_name: str | None = None
 

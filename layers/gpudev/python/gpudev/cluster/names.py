@@ -21,10 +21,12 @@ class Placement:
 class Names:
     base: str
     total_nodes: int
+    reservation_id: str
 
     @classmethod
     def of(cls, reservation: Reservation) -> Names:
-        return cls(f"gpu-dev-{str(reservation.reservation_id)[:8]}", reservation.total_nodes)
+        rid = str(reservation.reservation_id)
+        return cls(f"gpu-dev-{rid[:8]}", reservation.total_nodes, rid)
 
     def pod(self, rank: int) -> str:
         return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
@@ -55,8 +57,10 @@ class Names:
 
     @property
     def home(self) -> str:
-        """The claim on the disk mounted at /home/dev, and its PersistentVolume."""
-        return f"{self.base}-home"
+        """The claim on the disk mounted at /home/dev, and its PersistentVolume: named by the
+        full reservation id, PersistentVolumes being cluster-scoped (two users' reservations
+        sharing an 8-hex prefix would otherwise take the same name)."""
+        return f"gpu-dev-{self.reservation_id}-home"
 
 
 def collaborator_account(login: str) -> str:

@@ -5,13 +5,15 @@
 # becomes sshd. Checked by tests/unit/test_startup_script.py (bash -n, shellcheck).
 set -u
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
-# A named disk at /home/dev keeps its files between reservations: the default dotfiles go
-# in once, on its first use, marked by a file the snapshot keeps.
-if [ ! -e /home/dev/.gpu-dev-initialized ]; then
-  cp -rn /etc/skel/. /home/dev/ 2>/dev/null
-  echo "${GPU_DEV_RESERVATION_ID:-}" > /home/dev/.gpu-dev-initialized
-fi
 mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
+# A named disk at /home/dev keeps its files between reservations: the default dotfiles go
+# in once, on its first use, marked by a file the snapshot keeps. Done as dev, never as
+# root: dev owns /home/dev, so root would follow any symlink dev left there (the marker
+# included, dangling or not). A marker that exists in any form means initialized.
+# shellcheck disable=SC2016  # expanded by dev's shell (GPU_DEV_RESERVATION_ID is inherited)
+su dev -s /bin/sh -c '[ -e "$HOME/.gpu-dev-initialized" ] || [ -L "$HOME/.gpu-dev-initialized" ] \
+  || { cp -rn /etc/skel/. "$HOME/" 2>/dev/null; \
+       echo "${GPU_DEV_RESERVATION_ID:-}" > "$HOME/.gpu-dev-initialized"; }'
 install -d -m 755 /etc/ssh/authorized_keys /run/gpu-dev  # root's: no user can redirect writes
 if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo
   command -v sudo >/dev/null || (apt-get update -qq && apt-get install -y -qq sudo)

@@ -1,6 +1,8 @@
 """The disks' EBS resources: the tags that say whose disk a volume or snapshot is, and the
 paginated listings every disk service reads them with (the reconciler, the disk jobs, the
-purge). Tag names are the reference's (`gpu-dev-user`, `disk_name`, older `disk-name`)."""
+purge, the lifecycle). This module owns the tag vocabulary: tag names are the reference's
+(`gpu-dev-user`, `disk_name`, older `disk-name`); everything we make is tagged with
+`disk_tags` and every search by name accepts both name keys (`disk_name_of`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 USER_TAG = "gpu-dev-user"
 NAME_TAGS = ("disk_name", "disk-name")  # the first is written; either is read
+RESERVATION_TAG = "reservation-id"
 DELETE_DATE_TAG = "delete-date"
 MARKED_DELETED_TAG = "marked-deleted-at"
 GPU_DEV_TAG_FILTER = [{"Name": "tag-key", "Values": [USER_TAG]}]
@@ -20,6 +23,21 @@ def tags_of(resource: dict[str, Any]) -> dict[str, str]:
 
 def disk_name_of(tags: dict[str, str]) -> str | None:
     return next((tags[key] for key in NAME_TAGS if tags.get(key)), None)
+
+
+def name_tag(user_id: str, disk_name: str) -> str:
+    """The `Name` tag of a disk's volumes and snapshots."""
+    return f"gpu-dev-disk-{user_id}-{disk_name}"
+
+
+def disk_tags(user_id: str, disk_name: str, reservation_id: str) -> list[dict[str, str]]:
+    """The tags of every volume and snapshot made for a disk (at creation, in one request)."""
+    return [
+        {"Key": USER_TAG, "Value": user_id},
+        {"Key": NAME_TAGS[0], "Value": disk_name},
+        {"Key": RESERVATION_TAG, "Value": reservation_id},
+        {"Key": "Name", "Value": name_tag(user_id, disk_name)},
+    ]
 
 
 def _pages(ec2: Any, operation: str, key: str, page_size: int, **kwargs: Any) -> Iterator[Any]:

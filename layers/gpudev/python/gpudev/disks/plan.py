@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from gpudev.disks.ebs import USER_TAG, disk_name_of
 from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,8 @@ def _uuid(value: str | None) -> uuid.UUID | None:
 def parse_volume(raw: dict[str, Any]) -> Volume | None:
     """A gpu-dev volume, or None (with a warning) when its identifying tags are missing."""
     tags = _tags(raw)
-    disk_name = tags.get("disk-name") or tags.get("disk_name")
-    user_id = tags.get("gpu-dev-user")
+    disk_name = disk_name_of(tags)
+    user_id = tags.get(USER_TAG)
     if not disk_name or not user_id:
         log.warning(
             "skipping volume %s: it needs disk-name/disk_name and gpu-dev-user tags",
@@ -113,8 +114,8 @@ def summarize_snapshots(
     summary: dict[tuple[str, str], Snapshots] = {}
     for raw in raw_snapshots:
         tags = _tags(raw)
-        disk_name = tags.get("disk_name") or tags.get("disk-name")
-        user_id = tags.get("gpu-dev-user")
+        disk_name = disk_name_of(tags)
+        user_id = tags.get(USER_TAG)
         if not disk_name or not user_id:
             continue
         current = summary.get((user_id, disk_name), Snapshots())

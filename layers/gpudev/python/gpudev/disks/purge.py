@@ -4,7 +4,9 @@ whose `delete_date` has come are deleted, then its row. Plan + apply, like the r
 the run in `reconciler_runs` as `disk_purge`.
 
 Never before the date: only rows with `delete_date <= today` are read, and a snapshot whose
-own `delete-date` tag says a later day is left (counted `snapshots_not_due`). A snapshot
+own `delete-date` tag says a later day, or that carries no `delete-date` yet (the delete
+job has not tagged it; the purge's role may only delete snapshots that carry it), is left
+(counted `snapshots_not_due`) and keeps its disk's row. A snapshot
 EBS will not delete (used by an AMI: `InvalidSnapshot.InUse`, or any other refusal) is
 reported and keeps its disk's row, so the next run tries again; one already gone counts as
 deleted. The row goes only when none of its snapshots is left. `today` is injected (the
@@ -65,7 +67,7 @@ def plan_purge(due: Iterable[Disk], snapshots: Iterable[dict[str, Any]], today: 
             continue
         plan.statistics["snapshots_found"] += 1
         tagged_for = tags.get(DELETE_DATE_TAG)
-        if tagged_for is not None and tagged_for > today.isoformat():
+        if tagged_for is None or tagged_for > today.isoformat():
             plan.statistics["snapshots_not_due"] += 1
             plan.kept.add(disk_id)
             continue

@@ -57,8 +57,8 @@ class DiskContent(BaseModel):
     def of(cls, disk: Disk) -> DiskContent:
         if disk.content_listing is None:
             message = (
-                "no listing yet: one is recorded when a reservation using the disk ends "
-                "and its snapshot completes"
+                "no listing yet: listings of a disk's contents are not recorded yet "
+                "(planned: at the end of each reservation using it)"
             )
         else:
             message = f"contents as of the snapshot of {disk.last_snapshot_at}"

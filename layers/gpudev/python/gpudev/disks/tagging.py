@@ -24,6 +24,7 @@ from gpudev.disks.ebs import (
     NAME_TAGS,
     USER_TAG,
     disk_name_of,
+    name_tag,
     tags_of,
 )
 from gpudev.models import Disk
@@ -43,18 +44,14 @@ class TagPlan:
         return not self.set_tags and not self.clear_deleted
 
 
-def _name_tag(user_id: str, name: str) -> str:
-    return f"gpu-dev-disk-{user_id}-{name}"
-
-
 def _renamed(disk: Disk, tags: dict[str, str]) -> dict[str, str]:
     old = disk.tagged_name
     if old is None or disk_name_of(tags) != old:
         return {}
     keys = [key for key in NAME_TAGS if tags.get(key) == old] or [NAME_TAGS[0]]
     changes = dict.fromkeys(keys, disk.disk_name)
-    if tags.get("Name") == _name_tag(disk.user_id, old):
-        changes["Name"] = _name_tag(disk.user_id, disk.disk_name)
+    if tags.get("Name") == name_tag(disk.user_id, old):
+        changes["Name"] = name_tag(disk.user_id, disk.disk_name)
     return changes
 
 

@@ -3,9 +3,14 @@ lives in the disk's latest completed snapshot; a granted reservation gets a fres
 from it (empty on first use) in its node's zone, and on its ending the volume is
 snapshotted, then deleted once the snapshot completed.
 
-Everything is found by tags before anything is made, so a task that crashed mid-step and is
-run again finds the volume or snapshot it made instead of making another. The tags are the
-ones the EBS disk reconciler reads (`gpudev/disks/plan.py`)."""
+The volume is created with the reservation id as `ClientToken`, so a take retried after
+EC2 made the volume gets the same volume back (EC2's idempotency; describe is eventually
+consistent, so a search by tags alone could miss it), and its id is recorded on the disk's
+row (`disks.held_volume_id`): every later step acts on that volume, not on whatever a
+search lists first. Snapshots are found by the reservation tag and that volume's id. The
+disk's previous snapshots are found by the user tag and either name tag (`disk_name`,
+older `disk-name`), under the disk's name or the name its tags still carry while a rename
+has not reached them (`tagged_name`). The tag vocabulary is `gpudev/disks/ebs.py`'s."""
 
 from __future__ import annotations
 
@@ -15,9 +20,8 @@ from uuid import UUID
 
 from botocore.exceptions import ClientError
 
-USER_TAG = "gpu-dev-user"
-DISK_TAG = "disk-name"
-RESERVATION_TAG = "reservation-id"
+from gpudev.disks.ebs import RESERVATION_TAG, USER_TAG, disk_name_of, disk_tags, tags_of
+
 DEFAULT_SIZE_GB = 1024
 # Volumes and snapshots that still count: a deleted one, or a failed snapshot handled
 # already (deleted after its reason was recorded), does not.
@@ -27,28 +31,31 @@ _LIVE_SNAPSHOT = ["pending", "completed", "error"]
 
 @dataclass(frozen=True)
 class DiskRef:
-    """Which disk, for whom: the tags of everything made for it."""
+    """Which disk, for whom: the tags of everything made for it, the names its resources
+    may carry, and the volume made for the reservation once recorded."""
 
     user_id: str
     disk_name: str
     reservation_id: UUID
+    tagged_name: str | None = None
+    volume_id: str | None = None
+
+    @property
+    def names(self) -> set[str]:
+        return {self.disk_name} | ({self.tagged_name} if self.tagged_name else set())
 
     def tags(self) -> list[dict[str, str]]:
-        return [
-            {"Key": USER_TAG, "Value": self.user_id},
-            {"Key": DISK_TAG, "Value": self.disk_name},
-            {"Key": RESERVATION_TAG, "Value": str(self.reservation_id)},
-            {"Key": "Name", "Value": f"gpu-dev-{self.user_id}-{self.disk_name}"},
-        ]
+        return disk_tags(self.user_id, self.disk_name, str(self.reservation_id))
+
+    def is_ours(self, resource: dict[str, Any]) -> bool:
+        tags = tags_of(resource)
+        return tags.get(USER_TAG) == self.user_id and disk_name_of(tags) in self.names
 
     def of_reservation(self) -> list[dict[str, Any]]:
         return [{"Name": f"tag:{RESERVATION_TAG}", "Values": [str(self.reservation_id)]}]
 
-    def of_disk(self) -> list[dict[str, Any]]:
-        return [
-            {"Name": f"tag:{USER_TAG}", "Values": [self.user_id]},
-            {"Name": f"tag:{DISK_TAG}", "Values": [self.disk_name]},
-        ]
+    def of_user(self) -> list[dict[str, Any]]:
+        return [{"Name": f"tag:{USER_TAG}", "Values": [self.user_id]}]
 
 
 class DiskVolumes:
@@ -56,20 +63,32 @@ class DiskVolumes:
         self._ec2 = ec2
 
     def volume(self, disk: DiskRef) -> dict[str, Any] | None:
-        """The reservation's volume of this disk, if it made one and it is not deleted."""
+        """The reservation's volume of this disk, if it made one and it is not deleted: the
+        recorded one, or before it is recorded the one tagged with the reservation."""
+        if disk.volume_id is not None:
+            try:
+                volumes = self._ec2.describe_volumes(VolumeIds=[disk.volume_id])["Volumes"]
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "InvalidVolume.NotFound":
+                    raise
+                return None
+            live = [v for v in volumes if v["State"] in _LIVE_VOLUME]
+            return live[0] if live else None
         volumes = self._ec2.describe_volumes(
             Filters=[*disk.of_reservation(), {"Name": "status", "Values": _LIVE_VOLUME}]
         )["Volumes"]
-        mine = [v for v in volumes if _tag(v, DISK_TAG) == disk.disk_name]
+        mine = sorted((v for v in volumes if disk.is_ours(v)), key=lambda v: v["CreateTime"])
         return mine[0] if mine else None
 
     def latest_snapshot(self, disk: DiskRef) -> dict[str, Any] | None:
         """The disk's newest completed snapshot, whichever reservation made it."""
-        snapshots = self._ec2.describe_snapshots(
+        paginator = self._ec2.get_paginator("describe_snapshots")
+        pages = paginator.paginate(
             OwnerIds=["self"],
-            Filters=[*disk.of_disk(), {"Name": "status", "Values": ["completed"]}],
-        )["Snapshots"]
-        return max(snapshots, key=lambda s: s["StartTime"], default=None)
+            Filters=[*disk.of_user(), {"Name": "status", "Values": ["completed"]}],
+        )
+        mine = [s for page in pages for s in page["Snapshots"] if disk.is_ours(s)]
+        return max(mine, key=lambda s: s["StartTime"], default=None)
 
     def create_volume(self, disk: DiskRef, zone: str, size_gb: int | None) -> dict[str, Any]:
         """A gp3 volume in `zone`, from the latest completed snapshot (empty on first use)."""
@@ -81,17 +100,22 @@ class DiskVolumes:
             Size=size,
             VolumeType="gp3",
             TagSpecifications=[{"ResourceType": "volume", "Tags": disk.tags()}],
+            ClientToken=str(disk.reservation_id),
             **extra,
         )
         return created
 
-    def snapshot(self, disk: DiskRef) -> dict[str, Any] | None:
-        """The snapshot this reservation made of the disk (not one handled as failed)."""
+    def snapshot(self, disk: DiskRef, volume_id: str) -> dict[str, Any] | None:
+        """The snapshot this reservation made of its volume (not one handled as failed)."""
         snapshots = self._ec2.describe_snapshots(
             OwnerIds=["self"],
-            Filters=[*disk.of_reservation(), {"Name": "status", "Values": _LIVE_SNAPSHOT}],
+            Filters=[
+                *disk.of_reservation(),
+                {"Name": "volume-id", "Values": [volume_id]},
+                {"Name": "status", "Values": _LIVE_SNAPSHOT},
+            ],
         )["Snapshots"]
-        mine = [s for s in snapshots if _tag(s, DISK_TAG) == disk.disk_name]
+        mine = [s for s in snapshots if disk.is_ours(s)]
         return max(mine, key=lambda s: s["StartTime"], default=None)
 
     def create_snapshot(self, disk: DiskRef, volume_id: str) -> dict[str, Any]:
@@ -115,7 +139,3 @@ class DiskVolumes:
         except ClientError as exc:  # gone already: what we wanted
             if exc.response.get("Error", {}).get("Code") != gone:
                 raise
-
-
-def _tag(resource: dict[str, Any], key: str) -> str | None:
-    return next((t["Value"] for t in resource.get("Tags", []) if t["Key"] == key), None)

@@ -12,7 +12,8 @@ relay). So the consumer reads the committed row and acts only on what it says:
 - reservation changed: only if the row has a change not applied yet (`change_generation >
   applied_generation`); wake an active execution so it applies the row at once; earlier
   states read the row when they provision and activate.
-- disk operations: acknowledged; the disk lifecycle acts on them.
+
+Disk jobs never come here: the handler gives them to `gpudev/disks/operations.py`.
 """
 
 from __future__ import annotations
@@ -23,13 +24,7 @@ from typing import Any
 import psycopg
 from botocore.exceptions import ClientError
 
-from gpudev.jobs import (
-    CancelReservationJob,
-    CreateReservationJob,
-    DiskJob,
-    Job,
-    ReservationChangedJob,
-)
+from gpudev.jobs import CancelReservationJob, CreateReservationJob, ReservationChangedJob
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
@@ -43,14 +38,12 @@ class JobConsumer:
         self._signals = Signals(stepfunctions)
         self._state_machine_arn = state_machine_arn
 
-    def handle(self, job: Job) -> str:
+    def handle(
+        self, job: CreateReservationJob | CancelReservationJob | ReservationChangedJob
+    ) -> str:
         if isinstance(job, CreateReservationJob):
             return self._create(job)
-        if isinstance(job, CancelReservationJob | ReservationChangedJob):
-            return self._wake(job)
-        assert isinstance(job, DiskJob)
-        logger.info("disk job acknowledged", extra={"job": job.model_dump(mode="json")})
-        return "acknowledged"
+        return self._wake(job)
 
     def _create(self, job: CreateReservationJob) -> str:
         reservation = self._reservations.get(job.reservation_id)

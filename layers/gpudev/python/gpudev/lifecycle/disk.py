@@ -7,13 +7,16 @@ it (`mount_home`). Ended (after tear down deleted the pod and the claim): `save_
 until the pod is gone and the volume detached, snapshots it and polls the snapshot until it
 completes (a failed one: reason recorded on the disk, snapshot dropped, tried again later,
 the volume kept); `release_disk` deletes the volume (only after its snapshot completed) and
-frees the disk. The state machine does the waiting (Wait states), never a Lambda. Every
-step finds what an earlier attempt made (by tags) before making anything.
+frees the disk. The state machine does the waiting (Wait states), never a Lambda. The
+volume is created with the reservation id as ClientToken and recorded on the disk's row
+(`held_volume_id`); every later step acts on that volume and finds its snapshot (by the
+reservation tag and the volume id) before making one.
 
 When the execution died (stopped, `Disk not saved`, `TearDownFailed`), the sweeper calls
 `save_for_the_sweeper` once a run: the same two steps, advanced as far as they go now
-(snapshot requested, completed, volume deleted, freed), the state being EC2's, found by
-tags, so a run that crashed mid-step is simply run again.
+(snapshot requested, completed, volume deleted, freed), the state being EC2's, found through
+the recorded volume and the reservation tag, so a run that crashed mid-step is simply run
+again.
 """
 
 from __future__ import annotations
@@ -44,7 +47,13 @@ _BUSY_ATTACHMENT = frozenset({"attaching", "attached", "detaching", "busy"})
 
 
 def _ref(reservation: Reservation, disk: Disk) -> DiskRef:
-    return DiskRef(disk.user_id, disk.disk_name, reservation.reservation_id)
+    return DiskRef(
+        disk.user_id,
+        disk.disk_name,
+        reservation.reservation_id,
+        tagged_name=disk.tagged_name,
+        volume_id=disk.held_volume_id,
+    )
 
 
 def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
@@ -58,14 +67,17 @@ def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
     if disk is None:
         return TakeDiskOutput(outcome="in_use", reason=_not_taken(holds, reservation))
     ref = _ref(reservation, disk)
-    if lc.volumes.volume(ref) is None:
+    volume = lc.volumes.volume(ref)
+    if volume is None:
         node = lc.rows.placements(reservation.reservation_id)[0].node_name
         zone = PersistentVolumes(lc.api_client).zone_of(node)
-        created = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
         logger.info(
             "disk volume created",
-            extra={"volume": created["VolumeId"], "zone": zone, "from": created.get("SnapshotId")},
+            extra={"volume": volume["VolumeId"], "zone": zone, "from": volume.get("SnapshotId")},
         )
+    if disk.held_volume_id != volume["VolumeId"]:
+        holds.record_volume(reservation.reservation_id, volume["VolumeId"])
     return TakeDiskOutput(outcome="creating")
 
 
@@ -133,7 +145,7 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
-    snapshot = lc.volumes.snapshot(ref)
+    snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
         logger.info("disk snapshot started", extra={"snapshot": snapshot["SnapshotId"]})
@@ -162,7 +174,7 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     ref = _ref(reservation, disk)
     volume = lc.volumes.volume(ref)
     if volume is not None:
-        snapshot = lc.volumes.snapshot(ref)
+        snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
         saved = snapshot is not None and snapshot["State"] == "completed"
         if reservation.pod_name is not None and not saved:
             raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")

@@ -39,6 +39,11 @@ class DiskHoldsRepository:
     def record_error(self, reservation_id: UUID, error: str) -> Disk | None:
         return self._one("record_error", {"reservation_id": reservation_id, "error": error})
 
+    def record_volume(self, reservation_id: UUID, volume_id: str) -> Disk | None:
+        return self._one(
+            "record_volume", {"reservation_id": reservation_id, "volume_id": volume_id}
+        )
+
     def free(self, reservation_id: UUID, content_listing: str | None) -> Disk | None:
         """None if `reservation_id` holds no disk (freed already)."""
         return self._one(

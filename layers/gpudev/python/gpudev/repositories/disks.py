@@ -60,16 +60,18 @@ class DisksRepository:
             {"user_id": user_id, "include_deleted": include_deleted},
         )
 
-    def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> DiskRequested:
-        """DiskNameTaken if the user has a disk of that name."""
+    def request_create(
+        self, user_id: str, disk_name: str, size_gb: int | None
+    ) -> DiskRequested | None:
+        """DiskNameTaken if the user has a disk of that name; None if the name is still the
+        `tagged_name` of another of the user's disks."""
         with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(
-                query("disks/request_create"),
-                {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
-            ).fetchone()
-        requested = _requested(row)
-        assert requested is not None
-        return requested
+            return _requested(
+                cur.execute(
+                    query("disks/request_create"),
+                    {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
+                ).fetchone()
+            )
 
     def request_delete(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, already deleted or in use."""

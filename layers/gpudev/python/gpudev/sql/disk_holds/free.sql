@@ -3,6 +3,7 @@
 UPDATE disks SET
     reservation_id = NULL,
     lifecycle_error = NULL,
+    held_volume_id = NULL,
     content_listing = coalesce(%(content_listing)s, content_listing)
 WHERE reservation_id = %(reservation_id)s
 RETURNING *

@@ -1,6 +1,7 @@
 -- With the outbox row of its disk job, in the same statement (sent after commit); no row
 -- when the disk is gone, deleted or in use: held by a reservation (in_use) or named by a
--- live one. disks_user_disk_name_key refuses a taken name. `tagged_name` keeps the name
+-- live one, or when the new name is still on the EBS tags of another disk renamed from it.
+-- disks_user_disk_name_key refuses a taken name. `tagged_name` keeps the name
 -- the EBS tags still carry (the oldest one, if an earlier rename has not reached them).
 WITH changed AS (
     UPDATE disks SET
@@ -14,6 +15,11 @@ WITH changed AS (
           SELECT FROM reservations r
           WHERE r.user_id = %(user_id)s AND r.disk_name = %(disk_name)s
             AND r.status IN ('pending', 'queued', 'preparing', 'active')
+      )
+      AND NOT EXISTS (
+          SELECT FROM disks other
+          WHERE other.user_id = %(user_id)s AND other.tagged_name = %(new_name)s
+            AND other.disk_name <> %(disk_name)s
       )
     RETURNING *
 )
