@@ -41,7 +41,8 @@ class Route:
 
 
 # Every route of functions/api/handler.py but the public GET /health, in an order the owner
-# can run them all (changes before the cancel, the rename before the delete).
+# can run them all (changes before the cancel, the rename before the delete, the restore
+# after it).
 ROUTES = (
     Route("GET", "/v1/me"),
     Route("GET", "/v1/gpu/availability"),
@@ -61,8 +62,10 @@ ROUTES = (
     Route("GET", "/v1/disks"),
     Route("POST", "/v1/disks", {"disk_name": "matrix-new"}),
     Route("GET", "/v1/disks/{disk}", per_resource=True),
+    Route("GET", "/v1/disks/{disk}/content", per_resource=True),
     Route("POST", "/v1/disks/{disk}/rename", {"new_name": "{disk}-2"}, per_resource=True),
     Route("DELETE", "/v1/disks/{disk}-2", per_resource=True),
+    Route("POST", "/v1/disks/{disk}-2/restore", per_resource=True),
 )
 
 
