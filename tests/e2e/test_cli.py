@@ -205,8 +205,7 @@ def test_the_reserve_picker_lists_disks_and_offers_to_go_on_without_one_in_use(r
     holder = _json(run("-o", "json", "reserve", "-t", "t4", "-h", "1", "--no-wait"))
     with psycopg.connect(local_cloud.database_url) as conn:
         conn.execute(
-            "UPDATE disks SET reservation_id = %s WHERE user_id = 'alice'"
-            " AND disk_name = %s",
+            "UPDATE disks SET reservation_id = %s WHERE user_id = 'alice' AND disk_name = %s",
             (holder["reservation_id"], busy),
         )
     args = ("-o", "json", "reserve", "-t", "t4", "-g", "1", "-h", "1", "--no-wait")
