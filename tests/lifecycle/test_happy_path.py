@@ -56,8 +56,9 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     history = execution_history(local_cloud, rid)
     assert history[:3] == ["Validate request", "Queue, cancel or done?", "Wait for capacity"]
     assert "Provision" in history and "Take the disk" in history  # no disk: "none"
-    assert history[-5:] == [
+    assert history[-6:] == [
         "Tear down",
+        "No failed snapshot yet",
         "Save the disk",
         "Disk saved?",
         "How did it end?",
