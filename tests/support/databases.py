@@ -41,7 +41,8 @@ def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
         )
         conn.execute(
             "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count,"
-            " duration_hours) VALUES (%s, 'alice', 't4', 1, 1) ON CONFLICT DO NOTHING",
+            " duration_hours, github_user) VALUES (%s, 'alice', 't4', 1, 1, 'octocat')"
+            " ON CONFLICT DO NOTHING",
             (reservation_id,),
         )
 

@@ -29,10 +29,14 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     keys = lc.keys_secret(reservation)
     if not keys["stringData"]["authorized_keys"]:
         # Checked before any object exists: nobody could log in, so nothing is created.
+        user = reservation.github_user
         raise Permanent(
-            f"no SSH keys to install: GitHub user {reservation.github_user!r} has no public "
-            f"keys (https://github.com/{reservation.github_user}.keys), or GitHub did not "
-            "answer; add a key on GitHub and reserve again"
+            f"no SSH keys to install: GitHub user {user!r} has no public keys "
+            f"(https://github.com/{user}.keys), or GitHub did not answer; add a key on GitHub "
+            "and reserve again"
+            if user
+            else "no SSH keys to install: the reservation names no GitHub user; set one with "
+            "`gpu-dev config set github_user NAME` and reserve again"
         )
     cluster = lc.objects(reservation)
     cluster.create(objects.network_policy(reservation))
