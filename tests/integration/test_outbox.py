@@ -12,37 +12,13 @@ import psycopg
 import pytest
 
 from gpudev.db.queries import query
-from gpudev.errors import Unavailable
-from gpudev.identity import caller_from_arn
 from gpudev.jobs import AnyJob, CancelReservationJob, CreateReservationJob, ReservationChangedJob
 from gpudev.lifecycle.consumer import JobConsumer
 from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReservationsRepository
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import set_jupyter, submit_reservation
-
-ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-
-
-class RecordingQueue:
-    def __init__(self, on_send: Any = None) -> None:
-        self.sent: list[AnyJob] = []
-        self._on_send = on_send
-
-    def send(self, job: AnyJob) -> str:
-        if self._on_send is not None:
-            self._on_send(job)
-        self.sent.append(job)
-        return "message-id"
-
-
-class RefusingQueue:
-    def __init__(self) -> None:
-        self.tries = 0
-
-    def send(self, job: AnyJob) -> str:
-        self.tries += 1
-        raise Unavailable("the jobs queue did not accept the request")
+from tests.support.submitters import ALICE, RecordingQueue, RefusingQueue
 
 
 class RecordingStepFunctions:
