@@ -27,10 +27,16 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from cdk_app.access import ApiAccess
+from cdk_app.dashboard import build_dashboard
 from cdk_app.declaration import (
+    ALLOCATOR,
+    AVAILABILITY_UPDATER,
     DEPLOYMENT,
+    DISK_PURGE,
+    DISK_RECONCILER,
     METRICS_NAMESPACE,
     MIGRATE,
+    SWEEPER,
     Deployment,
     FunctionSpec,
     QueueSpec,
@@ -79,10 +85,8 @@ class GpuDevStack(Stack):
         self.functions = {spec.name: self._function(spec) for spec in deployment.functions}
         self._migrate_on_deploy()
         self._rest_api(deployment)
-        for queue in deployment.queues:
-            self._queue(queue, deployment)
-        for machine in deployment.state_machines:
-            self._state_machine(machine)
+        self.dead_letter_queues = [self._queue(queue, deployment) for queue in deployment.queues]
+        self.state_machines = [self._state_machine(spec) for spec in deployment.state_machines]
         self._state_machine_grants(deployment)
         for schedule in deployment.schedules:
             events.Rule(
@@ -91,6 +95,18 @@ class GpuDevStack(Stack):
                 schedule=events.Schedule.expression(schedule.expression),
                 targets=[targets.LambdaFunction(self.functions[schedule.target])],
             )
+        build_dashboard(
+            self,
+            rest_api=self.rest_api,
+            functions={
+                spec.deployed_name: self.functions[spec.name] for spec in deployment.functions
+            },
+            state_machines=self.state_machines,
+            dead_letter_queues=self.dead_letter_queues,
+            allocator=ALLOCATOR.deployed_name,
+            availability_updater=AVAILABILITY_UPDATER.deployed_name,
+            reconcilers=[spec.deployed_name for spec in (DISK_RECONCILER, DISK_PURGE, SWEEPER)],
+        )
 
     def _alarm_topic(self) -> None:
         """Every alarm notifies one SNS topic (encrypted with a key CloudWatch may use);
@@ -352,7 +368,8 @@ class GpuDevStack(Stack):
             )
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)
 
-    def _queue(self, spec: QueueSpec, deployment: Deployment) -> None:
+    def _queue(self, spec: QueueSpec, deployment: Deployment) -> sqs.Queue:
+        """The queue, its dead-letter queue (returned) and the alarm on it."""
         name = spec.name
         dead_letters = sqs.Queue(
             self,
@@ -395,8 +412,9 @@ class GpuDevStack(Stack):
                 function = self.functions[sender.name]
                 function.add_environment(spec.url_variable, queue.queue_url)
                 queue.grant_send_messages(function)
+        return dead_letters
 
-    def _state_machine(self, spec: StateMachineSpec) -> None:
+    def _state_machine(self, spec: StateMachineSpec) -> sfn.StateMachine:
         name = spec.name
         state_machine = sfn.StateMachine(
             self,
@@ -435,6 +453,7 @@ class GpuDevStack(Stack):
                 "TearDownFailed, or StopExecution); the sweeper cleans up after it",
                 metric(period=ALARM_PERIOD, statistic="Sum"),
             )
+        return state_machine
 
     def _state_machine_grants(self, deployment: Deployment) -> None:
         """Starters and token senders, by ARNs built from the fixed names: referencing the

@@ -20,6 +20,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         report = lifecycle(conn).allocate()
     metrics.add_metric("Granted", MetricUnit.Count, len(report.granted))
     metrics.add_metric("Queued", MetricUnit.Count, report.queued)
+    for waited in report.granted_waits:  # one value per grant: the dashboard's percentiles
+        metrics.add_metric("QueueWaitSeconds", MetricUnit.Seconds, waited)
     return {
         "nodes": report.nodes,
         "queued": report.queued,

@@ -12,7 +12,7 @@ from gpudev.availability.service import update_availability
 from gpudev.aws import aws_clients
 from gpudev.cluster.eks import cluster_api_client
 from gpudev.db.pool import connection
-from gpudev.observability import logger, metrics
+from gpudev.observability import add_gpu_type_metrics, logger, metrics
 from gpudev.signals import Signals
 
 
@@ -30,8 +30,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     metrics.add_metric("KubernetesReachable", MetricUnit.Count, int(run.kubernetes_reachable))
     for result in run.results:
-        metrics.add_metric(
-            f"AvailableGpus_{result.gpu_type}", MetricUnit.Count, result.available_gpus
+        add_gpu_type_metrics(
+            result.gpu_type,
+            available=result.available_gpus,
+            in_use=result.total_cluster_gpus - result.available_gpus,
         )
     metrics.add_metric("PodHealthEndings", MetricUnit.Count, run.endings_woken)
     logger.info("availability updated", extra={"statistics": run.statistics})

@@ -59,3 +59,24 @@ def test_a_throttled_signal_is_logged_and_retried_by_the_next_pass(fresh_databas
         signals.throttled = ""
         report = Allocator(conn, signals, LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
         assert signals.woken == ["second", "first"] and report.signalled == 1
+
+
+def test_the_pass_reports_how_long_each_granted_reservation_waited(fresh_database):
+    """The dashboard's queue wait (QueueWaitSeconds, one value per grant) by the database's
+    clock: a reservation submitted 90 s ago waited about 90 s; one still queued is not one."""
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        waited, fresh, left = _queue(conn, "waited"), _queue(conn, "fresh"), _queue(conn, "left")
+        conn.execute(
+            "UPDATE reservations SET created_at = now() - interval '90 seconds'"
+            " WHERE reservation_id = %s",
+            (waited,),
+        )
+        conn.execute(
+            "UPDATE reservations SET created_at = now() + interval '1 second'"
+            " WHERE reservation_id = %s",
+            (left,),
+        )
+        report = Allocator(conn, ThrottledFor(""), LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
+        assert report.granted == [waited, fresh]  # FIFO: two nodes, the newest stays queued
+        assert 90 <= report.granted_waits[0] < 120 and 0 <= report.granted_waits[1] < 30

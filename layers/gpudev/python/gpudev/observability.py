@@ -8,11 +8,12 @@ valid metrics. Tracer disables itself outside Lambda.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 METRICS_NAMESPACE = "GpuDev"
 
@@ -29,3 +30,19 @@ def add_run_metrics(outcome: str, statistics: Mapping[str, int]) -> None:
     metrics.add_metric("RunSkipped", MetricUnit.Count, int(outcome == "skipped"))
     for name, value in statistics.items():
         metrics.add_metric(name, MetricUnit.Count, value)
+
+
+def add_gpu_type_metrics(gpu_type: str, available: int, in_use: int) -> None:
+    """GpusAvailable and GpusInUse of one GPU type, with dimensions `service` and `gpu_type`
+    (the dashboard draws one line per type with a SEARCH): written at once, as one metric
+    set per type, since a Metrics object's dimensions apply to all its metrics."""
+    service = os.environ.get("POWERTOOLS_SERVICE_NAME", "service_undefined")
+    for name, value in (("GpusAvailable", available), ("GpusInUse", in_use)):
+        with single_metric(
+            name=name,
+            unit=MetricUnit.Count,
+            value=value,
+            namespace=METRICS_NAMESPACE,
+            default_dimensions={"service": service},
+        ) as metric:
+            metric.add_dimension("gpu_type", gpu_type)

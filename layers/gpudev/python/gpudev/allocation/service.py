@@ -52,6 +52,8 @@ class AllocatorReport:
     nodes: int = 0
     queued: int = 0
     granted: list[UUID] = field(default_factory=list)
+    # how long each granted reservation waited since it was submitted (the dashboard's wait)
+    granted_waits: list[float] = field(default_factory=list)
     signalled: int = 0
     released_dead: int = 0
     signal_failures: int = 0  # sends that failed for a transient reason: retried next pass
@@ -159,11 +161,14 @@ class Allocator:
                 )
                 holdings += released_pod_holdings(n.node_name, outside, now)
             holdings += [_holding(h, self._settings) for h in self._allocations.holdings()]
-            queue = [_request(q, self._settings) for q in self._allocations.queue()]
+            waiting = self._allocations.queue()
+            queue = [_request(q, self._settings) for q in waiting]
             decisions = plan(capacity, holdings, queue, now)
             self._write(decisions)
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [g.reservation_id for g in decisions.grants]
+        waited = {q.reservation_id: q.waiting_seconds for q in waiting}
+        report.granted_waits = [waited[r] for r in report.granted]
         self._signal(report)
         return report
 

@@ -62,6 +62,7 @@ class Queued:
     gpu_count: int
     total_nodes: int
     duration_hours: float
+    waiting_seconds: float  # since it was submitted, by the database's clock
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 -- Waiting for capacity: parked on a task token, not granted, not being cancelled; FIFO.
-SELECT reservation_id, gpu_type, gpu_count, total_nodes, duration_hours
+SELECT reservation_id, gpu_type, gpu_count, total_nodes, duration_hours,
+       extract(epoch FROM now() - created_at)::float8 AS waiting_seconds
 FROM reservations
 WHERE status = 'queued' AND granted_at IS NULL AND task_token IS NOT NULL
   AND cancel_requested_at IS NULL
