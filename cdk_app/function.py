@@ -22,6 +22,7 @@ class GpuDevFunction(lambda_.Function):
         layer: lambda_.ILayerVersion,
         environment: dict[str, str],
         vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: list[ec2.ISecurityGroup] | None = None,
     ):
         construct_id = f"{spec.name}Function"
@@ -45,9 +46,7 @@ class GpuDevFunction(lambda_.Function):
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             vpc=vpc,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-            if vpc
-            else None,
+            vpc_subnets=vpc_subnets if vpc else None,
             security_groups=security_groups,
             environment={
                 "POWERTOOLS_SERVICE_NAME": spec.deployed_name,

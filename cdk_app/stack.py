@@ -10,7 +10,6 @@ from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack, T
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -46,6 +45,7 @@ from cdk_app.declaration import (
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.nag import acknowledge_public_route
+from cdk_app.network import build_network
 from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR, RDS_CA_BUNDLE
 
 DATABASE_NAME = "gpudev"
@@ -149,25 +149,11 @@ class GpuDevStack(Stack):
         alarm.add_alarm_action(cloudwatch_actions.SnsAction(self.alarm_topic))
 
     def _network(self) -> None:
-        self.vpc = ec2.Vpc(
-            self,
-            "Network",
-            max_azs=2,
-            nat_gateways=1,
-            subnet_configuration=[
-                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC),
-                ec2.SubnetConfiguration(
-                    name="functions", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-                ),
-                ec2.SubnetConfiguration(
-                    name="database", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED
-                ),
-            ],
-            flow_logs={"all": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.REJECT)},
-        )
-        self.functions_security_group = ec2.SecurityGroup(
-            self, "FunctionsSecurityGroup", vpc=self.vpc, description="gpu-dev Lambda functions"
-        )
+        network = build_network(self)
+        self.vpc = network.vpc
+        self.function_subnets = network.function_subnets
+        self.database_subnets = network.database_subnets
+        self.functions_security_group = network.functions_security_group
 
     def _database(self) -> None:
         self.database = rds.DatabaseCluster(
@@ -182,7 +168,7 @@ class GpuDevStack(Stack):
             serverless_v2_min_capacity=0.5,
             serverless_v2_max_capacity=8,
             vpc=self.vpc,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+            vpc_subnets=self.database_subnets,
             storage_encrypted=True,
             iam_authentication=True,
             deletion_protection=True,
@@ -222,6 +208,7 @@ class GpuDevStack(Stack):
             layer=self.layer,
             environment=environment,
             vpc=self.vpc if spec.uses_database else None,
+            vpc_subnets=self.function_subnets,
             security_groups=[self.functions_security_group] if spec.uses_database else None,
         )
         if spec.uses_database and access is not None:
