@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # node 22 from npm (jsii warns on the machine's node 20), then the rest of PATH.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: help setup run test test-fast lint format synth rds-ca-bundle openapi layer-requirements bench clean
+.PHONY: help setup run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ synth: setup ## Synthesize the CDK app offline, run cfn-lint, print the template
 	$(CDK) synth --quiet
 	$(VENV)/bin/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
 	$(PY) -m cdk_app.summary cdk.out
+
+deploy-check: $(VENV)/.installed ## Check a real account's prerequisites before `cdk deploy` (ARGS='-c key=value --profile P')
+	$(PY) -m tools.deploy_check $(ARGS)
 
 rds-ca-bundle: ## Fetch the RDS CA bundle the layer ships (needs the internet; commit it)
 	mkdir -p layers/gpudev/certs

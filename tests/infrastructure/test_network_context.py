@@ -22,9 +22,7 @@ CLUSTER_VPC = {
 def _template(tmp_path: Path, extra: dict[str, Any]) -> Template:
     from cdk_app.app import build_app
 
-    _, stack = build_app(
-        outdir=str(tmp_path / "out"), context={**synth_context(tmp_path), **extra}
-    )
+    _, stack = build_app(outdir=str(tmp_path / "out"), context={**synth_context(tmp_path), **extra})
     return Template.from_stack(stack)
 
 

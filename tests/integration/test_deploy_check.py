@@ -1,0 +1,144 @@
+"""`make deploy-check` on the account side, against moto: an empty account lists every
+missing prerequisite; a prepared one passes; a network choice that does not match the
+cluster is caught. moto's EKS does not return `accessConfig`, so that one field is added at
+the boundary where a case needs it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tools.deploy_check import Context, Finding, check_aws, report
+
+REGION = "us-east-2"
+
+
+@pytest.fixture
+def aws() -> Iterator[Callable[[str], Any]]:
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        yield session.client
+
+
+class AccessEntries:
+    """moto's EKS client, with the authentication mode the real DescribeCluster returns."""
+
+    def __init__(self, eks: Any, mode: str):
+        self._eks, self._mode = eks, mode
+        self.exceptions = eks.exceptions
+
+    def describe_cluster(self, name: str) -> dict[str, Any]:
+        answer = self._eks.describe_cluster(name=name)
+        answer["cluster"]["accessConfig"] = {"authenticationMode": self._mode}
+        return answer
+
+
+def _with_access_entries(aws: Callable[[str], Any], mode: str) -> Callable[[str], Any]:
+    eks = AccessEntries(aws("eks"), mode)
+    return lambda service: eks if service == "eks" else aws(service)
+
+
+def _prepare(aws: Callable[[str], Any], *, public: bool = True) -> dict[str, str]:
+    ec2 = aws("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        zone: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"][
+            "SubnetId"
+        ]
+        for zone, cidr in (("us-east-2a", "10.0.1.0/24"), ("us-east-2b", "10.0.2.0/24"))
+    }
+    aws("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="27", Type="String")
+    aws("eks").create_cluster(
+        name="pytorch-gpu-dev-cluster",
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={
+            "subnetIds": list(subnets.values()),
+            "endpointPublicAccess": public,
+            "endpointPrivateAccess": True,
+        },
+    )
+    aws("autoscaling").create_launch_configuration(
+        LaunchConfigurationName="gpu", ImageId="ami-12c6146b", InstanceType="p5.48xlarge"
+    )
+    aws("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName="pytorch-gpu-dev-gpu-nodes-h100",
+        LaunchConfigurationName="gpu",
+        MinSize=0,
+        MaxSize=2,
+        VPCZoneIdentifier=subnets["us-east-2a"],
+    )
+    return {"vpc": vpc, **subnets}
+
+
+def _by_check(findings: list[Finding]) -> dict[str, Finding]:
+    return {finding.check: finding for finding in findings}
+
+
+def test_an_empty_account_says_what_is_missing(aws, capsys):
+    findings = list(check_aws(aws, Context({})))
+    checks = _by_check(findings)
+    assert checks["credentials"].ok
+    assert not checks["cdk bootstrap"].ok and "cdk bootstrap" in checks["cdk bootstrap"].detail
+    assert not checks["EKS cluster"].ok and "eksClusterName" in checks["EKS cluster"].detail
+    assert report(findings) == 1
+    assert "2 required prerequisite(s) missing" in capsys.readouterr().out
+
+
+def test_a_prepared_account_is_ready(aws, capsys):
+    _prepare(aws)
+    findings = list(check_aws(_with_access_entries(aws, "API_AND_CONFIG_MAP"), Context({})))
+    assert all(f.ok for f in findings), [f for f in findings if not f.ok]
+    assert "pytorch-gpu-dev-gpu-nodes-h100" in _by_check(findings)["node groups"].detail
+    assert report(findings) == 0 and "ready to deploy" in capsys.readouterr().out
+
+
+def test_a_cluster_without_access_entries_and_no_groups_fails(aws):
+    _prepare(aws)
+    aws("autoscaling").delete_auto_scaling_group(
+        AutoScalingGroupName="pytorch-gpu-dev-gpu-nodes-h100", ForceDelete=True
+    )
+    checks = _by_check(list(check_aws(_with_access_entries(aws, "CONFIG_MAP"), Context({}))))
+    access = checks["access entries"]
+    assert not access.ok and "API_AND_CONFIG_MAP" in access.detail
+    assert not checks["node groups"].ok
+
+
+def test_a_private_endpoint_needs_the_clusters_vpc(aws):
+    ids = _prepare(aws, public=False)
+    entries = _with_access_entries(aws, "API")
+    checks = _by_check(list(check_aws(entries, Context({}))))
+    assert not checks["EKS endpoint reachable"].ok
+    assert "gpudev:vpcId" in checks["EKS endpoint reachable"].detail
+
+    chosen = Context(
+        {
+            "gpudev:vpcId": ids["vpc"],
+            "gpudev:availabilityZones": ["us-east-2a", "us-east-2b"],
+            "gpudev:functionSubnetIds": f"{ids['us-east-2a']},{ids['us-east-2b']}",
+        }
+    )
+    checks = _by_check(list(check_aws(entries, chosen)))
+    assert checks["VPC choice"].ok, checks["VPC choice"]
+
+
+def test_subnets_outside_the_chosen_vpc_or_zones_are_named(aws):
+    ids = _prepare(aws)
+    other = aws("ec2").create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    stray = aws("ec2").create_subnet(
+        VpcId=other, CidrBlock="10.9.1.0/24", AvailabilityZone="us-east-2c"
+    )["Subnet"]["SubnetId"]
+    chosen = Context(
+        {
+            "gpudev:vpcId": ids["vpc"],
+            "gpudev:availabilityZones": ["us-east-2a", "us-east-2b"],
+            "gpudev:functionSubnetIds": [ids["us-east-2a"], stray],
+        }
+    )
+    finding = _by_check(list(check_aws(_with_access_entries(aws, "API"), chosen)))["VPC choice"]
+    assert not finding.ok
+    assert f"{stray} not in {ids['vpc']}" in finding.detail
+    assert "outside gpudev:availabilityZones" in finding.detail

@@ -1,0 +1,231 @@
+"""`make deploy-check`: before `cdk deploy`, check with the operator's own AWS credentials
+(the standard chain: AWS_PROFILE, SSO, environment) every prerequisite docs/deploy.md lists,
+and print what is missing. Exit status 1 when something required is missing.
+
+It reads the same CDK context as the deploy (cdk.json, then `-c key=value` overrides), so it
+checks the cluster and network the deploy will use. Read-only: describe/list calls only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CLUSTER = "pytorch-gpu-dev-cluster"
+GROUP_PREFIX = "pytorch-gpu-dev-"  # gpudev/availability/service.py counts these groups
+NAMESPACES = ("gpu-dev", "gpu-dev-profiling")  # deploy/kubernetes/namespace.yaml
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+MIN_BOOTSTRAP_VERSION = 6
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+@dataclass
+class Context:
+    values: dict[str, Any]
+
+    @property
+    def cluster_name(self) -> str:
+        return str(self.values.get("eksClusterName") or DEFAULT_CLUSTER)
+
+    def ids(self, key: str) -> list[str]:
+        raw = self.values.get(key)
+        if isinstance(raw, str):
+            raw = json.loads(raw) if raw.startswith("[") else raw.split(",")
+        return [str(item).strip() for item in raw or []]
+
+
+def load_context(overrides: list[str]) -> Context:
+    values = dict(json.loads((ROOT / "cdk.json").read_text()).get("context", {}))
+    for item in overrides:
+        key, separator, value = item.partition("=")
+        if not separator:
+            raise SystemExit(f"-c {item!r}: expected key=value")
+        values[key] = value
+    return Context(values)
+
+
+def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Finding]:
+    """The account side: credentials, CDK bootstrap, the cluster, the network choice, the
+    Auto Scaling groups the availability updater counts."""
+    identity = clients("sts").get_caller_identity()
+    yield Finding("credentials", True, f"{identity['Arn']} in account {identity['Account']}")
+    try:
+        version = clients("ssm").get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
+        ok = int(version) >= MIN_BOOTSTRAP_VERSION
+        yield Finding("cdk bootstrap", ok, f"version {version}" + ("" if ok else ": re-run it"))
+    except clients("ssm").exceptions.ParameterNotFound:
+        yield Finding("cdk bootstrap", False, "not bootstrapped: run `cdk bootstrap` once")
+    eks = clients("eks")
+    try:
+        cluster = eks.describe_cluster(name=context.cluster_name)["cluster"]
+    except eks.exceptions.ResourceNotFoundException:
+        yield Finding(
+            "EKS cluster",
+            False,
+            f"{context.cluster_name!r} not found in this region (context eksClusterName)",
+        )
+        return
+    status = cluster["status"]
+    yield Finding("EKS cluster", status == "ACTIVE", f"{cluster['name']}: {status}")
+    mode = (cluster.get("accessConfig") or {}).get("authenticationMode", "CONFIG_MAP")
+    yield Finding(
+        "access entries",
+        mode in ("API", "API_AND_CONFIG_MAP"),
+        f"authentication mode {mode}"
+        + ("" if mode != "CONFIG_MAP" else ": enable access entries (API_AND_CONFIG_MAP)"),
+    )
+    yield from _network(clients, context, cluster.get("resourcesVpcConfig") or {})
+    yield from _scaling_groups(clients("autoscaling"))
+
+
+def _network(
+    clients: Callable[[str], Any], context: Context, vpc_config: dict[str, Any]
+) -> Iterator[Finding]:
+    vpc_id = context.values.get("gpudev:vpcId")
+    private_only = not vpc_config.get("endpointPublicAccess", True)
+    if not vpc_id:
+        if private_only:
+            yield Finding(
+                "EKS endpoint reachable",
+                False,
+                "the cluster's endpoint is private: deploy into its VPC (context "
+                f"gpudev:vpcId={vpc_config.get('vpcId', '<its VPC>')} and subnets)",
+            )
+        else:
+            cidrs = vpc_config.get("publicAccessCidrs") or ["0.0.0.0/0"]
+            yield Finding(
+                "EKS endpoint reachable",
+                True,
+                "public endpoint"
+                + (
+                    ""
+                    if "0.0.0.0/0" in cidrs
+                    else f" limited to {cidrs}: add the stack's NAT address after the first deploy"
+                ),
+            )
+        return
+    if vpc_config.get("vpcId") and vpc_config["vpcId"] != vpc_id:
+        yield Finding(
+            "VPC choice", False, f"gpudev:vpcId is {vpc_id}, the cluster's is {vpc_config['vpcId']}"
+        )
+    subnet_ids = context.ids("gpudev:functionSubnetIds") + context.ids("gpudev:databaseSubnetIds")
+    ec2 = clients("ec2")
+    try:
+        subnets = ec2.describe_subnets(SubnetIds=subnet_ids)["Subnets"] if subnet_ids else []
+    except ec2.exceptions.ClientError as error:
+        yield Finding("VPC choice", False, f"subnets: {error.response['Error']['Message']}")
+        return
+    outside = sorted(s["SubnetId"] for s in subnets if s["VpcId"] != vpc_id)
+    zones = set(context.ids("gpudev:availabilityZones"))
+    elsewhere = sorted(s["SubnetId"] for s in subnets if s["AvailabilityZone"] not in zones)
+    problems = (
+        ([f"{', '.join(outside)} not in {vpc_id}"] if outside else [])
+        + ([f"{', '.join(elsewhere)} outside gpudev:availabilityZones"] if elsewhere else [])
+        + ([] if subnet_ids else ["no gpudev:functionSubnetIds"])
+    )
+    yield Finding(
+        "VPC choice", not problems, "; ".join(problems) or f"{len(subnets)} subnets in {vpc_id}"
+    )
+
+
+def _scaling_groups(autoscaling: Any) -> Iterator[Finding]:
+    names = [
+        group["AutoScalingGroupName"]
+        for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate()
+        for group in page["AutoScalingGroups"]
+        if group["AutoScalingGroupName"].startswith(GROUP_PREFIX)
+    ]
+    yield Finding(
+        "node groups",
+        bool(names),
+        ", ".join(sorted(names))
+        or f"no Auto Scaling group named {GROUP_PREFIX}gpu-nodes-<type>…: availability shows 0",
+    )
+
+
+def check_kubernetes(api_client: Any) -> Iterator[Finding]:
+    """The cluster side, as the operator: deploy/kubernetes/ applied, GPU nodes labelled."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    networking = client.NetworkingV1Api(api_client)
+    for namespace in NAMESPACES:
+        try:
+            core.read_namespace(namespace)
+            policies = networking.list_namespaced_network_policy(namespace).items
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            yield Finding(
+                f"namespace {namespace}", False, "missing: kubectl apply -f deploy/kubernetes/"
+            )
+            continue
+        yield Finding(
+            f"namespace {namespace}",
+            bool(policies),
+            f"{len(policies)} network policies"
+            if policies
+            else "no network policies: kubectl apply -f deploy/kubernetes/network-policies.yaml",
+        )
+    labelled = core.list_node(label_selector="GpuType").items
+    yield Finding(
+        "GPU nodes labelled",
+        bool(labelled),
+        f"{len(labelled)} nodes carry GpuType"
+        if labelled
+        else "no node carries the GpuType label the allocator schedules by",
+        required=False,
+    )
+
+
+def report(findings: list[Finding]) -> int:
+    width = max(len(f.check) for f in findings)
+    for finding in findings:
+        mark = "ok  " if finding.ok else ("FAIL" if finding.required else "warn")
+        print(f"{mark}  {finding.check:<{width}}  {finding.detail}")
+    missing = [f for f in findings if f.required and not f.ok]
+    print(f"\n{len(missing)} required prerequisite(s) missing" if missing else "\nready to deploy")
+    return 1 if missing else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make deploy-check", description=__doc__)
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--profile", help="an AWS profile (default: the standard chain)")
+    parser.add_argument("--region", help="the deployment's region (default: the profile's)")
+    parser.add_argument("--skip-kubernetes", action="store_true", help="check the AWS side only")
+    arguments = parser.parse_args(argv)
+    import boto3
+
+    session = boto3.Session(profile_name=arguments.profile, region_name=arguments.region)
+    context = load_context(arguments.context)
+    findings = list(check_aws(session.client, context))
+    cluster_ok = any(f.check == "EKS cluster" and f.ok for f in findings)
+    if cluster_ok and not arguments.skip_kubernetes:
+        sys.path.insert(0, str(ROOT / "layers" / "gpudev" / "python"))
+        from gpudev.aws import AwsClients
+        from gpudev.cluster.eks import kubernetes_api_client
+        from gpudev.settings import ClusterSettings
+
+        aws = AwsClients(session=session, region=session.region_name)
+        findings += check_kubernetes(
+            kubernetes_api_client(aws, ClusterSettings(eks_cluster_name=context.cluster_name))
+        )
+    return report(findings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
