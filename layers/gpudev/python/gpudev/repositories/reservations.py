@@ -19,7 +19,7 @@ from gpudev.models import (
     Usage,
     UserLimits,
 )
-from gpudev.repositories.outbox import Outboxed
+from gpudev.repositories.outbox import Outboxed, with_job
 
 
 class NamedDisk(BaseModel):
@@ -78,11 +78,8 @@ class Changed:
 
 
 def _changed(row: dict[str, Any] | None) -> Changed | None:
-    if row is None:
-        return None
-    job = Outboxed.from_row(row)
-    assert job is not None  # the statement returns a row only with its outbox row
-    return Changed(Reservation.model_validate(row), job)
+    changed = with_job(row, Reservation)
+    return Changed(*changed) if changed else None
 
 
 class ReservationsRepository:
