@@ -35,7 +35,7 @@ def fetch_value(database_url: str, statement: str, *params: Any) -> Any:
     """The first column of the first row `statement` returns (None without a row), read on
     a connection of its own: what a test checks in a local cloud's database."""
     with psycopg.connect(database_url) as conn:
-        row = conn.execute(statement, params).fetchone()  # type: ignore[call-overload]
+        row = conn.execute(statement, params).fetchone()
     return row[0] if row else None
 
 
