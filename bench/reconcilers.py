@@ -31,6 +31,7 @@ from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.postgres import EmbeddedPostgres
 from tests.support.counting import CountingConnection
+from tests.support.kubernetes import stand_in_api_client
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLUMES, SNAPSHOTS_PER_VOLUME, NODES, PODS = 10_000, 3, 1_000, 20_000
@@ -280,11 +281,7 @@ def bench_availability(admin_url: str) -> None:
 
     store, groups = cluster_data()
     server = KubernetesApiServer(store, "bench", lambda _key: "arn:aws:iam::1:user/bench").start()
-    configuration = client.Configuration()
-    configuration.host = server.url
-    configuration.api_key = {"authorization": _bench_token()}
-    configuration.api_key_prefix = {"authorization": "Bearer"}
-    api_client = client.ApiClient(configuration)
+    api_client = stand_in_api_client(server.url, "AKIABENCH")
     url = _fresh_database(admin_url, "bench_availability")
     core = client.CoreV1Api(api_client)
     # Warm-up: the client compiles its pydantic validators on each method's first call.
@@ -315,17 +312,6 @@ def bench_availability(admin_url: str) -> None:
     )
     _report(results, kubernetes=True)
     print(f"  naive / ours at +5ms: {results['naive +5ms'][0] / results['ours +5ms'][0]:.1f}x")
-
-
-def _bench_token() -> str:
-    import base64
-
-    url = (
-        "https://sts.us-east-2.amazonaws.com/?Action=GetCallerIdentity&X-Amz-Credential="
-        "AKIABENCH%2F20260101%2Fus-east-2%2Fsts%2Faws4_request&X-Amz-SignedHeaders="
-        "host%3Bx-k8s-aws-id&X-Amz-Signature=00"
-    )
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
 def _report(results: dict[str, tuple], kubernetes: bool = False) -> None:

@@ -13,40 +13,28 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
 from localcloud.stack import LocalCloud, Options
 from tests.e2e.fixtures.deployment import API_TIER
 from tests.support.api import ApiClient
-from tests.support.clouds import running_cloud
+from tests.support.clouds import package_cloud
 
-
-@pytest.fixture(scope="package")
-def local_cloud(
-    postgres_url: str,
-    admin_conn: psycopg.Connection[Any],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[LocalCloud]:
-    with running_cloud(
-        admin_conn,
-        postgres_url,
-        tmp_path_factory.mktemp("local-cloud"),
-        "gpudev_e2e",
-        # Tests leave many reservations live (no consumer here): limits out of the way,
-        # except where a test lowers them (test_user_limits.py).
-        Options(
-            tick_seconds=0.5,
-            kubelet_delay_seconds=0.2,
-            probe_seconds=0.3,
-            termination_seconds_scale=0.1,
-            max_live_reservations_per_user=10_000,
-            max_gpus_per_user=100_000,
-        ),
-        API_TIER,
-    ) as cloud:
-        yield cloud
+local_cloud = package_cloud(
+    "gpudev_e2e",
+    # Tests leave many reservations live (no consumer here): limits out of the way,
+    # except where a test lowers them (test_user_limits.py).
+    Options(
+        tick_seconds=0.5,
+        kubelet_delay_seconds=0.2,
+        probe_seconds=0.3,
+        termination_seconds_scale=0.1,
+        max_live_reservations_per_user=10_000,
+        max_gpus_per_user=100_000,
+    ),
+    API_TIER,
+)
 
 
 @pytest.fixture(scope="package")

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.e2e.jobs import count_reservations, drain_jobs, reserve
-from tests.support.databases import mark_ended
+from tests.support.databases import fetch_value, mark_ended
 
 SWEEPER_EVENT = json.loads(
     (Path(__file__).resolve().parents[2] / "events" / "sweeper" / "scheduled.json").read_text()
@@ -101,12 +101,8 @@ def test_malformed_bodies_are_422_with_field_locations(api, body):
 
 
 def _outbox_rows(cloud: Any, reservation_id: str) -> int:
-    with psycopg.connect(cloud.database_url) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM outbox WHERE payload->>'reservation_id' = %s",
-            (reservation_id,),
-        ).fetchone()
-    return int(row[0]) if row else 0
+    statement = "SELECT count(*) FROM outbox WHERE payload->>'reservation_id' = %s"
+    return int(fetch_value(cloud.database_url, statement, reservation_id))
 
 
 def test_a_refused_enqueue_is_202_and_the_sweepers_relay_sends_the_job_later(

@@ -35,14 +35,12 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "users/bind_principal",
         "users/get",
         "users/set_github_username",
-        "reservations/add_user",
+        "reservations/change",
         "reservations/events",
-        "reservations/extend",
         "reservations/find_by_prefix",
         "reservations/get",
         "reservations/list_for_user",
         "reservations/request_cancel",
-        "reservations/set_jupyter",
         "reservations/submit",
         "reservations/submit_context",
         "disks/get",
@@ -307,7 +305,15 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
     # The outbox functions (migrations/0010) run with the API role's own grants.
     rid = params["reservation_id"]
     for name, arguments in [
-        ("reservations/extend", {"reservation_id": rid, "hours": 1}),
+        (
+            "reservations/change",
+            {
+                "reservation_id": rid,
+                "add_hours": 1,
+                "github_user": "octocat",
+                "jupyter_enabled": True,
+            },
+        ),
         ("reservations/request_cancel", {"reservation_id": rid}),
         ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
         ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),

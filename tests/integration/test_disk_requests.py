@@ -144,10 +144,8 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
         "disks/request_create",
         "disks/request_delete",
         "disks/request_restore",
-        "reservations/add_user",
-        "reservations/extend",
+        "reservations/change",
         "reservations/request_cancel",
-        "reservations/set_jupyter",
         "reservations/submit",
     ]
     migration = Path(__file__).parents[2] / "migrations" / "0010_outbox_write.sql"

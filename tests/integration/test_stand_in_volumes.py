@@ -9,7 +9,6 @@ driver with node affinity on that zone, and a claim bound to it by `volumeName`.
 
 from __future__ import annotations
 
-import base64
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,6 +24,8 @@ from localcloud.deadline import Deadline
 from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
+from tests.support.kubernetes import stand_in_api_client
+from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev"
 ZONES = ("us-east-2a", "us-east-2b")
@@ -36,24 +37,6 @@ class Cluster:
     core: client.CoreV1Api
     ec2: Any
     nodes: dict[str, str]  # zone -> node (instance) name
-
-
-def _token() -> str:
-    url = (
-        "https://sts.us-east-2.amazonaws.com/?Action=GetCallerIdentity&X-Amz-Credential="
-        "AKIATEST%2F20260101%2Fus-east-2%2Fsts%2Faws4_request&X-Amz-SignedHeaders="
-        "host%3Bx-k8s-aws-id&X-Amz-Signature=00"
-    )
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10, message: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
 @pytest.fixture(scope="module")
@@ -84,11 +67,7 @@ def cluster() -> Iterator[Cluster]:
         termination_seconds_scale=0.05,  # our 10 s grace period: 0.5 s
         ec2=ec2,
     ).start()
-    configuration = client.Configuration()
-    configuration.host = server.url
-    configuration.api_key = {"authorization": _token()}
-    configuration.api_key_prefix = {"authorization": "Bearer"}
-    api_client = client.ApiClient(configuration)
+    api_client = stand_in_api_client(server.url, "AKIATEST")
     core = client.CoreV1Api(api_client)
     nodes = {n.metadata.labels[ZONE_LABEL]: n.metadata.name for n in core.list_node().items}
     try:
@@ -499,12 +478,18 @@ def test_a_claim_in_use_is_protected_until_its_pod_is_gone_then_the_volume_is_re
     assert _phase_of_claim(cluster, again, "Bound").spec.volume_name == pv
 
 
-def test_a_bound_volume_is_protected_and_delete_policy_has_no_deleter(cluster: Cluster):
+def _bound_delete_policy_volume(cluster: Cluster) -> tuple[str, str, str]:
+    """An EBS volume's PV with reclaim policy Delete, bound to a new claim: (volume, PV, claim)."""
     volume_id = _ebs_volume(cluster.ec2, "us-east-2a")
     pv, claim = _name("pv"), _name("home")
     cluster.core.create_persistent_volume(_pv(pv, volume_id, "us-east-2a", reclaim="Delete"))
     cluster.core.create_namespaced_persistent_volume_claim(NAMESPACE, _claim(claim, pv))
     _phase_of_claim(cluster, claim, "Bound")
+    return volume_id, pv, claim
+
+
+def test_a_bound_volume_is_protected_and_delete_policy_has_no_deleter(cluster: Cluster):
+    volume_id, pv, claim = _bound_delete_policy_volume(cluster)
 
     cluster.core.delete_persistent_volume(pv)
     time.sleep(0.3)
@@ -517,11 +502,7 @@ def test_a_bound_volume_is_protected_and_delete_policy_has_no_deleter(cluster: C
 
 
 def test_a_released_delete_policy_volume_fails_without_a_deleter(cluster: Cluster):
-    volume_id = _ebs_volume(cluster.ec2, "us-east-2a")
-    pv, claim = _name("pv"), _name("home")
-    cluster.core.create_persistent_volume(_pv(pv, volume_id, "us-east-2a", reclaim="Delete"))
-    cluster.core.create_namespaced_persistent_volume_claim(NAMESPACE, _claim(claim, pv))
-    _phase_of_claim(cluster, claim, "Bound")
+    volume_id, pv, claim = _bound_delete_policy_volume(cluster)
     cluster.core.delete_namespaced_persistent_volume_claim(claim, NAMESPACE)
     failed = _phase_of_volume(cluster, pv, "Failed")
     assert failed.status.message == (

@@ -5,28 +5,22 @@ minute is 0.6 s, a pod must be ready within 6 s, and a deleted pod terminates fo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-import psycopg
 import pytest
 
 from cdk_app.declaration import DEPLOYMENT, SWEEPER_SCHEDULE
 from localcloud.stack import LocalCloud, Options
 from tests.support.api import ApiClient
-from tests.support.clouds import running_cloud
+from tests.support.clouds import package_cloud
 
 SECONDS_PER_HOUR = 36.0
 MINUTE = SECONDS_PER_HOUR / 60
 READY_TIMEOUT_SECONDS = 6.0
 
 
-@pytest.fixture(scope="package")
-def local_cloud(
-    postgres_url: str,
-    admin_conn: psycopg.Connection[Any],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[LocalCloud]:
-    options = Options(
+local_cloud = package_cloud(
+    "gpudev_lifecycle",
+    Options(
         tick_seconds=1.0,
         kubelet_delay_seconds=0.2,
         probe_seconds=1.5,  # Running for 1.5 s before sshd answers (Ready)
@@ -37,18 +31,11 @@ def local_cloud(
         # The simulation runs dozens of reservations per user at once.
         max_live_reservations_per_user=10_000,
         max_gpus_per_user=100_000,
-    )
-    with running_cloud(
-        admin_conn,
-        postgres_url,
-        tmp_path_factory.mktemp("lifecycle-cloud"),
-        "gpudev_lifecycle",
-        options,
-        # Tests run the sweeper by hand (test_sweeper.py): ticked every second, it would
-        # judge the rows and executions other tests build on purpose.
-        DEPLOYMENT.without_schedules(SWEEPER_SCHEDULE),
-    ) as cloud:
-        yield cloud
+    ),
+    # Tests run the sweeper by hand (test_sweeper.py): ticked every second, it would
+    # judge the rows and executions other tests build on purpose.
+    DEPLOYMENT.without_schedules(SWEEPER_SCHEDULE),
+)
 
 
 @pytest.fixture(scope="package")

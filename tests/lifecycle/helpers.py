@@ -48,6 +48,18 @@ def reserve(api: ApiClient, profile: str = "alice", **fields: Any) -> dict[str, 
     return dict(reply.body)
 
 
+def h100s_full_and_one_queued(api: ApiClient) -> tuple[str, str, str]:
+    """Both h100 nodes taken by alice (the first reservation for 0.6 h) and bob's request
+    queued behind them: the ids (first, second, queued), once the two are active."""
+    first = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
+    second = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
+    wait_for_status(api, first, "active")
+    wait_for_status(api, second, "active")
+    queued = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
+    wait_for_status(api, queued, "queued", profile="bob")
+    return first, second, queued
+
+
 def show(api: ApiClient, reservation_id: str, profile: str = "alice") -> dict[str, Any]:
     reply = api.call("GET", f"/v1/reservations/{reservation_id}", profile=profile)
     assert reply.status == 200, reply.body

@@ -11,6 +11,7 @@ from typing import Any
 from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
     assert_nothing_left,
+    h100s_full_and_one_queued,
     objects_of,
     reserve,
     show,
@@ -84,12 +85,7 @@ def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_
 
 
 def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue(api, local_cloud):
-    lost = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
-    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
-    wait_for_status(api, lost, "active")
-    wait_for_status(api, other, "active")
-    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
-    wait_for_status(api, waiting, "queued", profile="bob")
+    lost, other, waiting = h100s_full_and_one_queued(api)
 
     assert local_cloud.kubernetes is not None
     meta = the_pod(local_cloud, lost)["metadata"]

@@ -14,6 +14,7 @@ from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
     allocated_slots,
     assert_nothing_left,
+    h100s_full_and_one_queued,
     objects_of,
     reserve,
     show,
@@ -36,12 +37,7 @@ def sql(cloud: LocalCloud, statement: str, *params: Any) -> None:
 def test_an_execution_stopped_by_an_operator_is_swept_and_the_next_in_queue_starts(
     api, local_cloud
 ):
-    stopped = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
-    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
-    wait_for_status(api, stopped, "active")
-    wait_for_status(api, other, "active")
-    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
-    wait_for_status(api, waiting, "queued", profile="bob")
+    stopped, other, waiting = h100s_full_and_one_queued(api)
 
     stop_execution(local_cloud, stopped)
     time.sleep(1)

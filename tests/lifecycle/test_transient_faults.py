@@ -25,6 +25,7 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
+from tests.support.databases import fetch_value
 from tests.support.waiting import wait_for
 
 PARKED_AGAIN = "Checkpoint failed: park, then check again"
@@ -161,12 +162,8 @@ def _throttled_send_task_success(token: str) -> Iterator[list[str]]:
 
 
 def _granted(cloud: Any, reservation_id: str) -> bool:
-    with psycopg.connect(cloud.database_url) as conn:
-        row = conn.execute(
-            "SELECT granted_at IS NOT NULL FROM reservations WHERE reservation_id = %s",
-            (reservation_id,),
-        ).fetchone()
-    return bool(row and row[0])
+    statement = "SELECT granted_at IS NOT NULL FROM reservations WHERE reservation_id = %s"
+    return bool(fetch_value(cloud.database_url, statement, reservation_id))
 
 
 def test_a_grant_that_cannot_be_signalled_never_fails_another_reservations_task(api, local_cloud):

@@ -31,6 +31,14 @@ def drop_database(admin: psycopg.Connection[Any], name: str) -> None:
     admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+def fetch_value(database_url: str, statement: str, *params: Any) -> Any:
+    """The first column of the first row `statement` returns (None without a row), read on
+    a connection of its own: what a test checks in a local cloud's database."""
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(statement, params).fetchone()
+    return row[0] if row else None
+
+
 def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
     """alice and her pending one-t4 reservation `reservation_id` (each only if absent): the
     rows the Lambda test events in events/ name."""

@@ -18,7 +18,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient
 
-from gpudev.cluster import objects
+from gpudev.cluster import network, objects
 from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus
 from localcloud.kubernetes import validation
@@ -125,10 +125,10 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
     )
     reservation = _reservation(user_id, _catalogue()[0], 1, 1)
     builders: dict[str, Callable[[], dict[str, Any]]] = {
-        "ssh_service": lambda: objects.ssh_service(reservation),
-        "jupyter_service": lambda: objects.jupyter_service(reservation),
-        "headless_service": lambda: objects.headless_service(reservation),
-        "network_policy": lambda: objects.network_policy(reservation),
+        "ssh_service": lambda: network.ssh_service(reservation),
+        "jupyter_service": lambda: network.jupyter_service(reservation),
+        "headless_service": lambda: network.headless_service(reservation),
+        "network_policy": lambda: network.network_policy(reservation),
         "control_config_map": lambda: objects.control_config_map(
             reservation, "2030-01-01T00:00:00Z", 30, "30 minutes left"
         ),
@@ -179,6 +179,6 @@ def test_our_manifest_survives_the_client_models_and_the_api_servers_validation(
 
 
 def test_a_misspelt_field_is_lost_in_the_client_models_and_caught_here():
-    manifest = objects.headless_service(_reservation("alice", _catalogue()[0], 1, 1))
+    manifest = network.headless_service(_reservation("alice", _catalogue()[0], 1, 1))
     manifest["spec"]["clusterIp"] = manifest["spec"].pop("clusterIP")
     assert "clusterIp" not in _round_trip(manifest)["spec"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpudev.cluster import objects
+from gpudev.cluster import network, objects
 from gpudev.cluster.names import Placement
 from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from localcloud.kubernetes import pod_security
@@ -85,7 +85,7 @@ def test_the_profiling_namespace_admits_what_gpu_dev_refuses():
 
 def test_the_network_policy_admits_only_the_reservations_own_pods_both_ways():
     reservation = _reservation("alice", T4, 8, 2)
-    policy = objects.network_policy(reservation)
+    policy = network.network_policy(reservation)
     own = {"podSelector": {"matchLabels": {RESERVATION_LABEL: str(reservation.reservation_id)}}}
     assert policy["apiVersion"] == "networking.k8s.io/v1"
     assert policy["metadata"]["labels"][RESERVATION_LABEL] == str(reservation.reservation_id)

@@ -3,7 +3,8 @@
 Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
 pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
 keys, Jupyter token) are mounted into it and its startup script (`startup.sh`, shipped
-beside this module) applies them; nobody needs pods/exec.
+beside this module) applies them; nobody needs pods/exec. Its Services and NetworkPolicy are
+built in `cluster/network.py`, PersistentVolumes in `cluster/volumes.py`.
 
 Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
 seccomp profile with no service-account token and without privilege escalation; only a
@@ -70,20 +71,39 @@ def metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any
     }
 
 
+def manifest(
+    kind: str,
+    reservation: Reservation,
+    name: str,
+    *,
+    api_version: str = "v1",
+    extra_labels: dict[str, str] | None = None,
+    **body: Any,
+) -> dict[str, Any]:
+    """One of the reservation's objects: `kind`, its metadata (labelled so that tear down
+    finds it) and the rest of its body (`spec`, `data`, ...)."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": metadata(reservation, name, **(extra_labels or {})),
+        **body,
+    }
+
+
 def control_config_map(
     reservation: Reservation, expires_at: str, warning_level: int | None, warning_text: str
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(reservation, Names.of(reservation).control),
-        "data": {
+    return manifest(
+        "ConfigMap",
+        reservation,
+        Names.of(reservation).control,
+        data={
             "expires_at": expires_at,
             "warning_level": "" if warning_level is None else str(warning_level),
             "warning_text": warning_text,
             "jupyter": "true" if reservation.jupyter_enabled else "false",
         },
-    }
+    )
 
 
 def keys_secret(
@@ -92,82 +112,17 @@ def keys_secret(
     """SSH keys and the Jupyter token. The owner's keys open the `dev` account; each added
     GitHub user gets an account of their own (`user.<account>`, see collaborator_account),
     so nobody shares a session, a home or an agent."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": metadata(reservation, Names.of(reservation).keys),
-        "stringData": {
+    return manifest(
+        "Secret",
+        reservation,
+        Names.of(reservation).keys,
+        type="Opaque",
+        stringData={
             "authorized_keys": authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
             **{f"user.{collaborator_account(login)}": keys for login, keys in added_users.items()},
         },
-    }
-
-
-def ssh_service(reservation: Reservation) -> dict[str, Any]:
-    names = Names.of(reservation)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(reservation, names.ssh_service),
-        "spec": {
-            "type": "NodePort",
-            "externalTrafficPolicy": "Local",
-            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
-            "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
-        },
-    }
-
-
-def jupyter_service(reservation: Reservation) -> dict[str, Any]:
-    names = Names.of(reservation)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(reservation, names.jupyter_service, **{"gpu-dev/jupyter": "true"}),
-        "spec": {
-            "type": "NodePort",
-            "externalTrafficPolicy": "Local",
-            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
-            "ports": [{"name": "jupyter", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}],
-        },
-    }
-
-
-def headless_service(reservation: Reservation) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata(reservation, Names.of(reservation).headless_service),
-        "spec": {
-            "clusterIP": "None",
-            "selector": {RESERVATION_LABEL: str(reservation.reservation_id)},
-            "ports": [{"name": "torch-rendezvous", "port": RENDEZVOUS_PORT}],
-        },
-    }
-
-
-def network_policy(reservation: Reservation) -> dict[str, Any]:
-    """The reservation's pods may reach each other, on every port, and no other pod may
-    reach them (the namespace's policies in deploy/kubernetes/network-policies.yaml deny
-    everything else and let SSH and Jupyter in from outside the cluster only). Every port,
-    not just SSH and the rendezvous port 29500: NCCL's bootstrap and socket transport and
-    gloo listen on ephemeral ports, so a port list would break multinode jobs."""
-    own_pods = {
-        "podSelector": {"matchLabels": {RESERVATION_LABEL: str(reservation.reservation_id)}}
-    }
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": metadata(reservation, Names.of(reservation).network_policy),
-        "spec": {
-            **own_pods,
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [own_pods]}],
-            "egress": [{"to": [own_pods]}],
-        },
-    }
+    )
 
 
 def container_security(profiling: bool) -> dict[str, Any]:
@@ -297,11 +252,10 @@ def pod(
     }
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata(
-            reservation, names.pod(placement.rank), **{RANK_LABEL: str(placement.rank)}
-        ),
-        "spec": spec,
-    }
+    return manifest(
+        "Pod",
+        reservation,
+        names.pod(placement.rank),
+        extra_labels={RANK_LABEL: str(placement.rank)},
+        spec=spec,
+    )

@@ -12,21 +12,19 @@ from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-# Resource (as in KINDS) and manifest kind -> the client API object that serves it
-# (core/v1 or networking.k8s.io/v1) and its method name suffix.
+# Resource (as in KINDS), manifest kind, the client API object that serves them (core/v1
+# or networking.k8s.io/v1) and its method name suffix.
+_SERVED = [
+    ("pods", "Pod", "core", "pod"),
+    ("services", "Service", "core", "service"),
+    ("configmaps", "ConfigMap", "core", "config_map"),
+    ("secrets", "Secret", "core", "secret"),
+    ("networkpolicies", "NetworkPolicy", "networking", "network_policy"),
+    ("persistentvolumeclaims", "PersistentVolumeClaim", "core", "persistent_volume_claim"),
+]
+# Resource or manifest kind -> (API object, method name suffix).
 _METHODS = {
-    "pods": ("core", "pod"),
-    "services": ("core", "service"),
-    "configmaps": ("core", "config_map"),
-    "secrets": ("core", "secret"),
-    "networkpolicies": ("networking", "network_policy"),
-    "persistentvolumeclaims": ("core", "persistent_volume_claim"),
-    "Pod": ("core", "pod"),
-    "Service": ("core", "service"),
-    "ConfigMap": ("core", "config_map"),
-    "Secret": ("core", "secret"),
-    "NetworkPolicy": ("networking", "network_policy"),
-    "PersistentVolumeClaim": ("core", "persistent_volume_claim"),
+    key: (api, suffix) for resource, kind, api, suffix in _SERVED for key in (resource, kind)
 }
 
 

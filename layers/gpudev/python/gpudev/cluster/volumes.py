@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpudev.cluster import objects
 from gpudev.cluster.names import Names
-from gpudev.cluster.objects import metadata
 from gpudev.cluster.objects_client import KubernetesUnavailable, ObjectNameTaken
 from gpudev.cluster.vocabulary import EBS_CSI_DRIVER, RESERVATION_LABEL, ZONE_LABEL
 from gpudev.models import Reservation
@@ -35,11 +35,11 @@ class HomeDisk:
 
 def persistent_volume(reservation: Reservation, namespace: str, disk: HomeDisk) -> dict[str, Any]:
     names = Names.of(reservation)
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": metadata(reservation, names.home),
-        "spec": {
+    return objects.manifest(
+        "PersistentVolume",
+        reservation,
+        names.home,
+        spec={
             "capacity": {"storage": f"{disk.size_gb}Gi"},
             "accessModes": ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Retain",
@@ -59,22 +59,22 @@ def persistent_volume(reservation: Reservation, namespace: str, disk: HomeDisk) 
                 }
             },
         },
-    }
+    )
 
 
 def claim(reservation: Reservation, disk: HomeDisk) -> dict[str, Any]:
     names = Names.of(reservation)
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": metadata(reservation, names.home),
-        "spec": {
+    return objects.manifest(
+        "PersistentVolumeClaim",
+        reservation,
+        names.home,
+        spec={
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": "",
             "volumeName": names.home,
             "resources": {"requests": {"storage": f"{disk.size_gb}Gi"}},
         },
-    }
+    )
 
 
 def _status(exc: Exception) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from datetime import datetime
 
-from gpudev.cluster import objects
+from gpudev.cluster import network, objects
 from gpudev.cluster.names import Names
 from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive
 from gpudev.lifecycle.schedule import Active, Due
@@ -96,7 +96,7 @@ def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int |
     if not reservation.jupyter_enabled:
         cluster.delete_all(str(reservation.reservation_id), ("services",), name)
         return None, None
-    cluster.create(objects.jupyter_service(reservation))
+    cluster.create(network.jupyter_service(reservation))
     port = cluster.node_port(str(reservation.reservation_id), name)
     url = f"http://{reservation.node_ip}:{port}/lab?token={reservation.jupyter_token}"
     return url, port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from gpudev.cluster import objects
+from gpudev.cluster import network, objects
 from gpudev.cluster.names import Names
 from gpudev.cluster.pod_readiness import pods_state
 from gpudev.lifecycle.disk import mount_home
@@ -39,11 +39,11 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
             "`gpu-dev config set github_user NAME` and reserve again"
         )
     cluster = lc.objects(reservation)
-    cluster.create(objects.network_policy(reservation))
+    cluster.create(network.network_policy(reservation))
     cluster.create(objects.control_config_map(reservation, "", None, ""))
     cluster.create(keys)
-    cluster.create(objects.headless_service(reservation))
-    cluster.create(objects.ssh_service(reservation))
+    cluster.create(network.headless_service(reservation))
+    cluster.create(network.ssh_service(reservation))
     home = mount_home(lc, reservation)
     for placement in placements:
         cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image, home))

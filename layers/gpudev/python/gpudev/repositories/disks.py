@@ -12,7 +12,7 @@ from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_all, fetch_one, fetch_returned
 from gpudev.models import Disk
-from gpudev.repositories.outbox import Outboxed
+from gpudev.repositories.outbox import Outboxed, with_job
 
 
 class NewDisk(BaseModel):
@@ -32,11 +32,8 @@ class DiskRequested:
 
 
 def _requested(row: dict[str, Any] | None) -> DiskRequested | None:
-    if row is None:
-        return None
-    job = Outboxed.from_row(row)
-    assert job is not None  # the statements return a row only with its outbox row
-    return DiskRequested(Disk.model_validate(row), job)
+    requested = with_job(row, Disk)
+    return DiskRequested(*requested) if requested else None
 
 
 class DisksRepository:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
+from pydantic import BaseModel
 
 from gpudev.db.queries import query
 from gpudev.jobs import AnyJob, job_from_payload
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,16 @@ class Outboxed:
         if row.get("outbox_id") is None:
             return None
         return cls(row["outbox_id"], job_from_payload(row["outbox_payload"]))
+
+
+def with_job(row: Mapping[str, Any] | None, model: type[M]) -> tuple[M, Outboxed] | None:
+    """A statement's changed row as `model` and the job it wrote to the outbox in the same
+    statement (such statements return a row only with its outbox row); None: no change."""
+    if row is None:
+        return None
+    job = Outboxed.from_row(row)
+    assert job is not None, "a changed row comes with its outbox row"
+    return model.model_validate(row), job
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from gpudev.models import (
     Usage,
     UserLimits,
 )
-from gpudev.repositories.outbox import Outboxed
+from gpudev.repositories.outbox import Outboxed, with_job
 
 
 class NamedDisk(BaseModel):
@@ -78,11 +78,8 @@ class Changed:
 
 
 def _changed(row: dict[str, Any] | None) -> Changed | None:
-    if row is None:
-        return None
-    job = Outboxed.from_row(row)
-    assert job is not None  # the statement returns a row only with its outbox row
-    return Changed(Reservation.model_validate(row), job)
+    changed = with_job(row, Reservation)
+    return Changed(*changed) if changed else None
 
 
 class ReservationsRepository:
@@ -215,19 +212,31 @@ class ReservationsRepository:
 
     def extend(self, reservation_id: UUID, hours: float) -> Changed | None:
         """Add `hours` to the total; None if the reservation is no longer live."""
-        return self._change(
-            "reservations/extend", {"reservation_id": reservation_id, "hours": hours}
-        )
+        return self._owner_change(reservation_id, add_hours=hours)
 
     def add_user(self, reservation_id: UUID, github_user: str) -> Changed | None:
         """None if the user was already there or the reservation is no longer live."""
-        return self._change(
-            "reservations/add_user",
-            {"reservation_id": reservation_id, "github_user": github_user},
-        )
+        return self._owner_change(reservation_id, github_user=github_user)
 
     def set_jupyter(self, reservation_id: UUID, enabled: bool) -> Changed | None:
         """None if nothing changed or the reservation is no longer live."""
+        return self._owner_change(reservation_id, jupyter_enabled=enabled)
+
+    def _owner_change(
+        self,
+        reservation_id: UUID,
+        *,
+        add_hours: float | None = None,
+        github_user: str | None = None,
+        jupyter_enabled: bool | None = None,
+    ) -> Changed | None:
+        """One statement for every owner's change: the one asked for is set, the rest None."""
         return self._change(
-            "reservations/set_jupyter", {"reservation_id": reservation_id, "enabled": enabled}
+            "reservations/change",
+            {
+                "reservation_id": reservation_id,
+                "add_hours": add_hours,
+                "github_user": github_user,
+                "jupyter_enabled": jupyter_enabled,
+            },
         )

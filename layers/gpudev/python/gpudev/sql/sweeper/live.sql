@@ -1,5 +1,5 @@
 -- Every live reservation, with what the sweeper needs to judge it (reservations_live_idx),
--- then the reservations of the objects it listed that have ended, with `reservation_ended`
+-- and the reservations of the objects it listed that have ended, with `reservation_ended`
 -- (their objects are leftovers only if they ended well before the listing began).
 -- now() comes along so the plan compares ages with the database's clock, not the function's.
 SELECT
@@ -15,18 +15,4 @@ SELECT
     reservation_ended
 FROM reservations
 WHERE status IN ('pending', 'queued', 'preparing', 'active')
-UNION ALL
-SELECT
-    reservation_id,
-    user_id,
-    status,
-    execution_arn,
-    created_at,
-    cancel_requested_at,
-    create_job_resends,
-    create_job_resent_at,
-    now() AS read_at,
-    reservation_ended
-FROM reservations
-WHERE reservation_id = ANY(%(object_reservation_ids)s::uuid[])
-  AND status NOT IN ('pending', 'queued', 'preparing', 'active')
+   OR reservation_id = ANY(%(object_reservation_ids)s::uuid[])

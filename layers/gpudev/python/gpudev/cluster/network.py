@@ -1,0 +1,83 @@
+"""A reservation's network objects: the NodePort Services users reach pod 0 by (SSH,
+Jupyter), the headless Service its pods find each other by, and its NetworkPolicy
+(isolation: docs/architecture.md "Security model")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpudev.cluster.names import Names
+from gpudev.cluster.objects import JUPYTER_PORT, RENDEZVOUS_PORT, manifest
+from gpudev.cluster.vocabulary import RANK_LABEL, RESERVATION_LABEL
+from gpudev.models import Reservation
+
+
+def _node_port_service(
+    reservation: Reservation, name: str, port: dict[str, Any], **extra_labels: str
+) -> dict[str, Any]:
+    """A NodePort Service to pod 0's `port`, answered on the node the pod runs on."""
+    return manifest(
+        "Service",
+        reservation,
+        name,
+        extra_labels=extra_labels,
+        spec={
+            "type": "NodePort",
+            "externalTrafficPolicy": "Local",
+            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
+            "ports": [port],
+        },
+    )
+
+
+def ssh_service(reservation: Reservation) -> dict[str, Any]:
+    return _node_port_service(
+        reservation,
+        Names.of(reservation).ssh_service,
+        {"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"},
+    )
+
+
+def jupyter_service(reservation: Reservation) -> dict[str, Any]:
+    return _node_port_service(
+        reservation,
+        Names.of(reservation).jupyter_service,
+        {"name": "jupyter", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT},
+        **{"gpu-dev/jupyter": "true"},
+    )
+
+
+def headless_service(reservation: Reservation) -> dict[str, Any]:
+    return manifest(
+        "Service",
+        reservation,
+        Names.of(reservation).headless_service,
+        spec={
+            "clusterIP": "None",
+            "selector": {RESERVATION_LABEL: str(reservation.reservation_id)},
+            "ports": [{"name": "torch-rendezvous", "port": RENDEZVOUS_PORT}],
+        },
+    )
+
+
+def network_policy(reservation: Reservation) -> dict[str, Any]:
+    """The reservation's pods may reach each other, on every port, and no other pod may
+    reach them (the namespace's policies in deploy/kubernetes/network-policies.yaml deny
+    everything else and let SSH and Jupyter in from outside the cluster only). Every port,
+    not just SSH and the rendezvous port 29500: NCCL's bootstrap and socket transport and
+    gloo listen on ephemeral ports, so a port list would break multinode jobs."""
+    own_pods = {
+        "podSelector": {"matchLabels": {RESERVATION_LABEL: str(reservation.reservation_id)}}
+    }
+    return manifest(
+        "NetworkPolicy",
+        reservation,
+        Names.of(reservation).network_policy,
+        api_version="networking.k8s.io/v1",
+        spec={
+            **own_pods,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [own_pods]}],
+            "egress": [{"to": [own_pods]}],
+        },
+    )

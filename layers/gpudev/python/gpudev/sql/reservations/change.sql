@@ -1,0 +1,38 @@
+-- Every change an owner makes to a live reservation, in one statement: the parameter of the
+-- change asked for is set and the others are NULL (extend: add_hours; add a user:
+-- github_user; Jupyter: jupyter_enabled). Returns the row only when it changed, with the
+-- outbox row of its reservation_changed job, in the same statement (outbox_write,
+-- migrations/0010).
+-- duration_hours is the total since launch; the execution moves expires_at when it applies
+-- this generation. reservations_total_hours_check caps the total at 48 h.
+WITH changed AS (
+    UPDATE reservations SET
+        duration_hours = duration_hours + coalesce(%(add_hours)s::double precision, 0),
+        -- an extension clears the error of the previous one
+        extension_error = CASE
+            WHEN %(add_hours)s::double precision IS NULL THEN extension_error
+        END,
+        secondary_users = CASE
+            WHEN %(github_user)s::text IS NULL THEN secondary_users
+            ELSE secondary_users || %(github_user)s::text
+        END,
+        jupyter_enabled = coalesce(%(jupyter_enabled)s::boolean, jupyter_enabled),
+        change_generation = change_generation + 1
+    WHERE reservation_id = %(reservation_id)s
+      AND status IN ('pending', 'queued', 'preparing', 'active')
+      -- GitHub logins are case-insensitive: Octo-Cat is octo-cat, already there
+      AND (
+          %(github_user)s::text IS NULL
+          OR NOT (lower(%(github_user)s::text) = ANY (SELECT lower(u) FROM unnest(secondary_users) u))
+      )
+      AND (
+          %(jupyter_enabled)s::boolean IS NULL
+          OR jupyter_enabled IS DISTINCT FROM %(jupyter_enabled)s::boolean
+      )
+    RETURNING *
+)
+SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
+FROM changed
+CROSS JOIN LATERAL outbox_write(
+    reservation_changed_job(changed.reservation_id, changed.user_id, changed.change_generation)
+) job

@@ -1,0 +1,94 @@
+"""The owner's changes to a reservation share one statement (sql/reservations/change.sql):
+each writes only the column it asks for, bumps the generation once and writes one job; a
+change that changes nothing, or reaches an ended reservation, writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from gpudev.repositories import ReservationsRepository
+from gpudev.reservations.schemas import ReservationRequest
+from gpudev.reservations.service import submit_reservation
+from tests.support.submitters import ALICE, RecordingQueue
+
+COLUMNS_CHANGES_WRITE = (
+    "SELECT duration_hours, extension_error, secondary_users, jupyter_enabled,"
+    " change_generation FROM reservations WHERE reservation_id = %s"
+)
+
+
+def _reservation(db: psycopg.Connection[Any]) -> UUID:
+    request = ReservationRequest(gpu_type="t4", gpu_count=1, hours=2, github_user="octocat")
+    created, _ = submit_reservation(db, RecordingQueue(), ALICE, request)  # type: ignore[arg-type]
+    # a previous extension failed: only the next extension clears its error
+    db.execute(
+        "UPDATE reservations SET extension_error = 'over 48 h', secondary_users = '{Octo-Cat}'"
+        " WHERE reservation_id = %s",
+        (created.reservation_id,),
+    )
+    return created.reservation_id
+
+
+def _columns(db: psycopg.Connection[Any], rid: UUID) -> tuple[Any, ...]:
+    row = db.execute(COLUMNS_CHANGES_WRITE, (rid,)).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def _jobs(db: psycopg.Connection[Any], rid: UUID) -> int:
+    row = db.execute(
+        "SELECT count(*) FROM outbox WHERE payload->>'kind' = 'reservation_changed'"
+        " AND payload->>'reservation_id' = %s",
+        (str(rid),),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_each_change_writes_only_its_own_column(db: psycopg.Connection[Any]):
+    repo = ReservationsRepository(db)
+    rid = _reservation(db)
+    assert _columns(db, rid) == (2.0, "over 48 h", ["Octo-Cat"], False, 0)
+
+    assert repo.set_jupyter(rid, True) is not None
+    assert _columns(db, rid) == (2.0, "over 48 h", ["Octo-Cat"], True, 1)
+
+    assert repo.add_user(rid, "mona") is not None
+    assert _columns(db, rid) == (2.0, "over 48 h", ["Octo-Cat", "mona"], True, 2)
+
+    changed = repo.extend(rid, 3)
+    assert changed is not None and changed.reservation.change_generation == 3
+    assert _columns(db, rid) == (5.0, None, ["Octo-Cat", "mona"], True, 3)
+    assert _jobs(db, rid) == 3
+
+
+def test_a_change_that_changes_nothing_writes_nothing(db: psycopg.Connection[Any]):
+    repo = ReservationsRepository(db)
+    rid = _reservation(db)
+    before = _columns(db, rid)
+
+    assert repo.set_jupyter(rid, False) is None  # already off
+    assert repo.add_user(rid, "octo-cat") is None  # Octo-Cat is there: logins ignore case
+
+    assert _columns(db, rid) == before
+    assert _jobs(db, rid) == 0
+
+
+def test_no_change_reaches_an_ended_reservation(db: psycopg.Connection[Any]):
+    repo = ReservationsRepository(db)
+    rid = _reservation(db)
+    db.execute(
+        "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+        " WHERE reservation_id = %s",
+        (rid,),
+    )
+    before = _columns(db, rid)
+
+    assert repo.extend(rid, 1) is None
+    assert repo.add_user(rid, "mona") is None
+    assert repo.set_jupyter(rid, True) is None
+
+    assert _columns(db, rid) == before
+    assert _jobs(db, rid) == 0
