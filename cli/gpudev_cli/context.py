@@ -14,6 +14,7 @@ from rich.console import Console
 
 from gpudev_cli.client import CliError, SigV4Client, session_for
 from gpudev_cli.config import ConfigError, load, resolve_api_url
+from gpudev_cli.options import share
 
 LIVE = ("pending", "queued", "preparing", "active")
 FINAL = ("cancelled", "expired", "failed")
@@ -42,7 +43,12 @@ class Context:
 
 
 class Group(click.Group):
-    """Turns every expected failure into one line on stderr and exit code 1."""
+    """Turns every expected failure into one line on stderr and exit code 1; every command
+    it hands out takes the global options after its name too."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        return None if command is None else share(command)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
