@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +58,16 @@ class Group(click.Group):
         except (CliError, ConfigError) as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(1)
+
+
+@contextmanager
+def on_stderr() -> Iterator[None]:
+    """What `console` prints inside goes to stderr instead: the tables and notes that go with
+    a question. Questions are asked on stderr too (`err=True`), so stdout holds only the
+    result: with --output json, one JSON document even when `reserve` asks."""
+    with console.capture() as captured:
+        yield
+    progress.file.write(captured.get())
 
 
 def short(identifier: str) -> str:
