@@ -8,6 +8,7 @@ given before it: the value nearest the end of the command line wins."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import click
@@ -80,6 +81,7 @@ def root_options(command: click.Command) -> click.Command:
     return command
 
 
+@cache
 def _global_help() -> str:
     context = click.Context(click.Command("gpu-dev"))
     formatter = click.HelpFormatter()

@@ -71,7 +71,6 @@ def test_the_readme_session_runs_as_written(run):
             failing = bool(step.expected) and step.expected[0].startswith("error:")
             assert result.exit_code == (1 if failing else 0), (command, result.output)
             match = _pattern(step.expected, id8).search(result.output)
-            assert match, f"$ {command}\nexpected:\n" + "\n".join(step.expected) + (
-                f"\ngot:\n{result.output}"
-            )
+            wanted = "\n".join(step.expected)
+            assert match, f"$ {command}\nexpected:\n{wanted}\ngot:\n{result.output}"
             id8 = id8 or match.groupdict().get("id8")
