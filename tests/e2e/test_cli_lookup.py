@@ -84,6 +84,8 @@ def test_names_and_ids_of_others_are_not_found(run, local_cloud):
     assert _cancel_requested(local_cloud, [bobs]) == {bobs: False}
     short = run("show", "e85")
     assert short.exit_code == 1 and "ids have at least 8 characters" in short.stderr
+    long = run("show", "n" * 3000)
+    assert long.exit_code == 1 and f"'{'n' * 40}…'" in long.stderr and len(long.stderr) < 200
 
 
 def test_connect_by_name_says_when_it_is_not_active(run):
