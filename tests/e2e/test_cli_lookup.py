@@ -4,6 +4,7 @@ against the local cloud with two principals: never anything of anyone else's."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Any
 
@@ -95,6 +96,28 @@ def test_connect_by_name_says_when_it_is_not_active(run):
     assert (
         result.exit_code == 1 and f"reservation {rid[:8]} is pending, not active" in result.stderr
     )
+
+
+def test_connect_by_name_runs_ssh_for_that_reservation(run, local_cloud, tmp_path, monkeypatch):
+    # ssh itself is the outer boundary: a stand-in records how it was called.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/ssh-args\n')
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    name = f"ssh-{uuid.uuid4().hex[:8]}"
+    rid = _reserve(run, name)
+    _reserve(run, f"other-{name}")
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = 'active', launched_at = now(),"
+            " expires_at = now() + interval '1 hour', node_ip = '10.0.0.8', node_port = 30124"
+            " WHERE reservation_id = %s",
+            (rid,),
+        )
+    result = run("connect", name)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "ssh-args").read_text().split()[-1] == f"gpu-dev-{rid[:8]}"
 
 
 def test_cancel_all_ends_every_live_reservation_of_the_caller_and_nothing_else(run, local_cloud):
