@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +16,7 @@ from rich.console import Console
 
 from gpudev_cli.client import CliError, SigV4Client, session_for
 from gpudev_cli.config import ConfigError, load, resolve_api_url
+from gpudev_cli.options import share
 
 LIVE = ("pending", "queued", "preparing", "active")
 FINAL = ("cancelled", "expired", "failed")
@@ -42,7 +45,12 @@ class Context:
 
 
 class Group(click.Group):
-    """Turns every expected failure into one line on stderr and exit code 1."""
+    """Turns every expected failure into one line on stderr and exit code 1; every command
+    it hands out takes the global options after its name too."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        return None if command is None else share(command)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -50,6 +58,16 @@ class Group(click.Group):
         except (CliError, ConfigError) as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(1)
+
+
+@contextmanager
+def on_stderr() -> Iterator[None]:
+    """What `console` prints inside goes to stderr instead: the tables and notes that go with
+    a question. Questions are asked on stderr too (`err=True`), so stdout holds only the
+    result: with --output json, one JSON document even when `reserve` asks."""
+    with console.capture() as captured:
+        yield
+    progress.file.write(captured.get())
 
 
 def short(identifier: str) -> str:

@@ -1,5 +1,6 @@
 """Interactive pickers for `reserve` when a person is at the terminal and a required value
-is missing: the type from the availability table, then the count, then the hours."""
+is missing: the type from the availability table, then the count, then the hours. They ask
+on stderr, so stdout holds only the result."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def count_choices(gpu_type: dict[str, Any]) -> list[int]:
 
 def pick_type(types: list[dict[str, Any]]) -> dict[str, Any]:
     by_name = {t["gpu_type"]: t for t in types}
-    name = click.prompt("GPU type", type=click.Choice(sorted(by_name), case_sensitive=False))
+    name = click.prompt(
+        "GPU type", type=click.Choice(sorted(by_name), case_sensitive=False), err=True
+    )
     return by_name[name.lower()]
 
 
@@ -31,11 +34,18 @@ def pick_count(gpu_type: dict[str, Any]) -> int:
     if choices == [0]:
         return 0
     return int(
-        click.prompt("GPUs", type=click.Choice([str(c) for c in choices]), default=str(choices[0]))
+        click.prompt(
+            "GPUs",
+            type=click.Choice([str(c) for c in choices]),
+            default=str(choices[0]),
+            err=True,
+        )
     )
 
 
 def pick_hours() -> float:
     return float(
-        click.prompt("Hours (0.0833 to 24)", type=click.FloatRange(5 / 60, 24), default=8.0)
+        click.prompt(
+            "Hours (0.0833 to 24)", type=click.FloatRange(5 / 60, 24), default=8.0, err=True
+        )
     )

@@ -62,12 +62,18 @@ def run(
     settings.write_text(json.dumps({"github_user": "alice"}))
 
     def invoke(
-        *args: str, profile: str = "alice", api: bool = True, input: str | None = None
+        *args: str,
+        profile: str = "alice",
+        api: bool = True,
+        input: str | None = None,
+        options_after: bool = False,
     ) -> Result:
+        """The global options go before the command, or after it with `options_after`."""
         options = ["--profile", profile, "--region", "us-east-2"]
         if api:
             options += ["--api-url", api_url]
-        return CliRunner().invoke(cli, [*options, *args], input=input, catch_exceptions=False)
+        line = [*args, *options] if options_after else [*options, *args]
+        return CliRunner().invoke(cli, line, input=input, catch_exceptions=False)
 
     yield invoke
 

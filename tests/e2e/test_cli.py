@@ -50,8 +50,8 @@ def test_table_output_is_readable(run):
         (("reserve", "-t", "foo", "--no-wait"), "unknown GPU type 'foo'"),
         (("reserve", "-t", "t4", "-g", "8", "--no-wait"), "t4 accepts 1, 2, 4 GPUs"),
         (("reserve", "-t", "h100", "-h", "30", "--no-wait"), "hours must be between"),
-        (("show", "abc"), "at least 8 characters"),
-        (("cancel", "ffffffff"), "no reservation 'ffffffff'"),
+        (("show", "abc"), "ids have at least 8 characters"),
+        (("cancel", "ffffffff"), "no reservation with the id or name 'ffffffff'"),
         (("extend", "ffffffff", "-h", "2"), "no reservation 'ffffffff'"),
         (("disk", "show", "nope"), "no disk named 'nope'"),
         (("disk", "create", "bad name"), "invalid disk name 'bad name'"),
@@ -118,7 +118,9 @@ def test_interactive_reserve_asks_for_type_count_and_hours(run):
     # the last line answers the disk picker (default: none) when alice has disks
     result = run("reserve", "--interactive", "--no-wait", input="t4\n2\n1.5\n\n")
     assert result.exit_code == 0, result.output
-    assert "GPU type" in result.stdout and "GPUs" in result.stdout
+    # the table and the questions on stderr: stdout holds only the result
+    assert "GPU availability" in result.stderr and "GPU type" not in result.stdout
+    assert "GPU type" in result.stderr and "GPUs" in result.stderr
     rid = result.stdout.split("Reservation ")[1][:8]
     shown = _json(run("--output", "json", "show", rid))
     assert (shown["gpu_type"], shown["gpu_count"], shown["duration_hours"]) == ("t4", 2, 1.5)
@@ -211,13 +213,13 @@ def test_the_reserve_picker_lists_disks_and_offers_to_go_on_without_one_in_use(r
     args = ("-o", "json", "reserve", "-t", "t4", "-g", "1", "-h", "1", "--no-wait")
     picked = run(*args, "--interactive", input=f"{free}\n")
     assert picked.exit_code == 0, picked.output
-    assert free in picked.stdout and "In use" in picked.stdout  # the table, with states
-    assert json.loads(picked.stdout[picked.stdout.index("{") :])["disk_name"] == free
+    assert free in picked.stderr and "In use" in picked.stderr  # the table, with states
+    assert json.loads(picked.stdout)["disk_name"] == free  # stdout: the JSON and nothing else
 
     without = run(*args, "--disk", busy, "--interactive", input="y\n")
     assert without.exit_code == 0, without.output
-    assert f"in use by reservation {holder['reservation_id'][:8]}" in without.stdout
-    assert json.loads(without.stdout[without.stdout.index("{") :])["disk_name"] is None
+    assert f"in use by reservation {holder['reservation_id'][:8]}" in without.stderr
+    assert json.loads(without.stdout)["disk_name"] is None
     declined = run(*args, "--disk", busy, "--interactive", input="n\n")
     assert declined.exit_code == 1
 

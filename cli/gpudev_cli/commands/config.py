@@ -16,6 +16,7 @@ def config() -> None:
 @config.command("show")
 @click.pass_obj
 def config_show(obj: Context) -> None:
+    """The settings, and which API URL is used and where it comes from."""
     settings = load()
     try:
         api_url, source = resolve_api_url(obj.api_url_flag)
@@ -33,6 +34,11 @@ def config_show(obj: Context) -> None:
 @config.command("set")
 @click.argument("key")
 @click.argument("value")
-def config_set(key: str, value: str) -> None:
+@click.pass_obj
+def config_set(obj: Context, key: str, value: str) -> None:
+    """Save one setting: api_url, region, profile or github_user."""
     path = save(key, value)
-    console.print(f"{key} saved to {path}")
+    obj.emit(
+        {"key": key, "value": load()[key], "config_file": str(path)},
+        lambda d: console.print(f"{d['key']} saved to {d['config_file']}"),
+    )

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from gpudev_cli.client import SigV4Client
-from gpudev_cli.context import Context, console, interactive, short
+from gpudev_cli.context import Context, console, interactive, on_stderr, short
 
 DEFAULT_SIZE_GB = 1024  # a disk created without --size-gb (the volume made at first use)
 
@@ -82,19 +82,25 @@ def choose_disk(client: SigV4Client, name: str | None, ask: bool) -> str | None:
     if name is None:
         if not disks:
             return None
-        _table(list(disks.values()))
+        with on_stderr():
+            _table(list(disks.values()))
         name = click.prompt(
             "Disk (mounted at /home/dev)",
             type=click.Choice([*disks, "none"]),
             default="none",
+            err=True,
         )
         if name == "none":
             return None
     chosen = disks.get(name)
     if chosen is not None and chosen["in_use"]:
         holder = short(str(chosen["reservation_id"] or "")) or "another reservation"
-        console.print(f"Disk {name} is in use by reservation {holder}.")
-        click.confirm("Continue without a disk?", default=False, abort=True)
+        click.confirm(
+            f"Disk {name} is in use by reservation {holder}. Continue without a disk?",
+            default=False,
+            abort=True,
+            err=True,
+        )
         return None
     return name
 
@@ -155,7 +161,9 @@ def delete(obj: Context, name: str, yes: bool, interactive_flag: bool | None) ->
     if not yes:
         if not interactive(interactive_flag):
             raise click.UsageError("deleting a disk needs --yes when not run interactively")
-        click.confirm(f"Delete disk {name}? Its snapshots are kept for 30 days", abort=True)
+        click.confirm(
+            f"Delete disk {name}? Its snapshots are kept for 30 days", abort=True, err=True
+        )
     result = obj.client().request("DELETE", f"/v1/disks/{_path(name)}")
     obj.emit(
         result,

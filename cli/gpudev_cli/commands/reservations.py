@@ -11,9 +11,18 @@ from typing import Any
 
 import click
 
-from gpudev_cli import render, ssh
+from gpudev_cli import lookup, render, ssh
 from gpudev_cli.client import CliError, SigV4Client
-from gpudev_cli.context import FINAL, LIVE, Context, console, short, wait_for_refresh
+from gpudev_cli.context import (
+    FINAL,
+    LIVE,
+    Context,
+    console,
+    interactive,
+    progress,
+    short,
+    wait_for_refresh,
+)
 
 
 @click.command("list")
@@ -50,25 +59,85 @@ def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
 
 
 @click.command()
-@click.argument("reservation_id")
+@click.argument("reservation")
 @click.pass_obj
-def show(obj: Context, reservation_id: str) -> None:
-    """Everything about one reservation (full id or 8-character prefix)."""
-    obj.emit(
-        obj.client().request("GET", f"/v1/reservations/{reservation_id}"), render.reservation_panel
-    )
+def show(obj: Context, reservation: str) -> None:
+    """Everything about one reservation: its id, 8-character id prefix, or name."""
+    obj.emit(lookup.find(obj.client(), reservation), render.reservation_panel)
 
 
 @click.command()
-@click.argument("reservation_id")
+@click.argument("reservation", required=False)
+@click.option("--all", "cancel_all", is_flag=True, help="every live reservation of yours")
+@click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation (for scripts)")
+@click.option(
+    "--interactive/--no-interactive",
+    "interactive_flag",
+    default=None,
+    help="ask before cancelling --all (default: when run in a terminal)",
+)
 @click.pass_obj
-def cancel(obj: Context, reservation_id: str) -> None:
-    """Cancel a reservation (full id or 8-character prefix)."""
-    result = obj.client().request("POST", f"/v1/reservations/{reservation_id}/cancel")
-    ssh.remove_config(result)
+def cancel(
+    obj: Context,
+    reservation: str | None,
+    cancel_all: bool,
+    yes: bool,
+    interactive_flag: bool | None,
+) -> None:
+    """Cancel a reservation (its id, 8-character id prefix, or name), or --all of yours:
+    those are listed and you confirm, unless --yes."""
+    if cancel_all == (reservation is not None):
+        raise click.UsageError(
+            "give a reservation or --all, not both"
+            if cancel_all
+            else "which reservation? give its id or name, or --all"
+        )
+    if reservation is not None:
+        client = obj.client()
+        target = lookup.find(client, reservation)
+        result = client.request("POST", f"/v1/reservations/{target['reservation_id']}/cancel")
+        ssh.remove_config(result)
+        obj.emit(
+            result,
+            lambda r: console.print(f"Cancellation of {short(r['reservation_id'])} requested."),
+        )
+        return
+    if not yes and not interactive(interactive_flag):
+        raise click.UsageError("cancel --all needs --yes when not run interactively")
+    _cancel_all(obj, obj.client(), ask=not yes)
+
+
+def _cancel_all(obj: Context, client: SigV4Client, ask: bool) -> None:
+    live = lookup.reservations(client, LIVE)
+    if live and ask:  # on stderr: stdout holds only the result (-o json)
+        progress.print(f"Your {len(live)} live reservation(s):")
+        for r in live:
+            progress.print(
+                f"  {short(r['reservation_id'])}  {r.get('name') or '-'}  "
+                f"{render.gpus(r)}  {r['status']}",
+                highlight=False,
+            )
+        click.confirm(f"Cancel all {len(live)}?", default=False, abort=True, err=True)
+    cancelled, failures = [], []
+    for r in live:
+        try:
+            result = client.request("POST", f"/v1/reservations/{r['reservation_id']}/cancel")
+        except CliError as error:
+            failures.append(f"{short(r['reservation_id'])}: {error}")
+            continue
+        ssh.remove_config(result)
+        cancelled.append(result)
     obj.emit(
-        result, lambda r: console.print(f"Cancellation of {short(r['reservation_id'])} requested.")
+        cancelled,
+        lambda rows: console.print(
+            f"Cancellation of {len(rows)} reservation(s) requested: "
+            + ", ".join(short(r["reservation_id"]) for r in rows)
+            if rows
+            else "You have no live reservations."
+        ),
     )
+    if failures:
+        raise CliError("could not cancel " + "; ".join(failures))
 
 
 @click.command()
@@ -124,17 +193,18 @@ def edit(
 
 
 @click.command()
-@click.argument("reservation_id", required=False)
+@click.argument("reservation", required=False)
 @click.option(
     "--forward-agent",
     is_flag=True,
     help="Forward your SSH agent into the pod (off by default: root in the pod could use it).",
 )
 @click.pass_obj
-def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> None:
-    """SSH into an active reservation (the only one, if you have exactly one)."""
+def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
+    """SSH into an active reservation (id, id prefix or name; the only one, if you have
+    exactly one)."""
     client = obj.client()
-    if reservation_id is None:
+    if reservation is None:
         active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
         if len(active) != 1:
             raise CliError(
@@ -143,9 +213,13 @@ def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> No
                 else f"you have {len(active)} active reservations: name one "
                 f"({', '.join(short(r['reservation_id']) for r in active)})"
             )
-        reservation = active[0]
+        chosen = active[0]
     else:
-        reservation = client.request("GET", f"/v1/reservations/{reservation_id}")
+        chosen = lookup.find(client, reservation)
+    _ssh(chosen, forward_agent)
+
+
+def _ssh(reservation: dict[str, Any], forward_agent: bool) -> None:
     if reservation["status"] != "active":
         raise CliError(
             f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "

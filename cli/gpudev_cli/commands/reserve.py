@@ -13,7 +13,15 @@ from gpudev_cli import prompts, render, ssh
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.commands.disks import choose_disk
 from gpudev_cli.config import load
-from gpudev_cli.context import FINAL, Context, console, interactive, progress, short
+from gpudev_cli.context import (
+    FINAL,
+    Context,
+    console,
+    interactive,
+    on_stderr,
+    progress,
+    short,
+)
 
 POLL_SECONDS = {"queued": 3.0}
 
@@ -107,7 +115,8 @@ def _request_body(
         raise click.UsageError("--gpu-type is required when not run interactively")
     if gpu_type is None:
         types = client.request("GET", "/v1/gpu/availability")["gpu_types"]
-        render.availability_table(types)
+        with on_stderr():
+            render.availability_table(types)
         chosen = prompts.pick_type(types)
         gpu_type = chosen["gpu_type"]
         if gpus is None:
@@ -125,6 +134,7 @@ def _request_body(
             f"{gpus} GPUs run as {gpus // 8} pods on whole nodes, rendezvous on port 29500. "
             "Continue?",
             abort=True,
+            err=True,
         )
     return gpu_type, gpus, hours
 
@@ -147,7 +157,7 @@ def _follow(client: SigV4Client, reservation: dict[str, Any], ask: bool) -> dict
                 time.sleep(POLL_SECONDS.get(reservation["status"], 1.0))
                 reservation = client.request("GET", f"/v1/reservations/{rid}")
     except KeyboardInterrupt:
-        if ask and click.confirm(f"\nCancel reservation {short(rid)}?", default=False):
+        if ask and click.confirm(f"\nCancel reservation {short(rid)}?", default=False, err=True):
             client.request("POST", f"/v1/reservations/{rid}/cancel")
             click.echo(f"Cancellation of {short(rid)} requested.", err=True)
         else:
