@@ -53,6 +53,25 @@ def startup_script() -> str:
     return STARTUP_SCRIPT.read_text()
 
 
+def torchrun_environment(reservation: Reservation, rank: int, gpus: int) -> dict[str, str]:
+    """torchrun's conventions, never torch.distributed's process-level RANK/WORLD_SIZE
+    (torchrun sets those per process): NNODES, NODE_RANK, NPROC_PER_NODE and, multinode,
+    MASTER_ADDR/MASTER_PORT (rank 0 behind the headless service). The same values as
+    PET_* (torchrun reads PET_<OPTION> for each option not given on its command line),
+    so a bare `torchrun train.py` on every node starts the whole job (README)."""
+    names = Names.of(reservation)
+    env = {"NNODES": str(reservation.total_nodes), "NODE_RANK": str(rank)}
+    env["NPROC_PER_NODE"] = str(gpus)
+    if reservation.total_nodes > 1:
+        peers = [
+            f"{names.pod(peer)}.{names.headless_service}" for peer in range(reservation.total_nodes)
+        ]
+        env |= {"MASTER_ADDR": peers[0], "MASTER_PORT": str(RENDEZVOUS_PORT)}
+        env["GPU_DEV_PEERS"] = ",".join(peers)
+    pet = ("NNODES", "NODE_RANK", "NPROC_PER_NODE", "MASTER_ADDR", "MASTER_PORT")
+    return env | {f"PET_{name}": env[name] for name in pet if name in env}
+
+
 def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
     return {
         "app": "gpu-dev-pod",
@@ -71,8 +90,14 @@ def metadata(reservation: Reservation, name: str, **extra: str) -> dict[str, Any
 
 
 def control_config_map(
-    reservation: Reservation, expires_at: str, warning_level: int | None, warning_text: str
+    reservation: Reservation,
+    expires_at: str,
+    warning_level: int | None,
+    warning_text: str,
+    health_warning: str = "",
 ) -> dict[str, Any]:
+    """What the pod's control loop applies: the banner's expiry and warnings (the expiry
+    warning of the schedule and the availability updater's pod-health warning) and Jupyter."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -81,6 +106,7 @@ def control_config_map(
             "expires_at": expires_at,
             "warning_level": "" if warning_level is None else str(warning_level),
             "warning_text": warning_text,
+            "health_warning": health_warning,
             "jupyter": "true" if reservation.jupyter_enabled else "false",
         },
     }
@@ -171,13 +197,13 @@ def network_policy(reservation: Reservation) -> dict[str, Any]:
 
 
 def container_security(profiling: bool) -> dict[str, Any]:
-    """No privilege escalation (setuid binaries and file capabilities stay inert: the
-    startup script runs as root and only ever drops to users, as sshd does), except for
-    profiling: CAP_SYS_ADMIN is effective only for root, so the dev user needs sudo to
-    use it, and the API server refuses allowPrivilegeEscalation=false with SYS_ADMIN."""
-    if profiling:
-        return {"capabilities": {"add": PROFILING_CAPABILITIES, "drop": DROPPED_CAPABILITIES}}
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": DROPPED_CAPABILITIES}}
+    """The runtime's default capabilities minus NET_RAW, plus SYS_ADMIN for profiling.
+    Privilege escalation stays allowed: the dev user has passwordless sudo (a setuid
+    binary, inert under no-new-privs) and is root of its own container; the container is
+    the boundary (seccomp, the bounding set, no service-account token, the network policy;
+    docs/decisions.md 2026-11-24 "sudo in every pod")."""
+    add = {"add": PROFILING_CAPABILITIES} if profiling else {}
+    return {"capabilities": {**add, "drop": DROPPED_CAPABILITIES}}
 
 
 def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
@@ -241,18 +267,7 @@ def pod(
         },
         "MAKEFLAGS": f"-j{threads}",
     }
-    if reservation.total_nodes > 1:
-        peers = [
-            f"{names.pod(rank)}.{names.headless_service}" for rank in range(reservation.total_nodes)
-        ]
-        env |= {
-            "MASTER_ADDR": peers[0],
-            "MASTER_PORT": str(RENDEZVOUS_PORT),
-            "RANK": str(placement.rank),
-            "NODE_RANK": str(placement.rank),
-            "WORLD_SIZE": str(reservation.total_nodes),
-            "GPU_DEV_PEERS": ",".join(peers),
-        }
+    env |= torchrun_environment(reservation, placement.rank, max(1, per_node))
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
         "nodeSelector": {GPU_TYPE_LABEL: gpu_type.gpu_type},
