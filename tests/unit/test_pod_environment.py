@@ -57,3 +57,13 @@ def test_the_control_config_map_carries_the_pod_health_warning():
     data = objects.control_config_map(reservation, "2026-11-24T12:00:00+00:00", None, "", "OOM")
     assert data["data"]["health_warning"] == "OOM"
     assert objects.control_config_map(reservation, "", None, "")["data"]["health_warning"] == ""
+
+
+def test_the_pod_image_is_a_deploy_setting_defaulting_to_the_public_pytorch_image():
+    from cdk_app.declaration import POD_IMAGE, RESERVATION_TASKS
+    from gpudev.settings import LifecycleSettings
+
+    assert POD_IMAGE.variable == "LIFECYCLE_POD_IMAGE"
+    assert POD_IMAGE.default == LifecycleSettings().pod_image
+    assert str(POD_IMAGE.default).startswith("pytorch/pytorch:")
+    assert RESERVATION_TASKS.context_environment == (POD_IMAGE,)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudev.cluster.names import Names, Placement, collaborator_account
+from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.vocabulary import (
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
@@ -29,7 +30,6 @@ from gpudev.cluster.vocabulary import (
 )
 from gpudev.models import GpuType, Reservation
 
-RENDEZVOUS_PORT = 29500
 JUPYTER_PORT = 8888
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
@@ -51,25 +51,6 @@ SSH_READINESS_PROBE = {
 def startup_script() -> str:
     """The pod's command, run by `bash -c` (read once per execution environment)."""
     return STARTUP_SCRIPT.read_text()
-
-
-def torchrun_environment(reservation: Reservation, rank: int, gpus: int) -> dict[str, str]:
-    """torchrun's conventions, never torch.distributed's process-level RANK/WORLD_SIZE
-    (torchrun sets those per process): NNODES, NODE_RANK, NPROC_PER_NODE and, multinode,
-    MASTER_ADDR/MASTER_PORT (rank 0 behind the headless service). The same values as
-    PET_* (torchrun reads PET_<OPTION> for each option not given on its command line),
-    so a bare `torchrun train.py` on every node starts the whole job (README)."""
-    names = Names.of(reservation)
-    env = {"NNODES": str(reservation.total_nodes), "NODE_RANK": str(rank)}
-    env["NPROC_PER_NODE"] = str(gpus)
-    if reservation.total_nodes > 1:
-        peers = [
-            f"{names.pod(peer)}.{names.headless_service}" for peer in range(reservation.total_nodes)
-        ]
-        env |= {"MASTER_ADDR": peers[0], "MASTER_PORT": str(RENDEZVOUS_PORT)}
-        env["GPU_DEV_PEERS"] = ",".join(peers)
-    pet = ("NNODES", "NODE_RANK", "NPROC_PER_NODE", "MASTER_ADDR", "MASTER_PORT")
-    return env | {f"PET_{name}": env[name] for name in pet if name in env}
 
 
 def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
@@ -206,30 +187,6 @@ def container_security(profiling: bool) -> dict[str, Any]:
     return {"capabilities": {**add, "drop": DROPPED_CAPABILITIES}}
 
 
-def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
-    """Requests, limits and the thread count: the GPU share of the node (reference §7)."""
-    if gpu_type.is_cpu_only:
-        threads = max(1, gpu_type.cpus - 2)
-        return {
-            "requests": {"cpu": "2", "memory": "4Gi"},
-            "limits": {"cpu": str(threads), "memory": f"{gpu_type.memory_gb - 2}Gi"},
-        }, threads
-    ratio = gpus / gpu_type.max_gpus
-    threads = max(1, min(gpu_type.cpus, int(gpu_type.cpus * ratio * 1.5)))
-    return {
-        "requests": {
-            GPU_RESOURCE: str(gpus),
-            "cpu": str(max(1, int(gpu_type.cpus * ratio * 0.9))),
-            "memory": f"{max(1, int(gpu_type.memory_gb * ratio * 0.9))}Gi",
-        },
-        "limits": {
-            GPU_RESOURCE: str(gpus),
-            "cpu": str(threads),
-            "memory": f"{max(1, int(gpu_type.memory_gb * ratio))}Gi",
-        },
-    }, threads
-
-
 def pod(
     reservation: Reservation,
     gpu_type: GpuType,
@@ -240,34 +197,7 @@ def pod(
     """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only."""
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
-    per_node = 0 if gpu_type.is_cpu_only else reservation.gpu_count // reservation.total_nodes
-    resources, threads = _resources(gpu_type, per_node)
-    env = {
-        "GPU_DEV_RESERVATION_ID": str(reservation.reservation_id),
-        "GPU_DEV_USER_ID": reservation.user_id,
-        "GPU_TYPE": gpu_type.gpu_type.upper(),
-        "GPU_DEV_PROFILING": "true" if reservation.profiling else "false",
-        "GPU_DEV_PERSISTENT_HOME": "true" if persistent else "false",
-        "HF_HOME": "/workspace/.cache/huggingface",
-        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
-        "NCCL_DEBUG": "INFO",
-        "NCCL_ASYNC_ERROR_HANDLING": "1",
-        "NCCL_SOCKET_IFNAME": "eth0",
-        **{
-            variable: str(threads)
-            for variable in (
-                "OMP_NUM_THREADS",
-                "MKL_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS",
-                "NUMEXPR_MAX_THREADS",
-                "MAX_JOBS",
-                "CMAKE_BUILD_PARALLEL_LEVEL",
-                "GPU_DEV_THREAD_COUNT",
-            )
-        },
-        "MAKEFLAGS": f"-j{threads}",
-    }
-    env |= torchrun_environment(reservation, placement.rank, max(1, per_node))
+    resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
         "nodeSelector": {GPU_TYPE_LABEL: gpu_type.gpu_type},
