@@ -319,3 +319,25 @@ def test_nothing_is_written_outside_the_sandbox(sandbox: Sandbox, tmp_path: Path
     assert not re.search(
         r"(>>?|mkdir -p|install -d(?: -m [0-7]+)?|touch) *\"?/(?!dev/null)", script
     )
+
+
+def test_the_login_profile_hooks_the_banner_into_the_prompt_once(sandbox: Sandbox):
+    """/etc/profile sources /etc/bash.bashrc, which sources the profile again."""
+    assert sandbox.run().returncode == 0
+    profile = sandbox.root / "etc/profile.d/gpu-dev.sh"
+    shown = subprocess.run(
+        [
+            "bash",
+            "--norc",
+            "--noprofile",
+            "-i",
+            "-c",
+            f". {profile}; . {profile}; "
+            'echo "[$PROMPT_COMMAND]"; type gpu_dev_banner >/dev/null && echo hooked',
+        ],
+        env={"PATH": str(sandbox.bin), "PROMPT_COMMAND": "history -a"},
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert shown.splitlines()[-2:] == ["[gpu_dev_banner;history -a]", "hooked"]

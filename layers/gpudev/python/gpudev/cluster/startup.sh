@@ -64,10 +64,12 @@ gpu_dev_banner() {
 }
 if [ -n "${BASH_VERSION:-}" ] && [ -n "${PS1:-}" ]; then
   case ${PROMPT_COMMAND:-} in
-    *gpu_dev_banner*) ;;
-    *) PROMPT_COMMAND="gpu_dev_banner${PROMPT_COMMAND:+;$PROMPT_COMMAND}" ;;
+    *gpu_dev_banner*) ;;  # sourced twice (/etc/profile reads /etc/bash.bashrc): once only
+    *)
+      PROMPT_COMMAND="gpu_dev_banner${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+      [ -s /run/gpu-dev/expiry ] && cat /run/gpu-dev/expiry
+      ;;
   esac
-  [ -s /run/gpu-dev/expiry ] && cat /run/gpu-dev/expiry
 fi
 PROFILE
 touch "$ROOT/etc/bash.bashrc"  # interactive shells that are not login shells (tmux, `bash`)
