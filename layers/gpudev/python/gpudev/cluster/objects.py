@@ -1,15 +1,16 @@
 """The Kubernetes objects of a reservation, as plain manifests (reference §7, minus exec).
 
 Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
-pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
+pod is controlled declaratively: a ConfigMap (expiry, warnings, Jupyter) and a Secret (SSH
 keys, Jupyter token) are mounted into it and its startup script (`startup.sh`, shipped
 beside this module) applies them; nobody needs pods/exec.
 
 Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
-seccomp profile with no service-account token and without privilege escalation; only a
-profiling reservation gets CAP_SYS_ADMIN, and it lives in its own namespace because Pod
-Security `baseline` (enforced on gpu-dev) refuses that capability. A per-reservation
-NetworkPolicy lets the reservation's own pods reach each other and nobody else's.
+seccomp profile with no service-account token and without NET_RAW (dev has sudo: root of
+its own container, nothing more); only a profiling reservation gets CAP_SYS_ADMIN, and it
+lives in its own namespace because Pod Security `baseline` (enforced on gpu-dev) refuses
+that capability. A per-reservation NetworkPolicy lets the reservation's own pods reach each
+other and nobody else's.
 """
 
 from __future__ import annotations
