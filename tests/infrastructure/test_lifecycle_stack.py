@@ -80,3 +80,11 @@ def test_the_allocator_runs_every_minute_and_tasks_have_their_cluster_group(temp
     groups = sorted(e["Properties"]["KubernetesGroups"][0] for e in entries.values())
     # Lifecycle: the reservation tasks and the sweeper; readers: allocator, availability.
     assert groups.count("gpu-dev-lifecycle") == 2 and groups.count("gpu-dev-readers") == 2
+
+
+def test_the_reservation_tasks_start_pods_from_the_pod_image_setting(template: Template):
+    """CDK context `podImage` (cdk.json has none: the public PyTorch image, as in the local
+    cloud); operators set it to the dev image they built (deploy/dev-image)."""
+    _, props = _function(template, "gpudev-reservation-tasks")
+    variables = props["Environment"]["Variables"]
+    assert variables["LIFECYCLE_POD_IMAGE"] == "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"

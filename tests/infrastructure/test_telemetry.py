@@ -93,3 +93,33 @@ def test_a_bad_limit_in_context_fails_the_synth_clearly(bad: object):
     stack = cdk.Stack(cdk.App(context={"maxGpusPerUser": bad}), "Limits")
     with pytest.raises(ValueError, match="context maxGpusPerUser"):
         GpuDevStack._context_environment(stack, API)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ({}, "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"),
+        ({"podImage": "r/gpu-dev:1"}, "r/gpu-dev:1"),
+    ],
+)
+def test_context_sets_the_pod_image(context: dict, expected: str):
+    import aws_cdk as cdk
+
+    from cdk_app.declaration import RESERVATION_TASKS
+    from cdk_app.stack import GpuDevStack
+
+    stack = cdk.Stack(cdk.App(context=context), "Image")
+    values = GpuDevStack._context_environment(stack, RESERVATION_TASKS)  # type: ignore[arg-type]
+    assert values == {"LIFECYCLE_POD_IMAGE": expected}
+
+
+@pytest.mark.parametrize("bad", ["", "two words", 3])
+def test_a_bad_pod_image_in_context_fails_the_synth_clearly(bad: object):
+    import aws_cdk as cdk
+
+    from cdk_app.declaration import RESERVATION_TASKS
+    from cdk_app.stack import GpuDevStack
+
+    stack = cdk.Stack(cdk.App(context={"podImage": bad}), "Image")
+    with pytest.raises(ValueError, match="context podImage"):
+        GpuDevStack._context_environment(stack, RESERVATION_TASKS)  # type: ignore[arg-type]

@@ -129,7 +129,8 @@ def test_multinode_takes_two_whole_nodes_or_waits(api, local_cloud):
     assert len(pods) == 2
     assert len({p["spec"]["nodeName"] for p in pods}) == 2
     envs = [{e["name"]: e["value"] for e in p["spec"]["containers"][0]["env"]} for p in pods]
-    assert sorted(e["RANK"] for e in envs) == ["0", "1"]
-    assert {e["WORLD_SIZE"] for e in envs} == {"2"}
+    assert sorted(e["NODE_RANK"] for e in envs) == ["0", "1"]
+    assert {e["NNODES"] for e in envs} == {"2"}
+    assert {e["NPROC_PER_NODE"] for e in envs} == {"8"}
     assert {e["MASTER_ADDR"] for e in envs} == {f"gpu-dev-{rid[:8]}-0.gpu-dev-{rid[:8]}-headless"}
     assert {e["MASTER_PORT"] for e in envs} == {"29500"}

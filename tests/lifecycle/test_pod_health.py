@@ -5,6 +5,7 @@ ends the reservation with the reason and lets the queue move."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,17 @@ def update_availability(cloud: LocalCloud) -> dict[str, Any]:
 def the_pod(cloud: LocalCloud, reservation_id: str) -> dict[str, Any]:
     [pod] = objects_of(cloud, reservation_id)["pods"]
     return pod
+
+
+def wait_for_control(cloud: LocalCloud, reservation_id: str, key: str, timeout: float = 10) -> str:
+    """A key of the reservation's control ConfigMap once it is set."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        [config_map] = objects_of(cloud, reservation_id)["configmaps"]
+        if value := (config_map.get("data") or {}).get(key):
+            return str(value)
+        time.sleep(0.1)
+    raise AssertionError(f"{key} not in the ConfigMap after {timeout}s")
 
 
 def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_cloud):
@@ -80,8 +92,13 @@ def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_
     assert seen["oom_count"] == 1
     assert seen["last_oom_at"].startswith("2026-11-23T12:00:00")
     assert "OOM-killed 1 time(s)" in seen["health_warning"]
+    # The changed warning woke the execution: its checkpoint put it in the pod's ConfigMap,
+    # which the pod's control loop shows in the prompt banner (startup.sh).
+    assert run["statistics"]["warnings_woken"] == 1
+    assert wait_for_control(local_cloud, rid, "health_warning") == seen["health_warning"]
     update_availability(local_cloud)
     assert show(api, rid)["oom_count"] == 1, "the same kill is counted once"
+    assert update_availability(local_cloud)["statistics"]["warnings_woken"] == 0
 
 
 def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue(api, local_cloud):

@@ -27,6 +27,11 @@ def _control_loop() -> str:
     return script.split("<<'CONTROL'\n", 1)[1].split("\nCONTROL\n", 1)[0]
 
 
+def _login_profile() -> str:
+    script = objects.startup_script()
+    return script.split("<<'PROFILE'\n", 1)[1].split("\nPROFILE\n", 1)[0]
+
+
 def _run(command: list[str], script: str) -> str:
     checked = subprocess.run(command, input=script, capture_output=True, text=True, check=False)
     return checked.stdout + checked.stderr
@@ -57,10 +62,17 @@ def test_the_script_passes_shellcheck(script):
     assert _run([str(SHELLCHECK), "--shell=bash", "-"], text) == ""
 
 
+@needs_shellcheck
+def test_the_login_profile_passes_shellcheck_as_posix_sh():
+    """/etc/profile.d is read by every login shell, sh included."""
+    assert _run([str(SHELLCHECK), "--shell=sh", "-"], _login_profile()) == ""
+
+
 def _first_use() -> str:
-    lines = objects.startup_script().splitlines()
-    start = next(i for i, line in enumerate(lines) if "gpu-dev-initialized" in line)
-    return "\n".join(lines[start - 1 : start + 3])
+    """The `su dev ... -c '...'` command of the first-use setup, as written in the script."""
+    script = objects.startup_script()
+    start = script.index("su dev -s /bin/sh -c '")
+    return script[start : script.index("; }'\n", start) + len("; }'")]
 
 
 def test_the_first_use_setup_runs_as_dev_not_root():
@@ -69,14 +81,14 @@ def test_the_first_use_setup_runs_as_dev_not_root():
     script = objects.startup_script()
     root_lines = [
         line
-        for line in script.split("<<'CONTROL'", 1)[0].splitlines()
-        if "/home/dev" in line and not line.lstrip().startswith("#")
+        for line in script.split("<<'CONTROL'", 1)[0].replace(_first_use(), "").splitlines()
+        if "home/dev" in line and not line.lstrip().startswith("#")
     ]
     assert root_lines == [
-        "mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev"
+        'mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"',
+        'chown -R dev "$ROOT/workspace" "$ROOT/home/dev"',
     ]
-    assert "su dev -s /bin/sh -c '" in _first_use()
-    assert 'cp -rn /etc/skel/. "$HOME/"' in _first_use()
+    assert 'cp -rn "$GPU_DEV_ROOT/etc/skel/." "$HOME/"' in _first_use()
     assert '[ -L "$HOME/.gpu-dev-initialized" ]' in _first_use()
 
 
@@ -85,11 +97,17 @@ def test_the_first_use_setup_leaves_a_dangling_marker_alone(tmp_path: Path):
     """Run the dev-side command (as whoever runs the tests, the way su runs it as dev): a
     dangling symlink at the marker counts as initialized and nothing is written through it."""
     command = _first_use().split("-c '", 1)[1].rsplit("'", 1)[0]
+    (tmp_path / "etc/skel").mkdir(parents=True)
     home = tmp_path / "home"
     home.mkdir()
     target = tmp_path / "victim"
     (home / ".gpu-dev-initialized").symlink_to(target)
-    env = {"HOME": str(home), "GPU_DEV_RESERVATION_ID": "r1", "PATH": "/usr/bin:/bin"}
+    env = {
+        "HOME": str(home),
+        "GPU_DEV_ROOT": str(tmp_path),
+        "GPU_DEV_RESERVATION_ID": "r1",
+        "PATH": "/usr/bin:/bin",
+    }
     subprocess.run(["sh", "-c", command], env=env, check=True)
     assert not target.exists()
 

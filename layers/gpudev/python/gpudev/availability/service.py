@@ -2,7 +2,9 @@
 calls (Auto Scaling pages, one node list, one pod list) and one UPDATE for every type. The
 same lists watch the active reservations' pods (`health.py`): OOM kills, crash loops and
 warnings on the rows; a pod or node that is gone, or an evicted pod, wakes the reservation's
-execution, which ends it with the reason."""
+execution, which ends it with the reason. A warning that changed wakes it too: its checkpoint
+writes the warning into the pod's ConfigMap, which the pod shows in its prompt banner (the
+lifecycle stays the only writer of the reservation's objects)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ class AvailabilityRun:
     pods_seen: int
     health_findings: int = 0
     endings_woken: int = 0
+    warnings_woken: int = 0
 
     @property
     def statistics(self) -> dict[str, Any]:
@@ -56,6 +59,7 @@ class AvailabilityRun:
             "pods": self.pods_seen,
             "health_findings": self.health_findings,
             "endings_woken": self.endings_woken,
+            "warnings_woken": self.warnings_woken,
         }
 
 
@@ -118,7 +122,8 @@ def update_availability(
                     "No ASGs found matching pattern", extra={"gpu_types": without_groups}
                 )
             gpu_types.update_availability(results, invoked_by)
-            findings, endings = _watch_pods(conn, nodes, pods, listed_at)
+            findings, to_wake = _watch_pods(conn, nodes, pods, listed_at)
+            endings = sum(row.health_ending is not None for row in to_wake)
             outcome = AvailabilityRun(
                 run.run_id,
                 results,
@@ -126,14 +131,15 @@ def update_availability(
                 len(nodes or []),
                 len(pods or []),
                 health_findings=findings,
-                endings_woken=len(endings),
+                endings_woken=endings,
+                warnings_woken=len(to_wake) - endings,
             )
             runs.finish(run.run_id, "succeeded", outcome.statistics)
     except Exception as exc:
         with conn.transaction():
             runs.record(RECONCILER, invoked_by, "failed", f"{type(exc).__name__}: {exc}")
         raise
-    _wake(signals, endings)
+    _wake(signals, to_wake)
     return outcome
 
 
@@ -143,15 +149,19 @@ def _watch_pods(
     pods: list[Pod] | None,
     listed_at: datetime,
 ) -> tuple[int, list[HealthRecorded]]:
-    """Record what the lists say of every active reservation's pods; the rows to end (every
-    recorded ending, so a wake that failed is sent again by the next run). Without the
-    lists (Kubernetes unreachable) nothing is judged."""
+    """Record what the lists say of every active reservation's pods; the rows to wake: every
+    recorded ending (so a wake that failed is sent again by the next run) and every row
+    whose warning changed in this run (its checkpoint puts the warning in the pod's banner).
+    Without the lists (Kubernetes unreachable) nothing is judged."""
     if nodes is None or pods is None:
         return 0, []
     health = PodHealthRepository(conn)
     watched = health.watched()
     findings = plan_pod_health(watched, nodes, pods, listed_at)
+    before = {row.reservation_id: row.health_warning for row in watched}
+    warned = {f.reservation_id for f in findings if f.health_warning != before[f.reservation_id]}
     recorded = {r.reservation_id: r for r in health.record(findings)}
+    to_wake = {r for r, row in recorded.items() if row.health_ending or r in warned}
     for row in watched:
         if row.health_ending and row.reservation_id not in recorded:
             recorded[row.reservation_id] = HealthRecorded(
@@ -159,25 +169,27 @@ def _watch_pods(
                 task_token=row.task_token,
                 health_ending=row.health_ending,
             )
+            to_wake.add(row.reservation_id)
     if findings:
         logger.warning(
             "pod health changed",
             extra={"findings": [f.model_dump(mode="json") for f in findings]},
         )
-    return len(findings), [r for r in recorded.values() if r.health_ending]
+    return len(findings), [recorded[r] for r in sorted(to_wake)]
 
 
-def _wake(signals: Signals, endings: Sequence[HealthRecorded]) -> None:
-    """After commit: wake each execution to end its reservation (its checkpoint reads
-    `health_ending`). No token (between steps) or a closed one: its next step reads the
-    row. A failed send is logged and sent again by the next run."""
-    for row in endings:
+def _wake(signals: Signals, rows: Sequence[HealthRecorded]) -> None:
+    """After commit: wake each execution; its checkpoint reads the row (`health_ending`:
+    end the reservation; `health_warning`: into the pod's ConfigMap). No token (between
+    steps) or a closed one: its next step reads the row. A failed ending wake is sent again
+    by the next run; a failed warning wake waits for the next checkpoint."""
+    for row in rows:
         if row.task_token is None:
             continue
         try:
             signals.wake(row.task_token, Wake(outcome="changed"))
         except Exception:
             logger.exception(
-                "waking a reservation to end failed: the next run tries again",
+                "waking a reservation failed",
                 extra={"reservation_id": str(row.reservation_id)},
             )

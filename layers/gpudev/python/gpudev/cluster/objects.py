@@ -1,16 +1,17 @@
 """The Kubernetes objects of a reservation, as plain manifests (reference §7, minus exec).
 
 Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
-pod is controlled declaratively: a ConfigMap (expiry, warning, Jupyter) and a Secret (SSH
+pod is controlled declaratively: a ConfigMap (expiry, warnings, Jupyter) and a Secret (SSH
 keys, Jupyter token) are mounted into it and its startup script (`startup.sh`, shipped
 beside this module) applies them; nobody needs pods/exec. Its Services and NetworkPolicy are
 built in `cluster/network.py`, PersistentVolumes in `cluster/volumes.py`.
 
 Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
-seccomp profile with no service-account token and without privilege escalation; only a
-profiling reservation gets CAP_SYS_ADMIN, and it lives in its own namespace because Pod
-Security `baseline` (enforced on gpu-dev) refuses that capability. A per-reservation
-NetworkPolicy lets the reservation's own pods reach each other and nobody else's.
+seccomp profile with no service-account token and without NET_RAW (dev has sudo: root of
+its own container, nothing more); only a profiling reservation gets CAP_SYS_ADMIN, and it
+lives in its own namespace because Pod Security `baseline` (enforced on gpu-dev) refuses
+that capability. A per-reservation NetworkPolicy lets the reservation's own pods reach each
+other and nobody else's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudev.cluster.names import Names, Placement, collaborator_account
+from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.vocabulary import (
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
@@ -30,7 +32,6 @@ from gpudev.cluster.vocabulary import (
 )
 from gpudev.models import GpuType, Reservation
 
-RENDEZVOUS_PORT = 29500
 JUPYTER_PORT = 8888
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
@@ -91,8 +92,14 @@ def manifest(
 
 
 def control_config_map(
-    reservation: Reservation, expires_at: str, warning_level: int | None, warning_text: str
+    reservation: Reservation,
+    expires_at: str,
+    warning_level: int | None,
+    warning_text: str,
+    health_warning: str = "",
 ) -> dict[str, Any]:
+    """What the pod's control loop applies: the banner's expiry and warnings (the expiry
+    warning of the schedule and the availability updater's pod-health warning) and Jupyter."""
     return manifest(
         "ConfigMap",
         reservation,
@@ -101,6 +108,7 @@ def control_config_map(
             "expires_at": expires_at,
             "warning_level": "" if warning_level is None else str(warning_level),
             "warning_text": warning_text,
+            "health_warning": health_warning,
             "jupyter": "true" if reservation.jupyter_enabled else "false",
         },
     )
@@ -126,37 +134,13 @@ def keys_secret(
 
 
 def container_security(profiling: bool) -> dict[str, Any]:
-    """No privilege escalation (setuid binaries and file capabilities stay inert: the
-    startup script runs as root and only ever drops to users, as sshd does), except for
-    profiling: CAP_SYS_ADMIN is effective only for root, so the dev user needs sudo to
-    use it, and the API server refuses allowPrivilegeEscalation=false with SYS_ADMIN."""
-    if profiling:
-        return {"capabilities": {"add": PROFILING_CAPABILITIES, "drop": DROPPED_CAPABILITIES}}
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": DROPPED_CAPABILITIES}}
-
-
-def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
-    """Requests, limits and the thread count: the GPU share of the node (reference §7)."""
-    if gpu_type.is_cpu_only:
-        threads = max(1, gpu_type.cpus - 2)
-        return {
-            "requests": {"cpu": "2", "memory": "4Gi"},
-            "limits": {"cpu": str(threads), "memory": f"{gpu_type.memory_gb - 2}Gi"},
-        }, threads
-    ratio = gpus / gpu_type.max_gpus
-    threads = max(1, min(gpu_type.cpus, int(gpu_type.cpus * ratio * 1.5)))
-    return {
-        "requests": {
-            GPU_RESOURCE: str(gpus),
-            "cpu": str(max(1, int(gpu_type.cpus * ratio * 0.9))),
-            "memory": f"{max(1, int(gpu_type.memory_gb * ratio * 0.9))}Gi",
-        },
-        "limits": {
-            GPU_RESOURCE: str(gpus),
-            "cpu": str(threads),
-            "memory": f"{max(1, int(gpu_type.memory_gb * ratio))}Gi",
-        },
-    }, threads
+    """The runtime's default capabilities minus NET_RAW, plus SYS_ADMIN for profiling.
+    Privilege escalation stays allowed: the dev user has passwordless sudo (a setuid
+    binary, inert under no-new-privs) and is root of its own container; the container is
+    the boundary (seccomp, the bounding set, no service-account token, the network policy;
+    docs/decisions.md 2026-11-24 "sudo in every pod")."""
+    add = {"add": PROFILING_CAPABILITIES} if profiling else {}
+    return {"capabilities": {**add, "drop": DROPPED_CAPABILITIES}}
 
 
 def pod(
@@ -169,45 +153,7 @@ def pod(
     """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only."""
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
-    per_node = 0 if gpu_type.is_cpu_only else reservation.gpu_count // reservation.total_nodes
-    resources, threads = _resources(gpu_type, per_node)
-    env = {
-        "GPU_DEV_RESERVATION_ID": str(reservation.reservation_id),
-        "GPU_DEV_USER_ID": reservation.user_id,
-        "GPU_TYPE": gpu_type.gpu_type.upper(),
-        "GPU_DEV_PROFILING": "true" if reservation.profiling else "false",
-        "GPU_DEV_PERSISTENT_HOME": "true" if persistent else "false",
-        "HF_HOME": "/workspace/.cache/huggingface",
-        "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
-        "NCCL_DEBUG": "INFO",
-        "NCCL_ASYNC_ERROR_HANDLING": "1",
-        "NCCL_SOCKET_IFNAME": "eth0",
-        **{
-            variable: str(threads)
-            for variable in (
-                "OMP_NUM_THREADS",
-                "MKL_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS",
-                "NUMEXPR_MAX_THREADS",
-                "MAX_JOBS",
-                "CMAKE_BUILD_PARALLEL_LEVEL",
-                "GPU_DEV_THREAD_COUNT",
-            )
-        },
-        "MAKEFLAGS": f"-j{threads}",
-    }
-    if reservation.total_nodes > 1:
-        peers = [
-            f"{names.pod(rank)}.{names.headless_service}" for rank in range(reservation.total_nodes)
-        ]
-        env |= {
-            "MASTER_ADDR": peers[0],
-            "MASTER_PORT": str(RENDEZVOUS_PORT),
-            "RANK": str(placement.rank),
-            "NODE_RANK": str(placement.rank),
-            "WORLD_SIZE": str(reservation.total_nodes),
-            "GPU_DEV_PEERS": ",".join(peers),
-        }
+    resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
         "nodeSelector": {GPU_TYPE_LABEL: gpu_type.gpu_type},

@@ -1,81 +1,195 @@
 #!/bin/bash
 # The dev pod's startup script: the container's command (`bash -c`, the pod manifest in
-# objects.py). It runs as root: makes the `dev` user, installs the control loop that
-# applies the reservation's mounted ConfigMap and Secret (SSH keys, warnings, Jupyter), then
-# becomes sshd. Checked by tests/unit/test_startup_script.py (bash -n, shellcheck).
+# objects.py). It runs as root: makes the `dev` user (passwordless sudo), gives SSH sessions
+# the pod's environment (/etc/profile.d and sshd's SetEnv), puts the default dotfiles in a
+# home on its first use, installs the control loop that applies the reservation's mounted
+# ConfigMap and Secret (SSH keys, banner, Jupyter), applies them once, then becomes sshd.
+#
+# GPU_DEV_ROOT (unset in pods: /) roots every path it writes, so
+# tests/unit/test_startup_sandbox.py runs this very file in a temporary directory with the
+# system commands stubbed. The dev image (deploy/dev-image/Dockerfile) has sshd, sudo and
+# Jupyter already; the public default image gets sshd and sudo from apt-get at boot.
 set -u
+ROOT=${GPU_DEV_ROOT:-}
+ROOT=${ROOT%/}
+export GPU_DEV_ROOT=$ROOT  # the control loop's paths
+
+missing=()
+command -v sshd >/dev/null || missing+=(openssh-server)
+command -v sudo >/dev/null || missing+=(sudo)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} (the dev image has them: deploy/dev-image)"
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v sshd >/dev/null || { echo "no sshd in this image, and apt-get could not install it" >&2; exit 1; }
+
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
-mkdir -p /workspace/.cache/huggingface && chown -R dev /workspace /home/dev
-# A named disk at /home/dev keeps its files between reservations: the default dotfiles go
-# in once, on its first use, marked by a file the snapshot keeps. Done as dev, never as
-# root: dev owns /home/dev, so root would follow any symlink dev left there (the marker
-# included, dangling or not). A marker that exists in any form means initialized.
+mkdir -p "$ROOT/etc/sudoers.d"
+echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$ROOT/etc/sudoers.d/dev"
+chmod 440 "$ROOT/etc/sudoers.d/dev"
+mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
+chown -R dev "$ROOT/workspace" "$ROOT/home/dev"
+
+# What the pod was given (env in objects.py: conda/CUDA paths, threads, NCCL, HF_HOME, the
+# torchrun variables) is what every SSH session sees: login shells read /etc/profile.d,
+# commands (`ssh host cmd`, VS Code, torchrun launchers) get sshd's SetEnv.
+ENV_NAMES='^(PATH|LD_LIBRARY_PATH|LIBRARY_PATH|PYTHONPATH|LANG|LC_ALL|CONDA_[A-Z_]+|CUDA_[A-Z_]+'
+ENV_NAMES+='|NV_[A-Z_]+|NVIDIA_[A-Z_]+|NCCL_[A-Z_]+|FI_[A-Z_]+|HF_[A-Z_]+|TORCH_[A-Z_]+'
+ENV_NAMES+='|PYTORCH_[A-Z_]+|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS'
+ENV_NAMES+='|NUMEXPR_MAX_THREADS|MAX_JOBS|CMAKE_BUILD_PARALLEL_LEVEL|MAKEFLAGS|GPU_TYPE'
+ENV_NAMES+='|GPU_DEV_[A-Z_]+|NNODES|NODE_RANK|NPROC_PER_NODE|MASTER_ADDR|MASTER_PORT'
+ENV_NAMES+='|PET_[A-Z_]+)$'
+mkdir -p "$ROOT/etc/profile.d" "$ROOT/etc/ssh" "$ROOT/run/gpu-dev"
+{
+  echo "# Written by the gpu-dev startup script at boot: the pod's environment."
+  while IFS= read -r name; do
+    [[ $name =~ $ENV_NAMES ]] && [ "$name" != GPU_DEV_ROOT ] || continue
+    value=${!name}
+    printf "export %s='%s'\n" "$name" "${value//\'/\'\\\'\'}"
+  done < <(compgen -e | sort)
+} > "$ROOT/etc/profile.d/gpu-dev-env.sh"
+set_env=()
+while IFS= read -r name; do
+  [[ $name =~ $ENV_NAMES ]] && [ "$name" != GPU_DEV_ROOT ] || continue
+  [[ ${!name} =~ [[:space:]\"] ]] && continue  # SetEnv has no quoting for these
+  set_env+=("$name=${!name}")
+done < <(compgen -e | sort)
+
+# The banner (expiry warnings, pod health) before every prompt, and at login the expiry.
+cat > "$ROOT/etc/profile.d/gpu-dev.sh" <<'PROFILE'
+# gpu-dev: the reservation's banner before every prompt (written by gpu-dev-control).
+gpu_dev_banner() {
+  [ -s /run/gpu-dev/banner ] && cat /run/gpu-dev/banner
+  return 0
+}
+if [ -n "${BASH_VERSION:-}" ] && [ -n "${PS1:-}" ]; then
+  case ${PROMPT_COMMAND:-} in
+    *gpu_dev_banner*) ;;  # sourced twice (/etc/profile reads /etc/bash.bashrc): once only
+    *)
+      PROMPT_COMMAND="gpu_dev_banner${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+      [ -s /run/gpu-dev/expiry ] && cat /run/gpu-dev/expiry
+      ;;
+  esac
+fi
+PROFILE
+touch "$ROOT/etc/bash.bashrc"  # interactive shells that are not login shells (tmux, `bash`)
+grep -q gpu-dev.sh "$ROOT/etc/bash.bashrc" \
+  || echo '[ -r /etc/profile.d/gpu-dev.sh ] && . /etc/profile.d/gpu-dev.sh' >> "$ROOT/etc/bash.bashrc"
+
+# Default dotfiles on a home's first use (a named disk at /home/dev keeps its files between
+# reservations), marked by a file the snapshot keeps; never again afterwards. Done as dev,
+# never as root: dev owns /home/dev, so root would follow any symlink dev left there (the
+# marker included, dangling or not). A marker that exists in any form means initialized.
 # shellcheck disable=SC2016  # expanded by dev's shell (GPU_DEV_RESERVATION_ID is inherited)
 su dev -s /bin/sh -c '[ -e "$HOME/.gpu-dev-initialized" ] || [ -L "$HOME/.gpu-dev-initialized" ] \
-  || { cp -rn /etc/skel/. "$HOME/" 2>/dev/null; \
+  || { cp -rn "$GPU_DEV_ROOT/etc/skel/." "$HOME/" 2>/dev/null; \
+       [ -e "$HOME/.bashrc" ] || printf "%s\n" "PS1=\"\\u@\\h:\\w\\$ \"" "alias ll=\"ls -la\"" \
+         > "$HOME/.bashrc"; \
+       [ -e "$HOME/.bash_profile" ] || [ -e "$HOME/.profile" ] \
+         || echo "[ -r ~/.bashrc ] && . ~/.bashrc" > "$HOME/.profile"; \
        echo "${GPU_DEV_RESERVATION_ID:-}" > "$HOME/.gpu-dev-initialized"; }'
-install -d -m 755 /etc/ssh/authorized_keys /run/gpu-dev  # root's: no user can redirect writes
-if [ "${GPU_DEV_PROFILING:-false}" = true ]; then  # CAP_SYS_ADMIN is root's: dev may sudo
-  command -v sudo >/dev/null || (apt-get update -qq && apt-get install -y -qq sudo)
-  mkdir -p /etc/sudoers.d && echo 'dev ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/dev
-  chmod 440 /etc/sudoers.d/dev
-fi
-cat > /usr/local/bin/gpu-dev-control <<'CONTROL'
+install -d -m 755 "$ROOT/etc/ssh/authorized_keys"  # root's: no user can redirect writes
+
+mkdir -p "$ROOT/usr/local/bin"
+cat > "$ROOT/usr/local/bin/gpu-dev-control" <<'CONTROL'
 #!/bin/bash
-# Applies the reservation's mounted ConfigMap and Secret: SSH keys, warnings, Jupyter.
+# Applies the reservation's mounted ConfigMap and Secret: SSH keys, banner, Jupyter. Once
+# (no argument: the startup script, before sshd starts), or every 5 s with --watch.
 # Keys live in /etc/ssh/authorized_keys/<account> (sshd's AuthorizedKeysFile), a directory
 # only root writes: nothing a user does in a home directory can redirect these writes.
+ROOT=${GPU_DEV_ROOT:-}
+CONFIG=$ROOT/etc/gpu-dev/control KEYS=$ROOT/etc/gpu-dev/keys RUN=$ROOT/run/gpu-dev
 install_keys() {  # account, keys file
-  install -m 644 -o root -g root "$2" "/etc/ssh/authorized_keys/$1.new" \
-    && mv -f "/etc/ssh/authorized_keys/$1.new" "/etc/ssh/authorized_keys/$1"
+  install -m 644 -o root -g root "$2" "$ROOT/etc/ssh/authorized_keys/$1.new" \
+    && mv -f "$ROOT/etc/ssh/authorized_keys/$1.new" "$ROOT/etc/ssh/authorized_keys/$1"
 }
-last_keys="" last_warning=""
-while true; do
-  keys=$(cat /etc/gpu-dev/keys/authorized_keys /etc/gpu-dev/keys/user.* 2>/dev/null)
-  if [ "$keys" != "$last_keys" ]; then
-    install_keys dev /etc/gpu-dev/keys/authorized_keys
-    for file in /etc/gpu-dev/keys/user.*; do
-      [ -e "$file" ] || continue
-      account=${file##*/user.}  # gh-<login>, made by the lifecycle (collaborator_account)
-      [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
-      id -- "$account" >/dev/null 2>&1 || useradd -m -s /bin/bash -- "$account" 2>/dev/null \
-        || adduser -D "$account"
-      install_keys "$account" "$file"
-    done
-    for file in /etc/ssh/authorized_keys/*; do  # a user removed from the reservation
-      account=${file##*/}
-      [ "$account" = dev ] || [ -e "/etc/gpu-dev/keys/user.$account" ] || rm -f -- "$file"
-    done
-    last_keys=$keys
+apply_keys() {
+  install_keys dev "$KEYS/authorized_keys"
+  for file in "$KEYS"/user.*; do
+    [ -e "$file" ] || continue
+    account=${file##*/user.}  # gh-<login>, made by the lifecycle (collaborator_account)
+    [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
+    id -- "$account" >/dev/null 2>&1 || useradd -m -s /bin/bash -- "$account" 2>/dev/null \
+      || adduser -D "$account"
+    install_keys "$account" "$file"
+  done
+  for file in "$ROOT"/etc/ssh/authorized_keys/*; do  # a user removed from the reservation
+    account=${file##*/}
+    [ "$account" = dev ] || [ -e "$KEYS/user.$account" ] || rm -f -- "$file"
+  done
+}
+apply_banner() {  # the expiry warning and the pod-health warning, shown before every prompt
+  local expires warning health
+  expires=$(cat "$CONFIG/expires_at" 2>/dev/null)
+  warning=$(cat "$CONFIG/warning_text" 2>/dev/null)
+  health=$(cat "$CONFIG/health_warning" 2>/dev/null)
+  if [ -n "$expires" ]; then
+    printf 'This dev server expires at %s (gpu-dev extend to keep it longer).\n' "$expires"
+  fi > "$RUN/expiry"
+  {
+    [ -n "$warning" ] && printf '%s\n' "$warning"
+    [ -n "$health" ] && printf 'gpu-dev: pod health: %s\n' "$health"
+    [ -s "$RUN/jupyter_failed" ] && cat "$RUN/jupyter_failed"
+  } > "$RUN/banner.new"
+  mv -f "$RUN/banner.new" "$RUN/banner"
+}
+jupyter_wanted() {  # on node 0 only: the Jupyter Service selects rank 0
+  [ "$(cat "$CONFIG/jupyter" 2>/dev/null)" = true ] && [ "${NODE_RANK:-0}" = 0 ]
+}
+ensure_jupyter() {  # the dev image has it; the public image gets it here, once, or says why not
+  command -v jupyter-lab >/dev/null && return 0
+  [ -e "$RUN/jupyter_failed" ] && return 1
+  if ! pip install --no-cache-dir --quiet jupyterlab >"$RUN/jupyter_install.log" 2>&1 \
+      || ! command -v jupyter-lab >/dev/null; then
+    printf 'gpu-dev: Jupyter could not be installed in this image (%s); see %s\n' \
+      "$(tail -n 1 "$RUN/jupyter_install.log" 2>/dev/null)" /run/gpu-dev/jupyter_install.log \
+      > "$RUN/jupyter_failed"
+    return 1
   fi
-  warning=$(cat /etc/gpu-dev/control/warning_text 2>/dev/null)
-  if [ "$warning" != "$last_warning" ]; then
-    printf '%s\n' "$warning" > /etc/gpu-dev-warning
-    [ -n "$warning" ] && wall "$warning" 2>/dev/null
-    last_warning=$warning
-  fi
-  if [ "$(cat /etc/gpu-dev/control/jupyter 2>/dev/null)" = "true" ]; then
+}
+apply_jupyter() {
+  if jupyter_wanted && ensure_jupyter; then
     # The token reaches Jupyter in dev's environment (readable by dev only), never on a
     # command line (readable by every user in the pod); its log is dev's, mode 600.
-    install -m 400 -o dev /etc/gpu-dev/keys/jupyter_token /run/gpu-dev/jupyter_token
-    # shellcheck disable=SC2016  # the token is expanded by dev's shell, not this one
-    pgrep -f jupyter-lab >/dev/null || su - dev -c 'umask 077; \
-      JUPYTER_TOKEN=$(cat /run/gpu-dev/jupyter_token) nohup jupyter-lab --ip=0.0.0.0 \
-      --port=8888 --no-browser --ServerApp.root_dir=/workspace >~/.jupyter.log 2>&1 &'
-  else
+    install -m 400 -o dev "$KEYS/jupyter_token" "$RUN/jupyter_token"
+    local start
+    # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
+    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=0.0.0.0 \
+      --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 &' \
+      "$RUN/jupyter_token" "$ROOT/workspace"
+    pgrep -f jupyter-lab >/dev/null || su - dev -c "$start"
+  elif ! jupyter_wanted; then
     pkill -f jupyter-lab 2>/dev/null
+    rm -f "$RUN/jupyter_failed"
   fi
-  sleep 5
-done
+}
+apply() {
+  keys=$(cat "$KEYS/authorized_keys" "$KEYS"/user.* 2>/dev/null)
+  if [ "$keys" != "${last_keys-}" ]; then
+    apply_keys
+    last_keys=$keys
+  fi
+  apply_jupyter
+  apply_banner
+  warning=$(cat "$CONFIG/warning_text" "$CONFIG/health_warning" 2>/dev/null)
+  if [ "$warning" != "${last_warning-}" ]; then
+    [ -n "$warning" ] && [ -n "${last_warning+set}" ] && wall "$warning" 2>/dev/null
+    last_warning=$warning
+  fi
+}
+apply
+[ "${1:-}" = --watch ] || exit 0
+while sleep 5; do apply; done
 CONTROL
-chmod 755 /usr/local/bin/gpu-dev-control
-echo '[ -s /etc/gpu-dev-warning ] && cat /etc/gpu-dev-warning' > /etc/profile.d/gpu-dev.sh
-/usr/local/bin/gpu-dev-control &
-command -v sshd >/dev/null || (apt-get update -qq && apt-get install -y -qq openssh-server)
-mkdir -p /run/sshd && ssh-keygen -A
-printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n' \
-  > /etc/ssh/sshd_config
-printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n' \
-  >> /etc/ssh/sshd_config
+chmod 755 "$ROOT/usr/local/bin/gpu-dev-control"
+"$ROOT/usr/local/bin/gpu-dev-control"  # keys in place before sshd answers (readiness)
+"$ROOT/usr/local/bin/gpu-dev-control" --watch &
+
+mkdir -p "$ROOT/run/sshd" && ssh-keygen -A
+{
+  printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n'
+  printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n'
+  [ ${#set_env[@]} -gt 0 ] && printf 'SetEnv %s\n' "${set_env[*]}"
+} > "$ROOT/etc/ssh/sshd_config"
 echo "SSH daemon starting on port 22"
-exec /usr/sbin/sshd -D -e
+exec "$(command -v sshd)" -D -e

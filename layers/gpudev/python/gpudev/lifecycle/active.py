@@ -73,12 +73,17 @@ def _active(reservation: Reservation) -> Active:
 
 
 def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
-    """The pod's control objects from the row: expiry, warning, Jupyter, keys."""
+    """The pod's control objects from the row: expiry, warnings (the schedule's and the
+    availability updater's pod health), Jupyter, keys."""
     cluster = lc.objects(reservation)
     expires_at = datetime.fromtimestamp(due.expires_at).astimezone().isoformat()
     cluster.replace(
         objects.control_config_map(
-            reservation, expires_at, due.warning_level, due.warning_text or ""
+            reservation,
+            expires_at,
+            due.warning_level,
+            due.warning_text or "",
+            reservation.health_warning or "",  # the updater wakes us when it changes
         )
     )
     if reservation.change_generation > reservation.applied_generation:
