@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpudev.cluster.names import Names
-from gpudev.cluster.objects import JUPYTER_PORT, RENDEZVOUS_PORT, manifest
+from gpudev.cluster.objects import JUPYTER_PORT, manifest
+from gpudev.cluster.pod_environment import RENDEZVOUS_PORT
 from gpudev.cluster.vocabulary import RANK_LABEL, RESERVATION_LABEL
 from gpudev.models import Reservation
 
