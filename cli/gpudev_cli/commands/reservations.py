@@ -36,6 +36,7 @@ def list_(
     client = obj.client()
     while True:
         rows = client.request("GET", f"/v1/reservations?{query}")["reservations"]
+        ssh.sync_configs(rows)
         if not show_all and not statuses:
             cutoff = time.time() - 3600
             rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
@@ -53,10 +54,11 @@ def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
 @click.argument("reservation_id")
 @click.pass_obj
 def show(obj: Context, reservation_id: str) -> None:
-    """Everything about one reservation (full id or 8-character prefix)."""
-    obj.emit(
-        obj.client().request("GET", f"/v1/reservations/{reservation_id}"), render.reservation_panel
-    )
+    """Everything about one reservation (full id or 8-character prefix); writes its SSH
+    config once it is active (and removes it once it has ended)."""
+    reservation = obj.client().request("GET", f"/v1/reservations/{reservation_id}")
+    ssh.sync_configs([reservation])
+    obj.emit(reservation, render.reservation_panel)
 
 
 @click.command()
@@ -136,6 +138,7 @@ def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> No
     client = obj.client()
     if reservation_id is None:
         active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
+        ssh.sync_configs(active)
         if len(active) != 1:
             raise CliError(
                 "you have no active reservation"
@@ -152,6 +155,9 @@ def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> No
             "not active"
         )
     command = ssh.ssh_command(reservation, forward_agent)
+    if hint := ssh.address_hint(reservation):
+        click.echo(f"note: {reservation['node_ip']}: {hint}", err=True)
+    click.echo(ssh.printed_command(reservation, forward_agent), err=True)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
     try:
         code = subprocess.call(command)

@@ -80,12 +80,14 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             )
         return CheckReadyOutput(outcome="waiting", detail=state.problem)
     node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
-    node_ip = lc.rows.placements(reservation_id)[0].node_ip
+    # Users connect to rank 0's node: its external address when it has one.
+    address, kind = lc.rows.placements(reservation_id)[0].ssh_address
     activated = lc.rows.activate(
         reservation_id,
         seconds_per_hour=lc.settings.seconds_per_hour,
-        node_ip=node_ip,
+        node_ip=address,
         node_port=node_port,
+        node_address_kind=kind,
     )
     # Nothing matched: a retry after the write (fine), or the row moved on (read again).
     status = activated.status if activated else lc.reservation(reservation_id).status
