@@ -205,7 +205,7 @@ class SimulatedCluster:
                         "lastTransitionTime": now(),
                     }
                 ],
-                "addresses": _addresses(name, shape.public_subnet),
+                "addresses": _addresses(name, zone, shape.public_subnet),
             },
         }
 
@@ -379,12 +379,19 @@ def _fake_ip(name: str) -> str:
     return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
 
 
-def _addresses(name: str, public: bool) -> list[dict[str, str]]:
-    """A node's addresses as the EC2 cloud provider reports them (the order EKS shows)."""
+def _addresses(name: str, zone: str, public: bool) -> list[dict[str, str]]:
+    """A node's addresses as the EC2 cloud provider reports them (the order EKS shows),
+    with EC2's DNS names for the zone's region."""
+    region = zone[:-1]
+    internal_domain, public_domain = (
+        ("ec2.internal", "compute-1.amazonaws.com")
+        if region == "us-east-1"
+        else (f"{region}.compute.internal", f"{region}.compute.amazonaws.com")
+    )
     internal = _fake_ip(name)
     addresses = [
         {"type": "InternalIP", "address": internal},
-        {"type": "InternalDNS", "address": f"ip-{internal.replace('.', '-')}.ec2.internal"},
+        {"type": "InternalDNS", "address": f"ip-{internal.replace('.', '-')}.{internal_domain}"},
         {"type": "Hostname", "address": name},
     ]
     if public:
@@ -392,7 +399,7 @@ def _addresses(name: str, public: bool) -> list[dict[str, str]]:
         external = f"54.{digest % 250 + 1}.{(digest // 250) % 250}.{len(name) + 10}"
         addresses[1:1] = [
             {"type": "ExternalIP", "address": external},
-            {"type": "ExternalDNS", "address": f"ec2-{external.replace('.', '-')}.compute-1.amazonaws.com"},
+            {"type": "ExternalDNS", "address": f"ec2-{external.replace('.', '-')}.{public_domain}"},
         ]
     return addresses
 

@@ -35,7 +35,9 @@ INTERNAL = {
     "node_port": 31001,
     "node_address_kind": "internal",
 }
-USER_CONFIG = "# mine\nHost *\n    User someone\n    IdentitiesOnly yes\n\nHost work\n    Port 2222\n"
+USER_CONFIG = (
+    "# mine\nHost *\n    User someone\n    IdentitiesOnly yes\n\nHost work\n    Port 2222\n"
+)
 
 
 @pytest.fixture(autouse=True)
