@@ -53,7 +53,12 @@ def _span(text: str) -> tuple[int, int] | None:
 
 
 def installed() -> bool:
-    return _span(_read(user_config().resolve())) is not None
+    """Whether the block is there (an unreadable or broken file counts as no: `show` only
+    uses this to phrase a hint, and must not fail over it)."""
+    try:
+        return _span(_read(user_config().resolve())) is not None
+    except CliError:
+        return False
 
 
 def _replace(path: Path, text: str) -> None:

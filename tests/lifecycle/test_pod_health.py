@@ -106,9 +106,7 @@ def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue
     assert show(api, other)["status"] == "active"
 
 
-def test_a_removed_node_ends_the_reservation_and_its_replacement_serves_the_queue(
-    api, local_cloud
-):
+def test_a_removed_node_ends_the_reservation_and_its_replacement_serves_the_queue(api, local_cloud):
     lost = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
     other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
     wait_for_status(api, lost, "active")
@@ -124,9 +122,10 @@ def test_a_removed_node_ends_the_reservation_and_its_replacement_serves_the_queu
         InstanceId=node, ShouldDecrementDesiredCapacity=False
     )
 
+    store = local_cloud.kubernetes.store
+
     def node_left() -> bool:
-        names = {n["metadata"]["name"] for n in local_cloud.kubernetes.store.list("nodes", None)["items"]}
-        return node not in names
+        return node not in {n["metadata"]["name"] for n in store.list("nodes", None)["items"]}
 
     wait_for(node_left, timeout=30, message=f"node {node} leaves the cluster")
     update_availability(local_cloud)

@@ -151,6 +151,7 @@ def test_a_broken_block_is_refused_and_the_file_left_as_it_was(homes: Path):
             change()
         assert config.read_text() == broken
     assert list(config.parent.iterdir()) == [config], "no temporary file left behind"
+    assert not ssh_include.installed(), "show still works, without the `ssh <alias>` hint"
 
 
 def test_the_command_says_what_it_did(homes: Path):
