@@ -149,6 +149,7 @@ def connect(obj: Context, reservation_id: str | None, forward_agent: bool) -> No
         reservation = active[0]
     else:
         reservation = client.request("GET", f"/v1/reservations/{reservation_id}")
+        ssh.sync_configs([reservation])  # an ended one's config goes
     if reservation["status"] != "active":
         raise CliError(
             f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "
