@@ -295,8 +295,17 @@ class LocalCloud:
         description = ClusterDescription.load(self.options.cluster_description)
         with psycopg.connect(self.database_url) as conn:
             catalogue = GpuTypesRepository(conn).list_active()
+        # GPU node groups in public subnets (users SSH to the node's external address), the
+        # CPU ones in private subnets (internal address only): the CLI shows both paths.
         shapes = {
-            t.gpu_type: NodeShape(t.gpu_type, t.instance_type, t.max_gpus, t.cpus, t.memory_gb)
+            t.gpu_type: NodeShape(
+                t.gpu_type,
+                t.instance_type,
+                t.max_gpus,
+                t.cpus,
+                t.memory_gb,
+                public_subnet=not t.is_cpu_only,
+            )
             for t in catalogue
         }
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})

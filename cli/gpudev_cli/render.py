@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
-from gpudev_cli import ssh
+from gpudev_cli import ssh, ssh_include
 from gpudev_cli.context import LIVE, console, short
 
 
@@ -58,7 +59,7 @@ def reservation_panel(r: dict[str, Any]) -> None:
     if r.get("queue_position"):
         lines.append(f"Queue: #{r['queue_position']}, about {r.get('estimated_wait_minutes')} min")
     if r["status"] == "active":
-        lines.append(f"Connect: gpu-dev connect {rid}   (or: {r.get('ssh_command')})")
+        lines += _connect_lines(r)
         lines.append(f"Started {ago(r.get('launched_at'))}, expires {ago(r.get('expires_at'))}")
     if r.get("jupyter_url"):
         lines.append(f"Jupyter: {r['jupyter_url']}")
@@ -82,13 +83,24 @@ def reservation_panel(r: dict[str, Any]) -> None:
         lines.append(f"[red]Failed: {r['failure_reason']}[/]")
     if r.get("cancel_requested_at") and r["status"] in LIVE:
         lines.append("Cancel requested.")
-    console.print("\n".join(lines))
+    # soft_wrap: the terminal wraps long lines, so a copied ssh command stays one line.
+    console.print("\n".join(lines), soft_wrap=True)
 
 
-def reservation_panel_with_connect(r: dict[str, Any]) -> None:
-    reservation_panel(r)
-    if r["status"] == "active":
-        console.print(f"SSH config: {ssh.config_file(r)}  (ssh -F <that file> {ssh.host_alias(r)})")
+def _connect_lines(r: dict[str, Any]) -> list[str]:
+    """How to connect (the caller has written the reservation's SSH config)."""
+    alias = ssh.host_alias(r)
+    included = ssh_include.installed()
+    lines = [
+        f"Connect: gpu-dev connect {short(r['reservation_id'])}",
+        f"SSH:     {escape(ssh.printed_command(r))}"
+        + (f"   (or: ssh {alias})" if included else ""),
+        f"VS Code: {ssh.vscode_link(r)}"
+        + ("" if included else "   (after `gpu-dev config ssh-include`)"),
+    ]
+    if hint := ssh.address_hint(r):
+        lines.append(f"[yellow]Address {escape(str(r.get('node_ip')))}: {hint}[/]")
+    return lines
 
 
 def availability_table(types: list[dict[str, Any]]) -> None:

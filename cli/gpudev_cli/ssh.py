@@ -1,13 +1,28 @@
-"""Per-reservation SSH configs under ~/.gpu-dev (0600) and `gpu-dev connect`."""
+"""Per-reservation SSH configs under ~/.gpu-dev (0600), the commands that use them, and
+`gpu-dev connect`'s ssh.
+
+A reservation's config is written as soon as a command that follows or lists reservations
+sees it active, and removed as soon as one sees it ended (`sync_configs`), so the directory
+holds the live ones only and `Include`-ing it (ssh_include.py) never offers a dead host."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from gpudev_cli.client import CliError
+from gpudev_cli.context import FINAL
+
+CONFIG_SUFFIX = "-sshconfig"
+HOME_IN_POD = "/home/dev"
+INTERNAL_HINT = (
+    "this is the node's internal address (its node group has no public IP): connect from "
+    "inside the cluster's VPC, through your VPN or a bastion"
+)
 
 
 def state_dir() -> Path:
@@ -19,12 +34,24 @@ def host_alias(reservation: dict[str, Any]) -> str:
 
 
 def config_file(reservation: dict[str, Any]) -> Path:
-    return state_dir() / f"{reservation['reservation_id'][:8]}-sshconfig"
+    return state_dir() / f"{reservation['reservation_id'][:8]}{CONFIG_SUFFIX}"
+
+
+def _quoted(path: Path) -> str:
+    """A path as one ssh_config argument (ssh_config takes double-quoted arguments)."""
+    text = str(path)
+    if '"' in text:
+        raise CliError(f"{text} contains a double quote, which ssh_config cannot express")
+    return f'"{text}"'
+
+
+def _has_endpoint(reservation: dict[str, Any]) -> bool:
+    return bool(reservation.get("node_ip") and reservation.get("node_port"))
 
 
 def write_config(reservation: dict[str, Any]) -> Path:
     """The SSH config for an active reservation, readable by its owner only."""
-    if not (reservation.get("node_ip") and reservation.get("node_port")):
+    if not _has_endpoint(reservation):
         raise CliError(
             f"reservation {reservation['reservation_id'][:8]} has no SSH endpoint yet "
             f"(it is {reservation['status']})"
@@ -32,15 +59,18 @@ def write_config(reservation: dict[str, Any]) -> Path:
     directory = state_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = config_file(reservation)
+    internal = reservation.get("node_address_kind") == "internal"
     text = (
-        f"Host {host_alias(reservation)}\n"
+        f"# gpu-dev reservation {reservation['reservation_id']}; removed when it ends\n"
+        + (f"# {INTERNAL_HINT}\n" if internal else "")
+        + f"Host {host_alias(reservation)}\n"
         f"    HostName {reservation['node_ip']}\n"
         f"    Port {reservation['node_port']}\n"
         "    User dev\n"
         "    ForwardAgent no\n"
         "    ServerAliveInterval 30\n"
         "    StrictHostKeyChecking accept-new\n"
-        f"    UserKnownHostsFile {directory / 'known_hosts'}\n"
+        f"    UserKnownHostsFile {_quoted(directory / 'known_hosts')}\n"
     )
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
@@ -53,11 +83,43 @@ def remove_config(reservation: dict[str, Any]) -> None:
     config_file(reservation).unlink(missing_ok=True)
 
 
+def sync_configs(reservations: Iterable[dict[str, Any]]) -> None:
+    """Configs for the reservations seen: written for active ones, removed for ended ones.
+    (Reservations in a listing that are queued or preparing are left alone.)"""
+    for reservation in reservations:
+        if reservation["status"] == "active" and _has_endpoint(reservation):
+            write_config(reservation)
+        elif reservation["status"] in FINAL:
+            remove_config(reservation)
+
+
+def address_hint(reservation: dict[str, Any]) -> str | None:
+    """What to know about the address before connecting, if anything."""
+    return INTERNAL_HINT if reservation.get("node_address_kind") == "internal" else None
+
+
+def _arguments(reservation: dict[str, Any], forward_agent: bool) -> list[str]:
+    agent = ["-o", "ForwardAgent=yes"] if forward_agent else []
+    return ["-F", str(config_file(reservation)), *agent, host_alias(reservation)]
+
+
+def printed_command(reservation: dict[str, Any], forward_agent: bool = False) -> str:
+    """The ssh command line, quoted for a POSIX shell: it works as printed once the
+    reservation's config is written."""
+    return shlex.join(["ssh", *_arguments(reservation, forward_agent)])
+
+
+def vscode_link(reservation: dict[str, Any]) -> str:
+    """VS Code Remote-SSH opens this host by its alias (VS Code reads ~/.ssh/config, so the
+    alias resolves once `gpu-dev config ssh-include` is on)."""
+    return f"vscode://vscode-remote/ssh-remote+{host_alias(reservation)}{HOME_IN_POD}"
+
+
 def ssh_command(reservation: dict[str, Any], forward_agent: bool = False) -> list[str]:
     """ssh with the reservation's config. The agent is forwarded only when asked: anyone
     with root in the pod could use a forwarded agent while the session lasts."""
     ssh = shutil.which("ssh")
     if ssh is None:
         raise CliError("ssh is not installed or not on PATH")
-    agent = ["-o", "ForwardAgent=yes"] if forward_agent else []
-    return [ssh, "-F", str(write_config(reservation)), *agent, host_alias(reservation)]
+    write_config(reservation)
+    return [ssh, *_arguments(reservation, forward_agent)]

@@ -45,6 +45,9 @@ class NodeShape:
     gpus: int
     cpus: int
     memory_gb: int
+    # A node group in a public subnet: its nodes have an ExternalIP and ExternalDNS, as EC2
+    # nodes with a public IPv4 address do; in a private subnet, internal addresses only.
+    public_subnet: bool = False
 
 
 def _gpu_request(pod: dict[str, Any]) -> int:
@@ -202,10 +205,7 @@ class SimulatedCluster:
                         "lastTransitionTime": now(),
                     }
                 ],
-                "addresses": [
-                    {"type": "InternalIP", "address": _fake_ip(name)},
-                    {"type": "Hostname", "address": name},
-                ],
+                "addresses": _addresses(name, zone, shape.public_subnet),
             },
         }
 
@@ -377,6 +377,31 @@ def _waiting_for_image(pod: dict[str, Any]) -> bool:
 def _fake_ip(name: str) -> str:
     digest = sum(name.encode())
     return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
+
+
+def _addresses(name: str, zone: str, public: bool) -> list[dict[str, str]]:
+    """A node's addresses as the EC2 cloud provider reports them (the order EKS shows),
+    with EC2's DNS names for the zone's region."""
+    region = zone[:-1]
+    internal_domain, public_domain = (
+        ("ec2.internal", "compute-1.amazonaws.com")
+        if region == "us-east-1"
+        else (f"{region}.compute.internal", f"{region}.compute.amazonaws.com")
+    )
+    internal = _fake_ip(name)
+    addresses = [
+        {"type": "InternalIP", "address": internal},
+        {"type": "InternalDNS", "address": f"ip-{internal.replace('.', '-')}.{internal_domain}"},
+        {"type": "Hostname", "address": name},
+    ]
+    if public:
+        digest = sum(name.encode()) * 7
+        external = f"54.{digest % 250 + 1}.{(digest // 250) % 250}.{len(name) + 10}"
+        addresses[1:1] = [
+            {"type": "ExternalIP", "address": external},
+            {"type": "ExternalDNS", "address": f"ec2-{external.replace('.', '-')}.{public_domain}"},
+        ]
+    return addresses
 
 
 def _admitted(pod: dict[str, Any]) -> bool:

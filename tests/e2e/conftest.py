@@ -53,6 +53,7 @@ def run(
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # ~/.ssh/config (ssh-include)
     # The in-process functions keep their own env credentials; an explicit --profile wins.
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     api_url = local_cloud.describe()["api_url"]

@@ -254,9 +254,13 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
     rid = _json(run("-o", "json", "reserve", "-t", "t4", "--no-wait"))["reservation_id"]
     not_yet = run("connect", rid[:8])
     assert not_yet.exit_code == 1 and "is pending, not active" in not_yet.stderr
-    _activate(local_cloud, rid)
-    assert run("connect").exit_code == 0  # the only active one
     config = tmp_path / "gpu-dev" / f"{rid[:8]}-sshconfig"
+    _activate(local_cloud, rid)
+    assert run("list").exit_code == 0 and config.exists(), "a listed active one gets its config"
+    config.unlink()
+    connected = run("connect")  # the only active one
+    assert connected.exit_code == 0
+    assert f"ssh -F {config} gpu-dev-{rid[:8]}" in connected.stderr, "connect says what it runs"
     assert (tmp_path / "ssh-args").read_text().split() == ["-F", str(config), f"gpu-dev-{rid[:8]}"]
     assert config.stat().st_mode & 0o777 == 0o600
     text = config.read_text()
@@ -272,8 +276,28 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
     ]
     shown = run("show", rid[:8]).stdout
     assert f"gpu-dev connect {rid[:8]}" in shown
+    assert f"SSH:     ssh -F {config} gpu-dev-{rid[:8]}" in shown
+    assert f"vscode://vscode-remote/ssh-remote+gpu-dev-{rid[:8]}/home/dev" in shown
     # cancelling forgets the config
     assert run("cancel", rid[:8]).exit_code == 0 and not config.exists()
+
+
+def test_listing_writes_configs_of_active_reservations_and_prunes_ended_ones(
+    run, local_cloud, tmp_path
+):
+    rid = _json(run("-o", "json", "reserve", "-t", "t4", "--no-wait"))["reservation_id"]
+    config = tmp_path / "gpu-dev" / f"{rid[:8]}-sshconfig"
+    assert run("-o", "json", "list").exit_code == 0 and not config.exists()
+    _activate(local_cloud, rid)
+    assert run("-o", "json", "show", rid[:8]).exit_code == 0 and config.exists()
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+            " WHERE reservation_id = %s",
+            (rid,),
+        )
+    assert run("-o", "json", "list").exit_code == 0
+    assert not config.exists(), "an ended reservation's config is pruned by any listing"
 
 
 def test_ctrl_c_while_waiting_leaves_it_running_without_a_terminal(run, local_cloud, monkeypatch):

@@ -47,6 +47,13 @@ def test_nodes_follow_the_seeded_auto_scaling_groups(core: client.CoreV1Api):
         assert node.metadata.name.startswith("i-")
         assert labels["topology.kubernetes.io/zone"].startswith("us-east-2")
     assert by_type == {"t4": ["4", "4"], "h100": ["8", "8"], "cpu-x86": ["0"]}
+    # GPU node groups in public subnets, the CPU one private: both address paths exist.
+    for node in nodes:
+        kinds = {a.type for a in node.status.addresses}
+        public = node.metadata.labels["GpuType"] != "cpu-x86"
+        assert {"InternalIP", "InternalDNS", "Hostname"} <= kinds
+        assert ({"ExternalIP", "ExternalDNS"} <= kinds) is public
+        assert public or not kinds & {"ExternalIP", "ExternalDNS"}
     h100 = core.list_node(label_selector="GpuType=h100").items
     assert {n.metadata.labels["node.kubernetes.io/instance-type"] for n in h100} == {"p5.48xlarge"}
 

@@ -337,6 +337,7 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
             "slots": [4],
             "schedulable": [True],
             "node_ips": ["10.0.0.1"],
+            "external_addresses": ["54.0.0.1"],
         },
     )
     conn.execute(

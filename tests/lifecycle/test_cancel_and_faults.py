@@ -62,7 +62,9 @@ def test_cancel_while_preparing(api, local_cloud):
 
 def test_cancel_while_active(api, local_cloud):
     rid = reserve(api, gpu_type="cpu-x86", gpu_count=0)["reservation_id"]
-    wait_for_status(api, rid, "active")
+    active = wait_for_status(api, rid, "active")
+    # The stand-in's CPU node groups are in private subnets: the internal address, said so.
+    assert active["node_address_kind"] == "internal" and active["node_ip"].startswith("10.")
     assert allocated_slots(local_cloud, rid) == 1
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")

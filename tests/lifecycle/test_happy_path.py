@@ -22,6 +22,8 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     rid = reservation["reservation_id"]
     active = wait_for_status(api, rid, "active")
     assert active["ssh_command"] == f"ssh -p {active['node_port']} dev@{active['node_ip']}"
+    # GPU node groups are in public subnets: users connect to the node's ExternalIP.
+    assert active["node_address_kind"] == "external" and active["node_ip"].startswith("54.")
     assert active["launched_at"] and active["expires_at"]
     objects = objects_of(local_cloud, rid)
     assert [p["status"]["phase"] for p in objects["pods"]] == ["Running"]

@@ -1,6 +1,7 @@
 """Pod health, watched, on the whole local deployment: what a kubelet reports about an active
 reservation's pod reaches `show` within one availability updater run, and a pod that is gone
-ends the reservation with the reason and lets the queue move."""
+ends the reservation with the reason and lets the queue move; so does a node that is removed
+(its instance terminated), whose Auto Scaling replacement then serves the queue."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.lifecycle.helpers import (
     show,
     wait_for_status,
 )
+from tests.support.waiting import wait_for
 
 EVENT = json.loads(
     (
@@ -114,4 +116,39 @@ def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue
     assert ended["failure_reason"] == f"pod {meta['name']} was deleted"
     assert_nothing_left(local_cloud, lost)
     wait_for_status(api, waiting, "active", profile="bob")
+    assert show(api, other)["status"] == "active"
+
+
+def test_a_removed_node_ends_the_reservation_and_its_replacement_serves_the_queue(api, local_cloud):
+    lost = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
+    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
+    wait_for_status(api, lost, "active")
+    wait_for_status(api, other, "active")
+    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
+    wait_for_status(api, waiting, "queued", profile="bob")
+
+    # EC2 terminates the node's instance; its Auto Scaling group launches a replacement,
+    # and the node of the old instance leaves the cluster (the stand-in follows the group).
+    node = the_pod(local_cloud, lost)["spec"]["nodeName"]
+    assert local_cloud.aws is not None and local_cloud.kubernetes is not None
+    local_cloud.aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=node, ShouldDecrementDesiredCapacity=False
+    )
+
+    store = local_cloud.kubernetes.store
+
+    def node_left() -> bool:
+        return node not in {n["metadata"]["name"] for n in store.list("nodes", None)["items"]}
+
+    wait_for(node_left, timeout=30, message=f"node {node} leaves the cluster")
+    update_availability(local_cloud)
+
+    ended = wait_for_status(api, lost, ("failed", "cancelled", "expired"))
+    assert ended["status"] == "failed"
+    assert ended["failure_reason"].startswith(f"node {node} of pod gpu-dev-{lost[:8]}")
+    assert ended["failure_reason"].endswith("is gone")
+    assert_nothing_left(local_cloud, lost)
+    # the queue moves onto the replacement's GPUs, and nobody else is touched
+    wait_for_status(api, waiting, "active", profile="bob")
+    assert the_pod(local_cloud, waiting)["spec"]["nodeName"] != node
     assert show(api, other)["status"] == "active"

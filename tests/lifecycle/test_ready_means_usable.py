@@ -76,6 +76,8 @@ def test_a_github_user_without_keys_fails_at_provision_with_nothing_left(api, lo
     ended = wait_for_status(api, rid, "failed")
     assert "no SSH keys to install" in ended["current_detailed_status"]
     assert "'nokeys'" in ended["current_detailed_status"]
+    # the provision task's own outcome, not an error's name: the user reads a clean reason
+    assert ended["failure_reason"].startswith("no SSH keys to install: GitHub user 'nokeys'")
     assert ended["launched_at"] is None
     assert_nothing_left(local_cloud, rid)
 

@@ -45,6 +45,7 @@ def list_(
     client = obj.client()
     while True:
         rows = client.request("GET", f"/v1/reservations?{query}")["reservations"]
+        ssh.sync_configs(rows)
         if not show_all and not statuses:
             cutoff = time.time() - 3600
             rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
@@ -62,8 +63,11 @@ def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
 @click.argument("reservation")
 @click.pass_obj
 def show(obj: Context, reservation: str) -> None:
-    """Everything about one reservation: its id, 8-character id prefix, or name."""
-    obj.emit(lookup.find(obj.client(), reservation), render.reservation_panel)
+    """Everything about one reservation: its id, 8-character id prefix, or name; writes its
+    SSH config once it is active (and removes it once it has ended)."""
+    found = lookup.find(obj.client(), reservation)
+    ssh.sync_configs([found])
+    obj.emit(found, render.reservation_panel)
 
 
 @click.command()
@@ -206,6 +210,7 @@ def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
     client = obj.client()
     if reservation is None:
         active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
+        ssh.sync_configs(active)
         if len(active) != 1:
             raise CliError(
                 "you have no active reservation"
@@ -216,6 +221,7 @@ def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
         chosen = active[0]
     else:
         chosen = lookup.find(client, reservation)
+        ssh.sync_configs([chosen])  # an ended one's config goes
     _ssh(chosen, forward_agent)
 
 
@@ -226,6 +232,9 @@ def _ssh(reservation: dict[str, Any], forward_agent: bool) -> None:
             "not active"
         )
     command = ssh.ssh_command(reservation, forward_agent)
+    if hint := ssh.address_hint(reservation):
+        click.echo(f"note: {reservation['node_ip']}: {hint}", err=True)
+    click.echo(ssh.printed_command(reservation, forward_agent), err=True)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
     try:
         code = subprocess.call(command)

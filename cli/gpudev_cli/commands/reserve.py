@@ -95,9 +95,8 @@ def reserve(
     final = _follow(client, reservation, ask)
     if final is None:
         return
-    if final["status"] == "active":
-        ssh.write_config(final)
-    obj.emit(final, render.reservation_panel_with_connect)
+    ssh.sync_configs([final])
+    obj.emit(final, render.reservation_panel)
     if final["status"] != "active":
         sys.exit(1)
 

@@ -93,6 +93,7 @@ class Reservation(Row):
     node_ip: str | None
     node_port: int | None
     ssh_command: str | None
+    node_address_kind: str | None = None  # 'external' or 'internal' (0015)
     ebs_volume_id: str | None
     secondary_users: list[str]
     warnings_sent: list[int]

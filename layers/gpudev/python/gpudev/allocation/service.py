@@ -79,6 +79,7 @@ def node_rows(
                 slots=CPU_SLOTS_PER_NODE if cpu else node.allocatable_gpus,
                 schedulable=node.schedulable and not node.tainted,
                 node_ip=node.internal_ip,
+                external_address=node.external_address,
             )
         )
     return rows, live

@@ -42,11 +42,13 @@ def _node(item: dict[str, Any]) -> Node:
         unschedulable=bool(item.get("spec", {}).get("unschedulable")),
         allocatable_gpus=int((status.get("allocatable") or {}).get(GPU_RESOURCE, 0)),
         tainted=_tainted(item.get("spec", {})),
-        internal_ip=next(
-            (a["address"] for a in status.get("addresses", []) if a.get("type") == "InternalIP"),
-            None,
-        ),
+        internal_ip=_address(status, "InternalIP"),
+        external_address=_address(status, "ExternalIP") or _address(status, "ExternalDNS"),
     )
+
+
+def _address(status: dict[str, Any], kind: str) -> str | None:
+    return next((a["address"] for a in status.get("addresses", []) if a.get("type") == kind), None)
 
 
 def _gpu_requests(container: dict[str, Any]) -> int:

@@ -13,8 +13,16 @@ from gpudev.models import Reservation
 class Placement:
     rank: int
     node_name: str
-    node_ip: str | None
+    node_ip: str | None  # internal: what the pods use (rendezvous)
     slots: int
+    external_address: str | None = None  # what users outside the VPC connect to
+
+    @property
+    def ssh_address(self) -> tuple[str | None, str]:
+        """The address users connect to and whether it is external or internal."""
+        if self.external_address:
+            return self.external_address, "external"
+        return self.node_ip, "internal"
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,14 @@ def control_config_map(
     )
 
 
+OWNER_KEYS_ENTRY = "authorized_keys"
+
+
+def added_user_entry(login: str) -> str:
+    """The keys Secret's entry of an added GitHub user."""
+    return f"user.{collaborator_account(login)}"
+
+
 def keys_secret(
     reservation: Reservation, authorized_keys: str, added_users: dict[str, str]
 ) -> dict[str, Any]:
@@ -126,9 +134,9 @@ def keys_secret(
         Names.of(reservation).keys,
         type="Opaque",
         stringData={
-            "authorized_keys": authorized_keys,
+            OWNER_KEYS_ENTRY: authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
-            **{f"user.{collaborator_account(login)}": keys for login, keys in added_users.items()},
+            **{added_user_entry(login): keys for login, keys in added_users.items()},
         },
     )
 

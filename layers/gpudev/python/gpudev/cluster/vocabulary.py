@@ -42,6 +42,9 @@ class Node:
     allocatable_gpus: int
     tainted: bool = False  # a NoSchedule/NoExecute taint other than GPU_RESOURCE
     internal_ip: str | None = None
+    # ExternalIP, else ExternalDNS: where users outside the VPC reach the node (None in a
+    # private subnet).
+    external_address: str | None = None
 
     @property
     def schedulable(self) -> bool:

@@ -178,7 +178,8 @@ class StartOutput(TaskOutput):
 
 
 class ProvisionOutput(TaskOutput):
-    outcome: Literal["provisioning", "cancel"]
+    outcome: Literal["provisioning", "cancel", "failed"]
+    reason: str | None = None  # with "failed": becomes the failure reason
 
 
 class CheckReadyOutput(TaskOutput):

@@ -10,7 +10,7 @@ from gpudev.cluster.pod_readiness import pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
-from gpudev.lifecycle.taxonomy import Permanent, StateChanged
+from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.models import ReservationStatus
 from gpudev.repositories import GpuTypesRepository
 
@@ -26,17 +26,17 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     assert gpu_type is not None
     token = reservation.jupyter_token or secrets.token_hex(32)
     reservation = reservation.model_copy(update={"jupyter_token": token})
-    keys = lc.keys_secret(reservation)
-    if not keys["stringData"]["authorized_keys"]:
+    keys = lc.keys_secret(reservation)  # GitHub not answering: Transient, retried
+    if not keys["stringData"][objects.OWNER_KEYS_ENTRY]:
         # Checked before any object exists: nobody could log in, so nothing is created.
         user = reservation.github_user
-        raise Permanent(
-            f"no SSH keys to install: GitHub user {user!r} has no public keys "
-            f"(https://github.com/{user}.keys), or GitHub did not answer; add a key on GitHub "
-            "and reserve again"
+        return ProvisionOutput(
+            outcome="failed",
+            reason=f"no SSH keys to install: GitHub user {user!r} has no public keys "
+            f"(https://github.com/{user}.keys); add a key on GitHub and reserve again"
             if user
             else "no SSH keys to install: the reservation names no GitHub user; set one with "
-            "`gpu-dev config set github_user NAME` and reserve again"
+            "`gpu-dev config set github_user NAME` and reserve again",
         )
     cluster = lc.objects(reservation)
     cluster.create(network.network_policy(reservation))
@@ -80,12 +80,14 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             )
         return CheckReadyOutput(outcome="waiting", detail=state.problem)
     node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
-    node_ip = lc.rows.placements(reservation_id)[0].node_ip
+    # Users connect to rank 0's node: its external address when it has one.
+    address, kind = lc.rows.placements(reservation_id)[0].ssh_address
     activated = lc.rows.activate(
         reservation_id,
         seconds_per_hour=lc.settings.seconds_per_hour,
-        node_ip=node_ip,
+        node_ip=address,
         node_port=node_port,
+        node_address_kind=kind,
     )
     # Nothing matched: a retry after the write (fine), or the row moved on (read again).
     status = activated.status if activated else lc.reservation(reservation_id).status

@@ -78,19 +78,24 @@ class Lifecycle:
         self, reservation: Reservation, installed: dict[str, str] | None = None
     ) -> dict[str, Any]:
         """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token).
-        `installed`: the keys the pod has now (the Secret's entries); a user whose fetch
-        comes back empty (GitHub unreachable, keys removed) keeps those, so a failed fetch
-        never locks anyone out."""
+        At provision (`installed` None) GitHub not answering raises GithubUnavailable (a
+        Transient: retried). At a refresh `installed` holds the pod's current entries: a user
+        whose fetch fails or comes back empty keeps those (keys.py `refreshed`)."""
         owner = [reservation.github_user] if reservation.github_user else []
-        secret = objects.keys_secret(
+
+        def fetched(users: list[str], entry: str) -> str:
+            if installed is None:
+                return self.keys.authorized_keys(users)
+            return self.keys.refreshed(users, installed.get(entry, ""))
+
+        return objects.keys_secret(
             reservation,
-            self.keys.authorized_keys(owner),
-            {user: self.keys.authorized_keys([user]) for user in reservation.secondary_users},
+            fetched(owner, objects.OWNER_KEYS_ENTRY),
+            {
+                user: fetched([user], objects.added_user_entry(user))
+                for user in reservation.secondary_users
+            },
         )
-        for entry, keys in secret["stringData"].items():
-            if not keys and (installed or {}).get(entry):
-                secret["stringData"][entry] = (installed or {})[entry]
-        return secret
 
     def allocate(self) -> AllocatorReport:
         """One allocator pass (the allocator is the only writer of allocations)."""

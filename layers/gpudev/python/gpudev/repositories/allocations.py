@@ -30,6 +30,7 @@ class SeenNode:
     slots: int
     schedulable: bool
     node_ip: str | None
+    external_address: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,7 @@ class AllocationsRepository:
                 slots="slots",
                 schedulable="schedulable",
                 node_ips="node_ip",
+                external_addresses="external_address",
             ),
         )
 

@@ -68,8 +68,9 @@ class LifecycleRepository:
         seconds_per_hour: float,
         node_ip: str | None,
         node_port: int | None,
+        node_address_kind: str,
     ) -> Reservation | None:
-        """Preparing to active: launched now, with its SSH address."""
+        """Preparing to active: launched now, with its SSH address (external or internal)."""
         return self._write(
             "activate",
             {
@@ -78,6 +79,7 @@ class LifecycleRepository:
                 "node_ip": node_ip,
                 "node_port": node_port,
                 "ssh_command": f"ssh -p {node_port} dev@{node_ip}",
+                "node_address_kind": node_address_kind,
             },
         )
 
@@ -120,4 +122,7 @@ class LifecycleRepository:
             rows = cur.execute(
                 query("allocation/placements"), {"reservation_id": reservation_id}
             ).fetchall()
-        return [Placement(r["rank"], r["node_name"], r["node_ip"], r["slots"]) for r in rows]
+        return [
+            Placement(r["rank"], r["node_name"], r["node_ip"], r["slots"], r["external_address"])
+            for r in rows
+        ]

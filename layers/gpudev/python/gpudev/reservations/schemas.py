@@ -64,6 +64,8 @@ class ReservationView(BaseModel):
     node_ip: str | None
     node_port: int | None
     ssh_command: str | None
+    # 'internal': node_ip is reachable only from inside the cluster's VPC (VPN, bastion).
+    node_address_kind: str | None
     queue_position: int | None
     estimated_wait_minutes: int | None
     current_detailed_status: str | None

@@ -3,16 +3,19 @@
 WITH seen AS (
     SELECT s.* FROM unnest(
         %(names)s::text[], %(gpu_types)s::text[], %(slots)s::int[], %(schedulable)s::boolean[],
-        %(node_ips)s::text[]
-    ) AS s (node_name, gpu_type, slots, schedulable, node_ip)
+        %(node_ips)s::text[], %(external_addresses)s::text[]
+    ) AS s (node_name, gpu_type, slots, schedulable, node_ip, external_address)
     JOIN gpu_types USING (gpu_type)
 ),
 upserted AS (
-    INSERT INTO cluster_nodes (node_name, gpu_type, slots, schedulable, node_ip, seen_at)
-    SELECT node_name, gpu_type, slots, schedulable, node_ip, now() FROM seen
+    INSERT INTO cluster_nodes (
+        node_name, gpu_type, slots, schedulable, node_ip, external_address, seen_at
+    )
+    SELECT node_name, gpu_type, slots, schedulable, node_ip, external_address, now() FROM seen
     ON CONFLICT (node_name) DO UPDATE SET
         gpu_type = excluded.gpu_type, slots = excluded.slots,
-        schedulable = excluded.schedulable, node_ip = excluded.node_ip, seen_at = now()
+        schedulable = excluded.schedulable, node_ip = excluded.node_ip,
+        external_address = excluded.external_address, seen_at = now()
     RETURNING node_name, slots
 ),
 gone AS (

@@ -5,6 +5,7 @@ UPDATE reservations SET
     node_ip = %(node_ip)s,
     node_port = %(node_port)s,
     ssh_command = %(ssh_command)s,
+    node_address_kind = %(node_address_kind)s,
     warnings_sent = '{}',
     current_detailed_status = 'ready'
 WHERE reservation_id = %(reservation_id)s AND status = 'preparing'
