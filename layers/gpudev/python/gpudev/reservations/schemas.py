@@ -11,12 +11,13 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from gpudev.models import Reservation, ReservationStatus
+from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
 
 
 class ReservationRequest(BaseModel):
     gpu_type: str = Field(min_length=1, max_length=50)
     gpu_count: int = Field(ge=0, le=64)
-    hours: float = Field(gt=0)
+    hours: float = Field(ge=MIN_HOURS, le=MAX_HOURS, allow_inf_nan=False, description=HOURS_ALLOWED)
     name: str | None = Field(default=None, max_length=63)
     disk_name: str | None = Field(default=None, description="a named disk, or null for none")
     jupyter: bool = False
@@ -37,7 +38,9 @@ class ReservationRequest(BaseModel):
 
 
 class ExtendRequest(BaseModel):
-    hours: float = Field(description="1 to 24; the total since launch stays within 48")
+    hours: float = Field(
+        allow_inf_nan=False, description="1 to 24; the total since launch stays within 48"
+    )
 
 
 class AddUserRequest(BaseModel):
