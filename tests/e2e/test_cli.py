@@ -49,7 +49,7 @@ def test_table_output_is_readable(run):
     [
         (("reserve", "-t", "foo", "--no-wait"), "unknown GPU type 'foo'"),
         (("reserve", "-t", "t4", "-g", "8", "--no-wait"), "t4 accepts 1, 2, 4 GPUs"),
-        (("reserve", "-t", "h100", "-h", "30", "--no-wait"), "hours must be 5 minutes"),
+        (("reserve", "-t", "h100", "-h", "30", "--no-wait"), "hours must be at most 24 hours"),
         (("show", "abc"), "'abc' is not a reservation id"),
         (("cancel", "ffffffff"), "no reservation 'ffffffff'"),
         (("extend", "ffffffff", "-h", "2"), "no reservation 'ffffffff'"),

@@ -51,9 +51,7 @@ def test_not_a_number_hours_are_refused_as_not_finite(api):
     data = b'{"gpu_type": "h100", "gpu_count": 4, "hours": NaN, "github_user": "alice"}'
     headers = api.signed_headers("POST", "/v1/reservations", data, api.credentials("alice"))
     reply = api.send("POST", "/v1/reservations", headers, data)
-    assert reply.status == 422 and reply.body["message"].startswith(
-        "hours must be a finite number"
-    )
+    assert reply.status == 422 and reply.body["message"].startswith("hours must be a finite number")
 
 
 def test_the_stated_minimum_duration_is_accepted_exactly(api):
@@ -114,4 +112,3 @@ def test_the_gateways_own_refusals_share_the_shape(api):
     headers = api.signed_headers("POST", "/v1/reservations", too_big, api.credentials("alice"))
     reply = api.send("POST", "/v1/reservations", headers, too_big)
     assert (reply.status, reply.body) == (413, {"message": "Request Too Long"})
-

@@ -126,9 +126,12 @@ def problem(error: Mapping[str, Any]) -> Problem:
     if kind == "extra_forbidden":
         return Problem(f"{label} is not a field of this request", field, None)
     what = _what(kind, field, error.get("ctx") or {})
-    if what is None:  # a kind with no sentence of its own: say what is allowed
-        what = allowed or "something else"
-    message = f"{label} must be {what}"
+    if what is not None:
+        message = f"{label} must be {what}"
+    elif allowed:  # a kind with no sentence of its own: say what is allowed
+        message, what = f"{label} must be {allowed}", allowed
+    else:
+        message = f"{label} is not valid" + (f" ({error['msg']})" if error.get("msg") else "")
     if "input" in error:
         message += f"; got {shown(error['input'])}"
     if allowed and allowed != what:

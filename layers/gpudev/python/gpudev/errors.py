@@ -10,8 +10,11 @@ SHOWN_CHARACTERS = 40  # user input quoted in a message is cut to this many char
 
 
 def shown(value: object) -> str:
-    """User input as quoted in a message: repr'd, and cut short when long, so a message
-    never echoes a 5,000-character name back whole."""
+    """User input as quoted in a message: repr'd (JSON's null, true and false as JSON spells
+    them: inputs arrive as JSON), and cut short when long, so a message never echoes a
+    5,000-character name back whole."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
     text = value if isinstance(value, str) else repr(value)
     if len(text) <= SHOWN_CHARACTERS:
         return repr(text) if isinstance(value, str) else text

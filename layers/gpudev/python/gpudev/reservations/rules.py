@@ -83,8 +83,7 @@ def check_disk_name(name: str) -> None:
 def check_github_username(name: str) -> None:
     if not GITHUB_USERNAME.match(name):
         raise InvalidRequest(
-            f"invalid GitHub username {shown(name)}: 1-39 letters, digits or single inner "
-            "hyphens",
+            f"invalid GitHub username {shown(name)}: 1-39 letters, digits or single inner hyphens",
             field="github_user",
             allowed="1-39 letters, digits or single inner hyphens",
         )

@@ -4,14 +4,16 @@ execution ARNs stay internal)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
 from gpudev.models import Reservation, ReservationStatus
 from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
+from gpudev.settings import lifecycle_settings
 
 
 class ReservationRequest(BaseModel):
@@ -83,10 +85,18 @@ class ReservationView(BaseModel):
     launched_at: datetime | None
     expires_at: datetime | None
     reservation_ended: datetime | None
+    # Clock minutes until `expires_at`, as of this answer, in the lifecycle's clock like every
+    # duration and ETA (under a compressed clock an hour lasts `seconds_per_hour` seconds).
+    expires_in_minutes: int | None = None
 
     @classmethod
     def of(cls, reservation: Reservation) -> ReservationView:
-        return cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
+        view = cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
+        if view.expires_at is None or view.status.is_final:
+            return view
+        seconds = (view.expires_at - datetime.now(UTC)).total_seconds()
+        minutes = math.ceil(max(0.0, seconds) * 60 / lifecycle_settings().seconds_per_hour)
+        return view.model_copy(update={"expires_in_minutes": minutes})
 
 
 class ReservationList(BaseModel):

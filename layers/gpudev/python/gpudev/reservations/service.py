@@ -134,9 +134,7 @@ def find_reservation(
     if not matches:
         raise NotFound(f"no reservation {shown(wanted)}")
     if len(matches) > 1:
-        raise Conflict(
-            f"{shown(wanted)} matches more than one reservation: give more characters"
-        )
+        raise Conflict(f"{shown(wanted)} matches more than one reservation: give more characters")
     return matches[0]
 
 
