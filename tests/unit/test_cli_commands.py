@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from gpudev_cli import context, render
+from gpudev_cli import context, prompts, render
 from gpudev_cli.main import cli
 
 CLI_PACKAGE = Path(__file__).resolve().parents[2] / "cli" / "gpudev_cli"
@@ -171,3 +171,13 @@ def test_a_disk_name_is_one_path_segment(monkeypatch, args, path):
     monkeypatch.setattr(context.Context, "emit", lambda self, data, render: None)
     CliRunner().invoke(cli, ["disk", *args])
     assert sent == [path]
+
+
+def test_the_hours_prompt_accepts_the_stated_minimum_exactly():
+    @click.command()
+    def ask() -> None:
+        click.echo(f"chose {prompts.pick_hours()}")
+
+    result = CliRunner().invoke(ask, input="0.0833\n")
+    assert "Hours (5 minutes = 0.0833, to 24)" in result.output
+    assert result.output.strip().endswith("chose 0.0833")
