@@ -29,7 +29,7 @@ from tests.e2e.jobs import count_reservations, drain_jobs, reserve
         ),
         ({"gpu_count": 2.5}, "gpu_count", "the GPU count must be a whole number; got 2.5"),
         ({"name": "n" * 3000}, "name", "name must be at most 63 characters; got 'nnnn"),
-        ({"gpu_type": ""}, "gpu_type", "the GPU type must be not empty; got ''"),
+        ({"gpu_type": ""}, "gpu_type", "the GPU type must not be empty; got ''"),
         ({"jupyter": "maybe"}, "jupyter", "jupyter must be true or false; got 'maybe'"),
     ],
 )
@@ -98,7 +98,7 @@ def test_unknown_routes_are_404_and_missing_methods_405_in_the_same_shape(api):
     assert unknown.body["message"] == "no such route: GET '/v1/nothing-here'"
     assert set(unknown.body) == {"message", "hint"}
     wrong = api.call("DELETE", "/v1/gpu/availability")
-    assert wrong.status == 405
+    assert wrong.status == 405 and wrong.headers["Allow"] == "GET"
     assert wrong.body == {
         "message": "'/v1/gpu/availability' does not take DELETE; it takes GET",
         "allowed": "GET",

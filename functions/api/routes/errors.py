@@ -55,10 +55,15 @@ class ErrorMessage(BaseModel):
     hint: str | None = None  # what to do next
 
 
-def _message(status: int, message: str, **details: Any) -> Response[Any]:
+def _message(
+    status: int, message: str, headers: dict[str, str] | None = None, **details: Any
+) -> Response[Any]:
     body = ErrorMessage(message=message, **details)
     return Response(
-        status, content_types.APPLICATION_JSON, body.model_dump(mode="json", exclude_none=True)
+        status,
+        content_types.APPLICATION_JSON,
+        body.model_dump(mode="json", exclude_none=True),
+        headers=headers,
     )
 
 
@@ -101,6 +106,7 @@ def unknown_route(app: APIGatewayRestResolver) -> Response[Any]:
         return _message(
             405,
             f"{shown(path)} does not take {method}; it takes {', '.join(methods)}",
+            headers={"Allow": ", ".join(methods)},
             allowed=", ".join(methods),
         )
     return _message(

@@ -12,6 +12,7 @@ from gpudev.errors import shown
 from gpudev.reservations.rules import HOURS_ALLOWED, MIN_HOURS, MIN_MINUTES
 
 MAX_SENTENCES = 3  # the rest are counted, not spelled out
+NOT_EMPTY = "not empty"
 
 # What a user calls each field, and what it allows, where more can be said than its bounds.
 LABELS = {
@@ -103,7 +104,7 @@ def _what(kind: str, field: str | None, ctx: Mapping[str, Any]) -> str | None:
         return f"at most {_characters(int(ctx.get('max_length', 0)))}"
     if kind == "string_too_short":
         minimum = int(ctx.get("min_length", 1))
-        return "not empty" if minimum == 1 else f"at least {_characters(minimum)}"
+        return NOT_EMPTY if minimum == 1 else f"at least {_characters(minimum)}"
     if kind in ("enum", "literal_error"):
         return f"one of {ctx.get('expected')}"
     return None
@@ -126,7 +127,9 @@ def problem(error: Mapping[str, Any]) -> Problem:
     if kind == "extra_forbidden":
         return Problem(f"{label} is not a field of this request", field, None)
     what = _what(kind, field, error.get("ctx") or {})
-    if what is not None:
+    if what == NOT_EMPTY:
+        message = f"{label} must not be empty"
+    elif what is not None:
         message = f"{label} must be {what}"
     elif allowed:  # a kind with no sentence of its own: say what is allowed
         message, what = f"{label} must be {allowed}", allowed
