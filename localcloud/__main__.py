@@ -46,10 +46,22 @@ def _abandon(cloud: LocalCloud, why: str) -> None:
     _exit_now(1)
 
 
+def clock_line(seconds_per_hour: float) -> str:
+    """The banner's statement of the one clock unit on screen."""
+    if seconds_per_hour == 3600:
+        return "real time: an hour lasts an hour"
+    return (
+        f"COMPRESSED: a clock hour lasts {seconds_per_hour:g} s (a clock minute "
+        f"{seconds_per_hour / 60:g} s); hours, waits, ETAs and 'expires in' on screen are "
+        "clock minutes/hours, timestamps are wall-clock UTC"
+    )
+
+
 def banner(cloud: LocalCloud, state: Path) -> str:
     stack = cloud.describe()
     return f"""
 gpu-dev local cloud is up
+  clock                     {clock_line(cloud.options.seconds_per_hour)}
   API (SigV4, execute-api)  {stack["api_url"]}
   AWS (moto)                {stack["aws_endpoint_url"]}   region {stack["region"]}
   Kubernetes (stand-in)     {stack["kubernetes_url"]}   EKS cluster {stack["eks_cluster_name"]}

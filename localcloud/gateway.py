@@ -2,7 +2,9 @@
 
 Every request but the public routes (`GET /health`) must carry a valid SigV4 (`execute-api`)
 signature of a key the local IAM knows, over the body as received; another method on a public
-route's path is refused as API Gateway refuses a method its resource lacks. The API function
+route's path is refused as API Gateway refuses a method its resource lacks, and a body over
+the 10 MB payload quota is 413. Its refusals are `{"message": ...}`, API Gateway's default
+gateway responses, the shape the API's own errors share. The API function
 then runs in-process with a REST API proxy event whose `requestContext.identity` names the
 caller, as API Gateway would pass it.
 """
@@ -25,6 +27,7 @@ from localcloud.sigv4 import MISSING_TOKEN, Rejection, SigningKey, verify
 
 log = logging.getLogger("localcloud.gateway")
 STAGE = "local"
+MAX_BODY_BYTES = 10 * 1024 * 1024  # a REST API's payload quota; larger: 413 before anything
 
 
 def proxy_event(
@@ -124,6 +127,9 @@ class LocalApiGateway:
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes, source_ip: str
     ) -> Reply:
         path = unquote(urlsplit(raw_path).path)
+        if len(body) > MAX_BODY_BYTES:
+            log.info("413 %s %s: %d bytes", method, path, len(body))
+            return 413, {}, json.dumps({"message": "Request Too Long"}).encode()
         key = None
         if path in self.api.public_paths:
             # The public route's own resource: only its public methods exist there.

@@ -159,14 +159,10 @@ def _parsed(raw: bytes) -> Any:
 
 
 def describe_failure(reply: Reply) -> str:
-    """One line for a failed answer: the API's message, with a hint where one helps."""
+    """One line for a failed answer: the API's sentence (every error body is `{"message"}`,
+    with a `hint` where one helps), and the status."""
     payload = reply.body if isinstance(reply.body, dict) else {}
     message = payload.get("message") or ""
-    if reply.status == 422 and payload.get("detail"):
-        message = "; ".join(
-            f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
-            for d in payload["detail"]
-        )
     if reply.status == 403:
         return (
             f"access denied ({message or 'forbidden'}): check that your AWS credentials "
@@ -174,7 +170,10 @@ def describe_failure(reply: Reply) -> str:
         )
     if reply.status == 429 and message in ("", GATEWAY_THROTTLED):
         return "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"
-    return f"{message or _reason(reply)} (HTTP {reply.status})"
+    line = f"{message or _reason(reply)} (HTTP {reply.status})"
+    if payload.get("hint"):
+        line += f"; hint: {payload['hint']}"
+    return line
 
 
 def _reason(reply: Reply) -> str:

@@ -43,9 +43,15 @@ def pick_count(gpu_type: dict[str, Any]) -> int:
     )
 
 
+MIN_HOURS = 0.0833  # 5 minutes, as the API states and accepts it
+
+
 def pick_hours() -> float:
     return float(
         click.prompt(
-            "Hours (0.0833 to 24)", type=click.FloatRange(5 / 60, 24), default=8.0, err=True
+            f"Hours (5 minutes = {MIN_HOURS}, to 24)",
+            type=click.FloatRange(MIN_HOURS, 24),
+            default=8.0,
+            err=True,
         )
     )

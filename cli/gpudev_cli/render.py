@@ -1,9 +1,13 @@
 """How the CLI shows reservations, availability and cluster totals as tables and panels
-(`--output table`)."""
+(`--output table`).
+
+One clock on screen: durations, waits and "expires in" are the lifecycle's clock (what the
+API computes: hours reserved, the allocator's ETAs, `expires_in_minutes`), which a local cloud
+may compress (`make run ARGS=--seconds-per-hour=60`: an hour lasts a minute); moments are
+wall-clock timestamps (UTC), never "N minutes ago" in another unit."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.markup import escape
@@ -17,10 +21,30 @@ def gpus(r: dict[str, Any]) -> str:
     return r["gpu_type"] if r["gpu_count"] == 0 else f"{r['gpu_count']}x {r['gpu_type']}"
 
 
+def minutes(count: int | None) -> str:
+    """A clock duration or wait: "now", "unknown", "12 min", "9 h 39 min"."""
+    if count is None:
+        return "unknown"
+    if count == 0:
+        return "now"
+    return f"{count} min" if count < 60 else f"{count // 60} h {count % 60:02d} min"
+
+
+def queue_place(r: dict[str, Any]) -> str:
+    """A queued reservation's place and the allocator's ETA: "#1, about 579 min"."""
+    if not r.get("queue_position"):
+        return ""
+    return f"#{r['queue_position']}, about {minutes(r.get('estimated_wait_minutes'))}"
+
+
+def moment(value: str | None) -> str:
+    return (value or "")[:16].replace("T", " ")
+
+
 def reservations_table(rows: list[dict[str, Any]]) -> None:
     table = Table(title="GPU Reservations")
-    for column in ("ID", "Name", "GPUs", "Status", "Hours", "Created", "Expires"):
-        table.add_column(column)
+    for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
+        table.add_column(column, no_wrap=column == "Queue")
     colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
     for r in rows:
         status = r["status"] + (
@@ -33,21 +57,12 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
             r.get("name") or "",
             gpus(r),
             f"[{colours.get(r['status'], 'dim')}]{status}[/]",
+            queue_place(r) if r["status"] in LIVE else "",
             f"{r['duration_hours']:g}",
-            r["created_at"][:16].replace("T", " "),
-            (r.get("expires_at") or "")[:16].replace("T", " "),
+            moment(r["created_at"]),
+            moment(r.get("expires_at")),
         )
     console.print(table if rows else "No reservations.")
-
-
-def ago(moment: str | None) -> str:
-    if not moment:
-        return ""
-    seconds = int((datetime.now(UTC) - datetime.fromisoformat(moment)).total_seconds())
-    prefix, seconds = ("in ", -seconds) if seconds < 0 else ("", seconds)
-    hours, minutes = divmod(seconds // 60, 60)
-    text = f"{hours}h{minutes:02d}m" if hours else f"{minutes}m"
-    return f"{prefix}{text}" + ("" if prefix else " ago")
 
 
 def reservation_panel(r: dict[str, Any]) -> None:
@@ -57,10 +72,14 @@ def reservation_panel(r: dict[str, Any]) -> None:
         f"GPUs: {gpus(r)}   hours: {r['duration_hours']:g}   id: {r['reservation_id']}",
     ]
     if r.get("queue_position"):
-        lines.append(f"Queue: #{r['queue_position']}, about {r.get('estimated_wait_minutes')} min")
+        lines.append(f"Queue: {queue_place(r)}")
     if r["status"] == "active":
         lines += _connect_lines(r)
-        lines.append(f"Started {ago(r.get('launched_at'))}, expires {ago(r.get('expires_at'))}")
+        left = r.get("expires_in_minutes")
+        lines.append(
+            f"Started {moment(r.get('launched_at'))} UTC, expires {moment(r.get('expires_at'))} "
+            f"UTC (in {minutes(left) if left else 'less than a minute'})"
+        )
     if r.get("jupyter_url"):
         lines.append(f"Jupyter: {r['jupyter_url']}")
     elif r["status"] in LIVE:
@@ -74,7 +93,7 @@ def reservation_panel(r: dict[str, Any]) -> None:
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):
-        lines.append(f"OOM kills: {r['oom_count']}, last {ago(r.get('last_oom_at'))}")
+        lines.append(f"OOM kills: {r['oom_count']}, last at {moment(r.get('last_oom_at'))} UTC")
     if r.get("health_warning") and r["status"] in LIVE:
         lines.append(f"[red]Health: {r['health_warning']}[/]")
     if r.get("extension_error"):
@@ -104,7 +123,10 @@ def _connect_lines(r: dict[str, Any]) -> list[str]:
 
 
 def availability_table(types: list[dict[str, Any]]) -> None:
-    table = Table(title="GPU availability (numbers are GPUs; CPU types: user slots)")
+    table = Table(
+        title="GPU availability (numbers are GPUs; CPU types: user slots; Est. wait: for a "
+        "new 1-GPU request, in clock minutes)"
+    )
     for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
         table.add_column(column)
     for t in types:
@@ -114,14 +136,13 @@ def availability_table(types: list[dict[str, Any]]) -> None:
             if t["available_gpus"] == 0
             else ("green" if t["available_gpus"] >= per_node else "yellow")
         )
-        wait = t.get("estimated_wait_minutes")
         table.add_row(
             t["gpu_type"],
             f"[{colour}]{t['available_gpus']}[/]",
             str(t["max_reservable"]),
             str(t["total_cluster_gpus"]),
             str(t["queue_length"]),
-            "now" if wait == 0 else ("unknown" if wait is None else f"{wait} min"),
+            minutes(t.get("estimated_wait_minutes")),
             (t.get("last_availability_update") or "never")[:19].replace("T", " "),
         )
     console.print(table)
@@ -142,3 +163,14 @@ def cluster_status_table(s: dict[str, Any]) -> None:
     ):
         table.add_row(label, str(s[key]))
     console.print(table)
+    waits = Table(title="By GPU type (Est. wait: for a new 1-GPU request, in clock minutes)")
+    for column in ("Type", "Available", "Queue", "Est. wait"):
+        waits.add_column(column)
+    for t in s["by_gpu_type"]:
+        waits.add_row(
+            t["gpu_type"],
+            str(t["available_gpus"]),
+            str(t["queue_length"]),
+            minutes(t.get("estimated_wait_minutes")),
+        )
+    console.print(waits)

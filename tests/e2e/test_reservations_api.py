@@ -67,8 +67,8 @@ def test_multinode_requests_take_whole_nodes(api):
         ({"gpu_type": "h100", "gpu_count": 3}, "cannot reserve 3 GPUs"),
         ({"gpu_type": "cpu-x86", "gpu_count": 1}, "cpu-x86 is CPU-only: ask for 0 GPUs"),
         ({"gpu_type": "t4", "gpu_count": 0}, "t4 accepts 1, 2, 4 GPUs"),
-        ({"hours": 0.05}, "hours must be between 5 minutes"),
-        ({"hours": 25}, "hours must be between 5 minutes"),
+        ({"hours": 0.05}, "hours must be at least 5 minutes (0.0833 h); got 0.05"),
+        ({"hours": 25}, "hours must be at most 24 hours; got 25"),
         ({"disk_name": "my disk"}, "invalid disk name 'my disk'"),
         ({"github_user": "-bad-"}, "invalid GitHub username '-bad-'"),
     ],
@@ -94,10 +94,10 @@ def test_invalid_requests_fail_at_submit_with_a_clear_message_and_write_nothing(
         {"gpu_type": "h100", "gpu_count": -1, "hours": 1},
     ],
 )
-def test_malformed_bodies_are_422_with_field_locations(api, body):
+def test_malformed_bodies_are_422_naming_the_field(api, body):
     reply = api.call("POST", "/v1/reservations", body=body)
     assert reply.status == 422
-    assert reply.body.get("detail") or reply.body.get("message")
+    assert reply.body["message"] and reply.body["field"] in ("gpu_type", "gpu_count", "hours")
 
 
 def _outbox_rows(cloud: Any, reservation_id: str) -> int:
@@ -149,7 +149,10 @@ def test_reservations_are_found_by_id_or_prefix_and_listed_for_their_owner_only(
     assert api.call("GET", f"/v1/reservations/{rid}").body["name"] == "mine"
     assert api.call("GET", f"/v1/reservations/{rid[:8]}").body["reservation_id"] == rid
     short = api.call("GET", f"/v1/reservations/{rid[:5]}")
-    assert short.status == 404 and "at least 8 characters" in short.body["message"]
+    assert short.status == 422 and "is not a reservation id" in short.body["message"]
+    assert short.body["field"] == "reservation_id"
+    malformed = api.call("GET", "/v1/reservations/e85-not-hex")
+    assert malformed.status == 422 and "is not a reservation id" in malformed.body["message"]
     # bob cannot see alice's reservation, by id or in his list
     assert api.call("GET", f"/v1/reservations/{rid}", profile="bob").status == 404
     bobs = api.call("GET", "/v1/reservations?limit=500", profile="bob").body["reservations"]

@@ -64,7 +64,8 @@ def test_at_the_reservation_limit_a_submit_is_429_saving_and_enqueuing_nothing(
     refused = reserve(api)
     assert refused.status == 429, refused.body
     assert refused.body == {
-        "message": f"you have {_reservations(live + 1)}, the limit is {live + 1}; {WAY_OUT}"
+        "message": f"you have {_reservations(live + 1)}, the limit is {live + 1}; {WAY_OUT}",
+        "limit": live + 1,
     }
     assert count_reservations(local_cloud) == before
     assert drain_jobs(local_cloud) == []
@@ -85,6 +86,7 @@ def test_the_gpu_limit_counts_what_is_held_or_queued_including_multinode(api, lo
         f"this request needs 8 GPUs and your live reservations already hold or queue "
         f"{gpus + 16}; the limit is {gpus + 16} GPUs per user; {WAY_OUT}"
     )
+    assert (refused.body["field"], refused.body["limit"]) == ("gpu_count", gpus + 16)
     assert count_reservations(local_cloud) == before
     assert [job.kind for job in drain_jobs(local_cloud)] == ["create_reservation"]
     assert reserve(api, gpu_type="cpu-x86", gpu_count=0).status == 202  # no GPUs: fits

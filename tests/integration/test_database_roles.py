@@ -70,6 +70,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "allocation/nodes",
         "allocation/placements",
         "allocation/queue",
+        "allocation/record_type_waits",
         "allocation/record_waits",
         "allocation/release",
         "allocation/sync_nodes",

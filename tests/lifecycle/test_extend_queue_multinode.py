@@ -86,6 +86,11 @@ def test_queue_order_positions_and_etas(api, local_cloud):
     until_short_ends = (_timestamp(short_active["expires_at"]) - time.time()) / MINUTE
     assert abs(alice["estimated_wait_minutes"] - until_short_ends) <= 3
     assert bob["estimated_wait_minutes"] >= alice["estimated_wait_minutes"] + 0.2 * 60 - 3
+    # `avail` shows a wait while something is queued: a new request would queue behind bob
+    types = api.call("GET", "/v1/gpu/availability").body["gpu_types"]
+    h100 = next(t for t in types if t["gpu_type"] == "h100")
+    assert h100["queue_length"] >= 2
+    assert h100["estimated_wait_minutes"] >= bob["estimated_wait_minutes"] - 3
     started_alice = wait_for_status(api, first["reservation_id"], "active", timeout=40)
     assert show(api, second["reservation_id"], "bob")["status"] == "queued"
     started_bob = wait_for_status(

@@ -11,6 +11,7 @@ import uuid
 from gpudev.allocation.plan import Holding, NodeCapacity, Request, plan
 
 NOW = 1_000.0
+PROBE_SECONDS = 100.0
 
 
 def _h100_nodes(free: dict[str, int]) -> list[NodeCapacity]:
@@ -28,7 +29,7 @@ def test_a_shorter_request_of_the_same_shape_passes_a_longer_one_behind_a_blocke
     holdings = [Holding("b", 8, NOW + 20)]
     head, longer, shorter = _request(16, 60), _request(8, 30), _request(8, 5)
 
-    decisions = plan(nodes, holdings, [head, longer, shorter], NOW)
+    decisions = plan(nodes, holdings, [head, longer, shorter], NOW, PROBE_SECONDS)
 
     # the longer one would still hold node a when the head starts; the shorter one is gone
     assert [g.reservation_id for g in decisions.grants] == [shorter.reservation_id]
@@ -49,7 +50,8 @@ def test_a_request_asking_as_much_time_never_passes_an_earlier_one_of_its_shape(
             _request(rng.choice([1, 4, 8, 16]), rng.choice([5.0, 10.0, 20.0, 40.0]))
             for _ in range(rng.randint(1, 6))
         ]
-        granted = {g.reservation_id for g in plan(_h100_nodes(free), holdings, queue, NOW).grants}
+        decisions = plan(_h100_nodes(free), holdings, queue, NOW, PROBE_SECONDS)
+        granted = {g.reservation_id for g in decisions.grants}
         for i, earlier in enumerate(queue):
             for later in queue[i + 1 :]:
                 same_shape = (earlier.slots_per_node, earlier.nodes) == (
@@ -62,3 +64,30 @@ def test_a_request_asking_as_much_time_never_passes_an_earlier_one_of_its_shape(
                     assert later.duration_seconds < earlier.duration_seconds
                     passes += 1
     assert passes > 0  # the scenarios do exercise backfill past a same-shape request
+
+
+def test_a_new_requests_wait_per_type_is_the_eta_a_one_slot_request_would_get():
+    # node a full until +30, node b full until +50; a queued 8-GPU head takes a at +30
+    nodes = [*_h100_nodes({"a": 0, "b": 0}), NodeCapacity("t", "t4", 4, (0, 1, 2, 3))]
+    holdings = [Holding("a", 8, NOW + 30), Holding("b", 8, NOW + 50)]
+    head = _request(8, 200)
+    decisions = plan(nodes, holdings, [head], NOW, PROBE_SECONDS)
+    [wait] = decisions.waits
+    assert (wait.reservation_id, wait.eta_seconds) == (head.reservation_id, 30)
+    # behind the head, a new 1-GPU request starts when b frees; a t4 starts now
+    assert decisions.next_request_waits == {"h100": 50, "t4": 0.0}
+    assert decisions.grants == []  # the probe is never granted
+
+
+def test_the_probe_changes_no_decision_and_a_type_without_nodes_never_fits():
+    nodes = _h100_nodes({"a": 8})
+    queue = [_request(4, 10), _request(16, 10)]
+    with_probe = plan(nodes, [], queue, NOW, PROBE_SECONDS)
+    assert [g.reservation_id for g in with_probe.grants] == [queue[0].reservation_id]
+    assert [(w.reservation_id, w.position, w.eta_seconds) for w in with_probe.waits] == [
+        (queue[1].reservation_id, 1, None)
+    ]
+    # the 16-GPU head can never fit (one node): it holds nobody back, so a new one starts now
+    assert with_probe.next_request_waits == {"h100": 0.0}
+    lone = plan([], [], [Request(uuid.uuid4(), "b200", 1, 1, 10)], NOW, PROBE_SECONDS)
+    assert lone.next_request_waits == {"b200": None}

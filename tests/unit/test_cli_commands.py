@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from gpudev_cli import context, render
+from gpudev_cli import context, prompts, render
 from gpudev_cli.main import cli
 
 CLI_PACKAGE = Path(__file__).resolve().parents[2] / "cli" / "gpudev_cli"
@@ -79,11 +79,66 @@ def test_cluster_status_table_shows_every_total(capsys):
         "queued_gpus": 8,
         "active_reservations": 3,
         "queued_reservations": 2,
+        "by_gpu_type": [
+            {
+                "gpu_type": "h100",
+                "available_gpus": 0,
+                "queue_length": 2,
+                "estimated_wait_minutes": 579,
+            },
+            {"gpu_type": "t4", "available_gpus": 4, "queue_length": 0, "estimated_wait_minutes": 0},
+            {
+                "gpu_type": "b200",
+                "available_gpus": 0,
+                "queue_length": 0,
+                "estimated_wait_minutes": None,
+            },
+        ],
     }
     render.cluster_status_table(totals)
     printed = capsys.readouterr().out
     assert "GPU cluster status" in printed and "Available GPUs" in printed
     assert "Queued reservations" in printed and "11" in printed
+    # each type's wait for a new request, as the allocator computed it
+    assert "9 h 39 min" in printed and "now" in printed and "unknown" in printed
+
+
+def test_queued_reservations_show_their_place_and_eta_in_list_and_show(capsys):
+    queued = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "name": "train",
+        "status": "queued",
+        "gpu_type": "h100",
+        "gpu_count": 8,
+        "duration_hours": 2.0,
+        "created_at": "2026-11-24T00:01:00+00:00",
+        "queue_position": 1,
+        "estimated_wait_minutes": 42,
+        "jupyter_enabled": False,
+    }
+    assert render.queue_place(queued) == "#1, about 42 min"
+    render.reservations_table([queued])
+    assert "#1, about 42 min" in capsys.readouterr().out
+    render.reservation_panel(queued)
+    assert "Queue: #1, about 42 min" in capsys.readouterr().out
+
+
+def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timestamps(capsys):
+    active = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "status": "active",
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "duration_hours": 1.0,
+        "launched_at": "2026-11-24T00:01:00+00:00",
+        "expires_at": "2026-11-24T01:01:00+00:00",
+        "expires_in_minutes": 75,
+        "jupyter_enabled": False,
+    }
+    render.reservation_panel(active)
+    printed = capsys.readouterr().out
+    assert "Started 2026-11-24 00:01 UTC, expires 2026-11-24 01:01 UTC (in 1 h 15 min)" in printed
+    assert " ago" not in printed
 
 
 def test_no_cli_module_is_over_300_lines():
@@ -116,3 +171,13 @@ def test_a_disk_name_is_one_path_segment(monkeypatch, args, path):
     monkeypatch.setattr(context.Context, "emit", lambda self, data, render: None)
     CliRunner().invoke(cli, ["disk", *args])
     assert sent == [path]
+
+
+def test_the_hours_prompt_accepts_the_stated_minimum_exactly():
+    @click.command()
+    def ask() -> None:
+        click.echo(f"chose {prompts.pick_hours()}")
+
+    result = CliRunner().invoke(ask, input="0.0833\n")
+    assert "Hours (5 minutes = 0.0833, to 24)" in result.output
+    assert result.output.strip().endswith("chose 0.0833")

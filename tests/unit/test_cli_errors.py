@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpudev_cli.client import Reply, describe_failure
 
 
-def _reply(status: int, body: dict[str, str]) -> Reply:
+def _reply(status: int, body: dict[str, str] | dict[str, object]) -> Reply:
     return Reply(status, {"Content-Type": "application/json"}, body)
 
 
@@ -21,3 +21,19 @@ def test_a_per_user_limit_is_printed_as_the_api_states_it():
 def test_gateway_throttling_suggests_retrying():
     described = describe_failure(_reply(429, {"message": "Too Many Requests"}))
     assert described == "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"
+
+
+def test_the_sentence_and_its_hint_are_one_line():
+    body = {
+        "message": "'e85' is not a reservation id: give the id",
+        "field": "reservation_id",
+        "hint": "`gpu-dev list` shows your reservations' ids",
+    }
+    assert describe_failure(_reply(422, body)) == (
+        "'e85' is not a reservation id: give the id (HTTP 422); "
+        "hint: `gpu-dev list` shows your reservations' ids"
+    )
+
+
+def test_a_body_without_a_message_falls_back_to_the_status():
+    assert describe_failure(_reply(413, {})) == "Request Entity Too Large (HTTP 413)"

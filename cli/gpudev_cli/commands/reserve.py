@@ -24,6 +24,9 @@ from gpudev_cli.context import (
 )
 
 POLL_SECONDS = {"queued": 3.0}
+# Counts that span whole 8-GPU nodes, confirmed with --distributed; any other count over 8
+# goes to the API, which says what the type accepts.
+MULTINODE_COUNTS = (16, 24, 32)
 
 
 @click.command()
@@ -31,7 +34,9 @@ POLL_SECONDS = {"queued": 3.0}
 @click.option(
     "--gpus", "-g", type=int, help="GPU count (default 1; 0 for CPU types; 16/24/32 multinode)"
 )
-@click.option("--hours", "-h", type=float, help="5 minutes (0.0833) to 24; fractions allowed")
+@click.option(
+    "--hours", "-h", type=float, help="5 minutes (0.0833) to 24; fractions allowed (0.5: 30 min)"
+)
 @click.option("--name", help="a name to recognise it by")
 @click.option("--disk", help="a named persistent disk, or 'none'")
 @click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
@@ -124,7 +129,7 @@ def _request_body(
         gpus = 0 if gpu_type.lower().startswith("cpu") else 1
     if hours is None:
         hours = prompts.pick_hours() if ask else 8.0
-    if gpus > 8 and not distributed:
+    if gpus in MULTINODE_COUNTS and not distributed:
         if not ask:
             raise click.UsageError(
                 f"{gpus} GPUs span {gpus // 8} nodes: add --distributed to confirm multinode"
@@ -148,10 +153,7 @@ def _follow(client: SigV4Client, reservation: dict[str, Any], ask: bool) -> dict
                 elapsed = int(time.monotonic() - started)
                 detail = reservation.get("current_detailed_status") or reservation["status"]
                 if reservation.get("queue_position"):
-                    detail = (
-                        f"#{reservation['queue_position']} in queue, about "
-                        f"{reservation.get('estimated_wait_minutes')} min"
-                    )
+                    detail = f"queued {render.queue_place(reservation)}"
                 status.update(f"[{elapsed // 60}m{elapsed % 60:02d}s] {detail}")
                 time.sleep(POLL_SECONDS.get(reservation["status"], 1.0))
                 reservation = client.request("GET", f"/v1/reservations/{rid}")

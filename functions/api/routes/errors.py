@@ -1,6 +1,10 @@
-"""Errors become HTTP statuses here, and only here: domain errors by kind, a database lost
-mid-request as 503. A body or parameter that fails validation keeps powertools' own 422
-(`{"statusCode": 422, "detail": [{"loc", "type"}]}`)."""
+"""Errors become HTTP statuses and bodies here, and only here. Every 4xx/5xx the API
+answers has one shape, `ErrorMessage`: a sentence (`message`) and, where they apply, the
+request field at fault, what it allows, the limit reached and a hint. Domain errors map by
+kind; a body, path or query that fails validation is 422 with sentences (validation.py)
+instead of powertools' `{"statusCode", "detail"}`; an unknown route is 404 and a known path
+asked with a method it lacks 405; a database lost mid-request is 503. (API Gateway's own
+refusals, 403 for a bad signature and 413 for a body over 10 MB, are `{"message"}` too.)"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Any
 
 import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
 from gpudev.errors import (
@@ -18,9 +24,11 @@ from gpudev.errors import (
     LimitReached,
     NotFound,
     Unavailable,
+    shown,
 )
 from gpudev.identity import NotAuthorized
 from gpudev.observability import logger
+from routes.validation import summary
 
 STATUS_BY_ERROR: dict[type[GpuDevError], int] = {
     NotAuthorized: 403,
@@ -38,16 +46,42 @@ DATABASE_UNREACHABLE = (
 
 
 class ErrorMessage(BaseModel):
+    """The body of every 4xx/5xx answer; absent keys do not apply."""
+
     message: str
+    field: str | None = None  # the request field at fault, e.g. "hours"
+    allowed: str | None = None  # what that field allows, e.g. "5 minutes (0.0833 h) to 24 hours"
+    limit: int | None = None  # the per-user limit reached
+    hint: str | None = None  # what to do next
 
 
-def _message(status: int, message: str) -> Response[Any]:
-    return Response(status, content_types.APPLICATION_JSON, {"message": message})
+def _message(
+    status: int, message: str, headers: dict[str, str] | None = None, **details: Any
+) -> Response[Any]:
+    body = ErrorMessage(message=message, **details)
+    return Response(
+        status,
+        content_types.APPLICATION_JSON,
+        body.model_dump(mode="json", exclude_none=True),
+        headers=headers,
+    )
 
 
 def domain_error(error: GpuDevError) -> Response[Any]:
     status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(error, kind)), 500)
-    return _message(status, error.message)
+    return _message(
+        status,
+        error.message,
+        field=error.field,
+        allowed=error.allowed,
+        limit=error.limit,
+        hint=error.hint,
+    )
+
+
+def invalid_request(error: RequestValidationError) -> Response[Any]:
+    problem = summary(error.errors())
+    return _message(422, problem.message, field=problem.field, allowed=problem.allowed)
 
 
 def database_unreachable(error: psycopg.OperationalError) -> Response[Any]:
@@ -58,6 +92,35 @@ def database_unreachable(error: psycopg.OperationalError) -> Response[Any]:
     return _message(503, DATABASE_UNREACHABLE)
 
 
+def _route_methods(app: APIGatewayRestResolver, path: str) -> list[str]:
+    """The methods the API's routes take at `path`."""
+    routes = app._static_routes + app._dynamic_routes
+    return sorted({route.method for route in routes if route.rule.match(path)})
+
+
+def unknown_route(app: APIGatewayRestResolver) -> Response[Any]:
+    event = app.current_event
+    method, path = event.http_method, event.path
+    methods = _route_methods(app, path)
+    if methods:
+        return _message(
+            405,
+            f"{shown(path)} does not take {method}; it takes {', '.join(methods)}",
+            headers={"Allow": ", ".join(methods)},
+            allowed=", ".join(methods),
+        )
+    return _message(
+        404,
+        f"no such route: {method} {shown(path)}",
+        hint="the routes are in docs/openapi.json; is the CLI older than the API?",
+    )
+
+
 def map_errors(app: APIGatewayRestResolver) -> None:
     app.exception_handler(GpuDevError)(domain_error)
+    app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(psycopg.OperationalError)(database_unreachable)
+
+    @app.not_found
+    def _not_found(error: NotFoundError) -> Response[Any]:
+        return unknown_route(app)

@@ -1,5 +1,6 @@
 """What users see of capacity: per-type availability (kept by the availability updater)
-with live demand from reservations, and cluster totals — one SQL round trip each after the
+with live demand from reservations and the wait a new request would get (kept by the
+allocator, allocation/plan.py), and cluster totals — one SQL round trip each after the
 caller's binding check."""
 
 from __future__ import annotations
@@ -32,13 +33,7 @@ class ClusterStatus(BaseModel):
 
 
 def availability_by_type(conn: psycopg.Connection[Any]) -> list[TypeAvailability]:
-    rows = CapacityRepository(conn).by_type()
-    return [
-        row.model_copy(update={"estimated_wait_minutes": 0})
-        if row.queue_length == 0 and row.max_reservable > 0
-        else row
-        for row in rows
-    ]
+    return CapacityRepository(conn).by_type()
 
 
 def availability(conn: psycopg.Connection[Any], caller: Caller) -> Availability:

@@ -6,13 +6,42 @@ sees `DiskNameTaken` rather than a psycopg `UniqueViolation`.
 
 from __future__ import annotations
 
+SHOWN_CHARACTERS = 40  # user input quoted in a message is cut to this many characters
+
+
+def shown(value: object) -> str:
+    """User input as quoted in a message: repr'd (JSON's null, true and false as JSON spells
+    them: inputs arrive as JSON), and cut short when long, so a message never echoes a
+    5,000-character name back whole."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= SHOWN_CHARACTERS:
+        return repr(text) if isinstance(value, str) else text
+    cut = repr(text[:SHOWN_CHARACTERS]) if isinstance(value, str) else text[:SHOWN_CHARACTERS]
+    return f"{cut}… ({len(text):,} characters)"
+
 
 class GpuDevError(Exception):
-    """Base of every error the control plane reports to a user or an operator."""
+    """Base of every error the control plane reports to a user or an operator: a sentence,
+    and where it applies the request field at fault, what it allows, the limit reached and
+    a hint (the API's error body carries each; routes/errors.py)."""
 
-    def __init__(self, message: str):
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        allowed: str | None = None,
+        limit: int | None = None,
+        hint: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
+        self.field = field
+        self.allowed = allowed
+        self.limit = limit
+        self.hint = hint
 
 
 class InvalidRequest(GpuDevError):

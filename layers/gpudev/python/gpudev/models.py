@@ -225,9 +225,9 @@ class TypeAvailability(Row):
     queued_gpus: int
     running_reservations: int
     gpus_in_use: int
-    # Set once the allocator computes ETAs from running reservations' end times; until
-    # then 0 when a request of one node fits now, else unknown.
-    estimated_wait_minutes: int | None = None
+    # The allocator's ETA (clock minutes) for a new one-slot request at the back of the
+    # queue, as of its last pass: 0 when it would start now; None: no ETA (no node).
+    estimated_wait_minutes: int | None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ backfill never delays the head. Multinode requests take whole free nodes, all at
 not at all. A slot is one GPU on a GPU node and one user on a CPU node (three per node).
 
 ETAs replay the same end times for the whole queue in order, each request holding its
-capacity for its duration once placed.
+capacity for its duration once placed. The same pass answers "how long would a new request
+wait?" per GPU type (what `avail` and `status` show): a one-slot probe request put at the
+back of each type's queue, decided like any other (0 when it would start now), then dropped;
+being last, it changes nobody's decision.
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ class Wait:
 class Decisions:
     grants: list[Grant] = field(default_factory=list)
     waits: list[Wait] = field(default_factory=list)
+    # per GPU type with nodes or a queue: a new one-slot request's ETA (None: never fits)
+    next_request_waits: dict[str, float | None] = field(default_factory=dict)
+
+
+PROBE = UUID(int=0)  # the probe request's id; never a reservation's (uuid4 sets version bits)
 
 
 class _Pool:
@@ -118,8 +126,10 @@ def plan(
     holdings: Iterable[Holding],
     queue: Iterable[Request],
     now: float,
+    probe_seconds: float,
 ) -> Decisions:
-    """Decisions for every GPU type; `queue` in arrival order."""
+    """Decisions for every GPU type; `queue` in arrival order. `probe_seconds`: how long the
+    probe for a new request's ETA lasts (it matters only to backfill)."""
     by_type: dict[str, list[NodeCapacity]] = defaultdict(list)
     for node in nodes:
         by_type[node.gpu_type].append(node)
@@ -128,15 +138,21 @@ def plan(
         waiting[request.gpu_type].append(request)
     holdings = list(holdings)
     decisions = Decisions()
-    for gpu_type, requests in waiting.items():
+    for gpu_type in sorted(set(waiting) | set(by_type)):
         names = {n.name for n in by_type[gpu_type]}
+        probe = Request(PROBE, gpu_type, 1, 1, probe_seconds)
+        decided = Decisions()
         _plan_type(
             by_type[gpu_type],
             [h for h in holdings if h.node in names],
-            requests,
+            [*waiting[gpu_type], probe],
             now,
-            decisions,
+            decided,
         )
+        decisions.grants += [g for g in decided.grants if g.reservation_id != PROBE]
+        decisions.waits += [w for w in decided.waits if w.reservation_id != PROBE]
+        probe_wait = next((w for w in decided.waits if w.reservation_id == PROBE), None)
+        decisions.next_request_waits[gpu_type] = probe_wait.eta_seconds if probe_wait else 0.0
     return decisions
 
 

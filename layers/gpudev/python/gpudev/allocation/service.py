@@ -38,6 +38,7 @@ from gpudev.repositories.allocations import (
     QueueWait,
     SeenNode,
     SlotGrant,
+    TypeWait,
 )
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Signals, Wake
@@ -45,6 +46,9 @@ from gpudev.signals import Signals, Wake
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 LIVE_PHASES = ("Pending", "Running")
+# How long the probe for a new request's wait lasts: the CLI's default duration (it matters
+# only to backfill: a shorter probe would start sooner behind a blocked head).
+NEXT_REQUEST_HOURS = 8.0
 
 
 @dataclass
@@ -164,7 +168,8 @@ class Allocator:
             holdings += [_holding(h, self._settings) for h in self._allocations.holdings()]
             waiting = self._allocations.queue()
             queue = [_request(q, self._settings) for q in waiting]
-            decisions = plan(capacity, holdings, queue, now)
+            probe_seconds = NEXT_REQUEST_HOURS * self._settings.seconds_per_hour
+            decisions = plan(capacity, holdings, queue, now, probe_seconds)
             self._write(decisions)
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [g.reservation_id for g in decisions.grants]
@@ -197,6 +202,12 @@ class Allocator:
                     eta_minutes(w.eta_seconds, self._settings.seconds_per_hour),
                 )
                 for w in decisions.waits
+            ]
+        )
+        self._allocations.record_type_waits(
+            [
+                TypeWait(gpu_type, eta_minutes(eta, self._settings.seconds_per_hour))
+                for gpu_type, eta in decisions.next_request_waits.items()
             ]
         )
 

@@ -18,7 +18,7 @@ import psycopg
 
 from gpudev.callers import bound_user
 from gpudev.disks.schemas import DiskContent, DiskRequest, RenameRequest
-from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound
+from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound, shown
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Disk
@@ -36,7 +36,7 @@ def find_disk(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Disk:
     bound_user(conn, caller)
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
-        raise NotFound(f"no disk named {name!r}")
+        raise NotFound(f"no disk named {shown(name)}")
     return disk
 
 
@@ -53,14 +53,14 @@ def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: s
     disks = DisksRepository(conn)
     disk = disks.get(caller.username, name)
     if disk is None:
-        return NotFound(f"no disk named {name!r}")
+        return NotFound(f"no disk named {shown(name)}")
     if disk.is_deleted:
         return Gone(_deleted(disk))
     holder = disk.reservation_id if disk.in_use else disks.live_holder(caller.username, name)
     if disk.in_use or holder is not None:
         by = f"reservation {str(holder)[:8]}" if holder else "a reservation"
-        return Conflict(f"cannot {action} disk {name!r}: it is in use by {by}")
-    return Conflict(f"disk {name!r} changed meanwhile; look at it again")
+        return Conflict(f"cannot {action} disk {shown(name)}: it is in use by {by}")
+    return Conflict(f"disk {shown(name)} changed meanwhile; look at it again")
 
 
 def _renamed_from(conn: psycopg.Connection[Any], user_id: str, name: str) -> Exception | None:
@@ -72,7 +72,7 @@ def _renamed_from(conn: psycopg.Connection[Any], user_id: str, name: str) -> Exc
     if renamed is None or renamed.disk_name == name:
         return None
     return DiskNameTaken(
-        f"the name {name!r} is still on the snapshots of your disk {renamed.disk_name!r}, "
+        f"the name {shown(name)} is still on the snapshots of your disk {renamed.disk_name!r}, "
         f"renamed from it; wait until its rename is applied (`gpu-dev disk show "
         f"{renamed.disk_name}`), or choose another name"
     )
@@ -81,11 +81,11 @@ def _renamed_from(conn: psycopg.Connection[Any], user_id: str, name: str) -> Exc
 def _restore_refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
-        return NotFound(f"no disk named {name!r}")
+        return NotFound(f"no disk named {shown(name)}")
     if not disk.is_deleted:
-        return Conflict(f"disk {name!r} is not marked for deletion")
+        return Conflict(f"disk {shown(name)} is not marked for deletion")
     return Gone(
-        f"disk {name!r} reached its deletion date ({disk.delete_date}): its snapshots are "
+        f"disk {shown(name)} reached its deletion date ({disk.delete_date}): its snapshots are "
         "being purged and it cannot be restored"
     )
 
@@ -111,14 +111,14 @@ def create_disk(
         taken = DisksRepository(conn).get(caller.username, request.disk_name)
         if taken is not None and taken.is_deleted:
             raise DiskNameTaken(
-                f"you have a disk named {request.disk_name!r} marked for deletion on "
+                f"you have a disk named {shown(request.disk_name)} marked for deletion on "
                 f"{taken.delete_date}: restore it with `gpu-dev disk restore "
                 f"{request.disk_name}`, or choose another name"
             ) from None
         raise
     if created is None:
         raise _renamed_from(conn, caller.username, request.disk_name) or Conflict(
-            f"disk {request.disk_name!r} changed meanwhile; look at it again"
+            f"disk {shown(request.disk_name)} changed meanwhile; look at it again"
         )
     send_after_commit(conn, queue, created.job)
     return created.disk

@@ -82,6 +82,12 @@ class QueueWait:
 
 
 @dataclass(frozen=True, slots=True)
+class TypeWait:
+    gpu_type: str
+    minutes: int | None  # a new request's ETA; None: no ETA
+
+
+@dataclass(frozen=True, slots=True)
 class UnsignalledGrant:
     reservation_id: UUID
     task_token: str
@@ -141,6 +147,13 @@ class AllocationsRepository:
             column_arrays(
                 waits, reservation_ids="reservation_id", positions="position", minutes="minutes"
             ),
+        )
+
+    def record_type_waits(self, waits: Sequence[TypeWait]) -> None:
+        """Each GPU type's wait for a new request; types not given get none."""
+        self._conn.execute(
+            query("allocation/record_type_waits"),
+            column_arrays(waits, gpu_types="gpu_type", minutes="minutes"),
         )
 
     def unsignalled(self) -> list[UnsignalledGrant]:

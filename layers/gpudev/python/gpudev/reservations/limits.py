@@ -21,17 +21,22 @@ def refusal(limits: UserLimits, usage: Usage, gpu_count: int) -> LimitReached | 
         noun = "reservation" if usage.live_reservations == 1 else "reservations"
         return LimitReached(
             f"you have {usage.live_reservations} live {noun}, the limit is "
-            f"{limits.max_live_reservations}; {WAY_OUT}"
+            f"{limits.max_live_reservations}; {WAY_OUT}",
+            limit=limits.max_live_reservations,
         )
     if usage.live_gpus + gpu_count > limits.max_gpus:
         if usage.live_gpus == 0:
             return LimitReached(
                 f"this request needs {_gpus(gpu_count)} and the limit is "
-                f"{_gpus(limits.max_gpus)} per user (held or queued); ask for fewer GPUs"
+                f"{_gpus(limits.max_gpus)} per user (held or queued); ask for fewer GPUs",
+                field="gpu_count",
+                limit=limits.max_gpus,
             )
         return LimitReached(
             f"this request needs {_gpus(gpu_count)} and your live reservations already hold "
             f"or queue {usage.live_gpus}; the limit is {_gpus(limits.max_gpus)} per user; "
-            f"{WAY_OUT}"
+            f"{WAY_OUT}",
+            field="gpu_count",
+            limit=limits.max_gpus,
         )
     return None

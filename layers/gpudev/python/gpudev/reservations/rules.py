@@ -7,11 +7,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpudev.errors import InvalidRequest
+from gpudev.errors import InvalidRequest, shown
 from gpudev.models import GpuType
 
-MIN_HOURS = 5 / 60
+MIN_MINUTES = 5
+# The minimum as printed (4 decimals) is the minimum accepted: `--hours 0.0833` is 5 minutes.
+MIN_HOURS = round(MIN_MINUTES / 60, 4)
 MAX_HOURS = 24.0
+HOURS_ALLOWED = f"{MIN_MINUTES} minutes ({MIN_HOURS} h) to {MAX_HOURS:g} hours"
 MULTINODE_TYPES = frozenset({"h100", "h200", "b200", "a100"})
 MAX_NODES = 4
 MIN_EXTENSION_HOURS = 1.0
@@ -43,8 +46,12 @@ def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int)
     by_name = {t.gpu_type: t for t in catalogue}
     gpu_type = by_name.get(requested_type.strip().lower())
     if gpu_type is None:
+        valid = ", ".join(sorted(by_name))
         raise InvalidRequest(
-            f"unknown GPU type {requested_type!r}; valid types: {', '.join(sorted(by_name))}"
+            f"unknown GPU type {shown(requested_type)}; valid types: {valid}",
+            field="gpu_type",
+            allowed=valid,
+            hint="`gpu-dev avail` lists the types and what is free",
         )
     allowed = _choices(gpu_type)
     if gpu_count not in allowed:
@@ -55,27 +62,30 @@ def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int)
             if gpu_count > gpu_type.max_per_node and gpu_type.gpu_type not in MULTINODE_TYPES:
                 hint += f" (one node has {gpu_type.max_per_node}; multinode is only for "
                 hint += f"{', '.join(sorted(MULTINODE_TYPES))})"
-        raise InvalidRequest(f"cannot reserve {gpu_count} GPUs: {hint}")
+        raise InvalidRequest(
+            f"cannot reserve {gpu_count} GPUs: {hint}",
+            field="gpu_count",
+            allowed=", ".join(map(str, allowed)),
+        )
     nodes = max(1, gpu_count // 8) if gpu_count > gpu_type.max_per_node else 1
     return Shape(gpu_type, gpu_count, nodes)
 
 
-def check_hours(hours: float) -> None:
-    if not MIN_HOURS - 1e-9 <= hours <= MAX_HOURS:
-        raise InvalidRequest(
-            f"hours must be between 5 minutes ({MIN_HOURS:.4f}) and {MAX_HOURS:g}; got {hours:g}"
-        )
-
-
 def check_disk_name(name: str) -> None:
     if not DISK_NAME.match(name):
-        raise InvalidRequest(f"invalid disk name {name!r}: use 1-50 letters, digits, '-' or '_'")
+        raise InvalidRequest(
+            f"invalid disk name {shown(name)}: use 1-50 letters, digits, '-' or '_'",
+            field="disk_name",
+            allowed="1-50 letters, digits, '-' or '_'",
+        )
 
 
 def check_github_username(name: str) -> None:
     if not GITHUB_USERNAME.match(name):
         raise InvalidRequest(
-            f"invalid GitHub username {name!r}: 1-39 letters, digits or single inner hyphens"
+            f"invalid GitHub username {shown(name)}: 1-39 letters, digits or single inner hyphens",
+            field="github_user",
+            allowed="1-39 letters, digits or single inner hyphens",
         )
 
 
@@ -97,11 +107,15 @@ def check_extension(total_hours: float, hours: float) -> None:
     if not MIN_EXTENSION_HOURS <= hours <= MAX_EXTENSION_HOURS:
         raise InvalidRequest(
             f"extend by {MIN_EXTENSION_HOURS:g} to {MAX_EXTENSION_HOURS:g} hours at a time; "
-            f"got {hours:g}"
+            f"got {hours:g}",
+            field="hours",
+            allowed=f"{MIN_EXTENSION_HOURS:g} to {MAX_EXTENSION_HOURS:g} hours",
         )
     if total_hours + hours > MAX_TOTAL_HOURS + 1e-9:
         left = max(0.0, MAX_TOTAL_HOURS - total_hours)
         raise InvalidRequest(
             f"cannot extend by {hours:g} h: a reservation lasts at most {MAX_TOTAL_HOURS:g} h "
-            f"in total and this one has {total_hours:g} h ({left:g} h left to add)"
+            f"in total and this one has {total_hours:g} h ({left:g} h left to add)",
+            field="hours",
+            limit=int(MAX_TOTAL_HOURS),
         )

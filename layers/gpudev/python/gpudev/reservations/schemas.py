@@ -4,19 +4,22 @@ execution ARNs stay internal)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
 from gpudev.models import Reservation, ReservationStatus
+from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
+from gpudev.settings import lifecycle_settings
 
 
 class ReservationRequest(BaseModel):
     gpu_type: str = Field(min_length=1, max_length=50)
     gpu_count: int = Field(ge=0, le=64)
-    hours: float = Field(gt=0)
+    hours: float = Field(ge=MIN_HOURS, le=MAX_HOURS, allow_inf_nan=False, description=HOURS_ALLOWED)
     name: str | None = Field(default=None, max_length=63)
     disk_name: str | None = Field(default=None, description="a named disk, or null for none")
     jupyter: bool = False
@@ -37,7 +40,9 @@ class ReservationRequest(BaseModel):
 
 
 class ExtendRequest(BaseModel):
-    hours: float = Field(description="1 to 24; the total since launch stays within 48")
+    hours: float = Field(
+        allow_inf_nan=False, description="1 to 24; the total since launch stays within 48"
+    )
 
 
 class AddUserRequest(BaseModel):
@@ -82,10 +87,18 @@ class ReservationView(BaseModel):
     launched_at: datetime | None
     expires_at: datetime | None
     reservation_ended: datetime | None
+    # Clock minutes until `expires_at`, as of this answer, in the lifecycle's clock like every
+    # duration and ETA (under a compressed clock an hour lasts `seconds_per_hour` seconds).
+    expires_in_minutes: int | None = None
 
     @classmethod
     def of(cls, reservation: Reservation) -> ReservationView:
-        return cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
+        view = cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
+        if view.expires_at is None or view.status.is_final:
+            return view
+        seconds = (view.expires_at - datetime.now(UTC)).total_seconds()
+        minutes = math.ceil(max(0.0, seconds) * 60 / lifecycle_settings().seconds_per_hour)
+        return view.model_copy(update={"expires_in_minutes": minutes})
 
 
 class ReservationList(BaseModel):

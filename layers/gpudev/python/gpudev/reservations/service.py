@@ -12,6 +12,7 @@ A refused send is not an error: the change is saved and the sweeper's relay send
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.errors import Conflict, InvalidRequest, NotFound
+from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationStatus, UserLimits
@@ -31,7 +32,6 @@ from gpudev.reservations.rules import (
     check_disk_name,
     check_extension,
     check_github_username,
-    check_hours,
     owner_github_user,
     resolve_shape,
 )
@@ -39,6 +39,8 @@ from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import user_limit_settings
 
 MIN_PREFIX = 8
+ID_LENGTH = 36
+ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
 
 def submit_reservation(
@@ -63,7 +65,6 @@ def submit_reservation(
         )
         require_bound(caller, context.bound_principal)
         shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
-        check_hours(request.hours)
         if request.disk_name is not None:
             _check_disk_usable(request.disk_name, context.disk)
         github_user = owner_github_user(request.github_user, context.github_user)
@@ -100,8 +101,9 @@ def submit_reservation(
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
     if disk is None:
         raise InvalidRequest(
-            f"you have no disk named {name!r}: create it with `gpu-dev disk create {name}` "
-            "or reserve with --disk none"
+            f"you have no disk named {shown(name)}: create it with "
+            f"`gpu-dev disk create {name}` or reserve with --disk none",
+            field="disk_name",
         )
     if disk.state == "deleted":
         raise InvalidRequest(f"disk {name!r} is marked for deletion; choose another disk")
@@ -117,16 +119,22 @@ def find_reservation(
     One round trip, which also refuses a caller whose username is bound to another
     principal."""
     wanted = id_or_prefix.strip().lower()
-    if len(wanted) < MIN_PREFIX:
-        raise NotFound(f"reservation ids are at least {MIN_PREFIX} characters; got {wanted!r}")
+    if not MIN_PREFIX <= len(wanted) <= ID_LENGTH or not ID_CHARACTERS.match(wanted):
+        raise InvalidRequest(
+            f"{shown(id_or_prefix)} is not a reservation id: give the id (hex digits and "
+            f"dashes) or its first {MIN_PREFIX} or more characters",
+            field="reservation_id",
+            allowed=f"{MIN_PREFIX}-{ID_LENGTH} hex digits and dashes",
+            hint="`gpu-dev list` shows your reservations' ids",
+        )
     bound_principal, matches = ReservationsRepository(conn).find_by_prefix(
         caller.username, caller.principal_arn, wanted
     )
     require_bound(caller, bound_principal)
     if not matches:
-        raise NotFound(f"no reservation {wanted!r}")
+        raise NotFound(f"no reservation {shown(wanted)}")
     if len(matches) > 1:
-        raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
+        raise Conflict(f"{shown(wanted)} matches more than one reservation: give more characters")
     return matches[0]
 
 
