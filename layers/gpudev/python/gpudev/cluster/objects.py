@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
 from gpudev.cluster.names import Names, Placement, collaborator_account
 from gpudev.cluster.vocabulary import (
     GPU_RESOURCE,
@@ -295,13 +296,11 @@ def pod(
             {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
         ],
     }
+    if persistent:  # the disk's listing, written as it stops (cluster/home_listing.py)
+        spec["containers"][0] |= listing_hook()
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata(
-            reservation, names.pod(placement.rank), **{RANK_LABEL: str(placement.rank)}
-        ),
-        "spec": spec,
-    }
+    meta = metadata(reservation, names.pod(placement.rank), **{RANK_LABEL: str(placement.rank)})
+    if persistent:
+        meta["finalizers"] = [LISTING_FINALIZER]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -22,9 +22,10 @@ again.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
+from gpudev.cluster import home_listing
 from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
 from gpudev.disks.volumes import DiskRef
@@ -141,7 +142,9 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         # No volume (never made, or deleted after its snapshot), or never mounted by a pod:
         # the latest snapshot still holds everything.
         return SaveDiskOutput(outcome="saved", seconds=poll)
-    if lc.objects(reservation).pods(str(reservation.reservation_id)):
+    pods = lc.objects(reservation).pods(str(reservation.reservation_id))
+    if pods:
+        _record_listing(lc, holds, reservation, pods)
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
@@ -165,6 +168,28 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
 
 
+def _record_listing(
+    lc: Lifecycle, holds: DiskHoldsRepository, reservation: Reservation, pods: list[Any]
+) -> None:
+    """Pod 0 stopped: record the listing its preStop hook left in its termination message,
+    then let the pod go (cluster/home_listing.py). A write that conflicts (the kubelet
+    updated the pod meanwhile) is tried again at the next poll."""
+    from kubernetes.client.exceptions import ApiException
+
+    for pod in pods:
+        if not (home_listing.holds_listing(pod) and home_listing.stopped(pod)):
+            continue
+        listing = home_listing.listing_of(pod)
+        if listing is not None:
+            holds.record_listing(reservation.reservation_id, listing)
+        try:
+            lc.objects(reservation).replace(home_listing.without_finalizer(pod))
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+        logger.info("disk listing read", extra={"bytes": len(listing or ""), "found": listing is not None})
+
+
 def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     holds = DiskHoldsRepository(lc.conn)
     disk = holds.held_by(task.reservation_id)
@@ -179,7 +204,7 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
         if reservation.pod_name is not None and not saved:
             raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
         lc.volumes.delete_volume(volume["VolumeId"])
-    holds.free(reservation.reservation_id, content_listing=None)
+    holds.free(reservation.reservation_id)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")
 
