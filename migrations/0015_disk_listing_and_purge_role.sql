@@ -25,6 +25,9 @@ END
 $$;
 GRANT USAGE ON SCHEMA public TO gpudev_purge;
 GRANT SELECT, DELETE ON disks TO gpudev_purge;
+-- purge_due locks the rows it reads (FOR UPDATE), which takes UPDATE on one column at least:
+-- last_updated, which it never writes.
+GRANT UPDATE (last_updated) ON disks TO gpudev_purge;
 GRANT SELECT, INSERT ON reconciler_runs TO gpudev_purge;
 GRANT UPDATE (finished_at, outcome, statistics, error) ON reconciler_runs TO gpudev_purge;
 REVOKE DELETE ON disks FROM gpudev_reconcilers;
