@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -22,6 +23,7 @@ from gpudev.disks.requests import DiskRequest, create_disk, delete_disk, restore
 from gpudev.identity import caller_from_arn
 from gpudev.jobs import AnyJob, DiskJob
 from gpudev.repositories import DisksRepository, ReconcilerRunsRepository
+from tests.support.handlers import Ec2ListingFails, close_handler_pool, lambda_context, load_handler
 
 ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
 
@@ -185,59 +187,22 @@ def test_a_listing_failure_records_the_run_failed_and_deletes_nothing(conn: Any,
     assert DisksRepository(conn).get("alice", "data") is not None
 
 
-class ListingFails:
-    def describe_snapshots(self, **_: Any) -> Any:
-        raise ClientError({"Error": {"Code": "InternalError", "Message": "boom"}}, "Describe")
-
-    def get_paginator(self, _: str) -> Any:
-        return self
-
-    def paginate(self, **_: Any) -> Any:
-        self.describe_snapshots()
-
-
 def test_the_handler_records_a_failed_run_that_survives_the_failure(
     conn: Any, fresh_database: str, monkeypatch: pytest.MonkeyPatch
 ):
     """The function's connection commits each statement (autocommit_connection): one outer
     transaction would roll the `failed` run back with the work it records."""
-    import importlib.util
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    from gpudev.db.pool import close_pool
-    from gpudev.settings import reset_settings_cache
-
     conn.execute(
         "INSERT INTO disks (user_id, disk_name, is_deleted, delete_date)"
         " VALUES ('alice', 'data', true, current_date - 1)"
     )
-    for name, value in {
-        "DATABASE_URL": fresh_database,
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
-    close_pool()
-    reset_settings_cache()
-    path = Path(__file__).resolve().parents[2] / "functions" / "disk_purge" / "handler.py"
-    spec = importlib.util.spec_from_file_location("disk_purge_handler_under_test", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=ListingFails()))
-    context = SimpleNamespace(
-        function_name="gpudev-disk-purge",
-        memory_limit_in_mb=512,
-        invoked_function_arn="arn:aws:lambda:us-east-2:123456789012:function:gpudev-disk-purge",
-        aws_request_id="test-request",
-    )
+    module = load_handler("disk_purge", fresh_database, monkeypatch)
+    monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=Ec2ListingFails()))
     try:
         with pytest.raises(ClientError):
-            module.handler({}, context)
+            module.handler({}, lambda_context("gpudev-disk-purge"))
     finally:
-        close_pool()
-        reset_settings_cache()
+        close_handler_pool()
 
     run = ReconcilerRunsRepository(conn).latest("disk_purge")
     assert run is not None and run.outcome == "failed" and "InternalError" in (run.error or "")
