@@ -28,7 +28,7 @@ from uuid import UUID
 from gpudev.cluster import home_listing
 from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
-from gpudev.disks.volumes import DiskRef
+from gpudev.disks.volumes import DiskRef, VolumeTokenMismatch
 from gpudev.lifecycle.payloads import (
     CheckDisk,
     CheckDiskOutput,
@@ -40,6 +40,7 @@ from gpudev.lifecycle.payloads import (
     TakeDiskOutput,
 )
 from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import Transient
 from gpudev.models import Disk, Reservation
 from gpudev.observability import logger
 from gpudev.repositories.disk_holds import DiskHoldsRepository
@@ -72,7 +73,10 @@ def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
     if volume is None:
         node = lc.rows.placements(reservation.reservation_id)[0].node_name
         zone = PersistentVolumes(lc.api_client).zone_of(node)
-        volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        try:
+            volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        except VolumeTokenMismatch as exc:
+            raise Transient(str(exc)) from exc  # retried with backoff; then it is listed
         logger.info(
             "disk volume created",
             extra={"volume": volume["VolumeId"], "zone": zone, "from": volume.get("SnapshotId")},
@@ -148,6 +152,9 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
+    if volume["State"] == "error":  # nothing to snapshot: the last snapshot holds the disk
+        logger.warning("disk volume in error: not saved", extra={"volume": volume["VolumeId"]})
+        return SaveDiskOutput(outcome="saved", seconds=poll)
     snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
@@ -201,7 +208,7 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     if volume is not None:
         snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
         saved = snapshot is not None and snapshot["State"] == "completed"
-        if reservation.pod_name is not None and not saved:
+        if reservation.pod_name is not None and not saved and volume["State"] != "error":
             raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
         lc.volumes.delete_volume(volume["VolumeId"])
     holds.free(reservation.reservation_id)
