@@ -63,21 +63,6 @@ def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: s
     return Conflict(f"disk {name!r} changed meanwhile; look at it again")
 
 
-def _renamed_from(conn: psycopg.Connection[Any], user_id: str, name: str) -> Exception | None:
-    """A refusal if `name` is still on the EBS tags of another disk renamed from it: a disk
-    of that name would find that disk's snapshots as its own."""
-    renamed = next(
-        (d for d in DisksRepository(conn).list_for_user(user_id) if d.tagged_name == name), None
-    )
-    if renamed is None or renamed.disk_name == name:
-        return None
-    return DiskNameTaken(
-        f"the name {name!r} is still on the snapshots of your disk {renamed.disk_name!r}, "
-        f"renamed from it; wait until its rename is applied (`gpu-dev disk show "
-        f"{renamed.disk_name}`), or choose another name"
-    )
-
-
 def _restore_refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
@@ -116,10 +101,6 @@ def create_disk(
                 f"{request.disk_name}`, or choose another name"
             ) from None
         raise
-    if created is None:
-        raise _renamed_from(conn, caller.username, request.disk_name) or Conflict(
-            f"disk {request.disk_name!r} changed meanwhile; look at it again"
-        )
     send_after_commit(conn, queue, created.job)
     return created.disk
 
@@ -146,9 +127,7 @@ def rename_disk(
         bound_user(conn, caller)
         renamed = DisksRepository(conn).rename(caller.username, name, request.new_name)
         if renamed is None:
-            raise _renamed_from(conn, caller.username, request.new_name) or _refusal(
-                conn, caller, name, "rename"
-            )
+            raise _refusal(conn, caller, name, "rename")
     send_after_commit(conn, queue, renamed.job)
     return renamed.disk
 
