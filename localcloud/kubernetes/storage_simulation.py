@@ -78,7 +78,6 @@ class StorageSimulation:
             if (v["spec"].get("csi") or {}).get("driver") == csi_attacher.DRIVER
         )
 
-
     def listing_for(self, pod: Obj) -> str:
         """What a preStop hook listing the pod's mounted EBS volumes writes: the contents
         given for them (empty when none were given)."""

@@ -4,6 +4,8 @@ schedule, one run at a time, and EC2 changes only on our tagged volumes and snap
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -62,7 +64,7 @@ def _connects_as(template: Template, service_name: str) -> list[str]:
     for statement in _statements(template, function_id):
         actions = statement["Action"]
         if "rds-db:connect" in (actions if isinstance(actions, list) else [actions]):
-            users.append(str(statement["Resource"]).rsplit("/", 1)[-1].strip("\"']}]"))
+            users.append(re.findall(r"dbuser:[^/]*/(\w+)", json.dumps(statement["Resource"]))[0])
     return users
 
 

@@ -33,6 +33,8 @@ class VolumeTokenMismatch(Exception):
     """EC2 made a volume for this reservation's ClientToken with other parameters (a zone,
     size or source snapshot that changed since), and no volume tagged with the reservation
     is listed yet (DescribeVolumes is eventually consistent): try again later."""
+
+
 _LIVE_SNAPSHOT = ["pending", "completed", "error"]
 
 

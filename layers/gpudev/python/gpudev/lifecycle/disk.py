@@ -194,7 +194,8 @@ def _record_listing(
         except ApiException as exc:
             if exc.status not in (404, 409):
                 raise
-        logger.info("disk listing read", extra={"bytes": len(listing or ""), "found": listing is not None})
+        found = listing is not None
+        logger.info("disk listing read", extra={"bytes": len(listing or ""), "found": found})
 
 
 def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
