@@ -141,15 +141,15 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         return SaveDiskOutput(outcome="none", seconds=poll)
     reservation = lc.reservation(task.reservation_id)
     ref = _ref(reservation, disk)
+    pods = lc.objects(reservation).pods(str(reservation.reservation_id))
+    if pods:  # first, whatever else: a pod held by the listing's finalizer is let go here
+        _record_listing(lc, holds, reservation, pods)
+        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     volume = lc.volumes.volume(ref)
     if volume is None or reservation.pod_name is None:
         # No volume (never made, or deleted after its snapshot), or never mounted by a pod:
         # the latest snapshot still holds everything.
         return SaveDiskOutput(outcome="saved", seconds=poll)
-    pods = lc.objects(reservation).pods(str(reservation.reservation_id))
-    if pods:
-        _record_listing(lc, holds, reservation, pods)
-        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
     if volume["State"] == "error":  # nothing to snapshot: the last snapshot holds the disk
