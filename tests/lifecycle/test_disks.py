@@ -280,7 +280,9 @@ def _sweep_until_free(cloud: Any, disk: str) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
 
     def swept_free() -> bool:
-        runs.append(sweep(cloud)["statistics"])
+        statistics = sweep(cloud)["statistics"]
+        if statistics:  # not skipped because a scheduled sweep held the lock
+            runs.append(statistics)
         if _row(cloud, disk)["reservation_id"] is None:
             return True
         time.sleep(0.3)
