@@ -25,6 +25,7 @@ from localcloud.deadline import Deadline
 from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
+from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev"
 ZONES = ("us-east-2a", "us-east-2b")
@@ -46,15 +47,6 @@ def _token() -> str:
         "host%3Bx-k8s-aws-id&X-Amz-Signature=00"
     )
     return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 10, message: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s: {message}")
 
 
 @pytest.fixture(scope="module")

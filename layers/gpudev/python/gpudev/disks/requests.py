@@ -12,6 +12,7 @@ deriving the same username is refused (403) before anything is read or written."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -24,6 +25,7 @@ from gpudev.jobs import JobQueue
 from gpudev.models import Disk
 from gpudev.outbox import send_after_commit
 from gpudev.repositories import DisksRepository
+from gpudev.repositories.disks import DiskRequested
 from gpudev.reservations.rules import check_disk_name
 
 
@@ -105,14 +107,33 @@ def create_disk(
     return created.disk
 
 
-def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
+def _request(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    write: Callable[[DisksRepository], DiskRequested | None],
+    refusal: Callable[[], Exception],
+) -> Disk:
+    """One request on an existing disk: its statement (row and job) after the caller's
+    bound user, committed, then the job sent; no row → `refusal()`, read in the same
+    transaction."""
     with conn.transaction():
         bound_user(conn, caller)
-        deleted = DisksRepository(conn).request_delete(caller.username, name)
-        if deleted is None:
-            raise _refusal(conn, caller, name, "delete")
-    send_after_commit(conn, queue, deleted.job)
-    return deleted.disk
+        requested = write(DisksRepository(conn))
+        if requested is None:
+            raise refusal()
+    send_after_commit(conn, queue, requested.job)
+    return requested.disk
+
+
+def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.request_delete(caller.username, name),
+        lambda: _refusal(conn, caller, name, "delete"),
+    )
 
 
 def rename_disk(
@@ -123,21 +144,21 @@ def rename_disk(
     request: RenameRequest,
 ) -> Disk:
     check_disk_name(request.new_name)
-    with conn.transaction():
-        bound_user(conn, caller)
-        renamed = DisksRepository(conn).rename(caller.username, name, request.new_name)
-        if renamed is None:
-            raise _refusal(conn, caller, name, "rename")
-    send_after_commit(conn, queue, renamed.job)
-    return renamed.disk
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.rename(caller.username, name, request.new_name),
+        lambda: _refusal(conn, caller, name, "rename"),
+    )
 
 
 def restore_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
     """Undelete, before the disk's date; its job removes the snapshots' deletion tags."""
-    with conn.transaction():
-        bound_user(conn, caller)
-        restored = DisksRepository(conn).request_restore(caller.username, name)
-        if restored is None:
-            raise _restore_refusal(conn, caller, name)
-    send_after_commit(conn, queue, restored.job)
-    return restored.disk
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.request_restore(caller.username, name),
+        lambda: _restore_refusal(conn, caller, name),
+    )
