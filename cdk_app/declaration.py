@@ -113,6 +113,7 @@ DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
 API_ROLE = "gpudev_api"
 LIFECYCLE_ROLE = "gpudev_lifecycle"
 RECONCILERS_ROLE = "gpudev_reconcilers"
+PURGE_ROLE = "gpudev_purge"  # deletes disk rows, which no other function may (0015)
 # The API answers within API Gateway's 29 s: 10 s per statement, 3 s for a lock (the pool
 # waits at most DB_POOL_TIMEOUT_SECONDS, 5 s, for a connection).
 API_DATABASE = DatabaseAccess(API_ROLE)
@@ -124,6 +125,7 @@ LIFECYCLE_DATABASE = DatabaseAccess(
 RECONCILERS_DATABASE = DatabaseAccess(
     RECONCILERS_ROLE, statement_timeout_ms=60_000, lock_timeout_ms=10_000
 )
+PURGE_DATABASE = DatabaseAccess(PURGE_ROLE, statement_timeout_ms=60_000, lock_timeout_ms=10_000)
 # Migrations take what they need (an index build, a backfill); they run once per deploy.
 OWNER_DATABASE = DatabaseAccess(None, statement_timeout_ms=0, lock_timeout_ms=0)
 
@@ -403,7 +405,7 @@ DISK_PURGE = FunctionSpec(
     ),
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
-    database=RECONCILERS_DATABASE,  # + DELETE on disks (migrations/0012)
+    database=PURGE_DATABASE,  # its own role: DELETE on disks (migrations/0015)
 )
 SWEEPER = FunctionSpec(
     "Sweeper",

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.aws import aws_clients
-from gpudev.db.pool import connection
+from gpudev.db.pool import autocommit_connection
 from gpudev.disks.reconcile import reconcile_disks
 from gpudev.observability import add_run_metrics, logger, metrics
 
@@ -15,7 +15,7 @@ from gpudev.observability import add_run_metrics, logger, metrics
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    with connection() as conn:
+    with autocommit_connection() as conn:  # the run commits its own transactions
         result = reconcile_disks(
             conn, aws_clients().ec2, f"{context.function_name}:{context.aws_request_id}"
         )

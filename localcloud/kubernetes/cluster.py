@@ -36,6 +36,7 @@ from localcloud.kubernetes.store import DeleteOptions, ObjectStore, now
 log = logging.getLogger("localcloud.cluster")
 GPU = "nvidia.com/gpu"
 TERMINAL = ("Succeeded", "Failed")
+MAX_TERMINATION_MESSAGE = 4096  # bytes of a termination message the kubelet keeps (the tail)
 
 
 @dataclass(frozen=True)
@@ -355,16 +356,62 @@ class SimulatedCluster:
             grace = (meta.get("deletionGracePeriodSeconds") or 0) * self.termination_seconds_scale
             if _admitted(pod) and moment - since < grace:
                 continue
+            if _running(pod):
+                self._stop_containers(pod)
             with contextlib.suppress(ApiError):  # gone already, or a new pod of that name
                 self.store.delete(
                     "pods", meta["namespace"], meta["name"], DeleteOptions(0, meta["uid"])
                 )
                 log.info("pod %s/%s stopped and deleted", meta["namespace"], meta["name"])
 
+    def _stop_containers(self, pod: dict[str, Any]) -> None:
+        """The kubelet's status write as the containers stop, before its final delete: each
+        container terminated (SIGKILL after the grace period: exit 137), with the
+        termination message a preStop exec hook left (the listing of its volumes, the
+        stand-in having no filesystem), of which the kubelet keeps the last 4096 bytes.
+        A finalizer keeps the pod, with this status, after the final delete."""
+        meta = pod["metadata"]
+        listing = self.storage.listing_for(pod)[-MAX_TERMINATION_MESSAGE:]
+        hooked = {
+            c["name"]
+            for c in pod["spec"].get("containers", [])
+            if ((c.get("lifecycle") or {}).get("preStop") or {}).get("exec")
+        }
+
+        def stop(obj: dict[str, Any]) -> None:
+            finished = now()
+            for status in obj["status"].get("containerStatuses") or []:
+                running = (status.get("state") or {}).get("running")
+                if running is None:
+                    continue
+                terminated = {
+                    "exitCode": 137,
+                    "reason": "Error",
+                    "startedAt": running.get("startedAt"),
+                    "finishedAt": finished,
+                    "containerID": status.get("containerID"),
+                }
+                if status["name"] in hooked:
+                    terminated["message"] = listing
+                status.update(ready=False, started=False, state={"terminated": terminated})
+            obj["status"]["phase"] = "Failed"  # the kubelet's terminal phase before deleting
+            for condition in obj["status"].get("conditions") or []:
+                if condition["type"] in ("ContainersReady", "Ready"):
+                    condition.update(status="False", reason="PodCompleted")
+
+        with contextlib.suppress(ApiError):
+            self.store.update("pods", meta["namespace"], meta["name"], stop)
+
     def _forget_pods_gone(self, uids: set[str]) -> None:
         for seen in (self._bound_seen_at, self._terminating_since):
             for uid in seen.keys() - uids:
                 del seen[uid]
+
+
+def _running(pod: dict[str, Any]) -> bool:
+    return any(
+        "running" in (s.get("state") or {}) for s in pod["status"].get("containerStatuses") or []
+    )
 
 
 def _waiting_for_image(pod: dict[str, Any]) -> bool:

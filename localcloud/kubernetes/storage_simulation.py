@@ -23,6 +23,9 @@ class StorageSimulation:
         self._claims: volume_scheduling.Claims = {}
         self._volumes: volume_scheduling.Volumes = {}
         self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
+        # What a listing of each EBS volume's files prints (by volume id): the stand-in has
+        # no filesystem, so tests say what is on a disk; a preStop hook "lists" it.
+        self.contents: dict[str, str] = {}
 
     def step(self) -> None:
         claims = self.store.list("persistentvolumeclaims", None)["items"]
@@ -71,6 +74,15 @@ class StorageSimulation:
         instance = csi_attacher.instance_of(node)
         return not all(
             self.attacher.attached(v["spec"]["csi"]["volumeHandle"], instance)
+            for v in volume_scheduling.bound_volumes(pod, self._claims, self._volumes)
+            if (v["spec"].get("csi") or {}).get("driver") == csi_attacher.DRIVER
+        )
+
+    def listing_for(self, pod: Obj) -> str:
+        """What a preStop hook listing the pod's mounted EBS volumes writes: the contents
+        given for them (empty when none were given)."""
+        return "".join(
+            self.contents.get(v["spec"]["csi"]["volumeHandle"], "")
             for v in volume_scheduling.bound_volumes(pod, self._claims, self._volumes)
             if (v["spec"].get("csi") or {}).get("driver") == csi_attacher.DRIVER
         )

@@ -208,12 +208,16 @@ def test_disk_list_show_and_content_say_the_state(run, local_cloud):
     with psycopg.connect(local_cloud.database_url) as conn:
         conn.execute(
             "UPDATE disks SET operation_status = 'failed', operation_error = 'EBS refused it',"
-            " content_listing = 'train.py' WHERE user_id = 'alice' AND disk_name = %s",
+            " lifecycle_error = 'snapshot snap-1 failed', content_listing = 'f 9 train.py',"
+            " content_listed_at = '2026-11-20 10:30+00'"
+            " WHERE user_id = 'alice' AND disk_name = %s",
             (name,),
         )
     shown = run("disk", "show", name).stdout
     assert "last operation: failed: EBS refused it" in shown
-    assert "train.py" in run("disk", "list-content", name).stdout
+    assert "not saved yet: snapshot snap-1 failed" in shown
+    listing = run("disk", "list-content", name).stdout
+    assert "f 9 train.py" in listing and "2026-11-20 10:30" in listing
 
 
 def test_the_reserve_picker_lists_disks_and_offers_to_go_on_without_one_in_use(run, local_cloud):

@@ -222,10 +222,13 @@ def test_the_content_listing_says_when_there_is_none_yet_and_shows_it_once_recor
     assert api.call("GET", f"/v1/disks/{name}/content", profile="bob").status == 404
     with psycopg.connect(local_cloud.database_url) as conn:
         conn.execute(
-            "UPDATE disks SET content_listing = %s WHERE user_id = 'alice' AND disk_name = %s",
-            ("/home/dev\n  train.py\n", name),
+            "UPDATE disks SET content_listing = %s, content_listed_at = '2026-11-20 10:30+00'"
+            " WHERE user_id = 'alice' AND disk_name = %s",
+            ("f 9 train.py\n", name),
         )
     listed = api.call("GET", f"/v1/disks/{name}/content").body
-    assert listed["content_listing"] == "/home/dev\n  train.py\n"
+    assert listed["content_listing"] == "f 9 train.py\n"
+    assert listed["content_listed_at"].startswith("2026-11-20T10:30")
+    assert "as of 2026-11-20 10:30 UTC" in listed["message"]
     api.call("DELETE", f"/v1/disks/{name}")
     assert api.call("GET", f"/v1/disks/{name}/content").status == 410

@@ -81,10 +81,13 @@ def test_only_the_migration_function_reads_the_master_secret_and_it_has_no_login
 
 
 def test_the_groups_are_the_roles_the_migration_creates():
-    migration = (Path(__file__).parents[2] / "migrations" / "0006_function_roles.sql").read_text()
+    migrations = "".join(
+        (Path(__file__).parents[2] / "migrations" / name).read_text()
+        for name in ("0006_function_roles.sql", "0015_disk_listing_and_purge_role.sql")
+    )
     roles = {spec.database.role for spec in DATABASE_FUNCTIONS if spec.database}
-    assert roles == {"gpudev_api", "gpudev_lifecycle", "gpudev_reconcilers"}
-    assert all(f"'{role}'" in migration for role in roles)
+    assert roles == {"gpudev_api", "gpudev_lifecycle", "gpudev_reconcilers", "gpudev_purge"}
+    assert all(f"'{role}'" in migrations for role in roles)
 
 
 def test_the_layer_ships_the_rds_ca_bundle_where_the_functions_look_for_it(

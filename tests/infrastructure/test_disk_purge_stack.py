@@ -4,6 +4,8 @@ schedule, one run at a time, and EC2 changes only on our tagged volumes and snap
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -53,7 +55,25 @@ def test_the_purge_runs_daily_and_never_twice_at_once(template: Template):
     }
     assert schedules[purge_id] == "rate(1 day)"
     assert props["ReservedConcurrentExecutions"] == 1
-    assert props["Environment"]["Variables"]["DB_IAM_USER"] == "gpudev_reconcilers_login"
+    assert props["Environment"]["Variables"]["DB_IAM_USER"] == "gpudev_purge_login"
+
+
+def _connects_as(template: Template, service_name: str) -> list[str]:
+    function_id, _ = _function(template, service_name)
+    users = []
+    for statement in _statements(template, function_id):
+        actions = statement["Action"]
+        if "rds-db:connect" in (actions if isinstance(actions, list) else [actions]):
+            users.append(re.findall(r"dbuser:[^/]*/(\w+)", json.dumps(statement["Resource"]))[0])
+    return users
+
+
+def test_the_purge_logs_in_as_its_own_role_and_the_reconcilers_cannot(template: Template):
+    """Only the purge deletes disk rows (migrations/0017): its role may connect as
+    gpudev_purge_login and nothing else, the reconcilers' roles never as it."""
+    assert _connects_as(template, "gpudev-disk-purge") == ["gpudev_purge_login"]
+    for reconciler in ("gpudev-disk-reconciler", "gpudev-availability-updater"):
+        assert _connects_as(template, reconciler) == ["gpudev_reconcilers_login"]
 
 
 def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template: Template):

@@ -28,6 +28,7 @@ from gpudev.db.queries import all_query_names, query
 API = "gpudev_api"
 LIFECYCLE = "gpudev_lifecycle"
 RECONCILERS = "gpudev_reconcilers"
+PURGE = "gpudev_purge"
 
 # What each group runs: the functions' code paths (handlers → services → repositories).
 STATEMENTS: dict[str, tuple[str, ...]] = {
@@ -90,6 +91,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_holds/held_by",
         "disk_holds/named",
         "disk_holds/record_error",
+        "disk_holds/record_listing",
         "disk_holds/record_volume",
         "disk_holds/take",
         # the sweeper logs in as the lifecycle
@@ -118,10 +120,15 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         # the availability updater watches the active reservations' pods
         "pod_health/live",
         "pod_health/record",
-        # the disk purge
+    ),
+    PURGE: (
         "disks/purge_delete",
         "disks/purge_due",
         "disks/purge_try_lock",
+        "reconciler_runs/finish",
+        "reconciler_runs/latest",
+        "reconciler_runs/record",
+        "reconciler_runs/start",
     ),
 }
 # Run by the migration function only, as the owner of the schema.
@@ -250,11 +257,21 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "UPDATE disks SET is_deleted = false",
         "UPDATE disks SET user_id = 'someone'",
         "UPDATE disks SET reservation_id = NULL",  # the holder is the lifecycle's
+        "DELETE FROM disks",  # the purge's (migrations/0017)
         "DELETE FROM allocations",
         "SELECT * FROM cluster_nodes",
         "DELETE FROM reconciler_runs",
         "CREATE TABLE extra (a integer)",
         'SELECT outbox_write(\'{"kind": "x"}\')',
+    ),
+    PURGE: (
+        "UPDATE disks SET is_deleted = false",  # a restore is the API's
+        "UPDATE disks SET delete_date = NULL",
+        "INSERT INTO disks (user_id, disk_name) VALUES ('x', 'y')",
+        "SELECT * FROM reservations",
+        "SELECT * FROM users",
+        "UPDATE gpu_types SET available_gpus = 0",
+        "DELETE FROM reconciler_runs",
     ),
 }
 

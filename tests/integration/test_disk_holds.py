@@ -90,11 +90,15 @@ def test_a_retried_take_by_the_holder_keeps_it_and_free_is_the_holders_only(
     holds = DiskHoldsRepository(conn)
     assert holds.take(holder, "alice", "work") is not None
     assert holds.take(holder, "alice", "work") is not None  # a retried task
-    assert holds.free(other, content_listing="x") is None
-    freed = holds.free(holder, content_listing="/home/dev/notes.txt")
+    assert holds.record_listing(other, "x") is None, "only the holder records a listing"
+    listed = holds.record_listing(holder, "f 12 notes.txt")
+    assert listed is not None and listed.content_listed_at is not None
+    assert holds.free(other) is None
+    freed = holds.free(holder)
     assert freed is not None and (freed.in_use, freed.reservation_id) == (False, None)
-    assert freed.content_listing == "/home/dev/notes.txt"
-    assert holds.free(holder, content_listing=None) is None  # freed already
+    assert freed.content_listing == "f 12 notes.txt", "the listing outlives the hold"
+    assert freed.content_listed_at == listed.content_listed_at
+    assert holds.free(holder) is None  # freed already
 
 
 def test_in_use_is_derived_from_the_holder_and_written_by_nobody(conn: psycopg.Connection[Any]):

@@ -5,14 +5,11 @@ nothing, a refusal by EBS is visible on the row and the job is retried."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import psycopg
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from gpudev.disks.ebs import list_gpudev_snapshots, list_gpudev_volumes
 from gpudev.disks.operations import DiskOperationFailed, DiskOperations
@@ -24,27 +21,9 @@ from gpudev.disks.requests import (
     rename_disk,
     restore_disk,
 )
-from gpudev.identity import caller_from_arn
-from gpudev.jobs import AnyJob, DiskJob
 from gpudev.models import Disk
 from gpudev.repositories import DisksRepository
-
-ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-
-
-class Jobs:
-    def __init__(self) -> None:
-        self.sent: list[AnyJob] = []
-
-    def send(self, job: AnyJob) -> str:
-        self.sent.append(job)
-        return "message-id"
-
-    @property
-    def last(self) -> DiskJob:
-        job = self.sent[-1]
-        assert isinstance(job, DiskJob)
-        return job
+from tests.support.submitters import ALICE, RecordingQueue
 
 
 class FailingEc2:
@@ -62,15 +41,8 @@ class FailingEc2:
 
 
 @pytest.fixture
-def conn(fresh_database: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(fresh_database, autocommit=True) as connection:
-        yield connection
-
-
-@pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client("ec2", region_name="us-east-2")
+def conn(autocommit_conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+    return autocommit_conn
 
 
 def _tags(user: str, disk: str, kind: str) -> list[dict[str, Any]]:
@@ -108,7 +80,7 @@ def disk(conn: psycopg.Connection[Any], name: str) -> Disk:
 
 
 def test_a_create_job_completes_its_operation_and_touches_nothing_in_ebs(conn: Any, ec2: Any):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     assert disk(conn, "data").operation_status == "requested"
 
@@ -120,7 +92,7 @@ def test_a_create_job_completes_its_operation_and_touches_nothing_in_ebs(conn: A
 
 
 def test_delete_tags_every_snapshot_of_the_disk_with_its_date_and_nothing_else(conn: Any, ec2: Any):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "data", snapshots=3)
     other_disk = volume_with_snapshots(ec2, "alice", "other", snapshots=1)
@@ -141,7 +113,7 @@ def test_delete_tags_every_snapshot_of_the_disk_with_its_date_and_nothing_else(c
 
 
 def test_a_duplicate_delete_job_changes_nothing(conn: Any, ec2: Any):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "data")
     delete_disk(conn, jobs, ALICE, "data")
@@ -156,7 +128,7 @@ def test_a_duplicate_delete_job_changes_nothing(conn: Any, ec2: Any):
 
 
 def test_rename_moves_the_name_tags_of_volumes_and_snapshots(conn: Any, ec2: Any):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "data")
     rename_disk(conn, jobs, ALICE, "data", RenameRequest(new_name="work"))  # type: ignore[arg-type]
@@ -175,7 +147,7 @@ def test_rename_moves_the_name_tags_of_volumes_and_snapshots(conn: Any, ec2: Any
 def test_a_stale_rename_job_does_nothing_and_the_newest_job_renames_from_the_tagged_name(
     conn: Any, ec2: Any
 ):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="a"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "a", snapshots=1)
     rename_disk(conn, jobs, ALICE, "a", RenameRequest(new_name="b"))  # type: ignore[arg-type]
@@ -197,7 +169,7 @@ def test_a_stale_rename_job_does_nothing_and_the_newest_job_renames_from_the_tag
 def test_restore_removes_the_deletion_tags_and_a_late_delete_job_does_not_put_them_back(
     conn: Any, ec2: Any
 ):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "data")
     delete_disk(conn, jobs, ALICE, "data")
@@ -218,7 +190,7 @@ def test_restore_removes_the_deletion_tags_and_a_late_delete_job_does_not_put_th
 def test_a_refusal_by_ebs_is_recorded_with_its_reason_and_the_retried_job_completes(
     conn: Any, ec2: Any
 ):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     mine = volume_with_snapshots(ec2, "alice", "data", snapshots=1)
     delete_disk(conn, jobs, ALICE, "data")
@@ -238,7 +210,7 @@ def test_a_refusal_by_ebs_is_recorded_with_its_reason_and_the_retried_job_comple
 
 
 def test_a_job_for_a_disk_that_is_gone_does_nothing(conn: Any, ec2: Any):
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
     conn.execute("DELETE FROM disks")
 

@@ -5,34 +5,22 @@ recorded in reconciler_runs as `disk_purge`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, timedelta
+from types import SimpleNamespace
 from typing import Any
 
-import boto3
 import psycopg
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
 from gpudev.disks.ebs import list_gpudev_snapshots
 from gpudev.disks.operations import DiskOperations
 from gpudev.disks.purge import purge_disks
 from gpudev.disks.requests import DiskRequest, create_disk, delete_disk, restore_disk
-from gpudev.identity import caller_from_arn
-from gpudev.jobs import AnyJob, DiskJob
+from gpudev.jobs import DiskJob
 from gpudev.repositories import DisksRepository, ReconcilerRunsRepository
-
-ALICE = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-
-
-class Jobs:
-    def __init__(self) -> None:
-        self.sent: list[AnyJob] = []
-
-    def send(self, job: AnyJob) -> str:
-        self.sent.append(job)
-        return "message-id"
+from tests.support.handlers import Ec2ListingFails, close_handler_pool, lambda_context, load_handler
+from tests.support.submitters import ALICE, RecordingQueue
 
 
 class RefusesToDelete:
@@ -52,15 +40,8 @@ class RefusesToDelete:
 
 
 @pytest.fixture
-def conn(fresh_database: str) -> Iterator[psycopg.Connection[Any]]:
-    with psycopg.connect(fresh_database, autocommit=True) as connection:
-        yield connection
-
-
-@pytest.fixture
-def ec2() -> Iterator[Any]:
-    with mock_aws():
-        yield boto3.client("ec2", region_name="us-east-2")
+def conn(autocommit_conn: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
+    return autocommit_conn
 
 
 def snapshots_of(ec2: Any, user: str, disk: str, count: int) -> list[str]:
@@ -79,7 +60,7 @@ def remaining(ec2: Any) -> set[str]:
 
 
 def deleted_and_tagged(conn: Any, ec2: Any, name: str) -> date:
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name=name))  # type: ignore[arg-type]
     delete_disk(conn, jobs, ALICE, name)
     job = jobs.sent[-1]
@@ -93,7 +74,7 @@ def deleted_and_tagged(conn: Any, ec2: Any, name: str) -> date:
 def test_delete_then_tags_then_purge_on_the_date_and_not_before(conn: Any, ec2: Any):
     doomed = snapshots_of(ec2, "alice", "data", 3)
     kept = snapshots_of(ec2, "alice", "work", 1) + snapshots_of(ec2, "bob", "data", 1)
-    jobs = Jobs()
+    jobs = RecordingQueue()
     create_disk(conn, jobs, ALICE, DiskRequest(disk_name="work"))  # type: ignore[arg-type]
     delete_date = deleted_and_tagged(conn, ec2, "data")
     assert delete_date == date.today() + timedelta(days=30)
@@ -160,7 +141,7 @@ def test_a_snapshot_tagged_for_a_later_day_is_left_with_its_row(conn: Any, ec2: 
 def test_a_restored_disk_is_never_purged(conn: Any, ec2: Any):
     snapshots = snapshots_of(ec2, "alice", "data", 2)
     delete_date = deleted_and_tagged(conn, ec2, "data")
-    restore_disk(conn, Jobs(), ALICE, "data")
+    restore_disk(conn, RecordingQueue(), ALICE, "data")
 
     result = purge_disks(conn, ec2, "test", today=delete_date + timedelta(days=365))
 
@@ -185,59 +166,22 @@ def test_a_listing_failure_records_the_run_failed_and_deletes_nothing(conn: Any,
     assert DisksRepository(conn).get("alice", "data") is not None
 
 
-class ListingFails:
-    def describe_snapshots(self, **_: Any) -> Any:
-        raise ClientError({"Error": {"Code": "InternalError", "Message": "boom"}}, "Describe")
-
-    def get_paginator(self, _: str) -> Any:
-        return self
-
-    def paginate(self, **_: Any) -> Any:
-        self.describe_snapshots()
-
-
 def test_the_handler_records_a_failed_run_that_survives_the_failure(
     conn: Any, fresh_database: str, monkeypatch: pytest.MonkeyPatch
 ):
     """The function's connection commits each statement (autocommit_connection): one outer
     transaction would roll the `failed` run back with the work it records."""
-    import importlib.util
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    from gpudev.db.pool import close_pool
-    from gpudev.settings import reset_settings_cache
-
     conn.execute(
         "INSERT INTO disks (user_id, disk_name, is_deleted, delete_date)"
         " VALUES ('alice', 'data', true, current_date - 1)"
     )
-    for name, value in {
-        "DATABASE_URL": fresh_database,
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }.items():
-        monkeypatch.setenv(name, value)
-    close_pool()
-    reset_settings_cache()
-    path = Path(__file__).resolve().parents[2] / "functions" / "disk_purge" / "handler.py"
-    spec = importlib.util.spec_from_file_location("disk_purge_handler_under_test", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=ListingFails()))
-    context = SimpleNamespace(
-        function_name="gpudev-disk-purge",
-        memory_limit_in_mb=512,
-        invoked_function_arn="arn:aws:lambda:us-east-2:123456789012:function:gpudev-disk-purge",
-        aws_request_id="test-request",
-    )
+    module = load_handler("disk_purge", fresh_database, monkeypatch)
+    monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=Ec2ListingFails()))
     try:
         with pytest.raises(ClientError):
-            module.handler({}, context)
+            module.handler({}, lambda_context("gpudev-disk-purge"))
     finally:
-        close_pool()
-        reset_settings_cache()
+        close_handler_pool()
 
     run = ReconcilerRunsRepository(conn).latest("disk_purge")
     assert run is not None and run.outcome == "failed" and "InternalError" in (run.error or "")

@@ -16,6 +16,7 @@ from gpudev.disks.ebs import GPU_DEV_TAG_FILTER
 from gpudev.disks.reconcile import reconcile_disks
 from gpudev.models import Disk
 from gpudev.repositories import DisksRepository, NewDisk, ReconcilerRunsRepository
+from tests.support.handlers import Ec2ListingFails, close_handler_pool, lambda_context, load_handler
 from tests.support.stubs import stubbed_client
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -225,3 +226,31 @@ def test_a_second_concurrent_run_skips_at_once(fresh_database: str):
             r[0] for r in conn.execute("SELECT outcome FROM reconciler_runs ORDER BY run_id")
         ]
     assert sorted(outcomes) == ["skipped", "succeeded"]
+
+
+def test_the_handler_commits_a_run_and_records_a_failed_one_that_survives_the_failure(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch
+):
+    """The function runs on an autocommit connection, as the purge and the sweeper: the
+    run's own transactions commit, and a `failed` run outlives the error it reports."""
+    from types import SimpleNamespace
+
+    module = load_handler("disk_reconciler", fresh_database, monkeypatch)
+    try:
+        with stubbed_client("ec2") as (client, stubber):
+            _expect_volume_pages(stubber, [volume("vol-1", "alice", "work")])
+            _expect_snapshots(stubber, [])
+            monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=client))
+            done = module.handler({}, lambda_context("gpudev-disk-reconciler"))
+        monkeypatch.setattr(module, "aws_clients", lambda: SimpleNamespace(ec2=Ec2ListingFails()))
+        with pytest.raises(Exception, match="InternalError"):
+            module.handler({}, lambda_context("gpudev-disk-reconciler"))
+    finally:
+        close_handler_pool()
+
+    assert done["outcome"] == "succeeded" and done["statistics"]["created"] == 1
+    with psycopg.connect(fresh_database) as conn:
+        assert ("alice", "work") in _disks(conn)
+        failed = ReconcilerRunsRepository(conn).latest("disk_reconciliation")
+    assert failed is not None and failed.outcome == "failed"
+    assert "InternalError" in (failed.error or "")

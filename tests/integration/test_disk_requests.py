@@ -5,6 +5,7 @@ was refused; a request that rolls back leaves no job anywhere."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,45 @@ def test_a_name_still_on_the_tags_of_a_renamed_disk_cannot_be_taken_until_its_re
     # renaming it back is its own name; once the tags carry `work`, `data` is free
     conn.execute("UPDATE disks SET tagged_name = NULL WHERE disk_name = 'work'")
     create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("second", ["create", "rename"])
+def test_a_name_taken_while_a_rename_from_it_commits_is_refused_not_doubled(
+    conn: psycopg.Connection[Any], fresh_database: str, second: str
+):
+    """Two concurrent requests: a rename of `data` (its tags still say `data` afterwards)
+    held open, and a create of, or a rename to, `data`. The second waits for the first to
+    commit and is refused; it never makes a second disk answering to `data` in EBS."""
+    queue = RecordingQueue()
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+    create_disk(conn, queue, ALICE, DiskRequest(disk_name="scratch"))  # type: ignore[arg-type]
+    outcome: list[BaseException | None] = []
+    started = threading.Event()
+
+    def take_the_name() -> None:
+        with psycopg.connect(fresh_database, autocommit=True) as other:
+            started.set()
+            try:
+                if second == "create":
+                    create_disk(other, queue, ALICE, DiskRequest(disk_name="data"))  # type: ignore[arg-type]
+                else:
+                    rename_disk(other, queue, ALICE, "scratch", RenameRequest(new_name="data"))  # type: ignore[arg-type]
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+    with psycopg.connect(fresh_database) as first:  # its transaction stays open until commit
+        assert DisksRepository(first).rename("alice", "data", "work") is not None
+        thread = threading.Thread(target=take_the_name)
+        thread.start()
+        assert started.wait(5)
+        thread.join(1.0)
+        assert thread.is_alive(), "the second request waits for the first to commit"
+        first.commit()
+    thread.join(10)
+
+    (refused,) = outcome
+    assert isinstance(refused, Conflict), refused
+    assert "'data' is still on the snapshots of your disk 'work'" in str(refused)
+    names = {d.disk_name: d.tagged_name for d in DisksRepository(conn).list_for_user("alice")}
+    assert names == {"work": "data", "scratch": None}

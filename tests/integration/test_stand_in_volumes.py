@@ -37,6 +37,7 @@ class Cluster:
     core: client.CoreV1Api
     ec2: Any
     nodes: dict[str, str]  # zone -> node (instance) name
+    contents: dict[str, str]  # EBS volume id -> what a listing of its files prints
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def cluster() -> Iterator[Cluster]:
     core = client.CoreV1Api(api_client)
     nodes = {n.metadata.labels[ZONE_LABEL]: n.metadata.name for n in core.list_node().items}
     try:
-        yield Cluster(core, ec2, nodes)
+        yield Cluster(core, ec2, nodes, simulated.storage.contents)
     finally:
         api_client.close()
         simulated.stop(Deadline.after(5))
@@ -544,3 +545,48 @@ def test_two_claims_naming_one_volume_bind_one_of_them(cluster: Cluster):
     time.sleep(0.2)
     phase = cluster.core.read_namespaced_persistent_volume_claim(loser, NAMESPACE).status.phase
     assert phase == "Pending"
+
+
+@pytest.mark.parametrize("hooked", [True, False])
+def test_a_stopped_pod_held_by_a_finalizer_keeps_its_prestop_listing_as_termination_message(
+    cluster: Cluster, hooked: bool
+):
+    """The kubelet's status write as a pod stops comes before its final delete; a finalizer
+    keeps the pod, and the message its preStop hook wrote (here the listing the test gave
+    for the volume; the kubelet keeps the last 4096 bytes), until it is removed. Without
+    a hook there is no message."""
+    volume_id, _pv_name, claim = _disk(cluster, "us-east-2a")
+    cluster.contents[volume_id] = "x" * 5000 + "f 12 notes.txt\n"
+    pod, core = _name("dev"), cluster.core
+    manifest = _pod(pod, claim, node=cluster.nodes["us-east-2a"])
+    manifest["metadata"]["finalizers"] = ["gpu-dev.pytorch.org/home-listing"]
+    if hooked:
+        manifest["spec"]["containers"][0]["lifecycle"] = {
+            "preStop": {"exec": {"command": ["/bin/sh", "-c", "ls > /dev/termination-log"]}}
+        }
+    core.create_namespaced_pod(NAMESPACE, manifest)
+    wait_for(
+        lambda: core.read_namespaced_pod(pod, NAMESPACE).status.phase == "Running",
+        message="running",
+    )
+
+    core.delete_namespaced_pod(pod, NAMESPACE)
+    stopped = wait_for(
+        lambda: (p := core.read_namespaced_pod(pod, NAMESPACE)).status.phase == "Failed" and p,
+        message="stopped, kept by its finalizer",
+    )
+    (status,) = stopped.status.container_statuses
+    assert status.state.terminated.exit_code == 137 and not status.ready
+    message = status.state.terminated.message
+    if hooked:
+        assert len(message) == 4096 and message.endswith("f 12 notes.txt\n")
+    else:
+        assert message is None
+    time.sleep(0.3)  # several kubelet passes: still there
+    assert core.read_namespaced_pod(pod, NAMESPACE).metadata.finalizers == [
+        "gpu-dev.pytorch.org/home-listing"
+    ]
+
+    core.patch_namespaced_pod(pod, NAMESPACE, {"metadata": {"finalizers": None}})
+    wait_for(lambda: _gone(lambda: core.read_namespaced_pod(pod, NAMESPACE)), message="pod gone")
+    wait_for(lambda: _attachments(cluster, volume_id) == [], message="detached")

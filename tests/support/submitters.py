@@ -27,6 +27,10 @@ class RecordingQueue:
         self.sent.append(job)
         return "message-id"
 
+    @property
+    def last(self) -> AnyJob:
+        return self.sent[-1]
+
 
 class RefusingQueue:
     """A jobs queue that refuses every job, counting the tries."""

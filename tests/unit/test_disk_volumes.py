@@ -101,3 +101,77 @@ def test_a_recorded_volume_is_the_one_acted_on_not_the_first_listed(ec2: Any):
 
     volumes.delete_volume(second["VolumeId"])
     assert volumes.volume(recorded) is None
+
+
+class _TokenAlreadyUsed:
+    """moto's client, but CreateVolume answers as EC2 does to a ClientToken reused with other
+    parameters (moto ignores ClientToken)."""
+
+    def __init__(self, ec2: Any) -> None:
+        self._ec2 = ec2
+
+    def create_volume(self, **_: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        error = {
+            "Code": "IdempotentParameterMismatch",
+            "Message": "The client token you have provided is associated with a resource that"
+            " is already deleted or has different parameters.",
+        }
+        raise ClientError({"Error": error}, "CreateVolume")  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ec2, name)
+
+
+def test_a_client_token_reused_with_other_parameters_returns_the_volume_already_made(ec2: Any):
+    ref = DiskRef("alice", "work", uuid.uuid4())
+    made = DiskVolumes(ec2).create_volume(ref, ZONE, None)  # the first try
+
+    again = DiskVolumes(_TokenAlreadyUsed(ec2)).create_volume(ref, "us-east-2b", 2048)
+
+    assert again["VolumeId"] == made["VolumeId"]
+    assert len(ec2.describe_volumes()["Volumes"]) == 1
+
+
+def test_a_client_token_reused_before_its_volume_is_listed_says_so_and_makes_nothing(ec2: Any):
+    from gpudev.disks.volumes import VolumeTokenMismatch
+
+    ref = DiskRef("alice", "work", uuid.uuid4())
+    with pytest.raises(VolumeTokenMismatch, match=f"for reservation {ref.reservation_id}") as error:
+        DiskVolumes(_TokenAlreadyUsed(ec2)).create_volume(ref, ZONE, None)
+    assert "1024 GB in us-east-2a from no snapshot" in str(error.value)
+    assert "tried again" in str(error.value)
+    assert ec2.describe_volumes()["Volumes"] == []
+
+
+class _VolumeInError:
+    """moto's client, but `volume_id` reads as EBS reports a volume it could not create
+    (moto's volumes never fail)."""
+
+    def __init__(self, ec2: Any, volume_id: str) -> None:
+        self._ec2, self._volume_id = ec2, volume_id
+
+    def describe_volumes(self, **kwargs: Any) -> Any:
+        answer = self._ec2.describe_volumes(**kwargs)
+        for volume in answer["Volumes"]:
+            if volume["VolumeId"] == self._volume_id:
+                volume["State"] = "error"
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ec2, name)
+
+
+def test_a_volume_in_error_is_still_the_reservations_to_delete(ec2: Any):
+    """A volume in `error` is found (so freeing the disk deletes it) rather than taken for
+    no volume at all, which would leak it."""
+    rid = uuid.uuid4()
+    made = DiskVolumes(ec2).create_volume(DiskRef("alice", "work", rid), ZONE, None)
+    volumes = DiskVolumes(_VolumeInError(ec2, made["VolumeId"]))
+    recorded = DiskRef("alice", "work", rid, volume_id=made["VolumeId"])
+
+    found = volumes.volume(recorded)
+    assert found is not None and found["State"] == "error"
+    volumes.delete_volume(made["VolumeId"])
+    assert volumes.volume(recorded) is None

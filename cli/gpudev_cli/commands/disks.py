@@ -71,6 +71,8 @@ def _panel(d: dict[str, Any]) -> None:
         f"last used: {_when(d.get('last_used'))}   created: {_when(d['created_at'])}\n"
         f"last operation: {operation}"
     )
+    if d.get("lifecycle_error"):
+        console.print(f"[red]not saved yet[/]: {d['lifecycle_error']}")
 
 
 def choose_disk(client: SigV4Client, name: str | None, ask: bool) -> str | None:
@@ -140,13 +142,14 @@ def show(obj: Context, name: str) -> None:
 @click.argument("name")
 @click.pass_obj
 def list_content(obj: Context, name: str) -> None:
-    """What the disk held at its last snapshot."""
+    """What the disk held when the last reservation using it ended (type, bytes, path)."""
 
     def render(c: dict[str, Any]) -> None:
-        if c["content_listing"] is None:
+        if c["content_listed_at"] is None:
             console.print(f"Disk {c['disk_name']}: {c['message']}.")
         else:
-            console.print(Panel(c["content_listing"], title=f"{c['disk_name']}: {c['message']}"))
+            listing = c["content_listing"] or "(empty)"
+            console.print(Panel(listing, title=f"{c['disk_name']}: {c['message']}"))
 
     obj.emit(obj.client().request("GET", f"/v1/disks/{_path(name)}/content"), render)
 

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
 from gpudev.cluster.names import Names, Placement, collaborator_account
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.vocabulary import (
@@ -204,12 +205,17 @@ def pod(
             {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
         ],
     }
+    if persistent:  # the disk's listing, written as it stops (cluster/home_listing.py)
+        spec["containers"][0] |= listing_hook()
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
-    return manifest(
+    pod_manifest = manifest(
         "Pod",
         reservation,
         names.pod(placement.rank),
         extra_labels={RANK_LABEL: str(placement.rank)},
         spec=spec,
     )
+    if persistent:
+        pod_manifest["metadata"]["finalizers"] = [LISTING_FINALIZER]
+    return pod_manifest

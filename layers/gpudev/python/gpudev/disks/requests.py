@@ -12,6 +12,7 @@ deriving the same username is refused (403) before anything is read or written."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -24,6 +25,7 @@ from gpudev.jobs import JobQueue
 from gpudev.models import Disk
 from gpudev.outbox import send_after_commit
 from gpudev.repositories import DisksRepository
+from gpudev.repositories.disks import DiskRequested
 from gpudev.reservations.rules import check_disk_name
 
 
@@ -61,21 +63,6 @@ def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: s
         by = f"reservation {str(holder)[:8]}" if holder else "a reservation"
         return Conflict(f"cannot {action} disk {shown(name)}: it is in use by {by}")
     return Conflict(f"disk {shown(name)} changed meanwhile; look at it again")
-
-
-def _renamed_from(conn: psycopg.Connection[Any], user_id: str, name: str) -> Exception | None:
-    """A refusal if `name` is still on the EBS tags of another disk renamed from it: a disk
-    of that name would find that disk's snapshots as its own."""
-    renamed = next(
-        (d for d in DisksRepository(conn).list_for_user(user_id) if d.tagged_name == name), None
-    )
-    if renamed is None or renamed.disk_name == name:
-        return None
-    return DiskNameTaken(
-        f"the name {shown(name)} is still on the snapshots of your disk {renamed.disk_name!r}, "
-        f"renamed from it; wait until its rename is applied (`gpu-dev disk show "
-        f"{renamed.disk_name}`), or choose another name"
-    )
 
 
 def _restore_refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
@@ -116,22 +103,37 @@ def create_disk(
                 f"{request.disk_name}`, or choose another name"
             ) from None
         raise
-    if created is None:
-        raise _renamed_from(conn, caller.username, request.disk_name) or Conflict(
-            f"disk {shown(request.disk_name)} changed meanwhile; look at it again"
-        )
     send_after_commit(conn, queue, created.job)
     return created.disk
 
 
-def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
+def _request(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    write: Callable[[DisksRepository], DiskRequested | None],
+    refusal: Callable[[], Exception],
+) -> Disk:
+    """One request on an existing disk: its statement (row and job) after the caller's
+    bound user, committed, then the job sent; no row → `refusal()`, read in the same
+    transaction."""
     with conn.transaction():
         bound_user(conn, caller)
-        deleted = DisksRepository(conn).request_delete(caller.username, name)
-        if deleted is None:
-            raise _refusal(conn, caller, name, "delete")
-    send_after_commit(conn, queue, deleted.job)
-    return deleted.disk
+        requested = write(DisksRepository(conn))
+        if requested is None:
+            raise refusal()
+    send_after_commit(conn, queue, requested.job)
+    return requested.disk
+
+
+def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.request_delete(caller.username, name),
+        lambda: _refusal(conn, caller, name, "delete"),
+    )
 
 
 def rename_disk(
@@ -142,23 +144,21 @@ def rename_disk(
     request: RenameRequest,
 ) -> Disk:
     check_disk_name(request.new_name)
-    with conn.transaction():
-        bound_user(conn, caller)
-        renamed = DisksRepository(conn).rename(caller.username, name, request.new_name)
-        if renamed is None:
-            raise _renamed_from(conn, caller.username, request.new_name) or _refusal(
-                conn, caller, name, "rename"
-            )
-    send_after_commit(conn, queue, renamed.job)
-    return renamed.disk
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.rename(caller.username, name, request.new_name),
+        lambda: _refusal(conn, caller, name, "rename"),
+    )
 
 
 def restore_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
     """Undelete, before the disk's date; its job removes the snapshots' deletion tags."""
-    with conn.transaction():
-        bound_user(conn, caller)
-        restored = DisksRepository(conn).request_restore(caller.username, name)
-        if restored is None:
-            raise _restore_refusal(conn, caller, name)
-    send_after_commit(conn, queue, restored.job)
-    return restored.disk
+    return _request(
+        conn,
+        queue,
+        caller,
+        lambda disks: disks.request_restore(caller.username, name),
+        lambda: _restore_refusal(conn, caller, name),
+    )

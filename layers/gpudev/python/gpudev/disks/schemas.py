@@ -37,6 +37,8 @@ class DiskView(BaseModel):
     operation_id: UUID | None
     operation_status: str | None
     operation_error: str | None
+    # why the reservation holding it could not save it yet (a failed snapshot, retried)
+    lifecycle_error: str | None
     last_used: datetime | None
     created_at: datetime
 
@@ -46,26 +48,27 @@ class DiskView(BaseModel):
 
 
 class DiskContent(BaseModel):
-    """The listing of a disk's contents recorded at its last snapshot, if any yet."""
+    """The listing of a disk's contents written by the last pod that mounted it, as it
+    stopped (cluster/home_listing.py), and when."""
 
     disk_name: str
     content_listing: str | None
-    last_snapshot_at: datetime | None
+    content_listed_at: datetime | None
     message: str
 
     @classmethod
     def of(cls, disk: Disk) -> DiskContent:
-        if disk.content_listing is None:
-            message = (
-                "no listing yet: listings of a disk's contents are not recorded yet "
-                "(planned: at the end of each reservation using it)"
-            )
+        if disk.content_listed_at is None:
+            message = "no listing yet: one is taken at the end of each reservation using it"
         else:
-            message = f"contents as of the snapshot of {disk.last_snapshot_at}"
+            message = (
+                f"contents as of {disk.content_listed_at:%Y-%m-%d %H:%M} UTC (paths to depth 3,"
+                " first 4000 bytes)"
+            )
         return cls(
             disk_name=disk.disk_name,
             content_listing=disk.content_listing,
-            last_snapshot_at=disk.last_snapshot_at,
+            content_listed_at=disk.content_listed_at,
             message=message,
         )
 

@@ -24,8 +24,17 @@ from gpudev.disks.ebs import RESERVATION_TAG, USER_TAG, disk_name_of, disk_tags,
 
 DEFAULT_SIZE_GB = 1024
 # Volumes and snapshots that still count: a deleted one, or a failed snapshot handled
-# already (deleted after its reason was recorded), does not.
-_LIVE_VOLUME = ["creating", "available", "in-use"]
+# already (deleted after its reason was recorded), does not. A volume in `error` counts: it
+# is the reservation's to delete (it holds nothing: the disk's data is in its snapshots).
+_LIVE_VOLUME = ["creating", "available", "in-use", "error"]
+
+
+class VolumeTokenMismatch(Exception):
+    """EC2 made a volume for this reservation's ClientToken with other parameters (a zone,
+    size or source snapshot that changed since), and no volume tagged with the reservation
+    is listed yet (DescribeVolumes is eventually consistent): try again later."""
+
+
 _LIVE_SNAPSHOT = ["pending", "completed", "error"]
 
 
@@ -95,14 +104,33 @@ class DiskVolumes:
         source = self.latest_snapshot(disk)
         size = max(size_gb or DEFAULT_SIZE_GB, source["VolumeSize"] if source else 0)
         extra = {"SnapshotId": source["SnapshotId"]} if source else {}
-        created: dict[str, Any] = self._ec2.create_volume(
-            AvailabilityZone=zone,
-            Size=size,
-            VolumeType="gp3",
-            TagSpecifications=[{"ResourceType": "volume", "Tags": disk.tags()}],
-            ClientToken=str(disk.reservation_id),
-            **extra,
-        )
+        try:
+            created: dict[str, Any] = self._ec2.create_volume(
+                AvailabilityZone=zone,
+                Size=size,
+                VolumeType="gp3",
+                TagSpecifications=[{"ResourceType": "volume", "Tags": disk.tags()}],
+                ClientToken=str(disk.reservation_id),
+                **extra,
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "IdempotentParameterMismatch":
+                raise
+            # A retried take whose first try made the volume: that volume is the one; until
+            # it is listed, say so.
+            existing = self.volume(
+                DiskRef(
+                    disk.user_id, disk.disk_name, disk.reservation_id, tagged_name=disk.tagged_name
+                )
+            )
+            if existing is not None:
+                return existing
+            raise VolumeTokenMismatch(
+                f"EC2 already made a volume for reservation {disk.reservation_id} with other"
+                f" parameters than {size} GB in {zone} from"
+                f" {source['SnapshotId'] if source else 'no snapshot'}, and it is not listed"
+                " yet; the take is tried again"
+            ) from exc
         return created
 
     def snapshot(self, disk: DiskRef, volume_id: str) -> dict[str, Any] | None:

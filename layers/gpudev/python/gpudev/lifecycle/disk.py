@@ -22,12 +22,13 @@ again.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
+from gpudev.cluster import home_listing
 from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
-from gpudev.disks.volumes import DiskRef
+from gpudev.disks.volumes import DiskRef, VolumeTokenMismatch
 from gpudev.lifecycle.payloads import (
     CheckDisk,
     CheckDiskOutput,
@@ -39,6 +40,7 @@ from gpudev.lifecycle.payloads import (
     TakeDiskOutput,
 )
 from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import Transient
 from gpudev.models import Disk, Reservation
 from gpudev.observability import logger
 from gpudev.repositories.disk_holds import DiskHoldsRepository
@@ -71,7 +73,10 @@ def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
     if volume is None:
         node = lc.rows.placements(reservation.reservation_id)[0].node_name
         zone = PersistentVolumes(lc.api_client).zone_of(node)
-        volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        try:
+            volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
+        except VolumeTokenMismatch as exc:
+            raise Transient(str(exc)) from exc  # retried with backoff; then it is listed
         logger.info(
             "disk volume created",
             extra={"volume": volume["VolumeId"], "zone": zone, "from": volume.get("SnapshotId")},
@@ -136,15 +141,20 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         return SaveDiskOutput(outcome="none", seconds=poll)
     reservation = lc.reservation(task.reservation_id)
     ref = _ref(reservation, disk)
+    pods = lc.objects(reservation).pods(str(reservation.reservation_id))
+    if pods:  # first, whatever else: a pod held by the listing's finalizer is let go here
+        _record_listing(lc, holds, reservation, pods)
+        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     volume = lc.volumes.volume(ref)
     if volume is None or reservation.pod_name is None:
         # No volume (never made, or deleted after its snapshot), or never mounted by a pod:
         # the latest snapshot still holds everything.
         return SaveDiskOutput(outcome="saved", seconds=poll)
-    if lc.objects(reservation).pods(str(reservation.reservation_id)):
-        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
     if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
+    if volume["State"] == "error":  # nothing to snapshot: the last snapshot holds the disk
+        logger.warning("disk volume in error: not saved", extra={"volume": volume["VolumeId"]})
+        return SaveDiskOutput(outcome="saved", seconds=poll)
     snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
@@ -165,6 +175,29 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
 
 
+def _record_listing(
+    lc: Lifecycle, holds: DiskHoldsRepository, reservation: Reservation, pods: list[Any]
+) -> None:
+    """Pod 0 stopped: record the listing its preStop hook left in its termination message,
+    then let the pod go (cluster/home_listing.py). A write that conflicts (the kubelet
+    updated the pod meanwhile) is tried again at the next poll."""
+    from kubernetes.client.exceptions import ApiException
+
+    for pod in pods:
+        if not (home_listing.holds_listing(pod) and home_listing.stopped(pod)):
+            continue
+        listing = home_listing.listing_of(pod)
+        if listing is not None:
+            holds.record_listing(reservation.reservation_id, listing)
+        try:
+            lc.objects(reservation).replace(home_listing.without_finalizer(pod))
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+        found = listing is not None
+        logger.info("disk listing read", extra={"bytes": len(listing or ""), "found": found})
+
+
 def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     holds = DiskHoldsRepository(lc.conn)
     disk = holds.held_by(task.reservation_id)
@@ -176,10 +209,10 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     if volume is not None:
         snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
         saved = snapshot is not None and snapshot["State"] == "completed"
-        if reservation.pod_name is not None and not saved:
+        if reservation.pod_name is not None and not saved and volume["State"] != "error":
             raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
         lc.volumes.delete_volume(volume["VolumeId"])
-    holds.free(reservation.reservation_id, content_listing=None)
+    holds.free(reservation.reservation_id)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")
 

@@ -44,8 +44,9 @@ class DiskHoldsRepository:
             "record_volume", {"reservation_id": reservation_id, "volume_id": volume_id}
         )
 
-    def free(self, reservation_id: UUID, content_listing: str | None) -> Disk | None:
+    def record_listing(self, reservation_id: UUID, listing: str) -> Disk | None:
+        return self._one("record_listing", {"reservation_id": reservation_id, "listing": listing})
+
+    def free(self, reservation_id: UUID) -> Disk | None:
         """None if `reservation_id` holds no disk (freed already)."""
-        return self._one(
-            "free", {"reservation_id": reservation_id, "content_listing": content_listing}
-        )
+        return self._one("free", {"reservation_id": reservation_id})

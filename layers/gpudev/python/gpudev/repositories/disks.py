@@ -57,18 +57,18 @@ class DisksRepository:
             {"user_id": user_id, "include_deleted": include_deleted},
         )
 
-    def request_create(
-        self, user_id: str, disk_name: str, size_gb: int | None
-    ) -> DiskRequested | None:
-        """DiskNameTaken if the user has a disk of that name; None if the name is still the
-        `tagged_name` of another of the user's disks."""
+    def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> DiskRequested:
+        """DiskNameTaken if the user has a disk of that name; Conflict if the name is still
+        the `tagged_name` of another of the user's disks (migrations/0017)."""
         with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            return _requested(
+            created = _requested(
                 cur.execute(
                     query("disks/request_create"),
                     {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
                 ).fetchone()
             )
+        assert created is not None, "an INSERT … RETURNING returns its row"
+        return created
 
     def request_delete(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, already deleted or in use."""
@@ -96,7 +96,8 @@ class DisksRepository:
         return row[0] if row else None
 
     def rename(self, user_id: str, disk_name: str, new_name: str) -> DiskRequested | None:
-        """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is."""
+        """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is taken,
+        Conflict if it is still the `tagged_name` of another disk (migrations/0017)."""
         with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
             return _requested(
                 cur.execute(

@@ -1,8 +1,9 @@
 -- With the outbox row of its disk job, in the same statement (sent after commit); no row
 -- when the disk is gone, deleted or in use: held by a reservation (in_use) or named by a
--- live one, or when the new name is still on the EBS tags of another disk renamed from it.
--- disks_user_disk_name_key refuses a taken name. `tagged_name` keeps the name
--- the EBS tags still carry (the oldest one, if an earlier rename has not reached them).
+-- live one. disks_user_disk_name_key refuses a taken name, the disks_claim_name trigger a
+-- name still on the EBS tags of another disk renamed from it (migrations/0017).
+-- `tagged_name` keeps the name the EBS tags still carry (the oldest one, if an earlier
+-- rename has not reached them).
 WITH changed AS (
     UPDATE disks SET
         disk_name = %(new_name)s,
@@ -11,16 +12,7 @@ WITH changed AS (
         operation_status = 'requested',
         operation_error = NULL
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND NOT is_deleted AND NOT in_use
-      AND NOT EXISTS (
-          SELECT FROM reservations r
-          WHERE r.user_id = %(user_id)s AND r.disk_name = %(disk_name)s
-            AND r.status IN ('pending', 'queued', 'preparing', 'active')
-      )
-      AND NOT EXISTS (
-          SELECT FROM disks other
-          WHERE other.user_id = %(user_id)s AND other.tagged_name = %(new_name)s
-            AND other.disk_name <> %(disk_name)s
-      )
+      AND disk_live_holder(%(user_id)s, %(disk_name)s) IS NULL
     RETURNING *
 )
 SELECT changed.*, job.outbox_id, job.payload AS outbox_payload

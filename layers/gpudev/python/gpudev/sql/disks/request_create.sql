@@ -1,14 +1,11 @@
 -- A disk the user asked for: the row exists at once (name reserved), the volume is made
 -- by the disk job, written to the outbox in the same statement (sent after commit).
--- disks_user_disk_name_key refuses a second disk of the same name; no row when the name is
--- still on the EBS tags of another disk renamed from it (its `tagged_name`): the new disk
--- would find that disk's snapshots as its own.
+-- disks_user_disk_name_key refuses a second disk of the same name, the disks_claim_name
+-- trigger a name still on the EBS tags of another disk renamed from it (its `tagged_name`:
+-- the new disk would find that disk's snapshots as its own; migrations/0017).
 WITH created AS (
     INSERT INTO disks (user_id, disk_name, size_gb, operation_id, operation_status)
-    SELECT %(user_id)s, %(disk_name)s, %(size_gb)s, gen_random_uuid(), 'requested'
-    WHERE NOT EXISTS (
-        SELECT FROM disks WHERE user_id = %(user_id)s AND tagged_name = %(disk_name)s
-    )
+    VALUES (%(user_id)s, %(disk_name)s, %(size_gb)s, gen_random_uuid(), 'requested')
     RETURNING *
 )
 SELECT created.*, job.outbox_id, job.payload AS outbox_payload

@@ -11,11 +11,7 @@ WITH changed AS (
         operation_status = 'requested',
         operation_error = NULL
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND NOT is_deleted AND NOT in_use
-      AND NOT EXISTS (
-          SELECT FROM reservations r
-          WHERE r.user_id = %(user_id)s AND r.disk_name = %(disk_name)s
-            AND r.status IN ('pending', 'queued', 'preparing', 'active')
-      )
+      AND disk_live_holder(%(user_id)s, %(disk_name)s) IS NULL
     RETURNING *
 )
 SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
