@@ -11,7 +11,15 @@ from typing import TypeVar
 
 import click
 
-from gpudev_cli.commands import availability, completion, config, disks, reservations, reserve
+from gpudev_cli.commands import (
+    availability,
+    completion,
+    config,
+    disks,
+    reservations,
+    reserve,
+    usage,
+)
 from gpudev_cli.context import Context, Group
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -56,6 +64,8 @@ COMMANDS: tuple[click.Command, ...] = (
     config.config,
     disks.disk,
     completion.completion,
+    usage.usage,
+    usage.admin,
 )
 for command in COMMANDS:
     cli.add_command(command)
