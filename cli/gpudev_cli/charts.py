@@ -48,9 +48,7 @@ def usage_figure(data: ChartData, title: str) -> Figure:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise CliError(
-            "--chart needs matplotlib: pip install 'gpu-dev[cli,chart]'"
-        ) from error
+        raise CliError("--chart needs matplotlib: pip install 'gpu-dev[cli,chart]'") from error
     # Figure() without pyplot: no GUI backend, no global state; saved through Agg.
     figure = Figure(figsize=(11, 8), layout="constrained")
     FigureCanvasAgg(figure)

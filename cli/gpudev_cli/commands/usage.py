@@ -17,12 +17,14 @@ from gpudev_cli.context import Context, progress
 F = TypeVar("F", bound=Callable[..., object])
 
 
-class Moment(click.ParamType):
+class Moment(click.ParamType[datetime, Any]):
     """An ISO date or date-time; without a zone it is in your local time zone."""
 
     name = "DATE[THH:MM]"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
         if isinstance(value, datetime):
             return value
         try:
@@ -33,7 +35,9 @@ class Moment(click.ParamType):
 
 
 REPORT_OPTIONS = (
-    click.option("--since", type=Moment(), help="start (local time; default a week before --until)"),
+    click.option(
+        "--since", type=Moment(), help="start (local time; default a week before --until)"
+    ),
     click.option("--until", type=Moment(), help="end, exclusive (local time; default now)"),
     click.option("--by", type=click.Choice(["user", "type", "day"]), help="group the totals by"),
     click.option(
@@ -154,4 +158,3 @@ def admin_dlq(obj: Context) -> None:
         "not served by the API yet: read the queue named by the stack's JobsDeadLetterQueueUrl "
         "output (aws sqs get-queue-attributes / receive-message) with operator credentials"
     )
-

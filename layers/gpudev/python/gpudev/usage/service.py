@@ -36,7 +36,9 @@ def window(
     end = _utc(until) if until else now
     start = _utc(since) if since else end - DEFAULT_WINDOW
     if start >= end:
-        raise InvalidRequest(f"since ({start.isoformat()}) must be before until ({end.isoformat()})")
+        raise InvalidRequest(
+            f"since ({start.isoformat()}) must be before until ({end.isoformat()})"
+        )
     if end - start > MAX_WINDOW:
         raise InvalidRequest(f"a report covers at most {MAX_WINDOW.days} days; got {end - start}")
     return start, end
@@ -57,7 +59,11 @@ def totals(rows: list[GpuHours], by: UsageGrouping) -> list[UsageTotal]:
 
 
 def report_of(
-    rows: UsageRows, since: datetime, until: datetime, as_of: datetime, scope: str,
+    rows: UsageRows,
+    since: datetime,
+    until: datetime,
+    as_of: datetime,
+    scope: str,
     by: UsageGrouping,
 ) -> UsageReport:
     return UsageReport(
