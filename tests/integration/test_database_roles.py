@@ -57,6 +57,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "gpu_types/list_active",
         "capacity/by_type",
         "outbox/delete_sent",
+        "usage/report",
+        "usage/live",
+        "usage/find_any",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
@@ -308,7 +311,7 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
     rid = params["reservation_id"]
     for name, arguments in [
         ("reservations/extend", {"reservation_id": rid, "hours": 1}),
-        ("reservations/request_cancel", {"reservation_id": rid}),
+        ("reservations/request_cancel", {"reservation_id": rid, "reason": None}),
         ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
         ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),
         ("disks/request_restore", {"user_id": "role-api", "disk_name": "work"}),
