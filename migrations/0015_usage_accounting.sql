@@ -51,7 +51,8 @@ LANGUAGE sql STABLE SET TimeZone = 'UTC' AS $$
                greatest(coalesce(r.granted_at, r.launched_at), since) AS lo,
                least(coalesce(r.reservation_ended, as_of), until, as_of) AS hi
         FROM reservations r
-        WHERE coalesce(r.granted_at, r.launched_at) IS NOT NULL
+        WHERE coalesce(r.granted_at, r.launched_at) < least(until, as_of)
+          AND (r.reservation_ended IS NULL OR r.reservation_ended > since)
           AND r.gpu_count > 0
           AND (only_user IS NULL OR r.user_id = only_user)
     ), pieces AS (
