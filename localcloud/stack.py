@@ -233,6 +233,10 @@ class LocalCloud:
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
             | {
+                q.dead_letter_url_variable: self.resources.dead_letter_queue_urls[q.name]
+                for q in self.deployment.queues
+            }
+            | {
                 m.arn_variable: self.resources.state_machine_arns[m.name]
                 for m in self.deployment.state_machines
             }

@@ -93,3 +93,24 @@ def live_reservations_table(rows: list[dict[str, Any]]) -> None:
             local(r["expires_at"]) if r.get("expires_at") else "",
         )  # fmt: skip
     console.print(table if rows else "No live reservations.")
+
+
+def dead_letters_table(letters: dict[str, Any]) -> None:
+    console.print(
+        f"Jobs dead-letter queue: {letters['depth']} messages "
+        f"({letters['in_flight']} being received)"
+    )
+    if not letters["messages"]:
+        return
+    table = Table(title="Recent dead letters")
+    for column in ("Sent", "Receives", "Job"):
+        table.add_column(column)
+    for m in letters["messages"]:
+        body = m["body"]
+        job = (
+            f"{body.get('kind')} {str(body.get('reservation_id') or '')[:8]}".strip()
+            if isinstance(body, dict)
+            else str(body)[:80]
+        )
+        table.add_row(local(m["sent_at"]) if m["sent_at"] else "", str(m["receive_count"]), job)
+    console.print(table)

@@ -73,6 +73,7 @@ ROUTES = (
 ADMIN_ROUTES = (
     Route("GET", "/v1/admin/usage"),
     Route("GET", "/v1/admin/reservations"),
+    Route("GET", "/v1/admin/dlq"),
     Route("POST", "/v1/admin/reservations/{rid}/cancel", {"reason": "matrix"}, True),
 )
 OPERATORS_ONLY = "this is an operator route: it needs a session of an admin role"
@@ -326,6 +327,7 @@ def test_operator_routes_refuse_everyone_but_sessions_of_the_admin_roles(
             reply = signer.call(operator, route, rid, disk)
             assert reply.status in (200, 202), (str(route), reply.body)
         live = signer.call(operator, ADMIN_ROUTES[1], rid, disk).body["reservations"]
+        assert isinstance(signer.call(operator, ADMIN_ROUTES[2], rid, disk).body["depth"], int)
         assert rid in {r["reservation_id"] for r in live}  # alice's, listed for the operator
         with psycopg.connect(local_cloud.database_url) as conn:
             assert conn.execute(

@@ -94,3 +94,29 @@ def test_the_operator_sees_everyone_and_others_are_refused(recorded: None, run):
     assert refused.stderr.startswith("error: ") and "operator route" in refused.stderr
     listed = run("--output", "json", "admin", "list", profile="carol")
     assert listed.exit_code == 0 and isinstance(json.loads(listed.stdout), list)
+
+
+def test_the_operator_peeks_at_the_dead_letter_queue_leaving_it_there(
+    local_cloud: LocalCloud, run
+):
+    sqs = local_cloud.aws.client("sqs")  # type: ignore[union-attr]
+    url = local_cloud.resources.dead_letter_queue_urls["Jobs"]
+    job = {"kind": "cancel_reservation", "reservation_id": str(uuid.uuid4()), "user_id": "x"}
+    sent = sqs.send_message(QueueUrl=url, MessageBody=json.dumps(job))["MessageId"]
+    try:
+        for _ in range(2):  # a peek leaves the message in the queue
+            result = run("--output", "json", "admin", "dlq", profile="carol")
+            assert result.exit_code == 0, result.output
+            letters = json.loads(result.stdout)
+            assert letters["depth"] >= 1
+            (mine,) = [m for m in letters["messages"] if m["message_id"] == sent]
+            assert mine["body"] == job and mine["sent_at"]
+        table = run("admin", "dlq", profile="carol")
+        assert "Jobs dead-letter queue" in table.stdout and "cancel_reservation" in table.stdout
+        assert run("admin", "dlq").exit_code == 1  # alice is no operator
+    finally:
+        for message in sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=5
+        ).get("Messages", []):
+            if message["MessageId"] == sent:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])

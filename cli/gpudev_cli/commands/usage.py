@@ -153,8 +153,5 @@ def admin_cancel(obj: Context, reservation_id: str, reason: str) -> None:
 @admin.command("dlq")
 @click.pass_obj
 def admin_dlq(obj: Context) -> None:
-    """The jobs dead-letter queue: its depth and recent messages."""
-    raise click.ClickException(
-        "not served by the API yet: read the queue named by the stack's JobsDeadLetterQueueUrl "
-        "output (aws sqs get-queue-attributes / receive-message) with operator credentials"
-    )
+    """The jobs dead-letter queue: its depth and up to 10 of its messages (left in place)."""
+    obj.emit(obj.client().request("GET", "/v1/admin/dlq"), usage_render.dead_letters_table)

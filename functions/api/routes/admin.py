@@ -1,13 +1,17 @@
 """Operator routes (/v1/admin): sessions of the ADMIN_ROLES only, checked on the principal
 before anything is read (`routes/caller.py` `ForOperator`): everyone's usage, every live
-reservation, a force-cancel whose reason the status history records."""
+reservation, a force-cancel whose reason the status history records, the jobs'
+dead-letter queue."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from gpudev.aws import aws_clients
 from gpudev.reservations.schemas import ReservationView
+from gpudev.settings import api_settings
+from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.operators import force_cancel, live_reservations
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
 from gpudev.usage.service import everyone_usage
@@ -36,3 +40,8 @@ def force_cancel_reservation(
 ) -> Response[ReservationView]:
     cancelled = caller.change(force_cancel, reservation_id, request.reason)
     return Response(202, content_types.APPLICATION_JSON, ReservationView.of(cancelled))
+
+
+@router.get("/v1/admin/dlq")
+def dead_letters(caller: ForOperator) -> DeadLetters:
+    return peek_dead_letters(aws_clients().sqs, api_settings().jobs_dlq_url)

@@ -94,6 +94,8 @@ class ApiSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
     jobs_queue_url: str
+    # The jobs' dead-letter queue, read by operators (GET /v1/admin/dlq); "" when not given.
+    jobs_dlq_url: str = ""
     # The account the API is deployed in (CDK: Aws.ACCOUNT_ID; local cloud: moto's).
     deployment_account_id: str = Field(pattern=r"^\d{12}$")
     # With an AWS Organizations id, principals of the organisation's accounts may call too.
