@@ -96,9 +96,7 @@ def test_the_operator_sees_everyone_and_others_are_refused(recorded: None, run):
     assert listed.exit_code == 0 and isinstance(json.loads(listed.stdout), list)
 
 
-def test_the_operator_peeks_at_the_dead_letter_queue_leaving_it_there(
-    local_cloud: LocalCloud, run
-):
+def test_the_operator_peeks_at_the_dead_letter_queue_leaving_it_there(local_cloud: LocalCloud, run):
     sqs = local_cloud.aws.client("sqs")  # type: ignore[union-attr]
     url = local_cloud.resources.dead_letter_queue_urls["Jobs"]
     job = {"kind": "cancel_reservation", "reservation_id": str(uuid.uuid4()), "user_id": "x"}
