@@ -1,6 +1,8 @@
 """Who may invoke the REST API, from CDK context: the deployment's account (or an AWS
 organisation, `gpudev:organizationId`) and optionally only sessions of named roles
-(`gpudev:allowedRoles`, entries `[path/]RoleName[*]`).
+(`gpudev:allowedRoles`, entries `[path/]RoleName[*]`); and the operators
+(`gpudev:adminRoles`, IAM role ARNs, the name optionally ending in `*`), whose sessions may
+call `/v1/admin/...`, rendered into the API function's `ADMIN_ROLES`.
 
 Both are enforced twice. The REST API's resource policy compares the caller's whole role
 ARN, path included (`aws:PrincipalArn`); the API function compares the role *name* only
@@ -21,6 +23,10 @@ from constructs import Construct
 
 ALLOWED_ROLES_CONTEXT = "gpudev:allowedRoles"
 ORGANIZATION_CONTEXT = "gpudev:organizationId"
+ADMIN_ROLES_CONTEXT = "gpudev:adminRoles"
+_ADMIN_ROLE_ARN = re.compile(
+    r"^arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}\*?$"
+)
 _ENTRY = re.compile(r"^/?(?P<path>(?:[\w+=,.@-]+/)*)(?P<name>[\w+=,.@-]{1,64}\*?)$")
 _ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
 
@@ -29,6 +35,7 @@ _ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
 class ApiAccess:
     allowed_roles: tuple[str, ...]  # [path/]RoleName[*], as ALLOWED_ROLES takes them
     organization_id: str | None
+    admin_roles: tuple[str, ...] = ()  # IAM role ARNs, as ADMIN_ROLES takes them
 
     @classmethod
     def from_context(cls, scope: Construct) -> ApiAccess:
@@ -44,13 +51,14 @@ class ApiAccess:
         organization = scope.node.try_get_context(ORGANIZATION_CONTEXT) or None
         if organization is not None and not _ORGANIZATION.match(str(organization)):
             raise ValueError(f"{ORGANIZATION_CONTEXT}: {organization!r} is not o-xxxxxxxxxx")
-        return cls(roles, organization)
+        return cls(roles, organization, _admin_roles(scope))
 
     def environment(self) -> dict[str, str]:
         """The API function's settings (gpudev.settings.ApiSettings)."""
         values = {
             "DEPLOYMENT_ACCOUNT_ID": Aws.ACCOUNT_ID,
             "ALLOWED_ROLES": ",".join(self.allowed_roles),
+            "ADMIN_ROLES": ",".join(self.admin_roles),
         }
         if self.organization_id:
             values["ORGANIZATION_ID"] = self.organization_id
@@ -121,3 +129,18 @@ def _deny_signed_invoke(sid: str, conditions: dict[str, Any]) -> iam.PolicyState
         resources=["execute-api:/*"],
         conditions={"Null": {"aws:PrincipalAccount": "false"}, **conditions},
     )
+
+
+def _admin_roles(scope: Construct) -> tuple[str, ...]:
+    """`gpudev:adminRoles`: a list (or comma-separated string) of IAM role ARNs."""
+    raw = scope.node.try_get_context(ADMIN_ROLES_CONTEXT) or []
+    entries = raw.split(",") if isinstance(raw, str) else list(raw)
+    roles = tuple(str(e).strip() for e in entries if str(e).strip())
+    for role in roles:
+        if not _ADMIN_ROLE_ARN.match(role):
+            raise ValueError(
+                f"{ADMIN_ROLES_CONTEXT}: {role!r} is not an IAM role ARN, e.g. "
+                "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
+                "AWSReservedSSO_GpuDevAdmins_*"
+            )
+    return roles

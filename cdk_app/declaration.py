@@ -113,7 +113,7 @@ DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
 API_ROLE = "gpudev_api"
 LIFECYCLE_ROLE = "gpudev_lifecycle"
 RECONCILERS_ROLE = "gpudev_reconcilers"
-PURGE_ROLE = "gpudev_purge"  # deletes disk rows, which no other function may (0015)
+PURGE_ROLE = "gpudev_purge"  # deletes disk rows, which no other function may (0017)
 # The API answers within API Gateway's 29 s: 10 s per statement, 3 s for a lock (the pool
 # waits at most DB_POOL_TIMEOUT_SECONDS, 5 s, for a connection).
 API_DATABASE = DatabaseAccess(API_ROLE)
@@ -152,6 +152,9 @@ class FunctionSpec:
     # An EMF metric it emits (namespace METRICS_NAMESPACE) whose Sum > 0 raises an alarm
     repairs_metric: str | None = None
     sends_to: tuple[str, ...] = ()  # QueueSpec names: env <NAME>_QUEUE_URL + send permission
+    # QueueSpec names whose dead-letter queue it reads (the operators' `GET /v1/admin/dlq`):
+    # env <NAME>_DLQ_URL + sqs:GetQueueAttributes / sqs:ReceiveMessage on that queue only
+    reads_dead_letters: tuple[str, ...] = ()
     # StateMachineSpec names: env <NAME>_STATE_MACHINE_ARN + states:StartExecution
     starts: tuple[str, ...] = ()
     # StateMachineSpec names whose task tokens it sends (and whose executions it reads)
@@ -194,6 +197,11 @@ class QueueSpec(_NamedResource):
     def url_variable(self) -> str:
         """The environment variable that carries this queue's URL to its senders."""
         return f"{self.name.upper()}_QUEUE_URL"
+
+    @property
+    def dead_letter_url_variable(self) -> str:
+        """The environment variable that carries its dead-letter queue's URL to readers."""
+        return f"{self.name.upper()}_DLQ_URL"
 
 
 @dataclass(frozen=True)
@@ -303,6 +311,7 @@ API = FunctionSpec(
     memory_mb=1024,
     timeout_seconds=29,
     sends_to=("Jobs",),
+    reads_dead_letters=("Jobs",),
     context_environment=USER_LIMITS,
     database=API_DATABASE,
 )

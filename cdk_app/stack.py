@@ -404,6 +404,10 @@ class GpuDevStack(Stack):
                 function = self.functions[sender.name]
                 function.add_environment(spec.url_variable, queue.queue_url)
                 queue.grant_send_messages(function)
+            if spec.name in sender.reads_dead_letters:
+                function = self.functions[sender.name]
+                function.add_environment(spec.dead_letter_url_variable, dead_letters.queue_url)
+                dead_letters.grant(function, "sqs:GetQueueAttributes", "sqs:ReceiveMessage")
         return dead_letters
 
     def _state_machine(self, spec: StateMachineSpec) -> sfn.StateMachine:

@@ -27,7 +27,7 @@ from gpudev.db.migrations import apply_migrations
 from gpudev.repositories import GpuTypesRepository
 from gpudev.settings import reset_settings_cache
 from localcloud import moto_lambda
-from localcloud.aws import PROFILES, LocalAws, signing_key
+from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.deadline import Deadline
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
@@ -216,6 +216,8 @@ class LocalCloud:
                 "AWS_SECRET_ACCESS_KEY": function_key[1],
                 # The API accepts principals of the deployment's account only (moto's).
                 "DEPLOYMENT_ACCOUNT_ID": ACCOUNT_ID,
+                # The local operator (`gpu-dev admin ...`): sessions of carol's SSO role.
+                "ADMIN_ROLES": f"arn:aws:iam::{ACCOUNT_ID}:role{SSO_ROLE_PATH}{SSO_ROLE_NAME}",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # EMF metrics are CloudWatch's; locally they would only interleave with output.
                 "POWERTOOLS_METRICS_DISABLED": "true",
@@ -230,6 +232,10 @@ class LocalCloud:
         )
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
+            | {
+                q.dead_letter_url_variable: self.resources.dead_letter_queue_urls[q.name]
+                for q in self.deployment.queues
+            }
             | {
                 m.arn_variable: self.resources.state_machine_arns[m.name]
                 for m in self.deployment.state_machines

@@ -10,7 +10,15 @@ from importlib.metadata import version
 
 import click
 
-from gpudev_cli.commands import availability, completion, config, disks, reservations, reserve
+from gpudev_cli.commands import (
+    availability,
+    completion,
+    config,
+    disks,
+    reservations,
+    reserve,
+    usage,
+)
 from gpudev_cli.context import Context, Group
 from gpudev_cli.options import root_options
 
@@ -40,6 +48,8 @@ COMMANDS: tuple[click.Command, ...] = (
     config.config,
     disks.disk,
     completion.completion,
+    usage.usage,
+    usage.admin,
 )
 for command in COMMANDS:
     cli.add_command(command)

@@ -14,7 +14,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.observability import logger, tracer
-from routes import availability, disks, health, reservations, users
+from routes import admin, availability, disks, health, reservations, usage, users
 from routes.errors import map_errors
 
 API_TITLE = "gpu-dev API"
@@ -22,7 +22,7 @@ API_VERSION = "1"
 
 app = APIGatewayRestResolver(enable_validation=True)
 map_errors(app)
-for area in (health, users, reservations, disks, availability):
+for area in (health, users, reservations, disks, availability, usage, admin):
     app.include_router(area.router)
 
 

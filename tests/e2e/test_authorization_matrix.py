@@ -66,7 +66,17 @@ ROUTES = (
     Route("POST", "/v1/disks/{disk}/rename", {"new_name": "{disk}-2"}, per_resource=True),
     Route("DELETE", "/v1/disks/{disk}-2", per_resource=True),
     Route("POST", "/v1/disks/{disk}-2/restore", per_resource=True),
+    Route("GET", "/v1/usage"),
 )
+
+# The operator routes: sessions of ADMIN_ROLES only; everyone else gets 403, nothing written.
+ADMIN_ROUTES = (
+    Route("GET", "/v1/admin/usage"),
+    Route("GET", "/v1/admin/reservations"),
+    Route("GET", "/v1/admin/dlq"),
+    Route("POST", "/v1/admin/reservations/{rid}/cancel", {"reason": "matrix"}, True),
+)
+OPERATORS_ONLY = "this is an operator route: it needs a session of an admin role"
 
 
 def test_the_matrix_covers_every_route_of_the_api():
@@ -81,7 +91,7 @@ def test_the_matrix_covers_every_route_of_the_api():
         f"{r.method} {r.path.replace('{rid}', '{reservation_id}')}".replace(
             "{disk}-2", "{disk_name}"
         ).replace("{disk}", "{disk_name}")
-        for r in ROUTES
+        for r in ROUTES + ADMIN_ROUTES
     }
     assert covered == documented
 
@@ -281,6 +291,52 @@ def test_allowed_roles_match_identity_center_roles_by_path_and_prefix(
     finally:
         monkeypatch.undo()
         reset_settings_cache()
+
+
+def test_operator_routes_refuse_everyone_but_sessions_of_the_admin_roles(
+    local_cloud: LocalCloud,
+    api: ApiClient,
+    signer: Signer,
+    principals: dict[str, Credentials],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    from gpudev.settings import reset_settings_cache
+
+    suffix = uuid.uuid4().hex[:8]
+    admins = _role(local_cloud, f"GpuDevAdmins{suffix}")
+    operator = _session(local_cloud, admins, f"olga{suffix}")
+    username, rid, disk = _owned(api, signer, principals["alice"])
+    drain_jobs(local_cloud)
+    monkeypatch.setenv("ADMIN_ROLES", f"arn:aws:iam::{ACCOUNT}:role/GpuDevAdmins{suffix}")
+    reset_settings_cache()
+    try:
+        before = _state(local_cloud, username)
+        # the owner, another user, a session of another role, principals deriving a username
+        for who in ("alice", "bob", "erin", "alice-as-session", "erin-as-contractor"):
+            for route in ADMIN_ROUTES:
+                reply = signer.call(principals[who], route, rid, disk)
+                assert reply.status == 403, (who, str(route), reply.body)
+                assert reply.body["message"].startswith(OPERATORS_ONLY), (who, reply.body)
+        for route in ADMIN_ROUTES:  # another account is refused before the role is looked at
+            reply = signer.call(principals["alice-elsewhere"], route, rid, disk)
+            assert reply.status == 403 and OTHER_ACCOUNT_MESSAGE in reply.body["message"]
+        assert _state(local_cloud, username) == before
+        assert drain_jobs(local_cloud) == []
+
+        for route in ADMIN_ROUTES:
+            reply = signer.call(operator, route, rid, disk)
+            assert reply.status in (200, 202), (str(route), reply.body)
+        live = signer.call(operator, ADMIN_ROUTES[1], rid, disk).body["reservations"]
+        assert isinstance(signer.call(operator, ADMIN_ROUTES[2], rid, disk).body["depth"], int)
+        assert rid in {r["reservation_id"] for r in live}  # alice's, listed for the operator
+        with psycopg.connect(local_cloud.database_url) as conn:
+            assert conn.execute(
+                "SELECT cancel_reason FROM reservations WHERE reservation_id = %s", (rid,)
+            ).fetchone() == (f"cancelled by operator olga{suffix}: matrix",)
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
+    drain_jobs(local_cloud)
 
 
 def test_the_local_gateway_gives_handlers_api_gateways_iam_identity_fields():

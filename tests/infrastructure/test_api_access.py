@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 from tests.support.certificates import synth_context
 
 SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+ADMIN_ROLE = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Ops_*"
 
 
 def _policy(template: Template) -> dict[str, Any]:
@@ -59,6 +60,7 @@ def test_the_api_function_knows_its_account_and_allows_every_role_by_default(
     environment = _api_environment(template)
     assert environment["DEPLOYMENT_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
     assert environment["ALLOWED_ROLES"] == ""
+    assert environment["ADMIN_ROLES"] == ""  # nobody is an operator unless context says so
     assert "ORGANIZATION_ID" not in environment
 
 
@@ -73,6 +75,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
         context={
             "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers"],
             "gpudev:organizationId": "o-abcdefghij",
+            "gpudev:adminRoles": [ADMIN_ROLE, "arn:aws:iam::210987654321:role/Ops"],
             **synth_context(tmp_path_factory.mktemp("certs")),
         },
     )
@@ -84,6 +87,7 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     environment = _api_environment(with_context)
     assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers"
     assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
+    assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},arn:aws:iam::210987654321:role/Ops"
     statements = _statements(with_context)
     assert set(statements) == {
         "PublicPaths",
@@ -119,6 +123,8 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     [
         ({"gpudev:allowedRoles": "aws-reserved/*/X"}, "is not \\[path/\\]RoleName"),
         ({"gpudev:organizationId": "org-1"}, "is not o-xxxxxxxxxx"),
+        ({"gpudev:adminRoles": ["GpuDevAdmins"]}, "is not an IAM role ARN"),
+        ({"gpudev:adminRoles": "arn:aws:iam::123456789012:user/ops"}, "is not an IAM role ARN"),
     ],
 )
 def test_malformed_access_context_fails_the_synth_with_the_expected_form(

@@ -83,7 +83,7 @@ def test_only_the_migration_function_reads_the_master_secret_and_it_has_no_login
 def test_the_groups_are_the_roles_the_migration_creates():
     migrations = "".join(
         (Path(__file__).parents[2] / "migrations" / name).read_text()
-        for name in ("0006_function_roles.sql", "0015_disk_listing_and_purge_role.sql")
+        for name in ("0006_function_roles.sql", "0017_disk_listing_and_purge_role.sql")
     )
     roles = {spec.database.role for spec in DATABASE_FUNCTIONS if spec.database}
     assert roles == {"gpudev_api", "gpudev_lifecycle", "gpudev_reconcilers", "gpudev_purge"}

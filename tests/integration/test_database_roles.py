@@ -56,6 +56,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "gpu_types/list_active",
         "capacity/by_type",
         "outbox/delete_sent",
+        "usage/report",
+        "usage/live",
+        "usage/find_any",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
@@ -332,7 +335,7 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
                 "jupyter_enabled": True,
             },
         ),
-        ("reservations/request_cancel", {"reservation_id": rid}),
+        ("reservations/request_cancel", {"reservation_id": rid, "reason": None}),
         ("disks/rename", {"user_id": "role-api", "disk_name": "data", "new_name": "work"}),
         ("disks/request_delete", {"user_id": "role-api", "disk_name": "work"}),
         ("disks/request_restore", {"user_id": "role-api", "disk_name": "work"}),

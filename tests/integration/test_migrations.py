@@ -46,6 +46,7 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
         "disks",
         "reconciler_runs",
         "outbox",
+        "gpu_capacity_history",
     }
 
 

@@ -14,6 +14,7 @@ from gpudev_cli.main import cli
 
 CLI_PACKAGE = Path(__file__).resolve().parents[2] / "cli" / "gpudev_cli"
 COMMANDS = [
+    "admin",
     "avail",
     "cancel",
     "completion",
@@ -26,6 +27,7 @@ COMMANDS = [
     "reserve",
     "show",
     "status",
+    "usage",
 ]
 
 

@@ -30,8 +30,9 @@ def _project() -> dict[str, Any]:
 
 
 def _cli_extra() -> list[str]:
-    extra: list[str] = _project().get("optional-dependencies", {}).get("cli", [])
-    return extra
+    """The `cli` extra and `chart` (matplotlib, imported lazily by `--chart`)."""
+    extras = _project().get("optional-dependencies", {})
+    return [*extras.get("cli", []), *extras.get("chart", [])]
 
 
 def _declared_for_the_cli() -> set[str]:

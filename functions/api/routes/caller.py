@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from gpudev.aws import aws_clients
 from gpudev.callers import caller_for_request
 from gpudev.db.pool import autocommit_connection, connection
-from gpudev.identity import Caller
+from gpudev.identity import Caller, require_admin
 from gpudev.jobs import JobQueue
 from gpudev.settings import api_settings
 
@@ -70,3 +70,14 @@ def checked_caller(request: Request) -> CallerRequest:
 
 
 ForCaller = Annotated[CallerRequest, Depends(checked_caller)]
+
+
+def checked_operator(request: Request) -> CallerRequest:
+    """The caller, checked as for every route, and then as an operator (ADMIN_ROLES): 403
+    before anything is read."""
+    checked = checked_caller(request)
+    require_admin(checked.caller, api_settings().admin_role_patterns)
+    return checked
+
+
+ForOperator = Annotated[CallerRequest, Depends(checked_operator)]

@@ -155,3 +155,47 @@ def bound_elsewhere(caller: Caller) -> NotAuthorized:
         f"the username {caller.username} belongs to another principal; you called as "
         f"{caller.principal_arn}. Ask an administrator if this username should be yours"
     )
+
+
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):role/(?P<role>.+)$")
+
+
+@dataclass(frozen=True)
+class AdminRole:
+    """One `ADMIN_ROLES` entry: an IAM role ARN, `arn:aws:iam::<account>:role/[path/]Name`,
+    the name optionally ending in `*` (an Identity Center permission set's role)."""
+
+    account_id: str
+    role: RolePattern
+
+    @classmethod
+    def parse(cls, entry: str) -> AdminRole:
+        match = _ROLE_ARN.match(entry.strip())
+        if not match:
+            raise ValueError(
+                f"{entry!r}: expected an IAM role ARN, e.g. arn:aws:iam::123456789012:role/"
+                "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevAdmins_*"
+            )
+        return cls(match["account"], RolePattern.parse(match["role"]))
+
+    def matches(self, caller: Caller) -> bool:
+        return (
+            caller.role_name is not None
+            and caller.account_id == self.account_id
+            and self.role.matches(caller.role_name)
+        )
+
+
+def parse_admin_roles(entries: str) -> tuple[AdminRole, ...]:
+    """Comma-separated `ADMIN_ROLES` (empty: nobody is an operator)."""
+    return tuple(AdminRole.parse(e) for e in entries.split(",") if e.strip())
+
+
+def require_admin(caller: Caller, admins: tuple[AdminRole, ...]) -> None:
+    """Operator routes: only sessions of the configured admin roles (an IAM user never)."""
+    if any(admin.matches(caller) for admin in admins):
+        return
+    raise NotAuthorized(
+        f"this is an operator route: it needs a session of an admin role; you called as "
+        f"{caller.principal_arn}"
+    )

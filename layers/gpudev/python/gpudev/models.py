@@ -197,7 +197,7 @@ class Disk(Row):
     held_volume_id: str | None = None
     # migrations/0012: the name EBS tags carry while a rename has not reached them
     tagged_name: str | None = None
-    # migrations/0015: when the pod that last mounted it wrote `content_listing`
+    # migrations/0017: when the pod that last mounted it wrote `content_listing`
     content_listed_at: datetime | None = None
 
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from gpudev.identity import RolePattern, parse_role_patterns
+from gpudev.identity import AdminRole, RolePattern, parse_admin_roles, parse_role_patterns
 
 
 class SettingsError(RuntimeError):
@@ -94,6 +94,8 @@ class ApiSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
     jobs_queue_url: str
+    # The jobs' dead-letter queue, read by operators (GET /v1/admin/dlq); "" when not given.
+    jobs_dlq_url: str = ""
     # The account the API is deployed in (CDK: Aws.ACCOUNT_ID; local cloud: moto's).
     deployment_account_id: str = Field(pattern=r"^\d{12}$")
     # With an AWS Organizations id, principals of the organisation's accounts may call too.
@@ -101,15 +103,23 @@ class ApiSettings(BaseSettings):
     # Comma-separated [path/]RoleName[*] (docs/architecture.md "Security model"); empty
     # allows every principal of the account.
     allowed_roles: str = ""
+    # Comma-separated IAM role ARNs whose sessions may call the operator routes (/v1/admin);
+    # empty: nobody. An operator must be allowed by `allowed_roles` too.
+    admin_roles: str = ""
 
     @model_validator(mode="after")
     def _valid_roles(self) -> ApiSettings:
         parse_role_patterns(self.allowed_roles)  # a bad entry fails at first use, named
+        parse_admin_roles(self.admin_roles)
         return self
 
     @property
     def allowed_role_patterns(self) -> tuple[RolePattern, ...]:
         return parse_role_patterns(self.allowed_roles)
+
+    @property
+    def admin_role_patterns(self) -> tuple[AdminRole, ...]:
+        return parse_admin_roles(self.admin_roles)
 
 
 class UserLimitSettings(BaseSettings):

@@ -15,6 +15,7 @@ from gpudev.repositories.pod_health import PodHealthRepository
 from gpudev.repositories.reconciler_runs import ReconcilerRunsRepository
 from gpudev.repositories.reservations import NewReservation, ReservationsRepository
 from gpudev.repositories.sweeper import SweeperRepository
+from gpudev.repositories.usage import UsageRepository
 from gpudev.repositories.users import UsersRepository
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "ReconcilerRunsRepository",
     "ReservationsRepository",
     "SweeperRepository",
+    "UsageRepository",
     "UsersRepository",
 ]

@@ -206,9 +206,12 @@ class ReservationsRepository:
         with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
             return _changed(cur.execute(query(name), params).fetchone())
 
-    def request_cancel(self, reservation_id: UUID) -> Changed | None:
-        """Stamp the cancel request; None if already requested or no longer live."""
-        return self._change("reservations/request_cancel", {"reservation_id": reservation_id})
+    def request_cancel(self, reservation_id: UUID, reason: str | None = None) -> Changed | None:
+        """Stamp the cancel request (an operator's with its `reason`, which becomes the final
+        status's detail); None if already requested or no longer live."""
+        return self._change(
+            "reservations/request_cancel", {"reservation_id": reservation_id, "reason": reason}
+        )
 
     def extend(self, reservation_id: UUID, hours: float) -> Changed | None:
         """Add `hours` to the total; None if the reservation is no longer live."""

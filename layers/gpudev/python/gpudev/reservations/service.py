@@ -238,10 +238,20 @@ def request_cancel(
     conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, id_or_prefix: str
 ) -> Reservation:
     """Record the cancel request and queue it once; a repeat is accepted and changes nothing."""
-    reservation = find_reservation(conn, caller, id_or_prefix)
+    return record_cancel(conn, queue, find_reservation(conn, caller, id_or_prefix))
+
+
+def record_cancel(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    reservation: Reservation,
+    reason: str | None = None,
+) -> Reservation:
+    """The one cancel path, the owner's or an operator's (with the `reason` its final status
+    records): stamp the request with its job, commit, send. A repeat changes nothing."""
     _live(reservation, "cancel")
     with conn.transaction():
-        requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id)
+        requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id, reason)
         if requested is None:
             return reservation  # already requested: the first request stands
     send_after_commit(conn, queue, requested.job)

@@ -1,10 +1,14 @@
--- The final status, once: a reservation that already ended keeps its first ending.
+-- The final status, once: a reservation that already ended keeps its first ending. A cancel
+-- an operator requested keeps the operator's recorded reason (migration 0018).
 UPDATE reservations SET
     status = %(status)s,
     task_token = NULL,
     queue_position = NULL,
     estimated_wait_minutes = NULL,
-    current_detailed_status = %(detail)s,
+    current_detailed_status = CASE
+        WHEN %(status)s = 'cancelled' AND cancel_reason IS NOT NULL THEN cancel_reason
+        ELSE %(detail)s
+    END,
     cancelled_at = CASE WHEN %(status)s = 'cancelled' THEN now() END,
     failed_at = CASE WHEN %(status)s = 'failed' THEN now() END,
     failure_reason = CASE WHEN %(status)s = 'failed' THEN %(detail)s END,

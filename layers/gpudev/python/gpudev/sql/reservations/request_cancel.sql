@@ -1,7 +1,8 @@
 -- Record the cancel request once; returns the row only the first time, with the outbox row
--- of its cancel_reservation job, written in the same statement (sent after commit).
+-- of its cancel_reservation job, written in the same statement (sent after commit). An
+-- operator's force-cancel records its reason (NULL for the owner's own cancel).
 WITH changed AS (
-    UPDATE reservations SET cancel_requested_at = now()
+    UPDATE reservations SET cancel_requested_at = now(), cancel_reason = %(reason)s::text
     WHERE reservation_id = %(reservation_id)s
       AND cancel_requested_at IS NULL
       AND status IN ('pending', 'queued', 'preparing', 'active')

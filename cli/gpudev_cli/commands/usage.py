@@ -1,0 +1,157 @@
+"""`gpu-dev usage` (your own GPU-hours, queue waits and endings) and `gpu-dev admin
+list|cancel|usage|dlq` (operators: sessions of the deployment's admin roles)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote, urlencode
+
+import click
+
+from gpudev_cli import usage_render
+from gpudev_cli.context import Context, progress
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+class Moment(click.ParamType[datetime, Any]):
+    """An ISO date or date-time; without a zone it is in your local time zone."""
+
+    name = "DATE[THH:MM]"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a date (2026-11-20) or date-time (2026-11-20T09:00)")
+        return moment.astimezone() if moment.tzinfo is None else moment
+
+
+REPORT_OPTIONS = (
+    click.option(
+        "--since", type=Moment(), help="start (local time; default a week before --until)"
+    ),
+    click.option("--until", type=Moment(), help="end, exclusive (local time; default now)"),
+    click.option("--by", type=click.Choice(["user", "type", "day"]), help="group the totals by"),
+    click.option(
+        "--output", "-o", "output", type=click.Choice(["table", "json", "csv"]),
+        help="default: the global --output (csv: the totals)",
+    ),
+    click.option(
+        "--chart", type=click.Path(dir_okay=False, path_type=Path),
+        help="also draw GPU-hours by day and queue waits to this PNG (needs gpu-dev[chart])",
+    ),
+)  # fmt: skip
+
+
+def report_options(function: F) -> F:
+    for option in reversed(REPORT_OPTIONS):
+        function = option(function)
+    return function
+
+
+def _report(
+    obj: Context,
+    path: str,
+    since: datetime | None,
+    until: datetime | None,
+    by: str,
+    output: str | None,
+    chart: Path | None,
+) -> None:
+    if since and until and since >= until:
+        raise click.BadParameter("--since must be before --until", param_hint="--since")
+    query = {"by": by}
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None:
+            query[name] = moment.astimezone(UTC).isoformat()
+    with progress.status("Counting GPU-hours…"):
+        report = obj.client().request("GET", f"{path}?{urlencode(query)}")
+    if chart is not None:
+        from gpudev_cli.charts import save_chart
+
+        save_chart(report, chart)
+        progress.print(f"Chart written to {chart}")
+    fmt = output or obj.output
+    if fmt == "csv":
+        click.echo(usage_render.totals_csv(report), nl=False)
+    else:
+        Context(obj.api_url_flag, obj.profile, obj.region, fmt).emit(
+            report, usage_render.usage_tables
+        )
+
+
+@click.command()
+@report_options
+@click.pass_obj
+def usage(
+    obj: Context,
+    since: datetime | None,
+    until: datetime | None,
+    by: str | None,
+    output: str | None,
+    chart: Path | None,
+) -> None:
+    """Your GPU-hours (by day, GPU type or user), queue waits and how reservations ended.
+    Days are UTC days; times you give without a zone are local."""
+    _report(obj, "/v1/usage", since, until, by or "day", output, chart)
+
+
+@click.group()
+def admin() -> None:
+    """Operators only (a session of an admin role): everyone's usage and reservations."""
+
+
+@admin.command("usage")
+@report_options
+@click.pass_obj
+def admin_usage(
+    obj: Context,
+    since: datetime | None,
+    until: datetime | None,
+    by: str | None,
+    output: str | None,
+    chart: Path | None,
+) -> None:
+    """Everyone's GPU-hours, queue waits, endings and the fleet's utilisation."""
+    _report(obj, "/v1/admin/usage", since, until, by or "user", output, chart)
+
+
+@admin.command("list")
+@click.pass_obj
+def admin_list(obj: Context) -> None:
+    """Every live reservation, everyone's, oldest first."""
+    rows = obj.client().request("GET", "/v1/admin/reservations")["reservations"]
+    obj.emit(rows, usage_render.live_reservations_table)
+
+
+@admin.command("cancel")
+@click.argument("reservation_id")
+@click.option("--reason", required=True, help="recorded in the reservation's status history")
+@click.pass_obj
+def admin_cancel(obj: Context, reservation_id: str, reason: str) -> None:
+    """Cancel anyone's reservation (full id or 8-character prefix), with a reason."""
+    if not reason.strip():
+        raise click.BadParameter("give a reason", param_hint="--reason")
+    cancelled = obj.client().request(
+        "POST", f"/v1/admin/reservations/{quote(reservation_id, safe='')}/cancel",
+        {"reason": reason.strip()},
+    )  # fmt: skip
+    obj.emit(
+        cancelled,
+        lambda r: click.echo(f"Cancel requested for {r['reservation_id'][:8]} ({r['user_id']})"),
+    )
+
+
+@admin.command("dlq")
+@click.pass_obj
+def admin_dlq(obj: Context) -> None:
+    """The jobs dead-letter queue: its depth and up to 10 of its messages (left in place)."""
+    obj.emit(obj.client().request("GET", "/v1/admin/dlq"), usage_render.dead_letters_table)

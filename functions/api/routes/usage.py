@@ -1,0 +1,28 @@
+"""Usage: the caller's own GPU-hours, queue waits and outcomes (UTC)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from gpudev.usage.schemas import UsageGrouping, UsageReport
+from gpudev.usage.service import caller_usage
+from routes.caller import ForCaller
+
+router = Router()
+
+Since = Annotated[
+    datetime | None, Query(description="start (ISO 8601, UTC when no zone); a week before until")
+]
+Until = Annotated[datetime | None, Query(description="end, exclusive (ISO 8601); now")]
+By = Annotated[UsageGrouping, Query(description="what the totals are grouped by")]
+
+
+@router.get("/v1/usage")
+def my_usage(
+    caller: ForCaller, since: Since = None, until: Until = None, by: By = "day"
+) -> UsageReport:
+    return caller.read(caller_usage, since, until, by)

@@ -1,0 +1,42 @@
+"""What operators do to everyone's reservations: list the live ones, force-cancel one with a
+reason (the owner's cancel path, the reason recorded in the status history). The route
+checks the caller is an operator (`identity.require_admin`) before any of this runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from gpudev.errors import Conflict, NotFound
+from gpudev.identity import Caller
+from gpudev.jobs import JobQueue
+from gpudev.models import Reservation
+from gpudev.repositories import UsageRepository
+from gpudev.reservations.service import MIN_PREFIX, record_cancel
+
+
+def live_reservations(conn: psycopg.Connection[Any], caller: Caller) -> list[Reservation]:
+    """Every live reservation, everyone's, oldest first (one round trip)."""
+    return UsageRepository(conn).live()
+
+
+def force_cancel(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    id_or_prefix: str,
+    reason: str,
+) -> Reservation:
+    """Cancel anyone's live reservation; its final status reads `cancelled by operator
+    <username>: <reason>`. Ended → 409; a repeat (already requested) changes nothing."""
+    wanted = id_or_prefix.strip().lower()
+    if len(wanted) < MIN_PREFIX:
+        raise NotFound(f"reservation ids are at least {MIN_PREFIX} characters; got {wanted!r}")
+    matches = UsageRepository(conn).find_any(wanted)
+    if not matches:
+        raise NotFound(f"no reservation {wanted!r}")
+    if len(matches) > 1:
+        raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
+    recorded = f"cancelled by operator {caller.username}: {reason.strip()}"
+    return record_cancel(conn, queue, matches[0], recorded)

@@ -1,0 +1,40 @@
+"""What the usage and operator routes give: the report (every figure in UTC; clients show
+local time) and the operators' list of live reservations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gpudev.repositories.usage import GpuHours, Outcome, QueueWait, Utilisation
+from gpudev.reservations.schemas import ReservationView
+
+UsageGrouping = Literal["user", "type", "day"]
+
+
+class UsageTotal(BaseModel):
+    key: str  # the username, GPU type or UTC day (YYYY-MM-DD) the row totals
+    gpu_hours: float
+
+
+class UsageReport(BaseModel):
+    since: datetime
+    until: datetime
+    as_of: datetime = Field(description="live reservations are counted up to this instant")
+    scope: str = Field(description="the caller's username, or 'everyone' for operators")
+    by: UsageGrouping
+    totals: list[UsageTotal]
+    gpu_hours: list[GpuHours] = Field(description="by user, GPU type and UTC day")
+    queue_waits: list[QueueWait]
+    outcomes: list[Outcome]
+    utilisation: list[Utilisation] = Field(description="everyone's report only")
+
+
+class ForceCancelRequest(BaseModel):
+    reason: str = Field(min_length=1, max_length=400, description="recorded in the history")
+
+
+class LiveReservations(BaseModel):
+    reservations: list[ReservationView]
