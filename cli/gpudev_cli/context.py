@@ -30,14 +30,26 @@ class Context:
     profile: str | None
     region: str | None
     output: str
+    csv_allowed: bool = False  # set by the usage reports, the only commands that write CSV
 
     def client(self) -> SigV4Client:
+        """Refuses `--output csv` before any request: a command that cannot print CSV must
+        not act first (a reservation made, then its output refused)."""
+        self._check_output()
         api_url, _ = resolve_api_url(self.api_url_flag)
         settings = load()
         profile = self.profile or settings.get("profile")
         return SigV4Client(api_url, session_for(profile, self.region or settings.get("region")))
 
+    def _check_output(self) -> None:
+        if self.output == "csv" and not self.csv_allowed:
+            raise CliError(
+                "--output csv is for `gpu-dev usage` and `gpu-dev admin usage`; "
+                "use --output json here"
+            )
+
     def emit(self, data: Any, render: Any) -> None:
+        self._check_output()
         if self.output == "json":
             click.echo(json.dumps(data, indent=2, default=str))
         else:

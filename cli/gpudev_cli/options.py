@@ -42,8 +42,9 @@ GLOBAL_OPTIONS = (
     GlobalOption(
         ("--output", "-o"),
         "output",
-        "table for people, json for scripts (stdout then holds one JSON document)",
-        ("table", "json"),
+        "table for people, json for scripts (stdout then holds one JSON document); csv: "
+        "the usage reports only",
+        ("table", "json", "csv"),
         "table",
     ),
 )

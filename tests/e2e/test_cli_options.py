@@ -59,3 +59,18 @@ def test_a_bad_value_after_the_command_is_a_usage_error(run):
     result = run("avail", "-o", "yaml")
     assert result.exit_code == 2
     assert "Invalid value for '--output' / '-o'" in result.output
+
+
+def test_csv_is_refused_before_a_command_that_cannot_print_it_acts(run):
+    """`--output csv` is the usage reports' only: `reserve -o csv` must not reserve and then
+    fail to print, and `config show -o csv` (no request) is refused the same way."""
+    name = f"csv-{uuid.uuid4().hex[:8]}"
+    for args in (
+        ("reserve", "-t", "t4", "-h", "1", "--name", name, "--no-wait"),
+        ("config", "show"),
+    ):
+        result = run(*args, "-o", "csv")
+        assert result.exit_code == 1, result.output
+        assert "--output csv is for `gpu-dev usage` and `gpu-dev admin usage`" in result.output
+    reservations = json.loads(run("list", "--all", "-o", "json").stdout)
+    assert name not in [r["name"] for r in reservations]

@@ -41,10 +41,6 @@ REPORT_OPTIONS = (
     click.option("--until", type=Moment(), help="end, exclusive (local time; default now)"),
     click.option("--by", type=click.Choice(["user", "type", "day"]), help="group the totals by"),
     click.option(
-        "--output", "-o", "output", type=click.Choice(["table", "json", "csv"]),
-        help="default: the global --output (csv: the totals)",
-    ),
-    click.option(
         "--chart", type=click.Path(dir_okay=False, path_type=Path),
         help="also draw GPU-hours by day and queue waits to this PNG (needs gpu-dev[chart])",
     ),
@@ -63,11 +59,12 @@ def _report(
     since: datetime | None,
     until: datetime | None,
     by: str,
-    output: str | None,
     chart: Path | None,
 ) -> None:
+    """`--output csv` (a global option, csv only here) writes the totals as CSV."""
     if since and until and since >= until:
         raise click.BadParameter("--since must be before --until", param_hint="--since")
+    obj.csv_allowed = True
     query = {"by": by}
     for name, moment in (("since", since), ("until", until)):
         if moment is not None:
@@ -79,13 +76,10 @@ def _report(
 
         save_chart(report, chart)
         progress.print(f"Chart written to {chart}")
-    fmt = output or obj.output
-    if fmt == "csv":
+    if obj.output == "csv":
         click.echo(usage_render.totals_csv(report), nl=False)
     else:
-        Context(obj.api_url_flag, obj.profile, obj.region, fmt).emit(
-            report, usage_render.usage_tables
-        )
+        obj.emit(report, usage_render.usage_tables)
 
 
 @click.command()
@@ -96,12 +90,11 @@ def usage(
     since: datetime | None,
     until: datetime | None,
     by: str | None,
-    output: str | None,
     chart: Path | None,
 ) -> None:
     """Your GPU-hours (by day, GPU type or user), queue waits and how reservations ended.
     Days are UTC days; times you give without a zone are local."""
-    _report(obj, "/v1/usage", since, until, by or "day", output, chart)
+    _report(obj, "/v1/usage", since, until, by or "day", chart)
 
 
 @click.group()
@@ -117,11 +110,10 @@ def admin_usage(
     since: datetime | None,
     until: datetime | None,
     by: str | None,
-    output: str | None,
     chart: Path | None,
 ) -> None:
     """Everyone's GPU-hours, queue waits, endings and the fleet's utilisation."""
-    _report(obj, "/v1/admin/usage", since, until, by or "user", output, chart)
+    _report(obj, "/v1/admin/usage", since, until, by or "user", chart)
 
 
 @admin.command("list")
