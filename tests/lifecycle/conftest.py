@@ -33,6 +33,10 @@ def local_cloud(
         seconds_per_hour=SECONDS_PER_HOUR,
         ready_timeout_seconds=READY_TIMEOUT_SECONDS,
         ready_poll_seconds=1,
+        # `Is the pod ready?` watches the pod this long per call: past the kubelet's 0.2 s
+        # and the probe's 1.5 s, while holding a connection of the pool every function
+        # shares here no longer than that.
+        ready_watch_seconds=2.0,
         termination_seconds_scale=0.1,  # our pods' 10 s grace lasts 1 s
         # The simulation runs dozens of reservations per user at once.
         max_live_reservations_per_user=10_000,
