@@ -23,7 +23,8 @@ cancel → pod gone
 - termination: → the pod gone (the kubelet ends it after its grace period, scaled).
 
 Medians of 10 rounds (min–max beside). Run: `.venv/bin/python bench/lifecycle_latency.py
-[ROUNDS]` (part of `make bench`).
+[ROUNDS] [READY_WATCH_SECONDS]` (part of `make bench`); a watch of 0 checks the pod once per
+`Is the pod ready?`, as before 2026-11-24, for comparison.
 """
 
 from __future__ import annotations
@@ -209,6 +210,7 @@ def _print(title: str, rounds: list[dict[str, float]], goal: float) -> None:
 
 def main() -> int:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    watch = float(sys.argv[2]) if len(sys.argv) > 2 else Options.ready_watch_seconds
     (ROOT / ".local").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-latency-", dir=ROOT / ".local") as tmp:
         Path(tmp).chmod(0o755)
@@ -217,6 +219,7 @@ def main() -> int:
             kubelet_delay_seconds=KUBELET_SECONDS,
             probe_seconds=PROBE_SECONDS,
             termination_seconds_scale=TERMINATION_SCALE,
+            ready_watch_seconds=watch,
         )
         cloud = LocalCloud(Path(tmp), options).start()
         try:
@@ -228,7 +231,8 @@ def main() -> int:
             cloud.stop()
     print(
         f"kubelet delay {KUBELET_SECONDS:.1f} s, readiness probe {PROBE_SECONDS:.1f} s, "
-        f"pod grace 10 s × {TERMINATION_SCALE} = {10 * TERMINATION_SCALE:.1f} s, free capacity"
+        f"pod grace 10 s × {TERMINATION_SCALE} = {10 * TERMINATION_SCALE:.1f} s, free capacity; "
+        f"ready poll {options.ready_poll_seconds} s, ready watch {watch:g} s"
     )
     _print("reserve → active", [r["reserve"] for r in results], 3)
     _print("cancel → pod gone", [r["cancel"] for r in results], 2)
