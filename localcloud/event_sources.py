@@ -4,7 +4,9 @@
 it long-polls batches of up to `batch_size`, invokes the consumer with an SQS event, deletes
 what succeeded, and leaves the rest to reappear after the queue's visibility timeout; the
 queue's redrive policy (in moto) moves a message to the dead-letter queue after
-`maxReceiveCount` receives. A function error fails the whole batch, as in Lambda.
+`maxReceiveCount` receives. A function error fails the whole batch, as in Lambda. A new
+message ends a long poll at once (moto's queue notifies a condition): delivery adds no wait.
+`pause()` (tests) disables it and returns once the poll in flight has ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
 every `period_seconds` scaled down for local use.
@@ -88,7 +90,7 @@ class SqsPoller:
         self.signal_stop()
         join_or_abandon([self._thread], deadline)
 
-    def pause(self, timeout: float = 5.0) -> None:
+    def pause(self, timeout: float = 30.0) -> None:
         """Take no new batch, and return once the poll in flight (a long poll of up to a
         second, and its batch) has ended: from then on messages stay on the queue."""
         with self._idle:
