@@ -4,7 +4,9 @@
 it long-polls batches of up to `batch_size`, invokes the consumer with an SQS event, deletes
 what succeeded, and leaves the rest to reappear after the queue's visibility timeout; the
 queue's redrive policy (in moto) moves a message to the dead-letter queue after
-`maxReceiveCount` receives. A function error fails the whole batch, as in Lambda.
+`maxReceiveCount` receives. A function error fails the whole batch, as in Lambda. A new
+message ends a long poll at once (moto's queue notifies a condition): delivery adds no wait.
+`pause()` (tests) disables it and returns once the poll in flight has ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
 every `period_seconds` scaled down for local use.
@@ -72,6 +74,8 @@ class SqsPoller:
         ]["QueueArn"]
         self._stop = threading.Event()
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
+        self._idle = threading.Condition()  # notified when a poll ends
+        self._polling = False
         self._thread = threading.Thread(target=self._run, name=f"sqs-{spec.name}", daemon=True)
 
     def start(self) -> SqsPoller:
@@ -86,9 +90,19 @@ class SqsPoller:
         self.signal_stop()
         join_or_abandon([self._thread], deadline)
 
+    def pause(self, timeout: float = 30.0) -> None:
+        """Take no new batch, and return once the poll in flight (a long poll of up to a
+        second, and its batch) has ended: from then on messages stay on the queue."""
+        with self._idle:
+            self.paused = True
+            if not self._idle.wait_for(lambda: not self._polling, timeout):
+                raise TimeoutError(f"{self.spec.name}: the poll in flight did not end")
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            if self.paused:
+            with self._idle:
+                self._polling = not self.paused
+            if not self._polling:
                 self._stop.wait(0.05)
                 continue
             try:
@@ -96,6 +110,10 @@ class SqsPoller:
             except Exception:
                 log.exception("polling %s failed", self.spec.name)
                 self._stop.wait(1)
+            finally:
+                with self._idle:
+                    self._polling = False
+                    self._idle.notify_all()
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive and deliver one batch; the number of messages delivered."""

@@ -86,6 +86,7 @@ class Options:
     seconds_per_hour: float = 3600.0
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: int = 2
+    ready_watch_seconds: float = 10.0  # `Is the pod ready?` watches this long per call
     # New EBS snapshots stay `pending` this long on the lifecycle's clock (moto: at once).
     snapshot_seconds: float = 0.0
     cluster_description: Path = DEFAULT_DESCRIPTION
@@ -285,6 +286,7 @@ class LocalCloud:
             "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
             "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
             "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
+            "LIFECYCLE_READY_WATCH_SECONDS": str(self.options.ready_watch_seconds),
             "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
         } | self._user_limit_environment()
 

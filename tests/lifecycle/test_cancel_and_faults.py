@@ -23,8 +23,7 @@ from tests.support.waiting import wait_for
 
 def test_cancel_while_pending(api, local_cloud):
     poller = local_cloud.pollers["Jobs"]
-    poller.paused = True
-    time.sleep(1.5)  # a long poll in flight finishes
+    poller.pause()  # returns once a long poll in flight has finished
     rid = reserve(api)["reservation_id"]
     cancel(api, rid)
     assert show(api, rid)["status"] == "pending"
@@ -99,8 +98,7 @@ def test_a_pod_that_never_becomes_ready_fails_after_the_timeout(api, local_cloud
 
 def test_duplicate_create_jobs_start_one_execution_and_one_pod(api, local_cloud):
     poller = local_cloud.pollers["Jobs"]
-    poller.paused = True
-    time.sleep(1.5)
+    poller.pause()  # returns once a long poll in flight has finished
     rid = reserve(api)["reservation_id"]
     sqs = local_cloud.aws.client("sqs")
     url = local_cloud.resources.queue_urls["Jobs"]

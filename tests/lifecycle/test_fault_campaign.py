@@ -17,6 +17,7 @@ printed at the end of the module (and each case's row is a junit property)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -238,10 +239,19 @@ class Run:
 
     def active(self, **fields: Any) -> str:
         """A reservation that is active and parked until its next checkpoint."""
-        rid = self.reserve(**fields)
-        wait_for_status(self.api, rid, "active")
-        wait_for(lambda: "Active until the next checkpoint" in self.history(rid), timeout=10)
+        (rid,) = self.all_active(1, **fields)
         return rid
+
+    def all_active(self, count: int, **fields: Any) -> list[str]:
+        """`count` reservations, reserved together, each active and parked."""
+        rids = [self.reserve(**fields) for _ in range(count)]
+        for rid in rids:
+            wait_for_status(self.api, rid, "active")
+            wait_for(functools.partial(self.parked, rid), timeout=10)
+        return rids
+
+    def parked(self, rid: str) -> bool:
+        return "Active until the next checkpoint" in self.history(rid)
 
     def history(self, rid: str) -> list[str]:
         return execution_history(self.cloud, rid)
@@ -476,8 +486,8 @@ def _throttled_wake_for_a_change(r: Run) -> str:
 def _tear_down_deletes_fail(r: Run) -> str:
     """Every kind tear down deletes answers 500 twice, and its label lists of pods three
     times: six reservations cancelled at once tear down through the failures."""
-    rids = [r.active(gpu_type="t4", gpu_count=1) for _ in range(4)]
-    rids += [r.active() for _ in range(2)]  # cpu-x86
+    rids = r.all_active(4, gpu_type="t4", gpu_count=1)
+    rids += r.all_active(2)  # cpu-x86
     faults = r.cloud.kubernetes.faults  # type: ignore[union-attr]
     for resource in DELETED:
         faults.fail_next("delete", resource, 2)
@@ -527,8 +537,7 @@ def _throttled_wake_for_a_cancel(r: Run) -> str:
 
 
 def _paused_jobs(r: Run) -> None:
-    r.cloud.pollers["Jobs"].paused = True
-    time.sleep(1.5)  # a long poll in flight finishes
+    r.cloud.pollers["Jobs"].pause()  # returns once a long poll in flight has finished
 
 
 def _resume_jobs(r: Run) -> None:

@@ -58,6 +58,12 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     history = execution_history(local_cloud, rid)
     assert history[:3] == ["Validate request", "Queue, cancel or done?", "Wait for capacity"]
     assert "Provision" in history and "Take the disk" in history  # no disk: "none"
+    # The pod is looked at right after it was created (no Wait first): the check watches it.
+    provisioned = history.index("Provision")
+    assert history[provisioned + 1 : provisioned + 3] == [
+        "Cancelled while provisioning?",
+        "Is the pod ready?",
+    ]
     assert history[-6:] == [
         "Tear down",
         "No failed snapshot yet",

@@ -80,8 +80,7 @@ def test_a_pending_reservation_nobody_started_gets_its_job_again_or_ends_after_t
     assert local_cloud.aws is not None
     sqs = local_cloud.aws.client("sqs")
     queue_url = local_cloud.resources.queue_urls["Jobs"]
-    local_cloud.pollers["Jobs"].paused = True
-    time.sleep(1.5)  # a long poll in flight finishes
+    local_cloud.pollers["Jobs"].pause()  # returns once a long poll in flight has finished
     lost = reserve(api)["reservation_id"]
     given_up = reserve(api)["reservation_id"]
     sqs.purge_queue(QueueUrl=queue_url)  # both jobs lost (say, in the dead-letter queue)

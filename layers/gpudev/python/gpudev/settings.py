@@ -145,6 +145,9 @@ class LifecycleSettings(BaseSettings):
     seconds_per_hour: float = Field(default=3600.0, gt=0)
     ready_timeout_seconds: float = Field(default=600.0, gt=0)  # then the reservation fails
     ready_poll_seconds: int = Field(default=5, ge=1)
+    # `Is the pod ready?` watches the pods this long (a LIST every 0.2 s) before answering
+    # `waiting` and the state machine waits `ready_poll_seconds`: 0 checks once per call.
+    ready_watch_seconds: float = Field(default=10.0, ge=0)
     queue_timeout_hours: float = Field(default=48.0, gt=0)  # then it is cancelled as stale
     warning_minutes: tuple[int, ...] = (30, 15, 5)
     # an active reservation whose checkpoint failed transiently (after the task's own

@@ -49,6 +49,7 @@ class Lifecycle:
     profiling_namespace: str
     ec2: Any = None  # the EC2 client: named disks' volumes and snapshots
     clock: Callable[[], float] = field(default=time.time)  # epoch seconds
+    sleep: Callable[[float], None] = field(default=time.sleep)  # between checks in a task
 
     def namespace_of(self, reservation: Reservation) -> str:
         return self.profiling_namespace if reservation.profiling else self.namespace
