@@ -59,7 +59,7 @@ def build_network(scope: Construct) -> Network:
     if vpc_id:
         vpc, functions, database = _existing_vpc(scope, str(vpc_id))
     else:
-        vpc, functions, database = _own_vpc(scope)
+        vpc, functions, database = own_vpc(scope)
     security_group = ec2.SecurityGroup(
         scope, "FunctionsSecurityGroup", vpc=vpc, description="gpu-dev Lambda functions"
     )
@@ -76,7 +76,7 @@ def build_network(scope: Construct) -> Network:
     return Network(vpc, functions, database, security_group)
 
 
-def _own_vpc(scope: Construct) -> tuple[ec2.IVpc, ec2.SubnetSelection, ec2.SubnetSelection]:
+def own_vpc(scope: Construct) -> tuple[ec2.IVpc, ec2.SubnetSelection, ec2.SubnetSelection]:
     vpc = ec2.Vpc(
         scope,
         "Network",

@@ -44,9 +44,7 @@ def _group(autoscaling: Any, name: str, size: int, node_group: str | None = None
         MaxSize=4,
         DesiredCapacity=size,
         AvailabilityZones=[f"{REGION}a"],
-        Tags=[
-            {**tag, "ResourceId": name, "ResourceType": "auto-scaling-group"} for tag in tags
-        ],
+        Tags=[{**tag, "ResourceId": name, "ResourceType": "auto-scaling-group"} for tag in tags],
     )
 
 

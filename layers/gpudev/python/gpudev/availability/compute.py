@@ -5,8 +5,9 @@ per node, we list them once per run).
 Per active type:
 - groups: Auto Scaling groups by their name, or, for an EKS managed node group (whose group
   EKS names `eks-<node group>-<uuid>`), by the node group's name from the group's
-  `eks:nodegroup-name` tag (`counted_group_name`); names starting with `pytorch-gpu-dev-gpu-nodes-<type>` (CPU types: that prefix,
-  then `pytorch-gpu-dev-cpu-nodes-<type>`, then `pytorch-gpu-dev-cpu-nodes`; the first prefix
+  `eks:nodegroup-name` tag (`counted_group_name`); names starting with
+  `pytorch-gpu-dev-gpu-nodes-<type>` (CPU types: that prefix, then
+  `pytorch-gpu-dev-cpu-nodes-<type>`, then `pytorch-gpu-dev-cpu-nodes`; the first prefix
   with matches wins). Unlike the reference, a group of a longer type name (`…-t4-small`) is
   not counted for the shorter one (`…-t4`): the longest matching type prefix owns a group.
 - desired = Σ DesiredCapacity; running = Σ InService instances; total = running × GPUs per node
