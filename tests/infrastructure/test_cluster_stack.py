@@ -36,9 +36,9 @@ CONTEXT: dict[str, Any] = {
 }
 
 
-def _cluster_template(context: dict[str, Any]) -> Template:
+def _cluster_template(context: dict[str, Any], outdir: Path | None = None) -> Template:
     """The cluster stack alone, nag-checked (a finding fails synth): no layer to bundle."""
-    app = cdk.App(context=context)
+    app = cdk.App(context=context, outdir=str(outdir) if outdir else None)
     stack = ClusterStack(app, "GpuDevCluster")
     acknowledge_cluster_findings(stack)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -238,5 +238,25 @@ def test_the_app_has_the_cluster_stack_only_when_asked(
 
 
 def test_node_ports_open_to_the_world_are_refused_by_cdk_nag():
-    with pytest.raises(RuntimeError, match="Validation failed"):
+    with pytest.raises(RuntimeError, match="AwsSolutions-EC23"):
         _cluster_template({**CONTEXT, "gpudev:nodePortCidrs": "0.0.0.0/0"})
+
+
+def test_cfn_lint_accepts_the_cluster_template(tmp_path: Path):
+    import subprocess
+    import sys
+
+    _cluster_template(CONTEXT, tmp_path)
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("cfn-lint")),
+            "--ignore-checks",
+            "W3005",
+            "--",
+            str(tmp_path / "GpuDevCluster.template.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
