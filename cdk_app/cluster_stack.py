@@ -22,7 +22,7 @@ from constructs import Construct
 
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
-from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, own_vpc
+from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, id_list, own_vpc
 from cdk_app.node_groups import NodeGroupSpec, node_group_specs
 
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
@@ -46,19 +46,8 @@ def wants_cluster(scope: Construct) -> bool:
     raise ValueError(f"context {CREATE_CLUSTER_CONTEXT}: true or false; got {raw!r}")
 
 
-def _context_list(scope: Construct, key: str) -> list[str]:
-    raw = scope.node.try_get_context(key)
-    if raw is None or raw == "" or raw == []:
-        return []
-    if isinstance(raw, str):
-        raw = json.loads(raw) if raw.lstrip().startswith("[") else raw.split(",")
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise ValueError(f"context {key}: a list of strings; got {raw!r}")
-    return [item.strip() for item in raw]
-
-
 def _admin_roles(scope: Construct) -> list[str]:
-    roles = _context_list(scope, ADMIN_ROLES_CONTEXT)
+    roles = id_list(scope, ADMIN_ROLES_CONTEXT, "", required=False)
     if not roles:
         raise ValueError(
             f"context {ADMIN_ROLES_CONTEXT}: at least one IAM role ARN, the cluster's "
@@ -71,7 +60,7 @@ def _admin_roles(scope: Construct) -> list[str]:
 
 
 def _node_port_cidrs(scope: Construct) -> list[str]:
-    cidrs = _context_list(scope, NODE_PORT_CIDRS_CONTEXT)
+    cidrs = id_list(scope, NODE_PORT_CIDRS_CONTEXT, "", required=False)
     for cidr in cidrs:
         try:
             ipaddress.ip_network(cidr)

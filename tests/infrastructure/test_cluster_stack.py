@@ -108,6 +108,11 @@ def test_the_add_ons_network_policy_and_the_ebs_driver_identity(cluster: Templat
         "AWS::EKS::Addon", {"Properties": {"AddonName": "aws-ebs-csi-driver"}}
     ).values()
     assert {"PodIdentityAgent", "NodeGroupcpuarm"} <= set(addon["DependsOn"])
+    role_name = addon["Properties"]["PodIdentityAssociations"][0]["RoleArn"]["Fn::GetAtt"][0]
+    trust = cluster.find_resources("AWS::IAM::Role")[role_name]["Properties"]
+    statements = trust["AssumeRolePolicyDocument"]["Statement"]
+    assert {s["Principal"]["Service"] for s in statements} == {"pods.eks.amazonaws.com"}
+    assert {s["Action"] for s in statements} == {"sts:AssumeRole", "sts:TagSession"}
 
 
 def test_node_groups_are_named_labelled_and_tainted_as_gpu_dev_expects(cluster: Template):
