@@ -238,6 +238,9 @@ def test_the_app_has_the_cluster_stack_only_when_asked(
     cluster = app.node.find_child("GpuDevCluster")
     assert isinstance(cluster, ClusterStack)
     assert main.dependencies == [cluster]  # `cdk deploy` makes the cluster first
+    app.synth()  # both stacks, cdk-nag over the whole app
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["artifacts"]["GpuDev"]["dependencies"][0] == "GpuDevCluster"
     with pytest.raises(ValueError, match="gpudev:createCluster: true or false"):
         build_app(outdir=str(tmp_path / "out2"), context={"gpudev:createCluster": "yes"})
 
