@@ -268,3 +268,12 @@ def test_cfn_lint_accepts_the_cluster_template(tmp_path: Path):
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_by_default_a_t4_group_scaled_to_zero_and_one_cpu_node():
+    context = {k: v for k, v in CONTEXT.items() if k != "gpudev:nodeGroups"}
+    groups = _node_groups(_cluster_template(context))
+    assert {name: g["ScalingConfig"] for name, g in groups.items()} == {
+        "pytorch-gpu-dev-gpu-nodes-t4": {"MinSize": 0, "MaxSize": 2, "DesiredSize": 0},
+        "pytorch-gpu-dev-cpu-nodes-cpu-x86": {"MinSize": 1, "MaxSize": 2, "DesiredSize": 1},
+    }
