@@ -89,6 +89,43 @@ def acknowledge_public_route(method: IConstruct) -> None:
     )
 
 
+_AWS_POLICY = "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy"
+CLUSTER_ACKNOWLEDGED: dict[str, str] = {
+    f"{_AWS_POLICY}/AmazonEKSClusterPolicy]": (
+        "The EKS service role's documented policy; EKS adds actions to it as the service "
+        "grows, which a copy would miss."
+    ),
+    f"{_AWS_POLICY}/AmazonEKSWorkerNodePolicy]": (
+        "The documented node role policy (the kubelet describes its instance and joins); "
+        "maintained by AWS with the node AMIs."
+    ),
+    f"{_AWS_POLICY}/AmazonEC2ContainerRegistryPullOnly]": (
+        "Nodes pull the add-ons' images from ECR: pull-only, the narrowest managed policy."
+    ),
+    f"{_AWS_POLICY}/AmazonEKS_CNI_Policy]": (
+        "The VPC CNI assigns pod addresses (ENIs, IPs) on every node; AWS maintains the "
+        "action set with the add-on's versions."
+    ),
+    f"{_AWS_POLICY}/service-role/AmazonEBSCSIDriverPolicy]": (
+        "The EBS CSI driver's documented policy, its creates and deletes conditioned on the "
+        "driver's own tags; assumed only by its controller's service account (pod identity)."
+    ),
+    "AwsSolutions::AwsSolutions-EKS1": (
+        "Operators run kubectl from their machines and the main stack's functions may run "
+        "outside the cluster's VPC; every request is authenticated by IAM and authorized by "
+        "access entries. The private endpoint is on too, for the functions placed in the "
+        "cluster's VPC (docs/deploy.md, Starting from nothing)."
+    ),
+}
+
+
+def acknowledge_cluster_findings(stack: Stack) -> None:
+    """The cluster stack's own list (cdk_app/cluster_stack.py): its roles are AWS services'."""
+    Validations.of(stack).acknowledge(
+        *(Acknowledgment(id=rule, reason=reason) for rule, reason in CLUSTER_ACKNOWLEDGED.items())
+    )
+
+
 def acknowledge_findings(stack: Stack) -> None:
     Validations.of(stack).acknowledge(
         *(Acknowledgment(id=rule, reason=reason) for rule, reason in ACKNOWLEDGED.items())

@@ -36,7 +36,7 @@ class Network:
     functions_security_group: ec2.SecurityGroup
 
 
-def _id_list(scope: Construct, key: str, prefix: str, *, required: bool) -> list[str]:
+def id_list(scope: Construct, key: str, prefix: str, *, required: bool) -> list[str]:
     """A context list: JSON from `-c key='[...]'`, a list from cdk.json, or comma-separated."""
     raw = scope.node.try_get_context(key)
     if raw is None or raw == "" or raw == []:
@@ -59,7 +59,7 @@ def build_network(scope: Construct) -> Network:
     if vpc_id:
         vpc, functions, database = _existing_vpc(scope, str(vpc_id))
     else:
-        vpc, functions, database = _own_vpc(scope)
+        vpc, functions, database = own_vpc(scope)
     security_group = ec2.SecurityGroup(
         scope, "FunctionsSecurityGroup", vpc=vpc, description="gpu-dev Lambda functions"
     )
@@ -76,7 +76,7 @@ def build_network(scope: Construct) -> Network:
     return Network(vpc, functions, database, security_group)
 
 
-def _own_vpc(scope: Construct) -> tuple[ec2.IVpc, ec2.SubnetSelection, ec2.SubnetSelection]:
+def own_vpc(scope: Construct) -> tuple[ec2.IVpc, ec2.SubnetSelection, ec2.SubnetSelection]:
     vpc = ec2.Vpc(
         scope,
         "Network",
@@ -112,8 +112,8 @@ def _existing_vpc(
             f"context {ZONES_CONTEXT}: two availability zones at least (Aurora needs two), "
             f"required with {VPC_CONTEXT}; got {zones!r}"
         )
-    function_subnets = _id_list(scope, FUNCTION_SUBNETS_CONTEXT, "subnet-", required=True)
-    database_subnets = _id_list(scope, DATABASE_SUBNETS_CONTEXT, "subnet-", required=False)
+    function_subnets = id_list(scope, FUNCTION_SUBNETS_CONTEXT, "subnet-", required=True)
+    database_subnets = id_list(scope, DATABASE_SUBNETS_CONTEXT, "subnet-", required=False)
     for key, subnets in (
         (FUNCTION_SUBNETS_CONTEXT, function_subnets),
         (DATABASE_SUBNETS_CONTEXT, database_subnets),

@@ -17,7 +17,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLUSTER = "pytorch-gpu-dev-cluster"
-GROUP_PREFIX = "pytorch-gpu-dev-"  # gpudev/availability/service.py counts these groups
 NAMESPACES = ("gpu-dev", "gpu-dev-profiling")  # deploy/kubernetes/namespace.yaml
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MIN_BOOTSTRAP_VERSION = 6
@@ -141,17 +140,20 @@ def _network(
 
 
 def _scaling_groups(autoscaling: Any) -> Iterator[Finding]:
-    names = [
-        group["AutoScalingGroupName"]
+    from gpudev.availability.compute import counted_group_name  # the updater's own rule
+
+    counted = (
+        counted_group_name(group)
         for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate()
         for group in page["AutoScalingGroups"]
-        if group["AutoScalingGroupName"].startswith(GROUP_PREFIX)
-    ]
+    )
+    names = [name for name in counted if name is not None]
     yield Finding(
         "node groups",
         bool(names),
         ", ".join(sorted(names))
-        or f"no Auto Scaling group named {GROUP_PREFIX}gpu-nodes-<type>…: availability shows 0",
+        or "no Auto Scaling group (or EKS managed node group) named "
+        "pytorch-gpu-dev-gpu-nodes-<type>…: availability shows 0",
     )
 
 

@@ -142,3 +142,29 @@ def test_subnets_outside_the_chosen_vpc_or_zones_are_named(aws):
     assert not finding.ok
     assert f"{stray} not in {ids['vpc']}" in finding.detail
     assert "outside gpudev:availabilityZones" in finding.detail
+
+
+def test_an_eks_managed_node_group_counts_as_a_node_group(aws):
+    _prepare(aws)
+    aws("autoscaling").delete_auto_scaling_group(
+        AutoScalingGroupName="pytorch-gpu-dev-gpu-nodes-h100", ForceDelete=True
+    )
+    name = "eks-pytorch-gpu-dev-gpu-nodes-t4-7ec9a1b2"  # how EKS names a node group's group
+    aws("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchConfigurationName="gpu",
+        MinSize=0,
+        MaxSize=2,
+        AvailabilityZones=["us-east-2a"],
+        Tags=[
+            {
+                "Key": "eks:nodegroup-name",
+                "Value": "pytorch-gpu-dev-gpu-nodes-t4",
+                "ResourceId": name,
+                "ResourceType": "auto-scaling-group",
+            }
+        ],
+    )
+    checks = _by_check(list(check_aws(_with_access_entries(aws, "API"), Context({}))))
+    assert checks["node groups"].ok
+    assert checks["node groups"].detail == "pytorch-gpu-dev-gpu-nodes-t4"

@@ -3,8 +3,11 @@ one node list and one pod list (reference-behaviour.md §6.2; the reference list
 per node, we list them once per run).
 
 Per active type:
-- groups: names starting with `pytorch-gpu-dev-gpu-nodes-<type>` (CPU types: that prefix,
-  then `pytorch-gpu-dev-cpu-nodes-<type>`, then `pytorch-gpu-dev-cpu-nodes`; the first prefix
+- groups: Auto Scaling groups by their name, or, for an EKS managed node group (whose group
+  EKS names `eks-<node group>-<uuid>`), by the node group's name from the group's
+  `eks:nodegroup-name` tag (`counted_group_name`); names starting with
+  `pytorch-gpu-dev-gpu-nodes-<type>` (CPU types: that prefix, then
+  `pytorch-gpu-dev-cpu-nodes-<type>`, then `pytorch-gpu-dev-cpu-nodes`; the first prefix
   with matches wins). Unlike the reference, a group of a longer type name (`…-t4-small`) is
   not counted for the shorter one (`…-t4`): the longest matching type prefix owns a group.
 - desired = Σ DesiredCapacity; running = Σ InService instances; total = running × GPUs per node
@@ -21,11 +24,15 @@ Per active type:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gpudev.cluster.vocabulary import LIVE_POD_PHASES, Node, Pod
 from gpudev.models import Availability
+
+GROUP_NAME_PREFIX = "pytorch-gpu-dev-"
+NODEGROUP_NAME_TAG = "eks:nodegroup-name"  # EKS tags a managed node group's Auto Scaling group
 
 CPU_SLOTS_PER_NODE = 3
 MULTINODE_TYPES = frozenset({"h100", "h200", "b200", "a100"})
@@ -47,6 +54,21 @@ class ScalingGroup:
     name: str
     desired_capacity: int
     in_service: int
+
+
+def counted_group_name(group: Mapping[str, Any]) -> str | None:
+    """The name an Auto Scaling group (a DescribeAutoScalingGroups entry) is counted by: its
+    own when it is gpu-dev's (`pytorch-gpu-dev-…`), else the managed node group's name it
+    carries in its `eks:nodegroup-name` tag when that is gpu-dev's; None for other groups."""
+    name = str(group["AutoScalingGroupName"])
+    if name.startswith(GROUP_NAME_PREFIX):
+        return name
+    for tag in group.get("Tags") or []:
+        if tag.get("Key") == NODEGROUP_NAME_TAG and str(tag.get("Value", "")).startswith(
+            GROUP_NAME_PREFIX
+        ):
+            return str(tag["Value"])
+    return None
 
 
 def group_prefixes(gpu_type: str, is_cpu: bool) -> list[str]:

@@ -19,6 +19,7 @@ from gpudev.availability.compute import (
     GpuTypeConfig,
     ScalingGroup,
     compute_availability,
+    counted_group_name,
 )
 from gpudev.availability.health import plan_pod_health
 from gpudev.cluster.vocabulary import Node, Pod
@@ -34,7 +35,6 @@ from gpudev.signals import Signals, Wake
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-GROUP_NAME_PREFIX = "pytorch-gpu-dev-"
 RECONCILER = "gpu_availability"
 
 
@@ -67,10 +67,11 @@ def list_scaling_groups(autoscaling: Any) -> list[ScalingGroup]:
     groups = []
     for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
         for group in page["AutoScalingGroups"]:
-            if group["AutoScalingGroupName"].startswith(GROUP_NAME_PREFIX):
+            name = counted_group_name(group)
+            if name is not None:
                 groups.append(
                     ScalingGroup(
-                        name=group["AutoScalingGroupName"],
+                        name=name,
                         desired_capacity=group["DesiredCapacity"],
                         in_service=sum(
                             i["LifecycleState"] == "InService" for i in group["Instances"]

@@ -1,0 +1,247 @@
+"""The optional cluster stack, for a team starting from nothing: a VPC laid out like the main
+stack's own one, an EKS cluster with access entries, the add-ons gpu-dev relies on and the
+managed node groups the availability updater counts (cdk_app/node_groups.py). Synthesized only
+with `-c gpudev:createCluster=true`; the main stack is then deployed into its VPC with the ids
+it outputs (docs/deploy.md, "Starting from nothing").
+
+L1 constructs only (`CfnCluster`, `CfnNodegroup`, `CfnAddon`, `CfnAccessEntry`): the L2
+`aws_eks.Cluster` manages the cluster through a kubectl Lambda layer and custom resources,
+which gpu-dev does not need (deploy/kubernetes/ is applied with kubectl by an admin).
+Lookup-free, so synthesis stays offline."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from aws_cdk import Aws, CfnOutput, Fn, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
+from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
+from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, id_list, own_vpc
+from cdk_app.node_groups import NodeGroupSpec, node_group_specs
+
+CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
+ADMIN_ROLES_CONTEXT = "gpudev:clusterAdminRoleArns"
+NODE_PORT_CIDRS_CONTEXT = "gpudev:nodePortCidrs"
+KUBERNETES_VERSION_CONTEXT = "gpudev:kubernetesVersion"
+DEFAULT_CLUSTER_NAME = "pytorch-gpu-dev-cluster"
+NODE_PORTS = (30000, 32767)  # Kubernetes' NodePort range: SSH reaches a dev pod through one
+NODE_DISK_GIB = 200  # PyTorch images are several GiB; the default 20 GiB fills up
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def wants_cluster(scope: Construct) -> bool:
+    """`-c gpudev:createCluster=true` (a string) or `true` in cdk.json; off by default."""
+    raw = scope.node.try_get_context(CREATE_CLUSTER_CONTEXT)
+    if raw in (None, False, "", "false"):
+        return False
+    if raw in (True, "true"):
+        return True
+    raise ValueError(f"context {CREATE_CLUSTER_CONTEXT}: true or false; got {raw!r}")
+
+
+def _admin_roles(scope: Construct) -> list[str]:
+    roles = id_list(scope, ADMIN_ROLES_CONTEXT, "", required=False)
+    if not roles:
+        raise ValueError(
+            f"context {ADMIN_ROLES_CONTEXT}: at least one IAM role ARN, the cluster's "
+            "administrators (they apply deploy/kubernetes/; CloudFormation's role is not one)"
+        )
+    wrong = [role for role in roles if not (role.startswith("arn:") and ":role/" in role)]
+    if wrong:
+        raise ValueError(f"context {ADMIN_ROLES_CONTEXT}: IAM role ARNs; got {wrong}")
+    return roles
+
+
+def _node_port_cidrs(scope: Construct) -> list[str]:
+    cidrs = id_list(scope, NODE_PORT_CIDRS_CONTEXT, "", required=False)
+    for cidr in cidrs:
+        try:
+            ipaddress.ip_network(cidr)
+        except ValueError:
+            raise ValueError(f"context {NODE_PORT_CIDRS_CONTEXT}: {cidr!r} is not a CIDR") from None
+    return cidrs
+
+
+def _managed(name: str) -> iam.IManagedPolicy:
+    return iam.ManagedPolicy.from_aws_managed_policy_name(name)
+
+
+class ClusterStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.cluster_name = str(self.node.try_get_context("eksClusterName") or DEFAULT_CLUSTER_NAME)
+        specs = node_group_specs(self)  # validate every context value before building
+        admins = _admin_roles(self)
+        node_port_cidrs = _node_port_cidrs(self)
+
+        vpc, functions, database = own_vpc(self)
+        public = vpc.select_subnets(subnet_type=ec2.SubnetType.PUBLIC)
+        private = vpc.select_subnets(subnet_type=functions.subnet_type)
+        self.cluster = self._cluster(public.subnet_ids + private.subnet_ids)
+        cluster_name = self.cluster.ref
+        for index, role_arn in enumerate(admins):
+            eks.CfnAccessEntry(
+                self,
+                f"AdminAccessEntry{index}",
+                cluster_name=cluster_name,
+                principal_arn=role_arn,
+                type="STANDARD",
+                access_policies=[
+                    eks.CfnAccessEntry.AccessPolicyProperty(
+                        policy_arn=f"arn:{Aws.PARTITION}:eks::aws:cluster-access-policy/"
+                        "AmazonEKSClusterAdminPolicy",
+                        access_scope=eks.CfnAccessEntry.AccessScopeProperty(type="cluster"),
+                    )
+                ],
+            )
+        security_group = self.cluster.attr_cluster_security_group_id
+        for index, cidr in enumerate(node_port_cidrs):
+            ec2.CfnSecurityGroupIngress(
+                self,
+                f"NodePortIngress{index}",
+                group_id=security_group,
+                ip_protocol="tcp",
+                from_port=NODE_PORTS[0],
+                to_port=NODE_PORTS[1],
+                cidr_ip=cidr if ":" not in cidr else None,
+                cidr_ipv6=cidr if ":" in cidr else None,
+                description="SSH to dev pods through their NodePort services",
+            )
+
+        vpc_cni = eks.CfnAddon(
+            self,
+            "VpcCni",
+            addon_name="vpc-cni",
+            cluster_name=cluster_name,
+            resolve_conflicts="OVERWRITE",  # EKS bootstrapped a self-managed one
+            configuration_values=json.dumps({"enableNetworkPolicy": "true"}),
+        )
+        pod_identity = eks.CfnAddon(
+            self, "PodIdentityAgent", addon_name="eks-pod-identity-agent", cluster_name=cluster_name
+        )
+        node_role = iam.Role(
+            self,
+            "NodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            managed_policies=[
+                _managed("AmazonEKSWorkerNodePolicy"),
+                _managed("AmazonEC2ContainerRegistryPullOnly"),
+                _managed("AmazonEKS_CNI_Policy"),
+            ],
+        )
+        groups = [self._node_group(spec, node_role, public.subnet_ids, vpc_cni) for spec in specs]
+        ebs_csi_role = iam.Role(
+            self,
+            "EbsCsiDriverRole",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
+            managed_policies=[_managed("service-role/AmazonEBSCSIDriverPolicy")],
+        )
+        ebs_csi_role.assume_role_policy.add_statements(  # type: ignore[union-attr]
+            iam.PolicyStatement(
+                actions=["sts:TagSession"],
+                principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
+            )
+        )
+        ebs_csi = eks.CfnAddon(
+            self,
+            "EbsCsiDriver",
+            addon_name="aws-ebs-csi-driver",
+            cluster_name=cluster_name,
+            resolve_conflicts="OVERWRITE",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=ebs_csi_role.role_arn, service_account=EBS_CSI_SERVICE_ACCOUNT
+                )
+            ],
+        )
+        ebs_csi.add_resource_dependency(pod_identity)
+        for group in groups:  # its controller runs on a CPU node
+            ebs_csi.add_resource_dependency(group)
+        self._outputs(vpc, private.subnet_ids, vpc.select_subnets(subnet_type=database.subnet_type))
+
+    def _cluster(self, subnet_ids: list[str]) -> eks.CfnCluster:
+        role = iam.Role(
+            self,
+            "ClusterRole",
+            assumed_by=iam.ServicePrincipal("eks.amazonaws.com"),
+            managed_policies=[_managed("AmazonEKSClusterPolicy")],
+        )
+        version = self.node.try_get_context(KUBERNETES_VERSION_CONTEXT)
+        return eks.CfnCluster(
+            self,
+            "Cluster",
+            name=self.cluster_name,
+            role_arn=role.role_arn,
+            version=str(version) if version else None,  # None: EKS's default at creation
+            access_config=eks.CfnCluster.AccessConfigProperty(
+                authentication_mode="API_AND_CONFIG_MAP",
+                bootstrap_cluster_creator_admin_permissions=False,
+            ),
+            resources_vpc_config=eks.CfnCluster.ResourcesVpcConfigProperty(
+                subnet_ids=subnet_ids,
+                endpoint_public_access=True,
+                endpoint_private_access=True,
+            ),
+            logging=eks.CfnCluster.LoggingProperty(
+                cluster_logging=eks.CfnCluster.ClusterLoggingProperty(
+                    enabled_types=[
+                        eks.CfnCluster.LoggingTypeConfigProperty(type=kind)
+                        for kind in CONTROL_PLANE_LOGS
+                    ]
+                )
+            ),
+        )
+
+    def _node_group(
+        self, spec: NodeGroupSpec, role: iam.Role, subnet_ids: list[str], vpc_cni: eks.CfnAddon
+    ) -> eks.CfnNodegroup:
+        """In the public subnets: users reach their pod's NodePort at the node's public
+        address (the allocator records `ExternalIP`)."""
+        group = eks.CfnNodegroup(
+            self,
+            f"NodeGroup-{spec.gpu_type}",
+            cluster_name=self.cluster.ref,
+            nodegroup_name=spec.name,
+            node_role=role.role_arn,
+            subnets=subnet_ids,
+            ami_type=spec.ami_type,
+            instance_types=[spec.entry.instance_type],
+            disk_size=NODE_DISK_GIB,
+            scaling_config=eks.CfnNodegroup.ScalingConfigProperty(
+                min_size=spec.min_size, max_size=spec.max_size, desired_size=spec.desired_size
+            ),
+            labels=spec.labels,
+            taints=[eks.CfnNodegroup.TaintProperty(**taint) for taint in spec.taints] or None,
+            update_config=eks.CfnNodegroup.UpdateConfigProperty(max_unavailable=1),
+        )
+        group.add_resource_dependency(vpc_cni)  # nodes start with network policy enabled
+        return group
+
+    def _outputs(
+        self, vpc: ec2.IVpc, function_subnets: list[str], database: ec2.SelectedSubnets
+    ) -> None:
+        zones = Fn.join(",", vpc.availability_zones)
+        functions = Fn.join(",", function_subnets)
+        databases = Fn.join(",", database.subnet_ids)
+        group = self.cluster.attr_cluster_security_group_id
+        CfnOutput(self, "ClusterName", value=self.cluster.ref)
+        CfnOutput(self, "VpcId", value=vpc.vpc_id)
+        CfnOutput(self, "AvailabilityZones", value=zones)
+        CfnOutput(self, "FunctionSubnetIds", value=functions)
+        CfnOutput(self, "DatabaseSubnetIds", value=databases)
+        CfnOutput(self, "ClusterSecurityGroupId", value=group)
+        CfnOutput(
+            self,
+            "MainStackContext",
+            description="Append to `cdk deploy GpuDev` (or copy into cdk.json)",
+            value=f"-c {VPC_CONTEXT}={vpc.vpc_id} -c {ZONES_CONTEXT}={zones} "
+            f"-c {FUNCTION_SUBNETS}={functions} -c {DATABASE_SUBNETS}={databases} "
+            f"-c gpudev:clusterSecurityGroupId={group}",
+        )

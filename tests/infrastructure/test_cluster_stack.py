@@ -1,0 +1,279 @@
+"""The optional cluster stack (cdk_app/cluster_stack.py): the cluster's access and endpoints,
+the add-ons, node groups named as the availability updater counts them with the label and
+taint the pods expect, the outputs the main stack takes as context, cdk-nag clean; and the
+app adds it only when `gpudev:createCluster` asks for it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+from cdk_nag import AwsSolutionsChecks
+
+from cdk_app.cluster_stack import ClusterStack
+from cdk_app.nag import acknowledge_cluster_findings
+from cdk_app.node_groups import CATALOGUE
+from gpudev.availability.compute import ScalingGroup, compute_availability
+from tests.infrastructure.conftest import ROOT
+
+ADMIN = "arn:aws:iam::123456789012:role/Admin"
+CONTEXT: dict[str, Any] = {
+    "gpudev:createCluster": "true",
+    "gpudev:clusterAdminRoleArns": ADMIN,
+    "gpudev:nodeGroups": json.dumps(
+        {
+            "t4": {"min": 0, "max": 2},
+            "h100": {"min": 0, "max": 4, "desired": 1},
+            "cpu-arm": {"min": 1, "max": 3},
+        }
+    ),
+    "gpudev:nodePortCidrs": ["203.0.113.0/24", "2001:db8::/32"],
+}
+
+
+def _cluster_template(context: dict[str, Any], outdir: Path | None = None) -> Template:
+    """The cluster stack alone, nag-checked (a finding fails synth): no layer to bundle."""
+    app = cdk.App(context=context, outdir=str(outdir) if outdir else None)
+    stack = ClusterStack(app, "GpuDevCluster")
+    acknowledge_cluster_findings(stack)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Template:
+    return _cluster_template(CONTEXT)
+
+
+def _node_groups(template: Template) -> dict[str, dict[str, Any]]:
+    return {
+        group["Properties"]["NodegroupName"]: group["Properties"]
+        for group in template.find_resources("AWS::EKS::Nodegroup").values()
+    }
+
+
+def test_the_cluster_has_access_entries_both_endpoints_and_an_admin(cluster: Template):
+    cluster.has_resource_properties(
+        "AWS::EKS::Cluster",
+        {
+            "Name": "pytorch-gpu-dev-cluster",
+            "AccessConfig": {
+                "AuthenticationMode": "API_AND_CONFIG_MAP",
+                "BootstrapClusterCreatorAdminPermissions": False,
+            },
+            "ResourcesVpcConfig": Match.object_like(
+                {"EndpointPublicAccess": True, "EndpointPrivateAccess": True}
+            ),
+        },
+    )
+    cluster.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {
+            "PrincipalArn": ADMIN,
+            "ClusterName": {"Ref": "Cluster"},
+            "AccessPolicies": [
+                Match.object_like(
+                    {
+                        "AccessScope": {"Type": "cluster"},
+                        "PolicyArn": Match.any_value(),
+                    }
+                )
+            ],
+        },
+    )
+
+
+def test_the_add_ons_network_policy_and_the_ebs_driver_identity(cluster: Template):
+    cluster.has_resource_properties(
+        "AWS::EKS::Addon",
+        {"AddonName": "vpc-cni", "ConfigurationValues": '{"enableNetworkPolicy": "true"}'},
+    )
+    cluster.has_resource_properties(
+        "AWS::EKS::Addon",
+        {
+            "AddonName": "aws-ebs-csi-driver",
+            "PodIdentityAssociations": [
+                {"ServiceAccount": "ebs-csi-controller-sa", "RoleArn": Match.any_value()}
+            ],
+        },
+    )
+    cluster.has_resource_properties("AWS::EKS::Addon", {"AddonName": "eks-pod-identity-agent"})
+    (addon,) = cluster.find_resources(
+        "AWS::EKS::Addon", {"Properties": {"AddonName": "aws-ebs-csi-driver"}}
+    ).values()
+    assert {"PodIdentityAgent", "NodeGroupcpuarm"} <= set(addon["DependsOn"])
+    role_name = addon["Properties"]["PodIdentityAssociations"][0]["RoleArn"]["Fn::GetAtt"][0]
+    trust = cluster.find_resources("AWS::IAM::Role")[role_name]["Properties"]
+    statements = trust["AssumeRolePolicyDocument"]["Statement"]
+    assert {s["Principal"]["Service"] for s in statements} == {"pods.eks.amazonaws.com"}
+    assert {s["Action"] for s in statements} == {"sts:AssumeRole", "sts:TagSession"}
+
+
+def test_node_groups_are_named_labelled_and_tainted_as_gpu_dev_expects(cluster: Template):
+    groups = _node_groups(cluster)
+    assert set(groups) == {
+        "pytorch-gpu-dev-gpu-nodes-t4",
+        "pytorch-gpu-dev-gpu-nodes-h100",
+        "pytorch-gpu-dev-cpu-nodes-cpu-arm",
+    }
+    t4, h100 = groups["pytorch-gpu-dev-gpu-nodes-t4"], groups["pytorch-gpu-dev-gpu-nodes-h100"]
+    arm = groups["pytorch-gpu-dev-cpu-nodes-cpu-arm"]
+    assert (t4["InstanceTypes"], t4["AmiType"]) == (["g4dn.12xlarge"], "AL2023_x86_64_NVIDIA")
+    assert t4["ScalingConfig"] == {"MinSize": 0, "MaxSize": 2, "DesiredSize": 0}
+    assert h100["ScalingConfig"] == {"MinSize": 0, "MaxSize": 4, "DesiredSize": 1}
+    assert (arm["InstanceTypes"], arm["AmiType"]) == (["c7g.8xlarge"], "AL2023_ARM_64_STANDARD")
+    assert t4["Labels"] == {"GpuType": "t4"} and arm["Labels"] == {"GpuType": "cpu-arm"}
+    # GPU pods tolerate this taint (gpudev/cluster/objects.py); CPU nodes run everything else
+    assert t4["Taints"] == [{"Key": "nvidia.com/gpu", "Effect": "NO_SCHEDULE"}]
+    assert "Taints" not in arm
+    # public subnets: users reach a pod's NodePort at its node's public address
+    assert all(subnet["Ref"].startswith("Networkpublic") for subnet in t4["Subnets"])
+
+
+def test_the_updater_counts_each_node_group_for_its_own_type(cluster: Template):
+    """EKS tags each group's Auto Scaling group with the node group's name; the updater's
+    rules (compute.py) give each name to exactly the type it was made for."""
+    from gpudev.availability.compute import GpuTypeConfig
+
+    types = [GpuTypeConfig(t, entry.gpus_per_node) for t, entry in CATALOGUE.items()]
+    groups = [ScalingGroup(name, 1, 1) for name in _node_groups(cluster)]
+    found = {a.gpu_type for a in compute_availability(types, groups, None, None) if a.groups_found}
+    assert found == {"t4", "h100", "cpu-arm"}
+
+
+def test_node_ports_open_to_the_given_networks_only(cluster: Template):
+    cluster.resource_count_is("AWS::EC2::SecurityGroupIngress", 2)
+    for cidr in ({"CidrIp": "203.0.113.0/24"}, {"CidrIpv6": "2001:db8::/32"}):
+        cluster.has_resource_properties(
+            "AWS::EC2::SecurityGroupIngress",
+            {
+                **cidr,
+                "GroupId": {"Fn::GetAtt": ["Cluster", "ClusterSecurityGroupId"]},
+                "FromPort": 30000,
+                "ToPort": 32767,
+                "IpProtocol": "tcp",
+            },
+        )
+
+
+def test_outputs_are_the_main_stacks_network_context(cluster: Template):
+    outputs = cluster.find_outputs("*")
+    assert {
+        "ClusterName",
+        "VpcId",
+        "AvailabilityZones",
+        "FunctionSubnetIds",
+        "DatabaseSubnetIds",
+        "ClusterSecurityGroupId",
+        "MainStackContext",
+    } <= set(outputs)
+    assert outputs["ClusterSecurityGroupId"]["Value"] == {
+        "Fn::GetAtt": ["Cluster", "ClusterSecurityGroupId"]
+    }
+    joined = json.dumps(outputs["MainStackContext"]["Value"])
+    for key in (
+        "gpudev:vpcId",
+        "gpudev:availabilityZones",
+        "gpudev:functionSubnetIds",
+        "gpudev:databaseSubnetIds",
+        "gpudev:clusterSecurityGroupId",
+    ):
+        assert f"-c {key}=" in joined
+
+
+def test_the_catalogue_matches_the_gpu_type_migration():
+    sql = (ROOT / "migrations" / "0002_gpu_type_catalogue.sql").read_text()
+    rows = re.findall(r"\('([\w-]+)',\s*'([\w.-]+)',\s*\d+,\s*\d+,\s*\d+,\s*(\d+),", sql)
+    assert {t: (i, int(n)) for t, i, n in rows} == {
+        t: (e.instance_type, e.gpus_per_node) for t, e in CATALOGUE.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"gpudev:clusterAdminRoleArns": None}, "clusterAdminRoleArns: at least one"),
+        ({"gpudev:clusterAdminRoleArns": "Admin"}, "clusterAdminRoleArns: IAM role ARNs"),
+        ({"gpudev:nodeGroups": '{"v100": {"min": 0, "max": 1}}'}, "v100: not in the GPU"),
+        ({"gpudev:nodeGroups": '{"t4": {"min": 2, "max": 1}}'}, "t4: needs 0 <= min"),
+        ({"gpudev:nodeGroups": '{"t4": {"min": 0, "max": "2"}}'}, "t4: min, max"),
+        ({"gpudev:nodeGroups": '{"t4": {"min": 0, "max": 2}}'}, "needs a CPU group"),
+        ({"gpudev:nodeGroups": "{t4}"}, "gpudev:nodeGroups: not JSON"),
+        ({"gpudev:nodePortCidrs": "198.51.100.7"}, None),  # one address (a /32): accepted
+        ({"gpudev:nodePortCidrs": "10.0.0.0/33"}, "nodePortCidrs: '10.0.0.0/33' is not"),
+    ],
+)
+def test_a_wrong_cluster_choice_fails_at_synth_naming_the_key(
+    extra: dict[str, Any], message: str | None
+):
+    context = {key: value for key, value in {**CONTEXT, **extra}.items() if value is not None}
+    if message is None:
+        _cluster_template(context)
+        return
+    with pytest.raises(ValueError, match=message):
+        _cluster_template(context)
+
+
+def test_the_app_has_the_cluster_stack_only_when_asked(
+    synthesized: tuple[object, Path], tmp_path: Path
+):
+    _, outdir = synthesized  # the default context: the main stack alone
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    artifacts = manifest["artifacts"].items()
+    stacks = {name for name, a in artifacts if a["type"] == "aws:cloudformation:stack"}
+    assert stacks == {"GpuDev"}
+
+    from cdk_app.app import build_app
+    from tests.support.certificates import synth_context
+
+    app, main = build_app(
+        outdir=str(tmp_path / "out"), context={**synth_context(tmp_path), **CONTEXT}
+    )
+    cluster = app.node.find_child("GpuDevCluster")
+    assert isinstance(cluster, ClusterStack)
+    assert main.dependencies == [cluster]  # `cdk deploy` makes the cluster first
+    app.synth()  # both stacks, cdk-nag over the whole app
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["artifacts"]["GpuDev"]["dependencies"][0] == "GpuDevCluster"
+    with pytest.raises(ValueError, match="gpudev:createCluster: true or false"):
+        build_app(outdir=str(tmp_path / "out2"), context={"gpudev:createCluster": "yes"})
+
+
+def test_node_ports_open_to_the_world_are_refused_by_cdk_nag():
+    with pytest.raises(RuntimeError, match="AwsSolutions-EC23"):
+        _cluster_template({**CONTEXT, "gpudev:nodePortCidrs": "0.0.0.0/0"})
+
+
+def test_cfn_lint_accepts_the_cluster_template(tmp_path: Path):
+    import subprocess
+    import sys
+
+    _cluster_template(CONTEXT, tmp_path)
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("cfn-lint")),
+            "--ignore-checks",
+            "W3005",
+            "--",
+            str(tmp_path / "GpuDevCluster.template.json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_by_default_a_t4_group_scaled_to_zero_and_one_cpu_node():
+    context = {k: v for k, v in CONTEXT.items() if k != "gpudev:nodeGroups"}
+    groups = _node_groups(_cluster_template(context))
+    assert {name: g["ScalingConfig"] for name, g in groups.items()} == {
+        "pytorch-gpu-dev-gpu-nodes-t4": {"MinSize": 0, "MaxSize": 2, "DesiredSize": 0},
+        "pytorch-gpu-dev-cpu-nodes-cpu-x86": {"MinSize": 1, "MaxSize": 2, "DesiredSize": 1},
+    }
