@@ -29,6 +29,7 @@ _ADMIN_ROLE_ARN = re.compile(
 )
 _ENTRY = re.compile(r"^/?(?P<path>(?:[\w+=,.@-]+/)*)(?P<name>[\w+=,.@-]{1,64}\*?)$")
 _ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
+OPERATOR_ROUTES = "execute-api:/*/*/v1/admin/*"  # any stage, any method
 
 
 @dataclass(frozen=True)
@@ -115,18 +116,34 @@ class ApiAccess:
                     {"ArnNotLike": {"aws:PrincipalArn": self.role_arns()}},
                 )
             )
+        # The function compares an operator's role by name (a session's ARN has no path);
+        # here the whole role ARN, path included, must be an admin role's. No admin roles:
+        # no signed request reaches the operator routes at all.
+        statements.append(
+            _deny_signed_invoke(
+                "DenyOperatorRoutesToOthersThanTheAdminRoles",
+                {"ArnNotLike": {"aws:PrincipalArn": list(self.admin_roles)}}
+                if self.admin_roles
+                else {},
+                resources=[OPERATOR_ROUTES],
+            )
+        )
         return iam.PolicyDocument(statements=statements)
 
 
-def _deny_signed_invoke(sid: str, conditions: dict[str, Any]) -> iam.PolicyStatement:
-    """Deny execute-api:Invoke on every route to signed requests (`aws:PrincipalAccount`
-    present: the public routes stay public) that match `conditions`."""
+def _deny_signed_invoke(
+    sid: str,
+    conditions: dict[str, Any],
+    resources: tuple[str, ...] | list[str] = ("execute-api:/*",),
+) -> iam.PolicyStatement:
+    """Deny execute-api:Invoke on `resources` (every route by default) to signed requests
+    (`aws:PrincipalAccount` present: the public routes stay public) that match `conditions`."""
     return iam.PolicyStatement(
         sid=sid,
         effect=iam.Effect.DENY,
         principals=[iam.AnyPrincipal()],
         actions=["execute-api:Invoke"],
-        resources=["execute-api:/*"],
+        resources=list(resources),
         conditions={"Null": {"aws:PrincipalAccount": "false"}, **conditions},
     )
 

@@ -38,7 +38,15 @@ def test_the_api_admits_only_the_deployments_account_and_health_stays_public(
     template: Template,
 ):
     statements = _statements(template)
-    assert set(statements) == {"PublicPaths", "DenyOtherAccounts"}
+    assert set(statements) == {
+        "PublicPaths",
+        "DenyOtherAccounts",
+        "DenyOperatorRoutesToOthersThanTheAdminRoles",
+    }
+    # no admin roles in context: no signed request reaches the operator routes
+    assert statements["DenyOperatorRoutesToOthersThanTheAdminRoles"]["Condition"] == {
+        "Null": {"aws:PrincipalAccount": "false"}
+    }
     public = statements["PublicPaths"]
     assert (public["Effect"], public["Principal"]) == ("Allow", {"AWS": "*"})
     assert public["Resource"] == "execute-api:/*/GET/health"
@@ -94,7 +102,14 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
         "OtherAccountsOfTheOrganisation",
         "DenyOutsideTheOrganisation",
         "DenyOtherPrincipalsThanTheAllowedRoles",
+        "DenyOperatorRoutesToOthersThanTheAdminRoles",
     }
+    operators = statements["DenyOperatorRoutesToOthersThanTheAdminRoles"]
+    assert operators["Effect"] == "Deny" and operators["Resource"] == "execute-api:/*/*/v1/admin/*"
+    assert operators["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == [
+        ADMIN_ROLE,
+        "arn:aws:iam::210987654321:role/Ops",
+    ]
     # an allow for other accounts only: within the account, IAM policies still decide
     assert statements["OtherAccountsOfTheOrganisation"]["Condition"] == {
         "StringEquals": {"aws:PrincipalOrgID": "o-abcdefghij"},

@@ -1,11 +1,13 @@
 import pytest
 
 from gpudev.identity import (
+    AdminRole,
     NotAuthorized,
     RolePattern,
     caller_from_arn,
     parse_role_patterns,
     require_account,
+    require_admin,
     require_allowed_role,
     require_bound,
 )
@@ -67,7 +69,12 @@ SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
     ("entries", "role", "allowed"),
     [
         (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_0123abcd4567ef89", True),
-        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_", True),
+        # Identity Center's suffix is exactly 16 hex digits: another permission set whose
+        # name starts the same (GpuDevUsers_ReadOnly) is not admitted by the prefix.
+        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_", False),
+        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_ReadOnly_0123abcd4567ef89", False),
+        (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_0123ABCD4567EF89", False),
+        ("Ops*", "Ops_anything", True),  # a prefix outside Identity Center stays a prefix
         (SSO_ROLE, "AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89", False),
         (SSO_ROLE, "XAWSReservedSSO_GpuDevUsers_0123", False),
         (
@@ -163,3 +170,46 @@ def test_only_the_deployment_account_or_its_organisation_may_call():
     require_account(theirs, "123456789012", "o-abcdefghij")
     with pytest.raises(NotAuthorized, match="or organisation o-zzzzzzzzzz"):
         require_account(theirs, "123456789012", "o-zzzzzzzzzz")
+
+
+ADMINS = (
+    "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevAdmins_*"
+)
+
+
+@pytest.mark.parametrize(
+    ("arn", "admin"),
+    [
+        (
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89/o",
+            True,
+        ),
+        # another permission set sharing the prefix, another account, an IAM user, a role
+        # that is not Identity Center's
+        (
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevAdmins_ReadOnly_0123abcd4567ef89/o",
+            False,
+        ),
+        (
+            "arn:aws:sts::210987654321:assumed-role/AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89/o",
+            False,
+        ),
+        ("arn:aws:iam::123456789012:user/AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89", False),
+        ("arn:aws:sts::123456789012:assumed-role/GpuDevAdmins/o", False),
+    ],
+)
+def test_an_operator_is_a_session_of_an_admin_role_of_the_account(arn: str, admin: bool):
+    admins = (AdminRole.parse(ADMINS),)
+    if admin:
+        require_admin(caller_from_arn(arn), admins)
+    else:
+        with pytest.raises(NotAuthorized, match="this is an operator route"):
+            require_admin(caller_from_arn(arn), admins)
+
+
+@pytest.mark.parametrize(
+    "entry", ["GpuDevAdmins", "arn:aws:iam::123456789012:user/ops", "arn:aws:iam::12345:role/x"]
+)
+def test_a_malformed_admin_role_is_refused(entry: str):
+    with pytest.raises(ValueError, match="expected an IAM role ARN"):
+        AdminRole.parse(entry)

@@ -77,6 +77,10 @@ def caller_from_arn(principal_arn: str, org_id: str | None = None) -> Caller:
     return Caller(canonical, account, username, role_name, org_id or None)
 
 
+SSO_ROLE_PREFIX = "AWSReservedSSO_"
+_SSO_ROLE_HASH = re.compile(r"^[0-9a-f]{16}$")
+
+
 @dataclass(frozen=True)
 class RolePattern:
     """One `ALLOWED_ROLES` entry: `[path/]name` with an optional trailing `*` on the name
@@ -104,7 +108,15 @@ class RolePattern:
         """API Gateway gives a session's role by name only (no path), so only the last
         segment can be compared here; the REST API's resource policy compares the whole
         role ARN, path included (`aws:PrincipalArn`)."""
-        return role_name.startswith(self.name) if self.prefix else role_name == self.name
+        if not self.prefix:
+            return role_name == self.name
+        if not role_name.startswith(self.name):
+            return False
+        if self.name.startswith(SSO_ROLE_PREFIX) and self.name.endswith("_"):
+            # A permission set's role is its name plus "_" and a 16-hex-digit hash: the prefix
+            # of GpuDevAdmins_ must not admit GpuDevAdmins_ReadOnly_<hash>, another set.
+            return bool(_SSO_ROLE_HASH.match(role_name[len(self.name) :]))
+        return True
 
     def __str__(self) -> str:
         return f"{self.path.lstrip('/')}{self.name}{'*' if self.prefix else ''}"
