@@ -272,8 +272,29 @@ def test_jupyter_runs_when_enabled_and_on_node_0_only(
         assert "jupyter-lab --ip=0.0.0.0" in started[0]
         assert "t0ken" not in started[0], "the token never goes on a command line"
         assert sandbox.file("/run/gpu-dev/jupyter_token") == "t0ken"
+        assert sandbox.file("/run/gpu-dev/jupyter.pid").strip().isdigit()
     else:
-        assert "pkill -f jupyter-lab" in sandbox.calls()
+        assert not sandbox.exists("/run/gpu-dev/jupyter.pid")
+    assert not any(c.startswith(("pkill", "pgrep")) for c in sandbox.calls())
+
+
+def test_jupyter_off_stops_only_the_jupyter_the_loop_started(sandbox: Sandbox):
+    """A user's own `jupyter lab` (say on port 8889 behind `ssh -L`) is not ours to kill."""
+    managed = subprocess.Popen(["sleep", "60"])
+    users_own = subprocess.Popen(["sleep", "60"])
+    try:
+        sandbox.mount({**CONTROL, "jupyter": "false"}, KEYS)
+        pid_file = sandbox.root / "run" / "gpu-dev" / "jupyter.pid"
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        pid_file.write_text(f"{managed.pid}\n")
+        assert sandbox.run().returncode == 0
+        assert managed.wait(timeout=10) != 0  # stopped by its pid
+        assert users_own.poll() is None
+        assert not pid_file.exists()
+    finally:
+        for process in (managed, users_own):
+            process.kill()
+            process.wait()
 
 
 def test_jupyter_missing_from_the_image_is_installed_or_the_banner_says_why(sandbox: Sandbox):

@@ -86,7 +86,9 @@ def test_the_first_use_setup_runs_as_dev_not_root():
     ]
     assert root_lines == [
         'mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"',
-        'chown -R dev "$ROOT/workspace" "$ROOT/home/dev"',
+        # the top directories only, never -R (a restored home loads its blocks lazily)
+        'chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" '
+        '"$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"',
     ]
     assert 'cp -rn "$GPU_DEV_ROOT/etc/skel/." "$HOME/"' in _first_use()
     assert '[ -L "$HOME/.gpu-dev-initialized" ]' in _first_use()

@@ -28,7 +28,9 @@ mkdir -p "$ROOT/etc/sudoers.d"
 echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$ROOT/etc/sudoers.d/dev"
 chmod 440 "$ROOT/etc/sudoers.d/dev"
 mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
-chown -R dev "$ROOT/workspace" "$ROOT/home/dev"
+# Not -R: a home restored from a snapshot loads its blocks lazily, and walking every inode
+# of a conda env at each boot could outlast the readiness timeout; its files are dev's.
+chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 
 # What the pod was given (env in objects.py: conda/CUDA paths, threads, NCCL, HF_HOME, the
 # torchrun variables) is what every SSH session sees: login shells read /etc/profile.d,
@@ -147,6 +149,9 @@ ensure_jupyter() {  # the dev image has it; the public image gets it here, once,
     return 1
   fi
 }
+jupyter_running() {  # the Jupyter this loop started (by its pid), never a user's own
+  [ -s "$RUN/jupyter.pid" ] && kill -0 "$(cat "$RUN/jupyter.pid")" 2>/dev/null
+}
 apply_jupyter() {
   if jupyter_wanted && ensure_jupyter; then
     # The token reaches Jupyter in dev's environment (readable by dev only), never on a
@@ -155,12 +160,12 @@ apply_jupyter() {
     local start
     # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
     printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=0.0.0.0 \
-      --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 &' \
+      --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 & echo $!' \
       "$RUN/jupyter_token" "$ROOT/workspace"
-    pgrep -f jupyter-lab >/dev/null || su - dev -c "$start"
+    jupyter_running || su - dev -c "$start" > "$RUN/jupyter.pid"
   elif ! jupyter_wanted; then
-    pkill -f jupyter-lab 2>/dev/null
-    rm -f "$RUN/jupyter_failed"
+    if jupyter_running; then kill "$(cat "$RUN/jupyter.pid")" 2>/dev/null; fi
+    rm -f "$RUN/jupyter.pid" "$RUN/jupyter_failed"
   fi
 }
 apply() {
