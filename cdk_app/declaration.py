@@ -414,7 +414,7 @@ DISK_PURGE = FunctionSpec(
     ),
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
-    database=PURGE_DATABASE,  # its own role: DELETE on disks (migrations/0015)
+    database=PURGE_DATABASE,  # its own role: DELETE on disks (migrations/0017)
 )
 SWEEPER = FunctionSpec(
     "Sweeper",

@@ -112,21 +112,28 @@ def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
         raise Conflict(f"disk {name!r} is in use by reservation {holder}; use another disk")
 
 
+def reservation_id_or_prefix(text: str) -> str:
+    """A reservation id or a prefix of at least 8 of its characters, lower-cased; anything
+    else is refused with a sentence (a malformed id is not "not found")."""
+    wanted = text.strip().lower()
+    if not MIN_PREFIX <= len(wanted) <= ID_LENGTH or not ID_CHARACTERS.match(wanted):
+        raise InvalidRequest(
+            f"{shown(text)} is not a reservation id: give the id (hex digits and "
+            f"dashes) or its first {MIN_PREFIX} or more characters",
+            field="reservation_id",
+            allowed=f"{MIN_PREFIX}-{ID_LENGTH} hex digits and dashes",
+            hint="`gpu-dev list` shows reservations' ids",
+        )
+    return wanted
+
+
 def find_reservation(
     conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str
 ) -> Reservation:
     """By full id or a unique prefix of at least 8 characters; others' are never found.
     One round trip, which also refuses a caller whose username is bound to another
     principal."""
-    wanted = id_or_prefix.strip().lower()
-    if not MIN_PREFIX <= len(wanted) <= ID_LENGTH or not ID_CHARACTERS.match(wanted):
-        raise InvalidRequest(
-            f"{shown(id_or_prefix)} is not a reservation id: give the id (hex digits and "
-            f"dashes) or its first {MIN_PREFIX} or more characters",
-            field="reservation_id",
-            allowed=f"{MIN_PREFIX}-{ID_LENGTH} hex digits and dashes",
-            hint="`gpu-dev list` shows your reservations' ids",
-        )
+    wanted = reservation_id_or_prefix(id_or_prefix)
     bound_principal, matches = ReservationsRepository(conn).find_by_prefix(
         caller.username, caller.principal_arn, wanted
     )

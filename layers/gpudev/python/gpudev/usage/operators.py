@@ -13,7 +13,7 @@ from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation
 from gpudev.repositories import UsageRepository
-from gpudev.reservations.service import MIN_PREFIX, record_cancel
+from gpudev.reservations.service import record_cancel, reservation_id_or_prefix
 
 
 def live_reservations(conn: psycopg.Connection[Any], caller: Caller) -> list[Reservation]:
@@ -30,13 +30,11 @@ def force_cancel(
 ) -> Reservation:
     """Cancel anyone's live reservation; its final status reads `cancelled by operator
     <username>: <reason>`. Ended → 409; a repeat (already requested) changes nothing."""
-    wanted = id_or_prefix.strip().lower()
-    if len(wanted) < MIN_PREFIX:
-        raise NotFound(f"reservation ids are at least {MIN_PREFIX} characters; got {wanted!r}")
+    wanted = reservation_id_or_prefix(id_or_prefix)
     matches = UsageRepository(conn).find_any(wanted)
     if not matches:
         raise NotFound(f"no reservation {wanted!r}")
     if len(matches) > 1:
         raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
-    recorded = f"cancelled by operator {caller.username}: {reason.strip()}"
+    recorded = f"cancelled by operator {caller.username}: {reason}"
     return record_cancel(conn, queue, matches[0], recorded)

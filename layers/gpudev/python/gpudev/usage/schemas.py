@@ -4,9 +4,9 @@ local time) and the operators' list of live reservations."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from gpudev.repositories.usage import GpuHours, Outcome, QueueWait, Utilisation
 from gpudev.reservations.schemas import ReservationView
@@ -33,7 +33,10 @@ class UsageReport(BaseModel):
 
 
 class ForceCancelRequest(BaseModel):
-    reason: str = Field(min_length=1, max_length=400, description="recorded in the history")
+    # stripped first: a reason of spaces is no reason
+    reason: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=400)
+    ] = Field(description="recorded in the history")
 
 
 class LiveReservations(BaseModel):
