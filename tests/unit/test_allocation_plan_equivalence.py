@@ -21,9 +21,9 @@ def _scenario(rng: random.Random) -> tuple[list[tuple], list[tuple], list[tuple]
             name = f"{gpu_type}-{i:02d}"
             held = rng.choice([0, 0, slots, rng.randint(0, slots)])
             nodes.append((name, gpu_type, slots, tuple(range(held, slots))))
-            if held:  # some end at the same time, some never get a release (other workloads)
-                if rng.random() < 0.9:
-                    holdings.append((name, held, NOW + rng.choice([5, 30, 30, 60, 600])))
+            # some end at the same time, some never get a release (other workloads)
+            if held and rng.random() < 0.9:
+                holdings.append((name, held, NOW + rng.choice([5, 30, 30, 60, 600])))
         for _ in range(rng.randint(0, 40)):
             total = rng.choice([1, 1, 2]) if gpu_type != "cpu" else 1
             per_node = slots if total > 1 else rng.randint(1, slots)
