@@ -327,7 +327,7 @@ def main() -> int:
             stats = pstats.Stats(profiles[0], stream=figures)
             for profile in profiles[1:]:
                 stats.add(profile)
-            stats.sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(40)
+            stats.sort_stats("cumulative").print_stats(40)
     return 0
 
 
