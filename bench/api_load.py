@@ -314,13 +314,15 @@ def main() -> int:
                     str(args.seconds),
                     *(["--reads-only"] if args.reads_only else []),
                 ],
-                check=True,
                 capture_output=True,
                 text=True,
             )
             pool = connection_pool().get_stats()
         finally:
             cloud.stop()
+    if clients.returncode:
+        print(f"the clients' process failed:\n{clients.stderr}", file=figures)
+        return 1
     with contextlib.redirect_stdout(figures):
         report(json.loads(clients.stdout), served, pool)
         if profiles:
