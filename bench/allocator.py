@@ -1,9 +1,13 @@
-"""One allocator pass over 10,000 queued reservations and 1,000 nodes, beside a naive
-per-reservation pass run on the same data in the same process.
+"""The allocator's pass as the queue grows (1,000 queued on 1,000 nodes, 10,000 on 1,000,
+100,000 on 5,000), beside a naive per-reservation pass run on the 1,000-queued data in the
+same process.
 
-Cluster: 1,000 h100 nodes (8 GPUs each); 900 of them are fully held by active reservations
-ending over the next 8 hours, the other 100 are free. Queue: 10,000 reservations of 1, 2, 4
-or 8 GPUs (some multinode 16), FIFO by creation time.
+Cluster: h100 nodes (8 GPUs each); 90% of them are fully held by active reservations ending
+over the next 8 hours, the rest are free. Queue: reservations of 1, 2, 4 or 8 GPUs (some
+multinode 16), FIFO by creation time. Each scale runs a first pass (every position and ETA
+written) and then a second pass on the same data (what every later pass costs: only
+changed positions are written). Wall time is printed beside the benchmark process's CPU time
+(the machine is shared: wall time includes waiting for a core).
 
 - ours: one node sync, three reads, one INSERT ... unnest for every grant, one UPDATE ...
   unnest for every position and ETA (EASY backfill and ETAs computed in memory);
@@ -11,17 +15,20 @@ or 8 GPUs (some multinode 16), FIFO by creation time.
   slots, then write its grant or its position (one statement per slot granted).
 
 Each runs on its own copy of the same seeded database (CREATE DATABASE … TEMPLATE). SQL
-statements are counted on the connection. Run: `make bench`.
+statements are counted on the connection. Run: `make bench`, or `bench/allocator.py --quick`
+(1,000 and 10,000 queued only).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
@@ -34,7 +41,8 @@ from localcloud.postgres import EmbeddedPostgres
 from tests.support.counting import CountingConnection
 
 ROOT = Path(__file__).resolve().parent.parent
-NODES, BUSY_NODES, QUEUED = 1_000, 900, 10_000
+SCALES = ((1_000, 1_000), (10_000, 1_000), (100_000, 5_000))  # (queued, nodes)
+BUSY_SHARE = 0.9
 NOW = datetime.now(UTC)
 
 
@@ -61,61 +69,68 @@ def _database(admin_url: str, name: str, template: str | None = None) -> str:
     return url
 
 
-def _nodes() -> list[Node]:
+def _nodes(count: int) -> list[Node]:
     return [
-        Node(f"node-{i:04d}", "h100", True, False, 8, internal_ip=f"10.1.{i // 250}.{i % 250}")
-        for i in range(NODES)
+        Node(
+            f"node-{i:05d}",
+            "h100",
+            True,
+            False,
+            8,
+            internal_ip=f"10.{i // 62500}.{i // 250 % 250}.{i % 250}",
+        )
+        for i in range(count)
     ]
 
 
-def _seed(url: str, settings: LifecycleSettings) -> None:
+def _seed(url: str, settings: LifecycleSettings, queued: int, nodes: int) -> None:
     rng = random.Random(7)
+    busy = int(nodes * BUSY_SHARE)
     with psycopg.connect(url, autocommit=True) as conn:
-        Allocator(conn, CountingSignals(), settings).run(_nodes(), [], set())  # type: ignore[arg-type]
+        Allocator(conn, CountingSignals(), settings).run(_nodes(nodes), [], set())  # type: ignore[arg-type]
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('bench', 'arn:bench')")
         active = [
             (uuid.uuid4(), NOW - timedelta(hours=1), NOW + timedelta(minutes=rng.randint(1, 480)))
-            for _ in range(BUSY_NODES)
+            for _ in range(busy)
         ]
         with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
-                " duration_hours, launched_at, expires_at, granted_at)"
-                " VALUES (%s, 'bench', 'active', 'h100', 8, 9, %s, %s, %s)",
-                [(rid, launched, expires, launched) for rid, launched, expires in active],
-            )
-            cur.executemany(
-                "INSERT INTO allocations (node_name, slot, reservation_id) VALUES (%s, %s, %s)",
-                [
-                    (f"node-{i:04d}", slot, rid)
-                    for i, (rid, _, _) in enumerate(active)
-                    for slot in range(8)
-                ],
-            )
-            queued = []
-            for n in range(QUEUED):
-                gpus = rng.choice([1, 2, 4, 8, 8, 16])
-                queued.append(
-                    (
-                        uuid.uuid4(),
-                        gpus,
-                        2 if gpus == 16 else 1,
-                        rng.choice([0.5, 1, 2, 4, 8]),
-                        NOW - timedelta(seconds=QUEUED - n),
-                        f"token-{n}",
+            with cur.copy(
+                "COPY reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+                " duration_hours, launched_at, expires_at, granted_at) FROM STDIN"
+            ) as copy:
+                for rid, launched, expires in active:
+                    copy.write_row(
+                        (rid, "bench", "active", "h100", 8, 9, launched, expires, launched)
                     )
-                )
-            cur.executemany(
-                "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
-                " total_nodes, duration_hours, created_at, task_token)"
-                " VALUES (%s, 'bench', 'queued', 'h100', %s, %s, %s, %s, %s)",
-                queued,
-            )
+            with cur.copy("COPY allocations (node_name, slot, reservation_id) FROM STDIN") as copy:
+                for i, (rid, _, _) in enumerate(active):
+                    for slot in range(8):
+                        copy.write_row((f"node-{i:05d}", slot, rid))
+            with cur.copy(
+                "COPY reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+                " total_nodes, duration_hours, created_at, task_token) FROM STDIN"
+            ) as copy:
+                for n in range(queued):
+                    gpus = rng.choice([1, 2, 4, 8, 8, 16])
+                    copy.write_row(
+                        (
+                            uuid.uuid4(),
+                            "bench",
+                            "queued",
+                            "h100",
+                            gpus,
+                            2 if gpus == 16 else 1,
+                            rng.choice([0.5, 1, 2, 4, 8]),
+                            NOW - timedelta(seconds=queued - n),
+                            f"token-{n}",
+                        )
+                    )
+        conn.execute("VACUUM ANALYZE")
 
 
-def _ours(conn: Any, settings: LifecycleSettings) -> tuple[int, int]:
+def _ours(conn: Any, settings: LifecycleSettings, nodes: list[Node]) -> tuple[int, int]:
     signals = CountingSignals()
-    report = Allocator(conn, signals, settings).run(_nodes(), [], set())  # type: ignore[arg-type]
+    report = Allocator(conn, signals, settings).run(nodes, [], set())  # type: ignore[arg-type]
     return len(report.granted), signals.sent
 
 
@@ -160,33 +175,99 @@ def _naive(conn: Any) -> tuple[int, int]:
     return granted, 0
 
 
+class TimedConnection(CountingConnection):
+    """Also adds up the time spent in statements (sending, the server's work, receiving):
+    the rest of a pass is Python (reading rows into objects, planning) and the commit."""
+
+    def __init__(self, conn: psycopg.Connection[Any]):
+        super().__init__(conn)
+        self.sql_seconds = 0.0
+
+    def _timed(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.sql_seconds += time.perf_counter() - start
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        return self._timed(super().execute, *args, **kwargs)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        cursor = super().cursor(*args, **kwargs)
+        execute = cursor.execute
+        cursor.execute = lambda *a, **k: self._timed(execute, *a, **k)
+        return cursor
+
+
+class Measured(NamedTuple):
+    wall: float
+    cpu: float
+    sql: float
+    statements: int
+    granted: int
+    signals: int
+
+
+def _measure(url: str, run: Callable[[Any], tuple[int, int]], passes: int) -> list[Measured]:
+    results = []
+    with psycopg.connect(url) as raw:
+        for _ in range(passes):
+            conn = TimedConnection(raw)
+            wall, cpu = time.perf_counter(), time.process_time()
+            granted, signals = run(conn)
+            results.append(
+                Measured(
+                    time.perf_counter() - wall,
+                    time.process_time() - cpu,
+                    conn.sql_seconds,
+                    conn.statements,
+                    granted,
+                    signals,
+                )
+            )
+    return results
+
+
+def _row(label: str, m: Measured) -> str:
+    return (
+        f"  {label:28} {m.wall:6.3f} s wall (in SQL {m.sql:6.3f} s) {m.cpu:6.3f} s cpu"
+        f"  {m.statements:5,} statements  {m.granted:3} granted"
+    )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="only 1,000 and 10,000 queued")
+    scales = SCALES[:2] if parser.parse_args().quick else SCALES
     settings = LifecycleSettings()
+    print("allocator pass: h100 nodes of 8 GPUs, 90% fully held; first pass writes every ETA")
     with EmbeddedPostgres(ROOT / ".local" / "bench-postgres" / "data") as server:
-        _seed(_database(server.admin_url, "bench_allocator_seed"), settings)
-        results = {}
-        for name in ("ours", "naive"):
-            url = _database(server.admin_url, f"bench_allocator_{name}", "bench_allocator_seed")
-            with psycopg.connect(url) as raw:
-                conn = CountingConnection(raw)
-                start = time.perf_counter()
-                granted, signals = _ours(conn, settings) if name == "ours" else _naive(conn)
-                elapsed = time.perf_counter() - start
-                results[name] = (elapsed, conn.statements, granted, signals)
-    print(
-        f"allocator pass: {QUEUED:,} queued reservations, {NODES:,} h100 nodes "
-        f"({BUSY_NODES} fully held)"
-    )
-    for name, (elapsed, statements, granted, signals) in results.items():
-        print(
-            f"  {name:5}  {elapsed:7.2f} s  {statements:6,} SQL statements  "
-            f"{granted:4} granted  {signals} signals"
-        )
-    ours, naive = results["ours"], results["naive"]
-    print(
-        f"  ratio  {naive[0] / ours[0]:.1f}x time, {naive[1] / max(1, ours[1]):,.0f}x statements"
-        " (naive also estimates waits as 15 min per position; ours replays known end times)"
-    )
+        firsts = []
+        for queued, count in scales:
+            seed = _database(server.admin_url, "bench_allocator_seed")
+            _seed(seed, settings, queued, count)
+            nodes = _nodes(count)
+            url = _database(server.admin_url, "bench_allocator_ours", "bench_allocator_seed")
+            first, again = _measure(
+                url, lambda conn, nodes=nodes: _ours(conn, settings, nodes), passes=2
+            )
+            print(_row(f"ours {queued:>7,} queued {count:>5,} nodes", first))
+            print(_row("  next pass, same queue", again))
+            firsts.append((queued, first))
+            if queued == scales[0][0]:
+                url = _database(server.admin_url, "bench_allocator_naive", "bench_allocator_seed")
+                (naive,) = _measure(url, _naive, passes=1)
+                print(_row(f"naive {queued:>6,} queued {count:>5,} nodes", naive))
+                print(
+                    f"  ratio  {naive.wall / first.wall:.1f}x time, "
+                    f"{naive.statements / max(1, first.statements):,.0f}x statements (naive also"
+                    " estimates waits as 15 min per position; ours replays known end times)"
+                )
+    print("  growth, first pass per 1,000 queued:")
+    for queued, m in firsts:
+        wall, cpu = m.wall / queued * 1e6, m.cpu / queued * 1e6
+        print(f"    {queued:>7,} queued: {wall:6.1f} ms wall, {cpu:5.1f} ms cpu")
 
 
 if __name__ == "__main__":

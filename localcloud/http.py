@@ -23,11 +23,18 @@ Reply = tuple[int, dict[str, str], bytes]
 POLL_SECONDS = 0.1  # how often serve_forever looks for a shutdown request
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a burst of more new connections than that
+    # (20 CLI clients at once, bench/api_load.py) was reset or left for a 1 s SYN retry,
+    # which API Gateway and the Kubernetes API never do.
+    request_queue_size = 128
+
+
 class LocalHttpServer:
     def __init__(self, handle: Callable[[RawRequest], Reply], name: str, port: int = 0):
         self._name = name
         # HTTPServer binds with SO_REUSEADDR: a restart is not refused by TIME_WAIT connections.
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_class(handle))
+        self._server = _Server(("127.0.0.1", port), _handler_class(handle))
         # Request threads are never joined: one stuck in a slow handler cannot hold up a stop.
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None

@@ -90,6 +90,7 @@ class LocalLambda:
         self._idle: dict[str, list[ModuleType]] = {spec.name: [] for spec in functions}
         self._started: dict[str, int] = dict.fromkeys(self._specs, 0)
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
         self.invocations: dict[str, int] = dict.fromkeys(self._specs, 0)
         self.closed = False  # stopping: no new invocation starts (those running finish)
 
@@ -105,11 +106,15 @@ class LocalLambda:
     def _environment(self, name: str) -> Iterator[ModuleType]:
         with self._lock:
             idle = self._idle[name]
-            if idle:
-                module = idle.pop()
-            else:
+            module = idle.pop() if idle else None
+            if module is None:
                 self._started[name] += 1
-                module = self._load(self._specs[name], self._started[name])
+                number = self._started[name]
+        if module is None:
+            # A cold start takes a second: loads wait for each other (they change sys.modules),
+            # but not the invocations that found a warm environment.
+            with self._loading:
+                module = self._load(self._specs[name], number)
         try:
             yield module
         finally:

@@ -137,7 +137,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
 # Run by the migration function only, as the owner of the schema.
 OWNER_ONLY = ("migrations/",)
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
+_PLACEHOLDER = re.compile(r"%\((\w+)\)[sbt]|%[sbt]|%%")  # text, binary or either
 
 
 def generic(statement: str) -> str:

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from gpudev.aws import aws_clients
 from gpudev.callers import caller_for_request
-from gpudev.db.pool import autocommit_connection, connection
+from gpudev.db.pool import autocommit_connection
 from gpudev.identity import Caller, require_admin
 from gpudev.jobs import JobQueue
 from gpudev.settings import api_settings
@@ -39,8 +39,9 @@ class CallerRequest:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        """The block runs in one transaction, committed on success."""
-        with connection() as conn:
+        """A read is the caller's binding (`bound_user`) and one query, each committing by
+        itself: no BEGIN and COMMIT round trips around them (bench/api_load.py)."""
+        with autocommit_connection() as conn:
             return service(conn, self.caller, *args, **kwargs)
 
     def change(

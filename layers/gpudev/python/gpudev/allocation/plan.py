@@ -23,19 +23,18 @@ from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from uuid import UUID
 
 
-@dataclass(frozen=True)
-class NodeCapacity:
+class NodeCapacity(NamedTuple):
     name: str
     gpu_type: str
     slots: int
     free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
 
 
-@dataclass(frozen=True)
-class Holding:
+class Holding(NamedTuple):
     """Slots of a node that a live reservation holds until `ends_at` (epoch seconds)."""
 
     node: str
@@ -43,8 +42,7 @@ class Holding:
     ends_at: float
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     reservation_id: UUID
     gpu_type: str
     slots_per_node: int
@@ -52,14 +50,12 @@ class Request:
     duration_seconds: float
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(NamedTuple):
     reservation_id: UUID
     placements: tuple[tuple[str, tuple[int, ...]], ...]  # (node, slots) per rank
 
 
-@dataclass(frozen=True)
-class Wait:
+class Wait(NamedTuple):
     reservation_id: UUID
     position: int
     eta_seconds: float | None  # None: it cannot fit even on an empty cluster
@@ -108,9 +104,15 @@ class _Pool:
         """Nodes for the request (one per rank), or [] when it does not fit."""
         need = request.slots_per_node
         if request.nodes == 1:
+            buckets = self._buckets
             for count in range(need, self._largest + 1):
-                for name in self._buckets.get(count, ()):
-                    if allowed is None or allowed(name):
+                bucket = buckets.get(count)
+                if not bucket:
+                    continue
+                if allowed is None:
+                    return [bucket[0]]
+                for name in bucket:
+                    if allowed(name):
                         return [name]
             return []
         whole = [
@@ -191,15 +193,16 @@ def _plan_type(
             shadow, spare = _shadow(pool, releases, request)
             still_waiting.append(request)
             continue
-        ends = now + request.duration_seconds
-        protects_head = shadow is not None and ends > shadow
+        need = request.slots_per_node
+        protects_head = shadow is not None and now + request.duration_seconds > shadow
+        if protects_head:
 
-        def outside_head(
-            name: str, need: int = request.slots_per_node, spare: dict[str, int] = spare
-        ) -> bool:
-            return spare.get(name, need) >= need
+            def outside_head(name: str, need: int = need, spare: dict[str, int] = spare) -> bool:
+                return spare.get(name, need) >= need
 
-        placement = pool.fit(request, outside_head if protects_head else None)
+            placement = pool.fit(request, outside_head)
+        else:
+            placement = pool.fit(request)
         if not placement:
             still_waiting.append(request)
             continue
@@ -207,9 +210,17 @@ def _plan_type(
         if protects_head:
             for name in placement:
                 if name in spare:
-                    spare[name] -= request.slots_per_node
+                    spare[name] -= need
 
     decisions.waits.extend(_etas(pool, releases, still_waiting, now))
+
+
+def _fit_after_release(pool: _Pool, request: Request, released: str) -> list[str]:
+    """`pool.fit(request)` when it did not fit before `released` got slots back: then only
+    that node can take a single-node request (no other node's free count changed)."""
+    if request.nodes == 1:
+        return [released] if pool.free.get(released, 0) >= request.slots_per_node else []
+    return pool.fit(request)
 
 
 def _shadow(
@@ -220,7 +231,7 @@ def _shadow(
     simulated = pool.copy()
     for ends_at, name, slots in sorted(releases):
         simulated.give(name, slots)
-        placement = simulated.fit(head)
+        placement = _fit_after_release(simulated, head, name)
         if placement:
             spare = dict(simulated.free)
             for node in placement:
@@ -232,24 +243,29 @@ def _shadow(
 def _etas(
     pool: _Pool, releases: list[tuple[float, str, int]], queue: list[Request], now: float
 ) -> list[Wait]:
+    """Replays the queue in order on the known end times: each request starts when it
+    first fits and then holds its capacity for its duration."""
     simulated = pool.copy()
     events = list(releases)
     heapq.heapify(events)
+    pop, push = heapq.heappop, heapq.heappush
     clock = now
     waits = []
     for position, request in enumerate(queue, start=1):
         placement = simulated.fit(request)
         while not placement and events:
-            ends_at, name, slots = heapq.heappop(events)
-            clock = max(clock, ends_at)
+            ends_at, name, slots = pop(events)
+            if ends_at > clock:
+                clock = ends_at
             simulated.give(name, slots)
-            placement = simulated.fit(request)
+            placement = _fit_after_release(simulated, request, name)
         if not placement:
             waits.append(Wait(request.reservation_id, position, None))
             continue
+        need, ends = request.slots_per_node, clock + request.duration_seconds
         for name in placement:
-            simulated.take(name, request.slots_per_node)
-            heapq.heappush(events, (clock + request.duration_seconds, name, request.slots_per_node))
+            simulated.take(name, need)
+            push(events, (ends, name, need))
         waits.append(Wait(request.reservation_id, position, max(0.0, clock - now)))
     return waits
 

@@ -1,7 +1,7 @@
 WITH granted AS (
     INSERT INTO allocations (node_name, slot, reservation_id, rank)
     SELECT * FROM unnest(
-        %(nodes)s::text[], %(slots)s::int[], %(reservation_ids)s::uuid[], %(ranks)s::int[]
+        %(nodes)b::text[], %(slots)b::int[], %(reservation_ids)b::uuid[], %(ranks)b::int[]
     )
     RETURNING reservation_id
 )

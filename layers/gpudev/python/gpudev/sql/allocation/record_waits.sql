@@ -3,7 +3,7 @@ UPDATE reservations r SET
     estimated_wait_minutes = w.minutes,
     current_detailed_status = 'waiting for capacity: #' || w.position || ' in the '
         || r.gpu_type || ' queue'
-FROM unnest(%(reservation_ids)s::uuid[], %(positions)s::int[], %(minutes)s::int[])
+FROM unnest(%(reservation_ids)b::uuid[], %(positions)b::int[], %(minutes)b::int[])
     AS w (reservation_id, position, minutes)
 WHERE r.reservation_id = w.reservation_id
   AND (r.queue_position IS DISTINCT FROM w.position

@@ -1,0 +1,337 @@
+"""The API under concurrent load: 20 signed clients against the local gateway for 30 s on a
+realistic mix (list, show, reserve without waiting, cancel, availability).
+
+The local cloud runs in this process on its own embedded PostgreSQL, as the soak's does
+(the reservations submitted go on through the queue, Step Functions and the allocator in
+the background, as they would in AWS). The clients run in a second process (`--clients-of`,
+started by this one), each a thread with the CLI's own SigV4 client (tests/support/api.py)
+as alice or bob, so their signing does not share this process's interpreter with the
+gateway. Printed per route: requests, p50/p95/p99 as the client saw them, the handler's own
+p99, SQL statements per request (counted on the thread that ran the invocation) and errors
+(any answer other than the route's success status, or no answer).
+
+The first request of each client is a warm-up outside the figures: it starts the API's
+execution environments (cold starts are bench/cold_start.py's).
+
+Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20]` (part of `make bench`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.api import ApiClient  # noqa: E402
+
+MIX = {"list": 30, "show": 30, "availability": 20, "reserve": 10, "cancel": 10}
+WRITES = {"reserve", "cancel"}
+GOAL_MS = {"read": 50.0, "write": 100.0}  # p99, on the 2-core machine
+PROFILES = ("alice", "bob")
+
+
+# -- the clients' process ------------------------------------------------------------------
+
+
+class Client:
+    """One engineer's CLI calling in a loop, as one profile; it cancels only what it made."""
+
+    def __init__(self, stack: dict[str, Any], profile: str, seed: int):
+        self.api = ApiClient.for_cloud_description(stack)
+        self.profile = profile
+        self.rng = random.Random(seed)
+        self.mine: list[str] = []
+        self.samples: list[tuple[str, float, int]] = []  # route, seconds, status (0: none)
+        self.failures: dict[str, str] = {}  # the first of each kind: route and status -> why
+
+    def _reserve(self) -> tuple[str, int, Any]:
+        body = {
+            "gpu_type": "t4",
+            "gpu_count": 1,
+            "hours": 1,
+            "github_user": "octocat",
+            "client_request_id": uuid.uuid4().hex,
+        }
+        reply = self.api.call("POST", "/v1/reservations", self.profile, body)
+        if reply.status == 202:
+            self.mine.append(reply.body["reservation_id"])
+        return "reserve", 202, reply
+
+    def _call(self, route: str) -> tuple[str, int, Any]:
+        if route in ("show", "cancel") and not self.mine:
+            return self._reserve()
+        if route == "reserve":
+            return self._reserve()
+        if route == "list":
+            return route, 200, self.api.call("GET", "/v1/reservations?limit=50", self.profile)
+        if route == "availability":
+            return route, 200, self.api.call("GET", "/v1/gpu/availability", self.profile)
+        if route == "show":
+            rid = self.rng.choice(self.mine)
+            return route, 200, self.api.call("GET", f"/v1/reservations/{rid}", self.profile)
+        rid = self.mine.pop(self.rng.randrange(len(self.mine)))
+        return route, 202, self.api.call("POST", f"/v1/reservations/{rid}/cancel", self.profile)
+
+    def run(self, warmed: threading.Barrier, seconds: float, mix: dict[str, int]) -> None:
+        self._reserve()  # warm-up: not measured
+        warmed.wait()
+        until = time.monotonic() + seconds
+        routes, weights = list(mix), list(mix.values())
+        while time.monotonic() < until:
+            route = self.rng.choices(routes, weights)[0]
+            start = time.perf_counter()
+            try:
+                route, expected, reply = self._call(route)
+                status = reply.status
+                ok = status == expected
+                if not ok:
+                    self.failures.setdefault(f"{route} {status}", str(reply.body)[:200])
+            except Exception as error:  # no answer: counted as an error
+                status, ok = 0, False
+                self.failures.setdefault(f"{route} no answer", repr(error)[:200])
+            self.samples.append((route, time.perf_counter() - start, status if ok else -status))
+
+
+def run_clients(stack_file: Path, clients: int, seconds: float, reads_only: bool) -> None:
+    mix = {route: weight for route, weight in MIX.items() if route not in WRITES or not reads_only}
+    stack = json.loads(stack_file.read_text())
+    members = [Client(stack, PROFILES[i % 2], seed=i) for i in range(clients)]
+    measured_from: list[float] = []
+    warmed = threading.Barrier(clients, action=lambda: measured_from.append(time.time()))
+    threads = [threading.Thread(target=c.run, args=(warmed, seconds, mix)) for c in members]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    samples = [s for c in members for s in c.samples]
+    failures = {k: v for c in members for k, v in c.failures.items()}
+    json.dump(
+        {
+            "measured_from": measured_from[0],
+            "seconds": time.time() - measured_from[0],
+            "samples": samples,
+            "failures": failures,
+        },
+        sys.stdout,
+    )
+
+
+# -- the cloud's process -------------------------------------------------------------------
+
+
+class StatementCounter:
+    """SQL statements per thread: every statement our code sends goes through a psycopg
+    cursor's execute/executemany (a connection's `execute` makes a cursor). Installed on the
+    library's class for this benchmark's process only."""
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self._local = threading.local()
+        for name in ("execute", "executemany"):
+            original = getattr(psycopg.Cursor, name)
+            setattr(psycopg.Cursor, name, self._counted(original))
+
+    def _counted(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        local = self._local
+
+        def counted(cursor: Any, *args: Any, **kwargs: Any) -> Any:
+            local.count = getattr(local, "count", 0) + 1
+            return original(cursor, *args, **kwargs)
+
+        return counted
+
+    @property
+    def count(self) -> int:
+        return getattr(self._local, "count", 0)
+
+
+def route_of(event: dict[str, Any]) -> str:
+    method, path = event["httpMethod"], event["path"].rstrip("/")
+    if path == "/v1/gpu/availability":
+        return "availability"
+    if path == "/v1/reservations":
+        return "reserve" if method == "POST" else "list"
+    if path.endswith("/cancel"):
+        return "cancel"
+    return "show" if method == "GET" else f"{method} {path}"
+
+
+Served = dict[str, list[tuple[float, float, int]]]  # route: (began at, seconds, statements)
+
+
+def instrument(cloud: Any, counter: StatementCounter, profiles: list[Any] | None) -> Served:
+    """Per route, each API invocation's start time, handler seconds and SQL statements; with
+    `profiles`, each invocation's cProfile (a profiler sees only its own thread)."""
+    served: Served = defaultdict(list)
+    lambdas = cloud.lambdas
+    invoke = lambdas.invoke
+    api_name = cloud.deployment.api.function
+
+    def measured(name: str, event: Any) -> Any:
+        if name != api_name:
+            return invoke(name, event)
+        before, began, start = counter.count, time.time(), time.perf_counter()
+        profile = cProfile.Profile() if profiles is not None else None
+        try:
+            if profile is None:
+                return invoke(name, event)
+            return profile.runcall(invoke, name, event)
+        finally:
+            seconds = time.perf_counter() - start
+            if profile is not None and profiles is not None:
+                profiles.append(profile)
+            served[route_of(event)].append((began, seconds, counter.count - before))
+
+    lambdas.invoke = measured
+    return served
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def report(result: dict[str, Any], served: Served, pool: dict[str, int]) -> bool:
+    samples = result["samples"]
+    after_warm_up = {
+        route: [(s, n) for began, s, n in rows if began >= result["measured_from"]]
+        for route, rows in served.items()
+    }
+    by_route: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for route, seconds, status in samples:
+        by_route[route].append((seconds, status))
+    total = len(samples)
+    errors = sum(1 for _, _, status in samples if status <= 0)
+    print(
+        f"API under load: {total:,} requests in {result['seconds']:.1f} s "
+        f"= {total / result['seconds']:.0f} requests/s, {errors} errors"
+    )
+    print(
+        f"  {'route':13} {'n':>5}  {'p50':>6} {'p95':>6} {'p99':>6} ms client"
+        f"  {'p99':>5} ms handler  SQL/request  errors  goal (p99)"
+    )
+    met = errors == 0
+    for route in MIX:
+        rows = by_route.get(route, [])
+        if not rows:
+            continue
+        ms = [s * 1000 for s, _ in rows]
+        handler = [s * 1000 for s, _ in after_warm_up.get(route, [])] or [0.0]
+        statements = [n for _, n in after_warm_up.get(route, [])] or [0]
+        goal = GOAL_MS["write" if route in WRITES else "read"]
+        p99 = percentile(ms, 0.99)
+        met = met and p99 <= goal
+        failed = sum(1 for _, status in rows if status <= 0)
+        print(
+            f"  {route:13} {len(rows):5}  {percentile(ms, 0.5):6.1f} {percentile(ms, 0.95):6.1f}"
+            f" {p99:6.1f}     {percentile(handler, 0.99):8.1f}"
+            f"       {statistics.mean(statements):4.1f} (max {max(statements)})  {failed:6}"
+            f"  {'≤' if p99 <= goal else '>'} {goal:.0f} ms"
+        )
+    for kind, why in sorted(result["failures"].items()):
+        print(f"  failed: {kind}: {why}")
+    served_n = sum(len(rows) for rows in after_warm_up.values())
+    print(f"  the API function served {served_n:,} invocations after the warm-up")
+    print(
+        f"  database pool: {pool.get('requests_num', 0)} checkouts,"
+        f" {pool.get('requests_queued', 0)} waited ({pool.get('requests_wait_ms', 0)} ms in all),"
+        f" {pool.get('connections_num', 0)} connections opened"
+    )
+    print(f"  goals {'met' if met else 'NOT met'} on this run")
+    return met
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--reads-only", action="store_true", help="no reserve or cancel")
+    parser.add_argument("--profile", action="store_true", help="print where handlers spend")
+    parser.add_argument("--clients-of", type=Path, help=argparse.SUPPRESS)  # the clients' process
+    args = parser.parse_args()
+    if args.clients_of:
+        run_clients(args.clients_of, args.clients, args.seconds, args.reads_only)
+        return 0
+
+    from gpudev.db.pool import connection_pool
+    from localcloud.postgres import free_port
+    from localcloud.stack import LocalCloud, Options, Ports
+
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
+    # The functions log to stdout and stderr: into a file; the figures go to our stdout.
+    figures = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    log_path = ROOT / ".local" / "bench-api-load.log"
+    (ROOT / ".local").mkdir(exist_ok=True)
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, sys.stdout.fileno())
+    os.dup2(log, sys.stderr.fileno())
+    print(f"(the local cloud's logs: {log_path.relative_to(ROOT)})", file=figures)
+    options = Options(
+        ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
+        tick_seconds=None,  # the schedules' real periods, as in AWS (minutes)
+        kubelet_delay_seconds=0.2,
+        max_live_reservations_per_user=100_000,
+        max_gpus_per_user=1_000_000,
+    )
+    counter = StatementCounter()
+    (ROOT / ".local").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-api-load-", dir=ROOT / ".local") as tmp:
+        Path(tmp).chmod(0o755)
+        cloud = LocalCloud(Path(tmp), options).start()
+        try:
+            profiles: list[Any] | None = [] if args.profile else None
+            served = instrument(cloud, counter, profiles)
+            clients = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--clients-of",
+                    str(cloud.write_description()),
+                    "--clients",
+                    str(args.clients),
+                    "--seconds",
+                    str(args.seconds),
+                    *(["--reads-only"] if args.reads_only else []),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            pool = connection_pool().get_stats()
+        finally:
+            cloud.stop()
+    if clients.returncode:
+        print(f"the clients' process failed:\n{clients.stderr}", file=figures)
+        return 1
+    with contextlib.redirect_stdout(figures):
+        report(json.loads(clients.stdout), served, pool)
+        if profiles:
+            stats = pstats.Stats(profiles[0], stream=figures)
+            for profile in profiles[1:]:
+                stats.add(profile)
+            stats.sort_stats("cumulative").print_stats(40)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
