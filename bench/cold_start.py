@@ -116,15 +116,14 @@ class Runner:
     def warm(self, specs: list[FunctionSpec]) -> None:
         """One process loads every handler by path (as the local cloud does) and the CLI:
         it writes the bytecode every timed run then reads."""
-        loads = "".join(
-            f"load({str(spec.code_dir)!r}, {spec.folder!r})\n" for spec in specs
-        )
+        loads = "".join(f"load({str(spec.code_dir)!r}, {spec.folder!r})\n" for spec in specs)
         code = (
             "import importlib.util, sys\n"
             f"sys.path[:0] = [{str(LAYER)!r}]\n"
             "def load(folder, name):\n"
             "    sys.path.insert(0, folder)\n"
-            "    spec = importlib.util.spec_from_file_location('h_' + name, folder + '/handler.py')\n"
+            "    path = folder + '/handler.py'\n"
+            "    spec = importlib.util.spec_from_file_location('h_' + name, path)\n"
             "    module = importlib.util.module_from_spec(spec)\n"
             "    sys.modules[spec.name] = module\n"
             "    spec.loader.exec_module(module)\n"
@@ -180,8 +179,10 @@ def main() -> None:
         environment = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"}
         code = _import_code("gpudev_cli.main, gpudev_cli.commands.reservations", [], signer)
         times = runner.import_seconds(code, environment)
-        print(f"{'gpu-dev list: import + sign':<34}{_median(times):>7.3f}   "
-              f"{runner.dominant(code, environment)}")
+        print(
+            f"{'gpu-dev list: import + sign':<34}{_median(times):>7.3f}   "
+            f"{runner.dominant(code, environment)}"
+        )
 
 
 if __name__ == "__main__":

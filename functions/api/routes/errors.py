@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from pydantic import BaseModel
 
@@ -37,6 +36,12 @@ DATABASE_UNREACHABLE = (
 )
 
 
+class DatabaseUnreachable(Exception):
+    """A psycopg.OperationalError that left a request's database work (routes/caller.py
+    raises this from it): psycopg is imported by the first request that uses the database,
+    not by the handler's import, so its class cannot be registered here."""
+
+
 class ErrorMessage(BaseModel):
     message: str
 
@@ -50,14 +55,14 @@ def domain_error(error: GpuDevError) -> Response[Any]:
     return _message(status, error.message)
 
 
-def database_unreachable(error: psycopg.OperationalError) -> Response[Any]:
+def database_unreachable(error: DatabaseUnreachable) -> Response[Any]:
     """A connection lost or refused mid-request (Aurora restarting or failing over): the
     request's transaction did not commit. 503, so clients retry (a reserve with the same
     client request id is safe to repeat), instead of a 500 that reads as a bug."""
-    logger.warning("database unreachable", extra={"error": type(error).__name__})
+    logger.warning("database unreachable", extra={"error": type(error.__cause__).__name__})
     return _message(503, DATABASE_UNREACHABLE)
 
 
 def map_errors(app: APIGatewayRestResolver) -> None:
     app.exception_handler(GpuDevError)(domain_error)
-    app.exception_handler(psycopg.OperationalError)(database_unreachable)
+    app.exception_handler(DatabaseUnreachable)(database_unreachable)
