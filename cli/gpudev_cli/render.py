@@ -1,13 +1,11 @@
 """How the CLI shows reservations, availability and cluster totals as tables and panels
-(`--output table`)."""
+(`--output table`). rich's modules are imported by the function that draws with them: the
+commands import this module, and `gpu-dev --help` should not load rich."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
-
-from rich.markup import escape
-from rich.table import Table
 
 from gpudev_cli import ssh, ssh_include
 from gpudev_cli.context import LIVE, console, short
@@ -18,6 +16,8 @@ def gpus(r: dict[str, Any]) -> str:
 
 
 def reservations_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table(title="GPU Reservations")
     for column in ("ID", "Name", "GPUs", "Status", "Hours", "Created", "Expires"):
         table.add_column(column)
@@ -89,6 +89,8 @@ def reservation_panel(r: dict[str, Any]) -> None:
 
 def _connect_lines(r: dict[str, Any]) -> list[str]:
     """How to connect (the caller has written the reservation's SSH config)."""
+    from rich.markup import escape
+
     alias = ssh.host_alias(r)
     included = ssh_include.installed()
     lines = [
@@ -104,6 +106,8 @@ def _connect_lines(r: dict[str, Any]) -> list[str]:
 
 
 def availability_table(types: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table(title="GPU availability (numbers are GPUs; CPU types: user slots)")
     for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
         table.add_column(column)
@@ -129,6 +133,8 @@ def availability_table(types: list[dict[str, Any]]) -> None:
 
 
 def cluster_status_table(s: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="GPU cluster status")
     table.add_column("")
     table.add_column("")
