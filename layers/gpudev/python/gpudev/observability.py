@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 METRICS_NAMESPACE = "GpuDev"
 
@@ -88,7 +89,11 @@ def add_run_metrics(outcome: str, statistics: Mapping[str, int]) -> None:
 def add_gpu_type_metrics(gpu_type: str, available: int, in_use: int) -> None:
     """GpusAvailable and GpusInUse of one GPU type, with dimensions `service` and `gpu_type`
     (the dashboard draws one line per type with a SEARCH): written at once, as one metric
-    set per type, since a Metrics object's dimensions apply to all its metrics."""
+    set per type, since a Metrics object's dimensions apply to all its metrics. Nothing when
+    metrics are disabled (the local cloud): powertools' single_metric prints its EMF line on
+    stdout either way, where it mixed into the output of CLI commands run beside it."""
+    if is_metrics_disabled():
+        return
     service = os.environ.get("POWERTOOLS_SERVICE_NAME", "service_undefined")
     for name, value in (("GpusAvailable", available), ("GpusInUse", in_use)):
         with single_metric(
