@@ -11,7 +11,10 @@ interpreter around the import; Python's startup and the CLI are wall times of wh
 Bytecode: every interpreter reads compiled bytecode from a cache of this run's own
 (PYTHONPYCACHEPREFIX, written by one untimed warm-up process), as a Lambda whose files ship
 their .pyc would. What dominates an import is its `-X importtime` self time summed per top-level
-package, from one more run. Run: `make bench` (about a minute on 2 cores).
+package, from one more run. For the API, one more line: its import and then its first request
+without the network (GET /health, which makes the tracer, and the imports of a reservation
+route), so what left the import is seen either moved to the first request or gone.
+Run: `make bench` (about a minute on 2 quiet cores).
 """
 
 from __future__ import annotations
@@ -133,6 +136,32 @@ class Runner:
         self._run([sys.executable, "-c", code], {"POWERTOOLS_SERVICE_NAME": "warm-up"})
 
 
+# The API's first request after its import, without the network: GET /health (the tracer is
+# made and patches) and the imports of a reservation route (its service, the pool, AWS
+# clients). What the import no longer pays is either here or gone.
+FIRST_REQUEST = """
+import json, types
+context = types.SimpleNamespace(
+    function_name="gpudev-api", memory_limit_in_mb=1024, aws_request_id="cold-start",
+    invoked_function_arn="arn:aws:lambda:us-east-2:123456789012:function:gpudev-api")
+with open("events/api/health.json") as event:
+    assert handler.handler(json.load(event), context)["statusCode"] == 200
+import gpudev.reservations.service, gpudev.disks.requests, gpudev.aws, psycopg_pool
+"""
+UNSAMPLED_TRACE = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0"
+
+
+def _api_first_request(runner: Runner) -> None:
+    spec = DEPLOYMENT.function("Api")
+    code = _import_code("handler", [spec.code_dir, LAYER], FIRST_REQUEST)
+    environment = function_environment(spec) | {"_X_AMZN_TRACE_ID": UNSAMPLED_TRACE}
+    times = runner.import_seconds(code, environment)
+    print(
+        f"{'api + first request':<26}{_median(times):>8.3f}{min(times):>7.3f}"
+        f"{'':>9}   {runner.dominant(code, environment)}"
+    )
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -164,6 +193,8 @@ def main() -> None:
                 f"{spec.folder:<26}{_median(times):>8.3f}{min(times):>7.3f}"
                 f"{_median(times) - boto3:>+9.3f}   {runner.dominant(code, environment)}"
             )
+        if any(spec.folder == "api" for spec in specs):
+            _api_first_request(runner)
         print()
         gpu_dev = str(Path(sys.executable).with_name("gpu-dev"))
         print(f"{'gpu-dev (wall, whole process)':<34}{'median':>7}")
