@@ -47,3 +47,30 @@ def test_errors_reach_the_caller_unchanged():
 
     with pytest.raises(KeyError, match="missing"):
         handler({}, _context())
+
+
+def test_every_function_handler_is_traced():
+    """Each handler makes the tracer at its first invocation: that is when its AWS calls, SQL
+    and HTTP get patched (nothing is patched at import any more)."""
+    import ast
+    from pathlib import Path
+
+    functions = Path(__file__).resolve().parents[2] / "functions"
+    untraced = []
+    for path in sorted(functions.glob("*/handler.py")):
+        tree = ast.parse(path.read_text())
+        handler = next(
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name == "handler"
+        )
+        if not any(
+            isinstance(d, ast.Call)
+            and isinstance(d.func, ast.Attribute)
+            and d.func.attr == "capture_lambda_handler"
+            and isinstance(d.func.value, ast.Name)
+            and d.func.value.id == "tracer"
+            for d in handler.decorator_list
+        ):
+            untraced.append(path.parent.name)
+    assert untraced == []
