@@ -1,8 +1,12 @@
 """The one client of the gpu-dev API. It signs each request with botocore's SigV4
-(`execute-api`) using the credentials of an injected boto3 session (the standard chain:
+(`execute-api`) using the credentials of an injected botocore session (the standard chain:
 environment, profiles, SSO) and sends it with urllib. The CLI calls the API through it, and
 so do `python -m localcloud.call`, the tests and `bench/`. The local gateway's verifier
 (`localcloud/sigv4.py`) is written independently of it, so the e2e tier proves it right.
+
+botocore is imported when a session is made or a request signed, urllib's HTTP client when a
+request is sent, never with the module: `gpu-dev --help` does not pay for them, and nothing
+here needs boto3 (bench/cold_start.py).
 
 `call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
 body of a successful answer and turns anything else into one clear line (`CliError`)."""
@@ -10,24 +14,14 @@ body of a successful answer and turns anything else into one clear line (`CliErr
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-import botocore.session
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials, ReadOnlyCredentials
-from botocore.exceptions import (
-    BotoCoreError,
-    NoCredentialsError,
-    ProfileNotFound,
-    TokenRetrievalError,
-)
+if TYPE_CHECKING:
+    from botocore.credentials import Credentials, ReadOnlyCredentials
+    from botocore.session import Session
 
 SERVICE = "execute-api"
 DEFAULT_REGION = "us-east-2"
@@ -49,34 +43,43 @@ class Reply:
 
 def session_for(
     profile: str | None, region: str | None, credentials_file: Path | None = None
-) -> boto3.Session:
-    """A session of the standard credential chain, as `profile` when given. `credentials_file`
+) -> Session:
+    """A botocore session of the standard credential chain, as `profile` when given (a
+    missing profile is refused here, as boto3.Session refuses it). `credentials_file`
     replaces ~/.aws/credentials for this session only (AWS_SHARED_CREDENTIALS_FILE does it
     for the whole process)."""
-    core = botocore.session.Session()
+    import botocore.session
+    from botocore.exceptions import ProfileNotFound
+
+    session = botocore.session.Session(profile=profile)
     if credentials_file is not None:
-        core.set_config_variable("credentials_file", str(credentials_file))
+        session.set_config_variable("credentials_file", str(credentials_file))
+    if region is not None:
+        session.set_config_variable("region", region)
     try:
-        return boto3.Session(botocore_session=core, profile_name=profile, region_name=region)
+        session.get_scoped_config()
     except ProfileNotFound as exc:
         raise CliError(f"{exc}; list profiles with `aws configure list-profiles`") from None
+    return session
 
 
 class SigV4Client:
     def __init__(
         self,
         api_url: str,
-        session: boto3.Session,
+        session: Session,
         region: str | None = None,
         timeout_seconds: float | None = TIMEOUT_SECONDS,
     ):
         self.api_url = api_url
         self.session = session
-        self.region = region or session.region_name or DEFAULT_REGION
+        self.region = region or session.get_config_variable("region") or DEFAULT_REGION
         self.timeout_seconds = timeout_seconds
 
     def credentials(self) -> ReadOnlyCredentials:
         """The session's current keys (refreshed when they are temporary)."""
+        from botocore.exceptions import BotoCoreError, NoCredentialsError, TokenRetrievalError
+
         try:
             credentials = self.session.get_credentials()
         except TokenRetrievalError:
@@ -104,6 +107,9 @@ class SigV4Client:
         """The headers to send, signed with the session's keys unless `credentials` are given;
         `extra_headers` are signed too (botocore signs an `X-Amz-Content-SHA256` given here
         with its value as the payload hash)."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
         request = AWSRequest(
             method=method,
             url=self.api_url + path,
@@ -117,6 +123,9 @@ class SigV4Client:
         self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
     ) -> Reply:
         """Sends exactly what it is given: tests break signed requests with it."""
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(
             self.api_url + path, data=body, method=method, headers=headers
         )

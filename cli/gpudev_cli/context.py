@@ -1,5 +1,8 @@
 """What every command shares: the global options' values, the API client, output in table or
-JSON, one-line errors and --watch's refresh."""
+JSON, one-line errors and --watch's refresh.
+
+rich is imported by the first thing printed through `console` or `progress`, not at import:
+`gpu-dev --help` and `--version` never load it (bench/cold_start.py)."""
 
 from __future__ import annotations
 
@@ -9,19 +12,38 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
-from rich.console import Console
 
 from gpudev_cli.client import CliError, SigV4Client, session_for
 from gpudev_cli.config import ConfigError, load, resolve_api_url
 from gpudev_cli.options import share
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 LIVE = ("pending", "queued", "preparing", "active")
 FINAL = ("cancelled", "expired", "failed")
-console = Console()
-progress = Console(stderr=True)  # spinners: never mixed into output a script reads
+
+
+class _FirstUseConsole:
+    """A rich Console made when it is first used, with `options`."""
+
+    def __init__(self, **options: Any):
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+console = cast("Console", _FirstUseConsole())
+progress = cast("Console", _FirstUseConsole(stderr=True))  # spinners: never in a script's output
 
 
 @dataclass

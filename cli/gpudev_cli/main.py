@@ -6,8 +6,6 @@ are registered here."""
 
 from __future__ import annotations
 
-from importlib.metadata import version
-
 import click
 
 from gpudev_cli.commands import (
@@ -24,7 +22,8 @@ from gpudev_cli.options import root_options
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["--help"]})
-@click.version_option(version("gpu-dev"), prog_name="gpu-dev")
+# The version is read from the package's metadata when --version asks, not at every start.
+@click.version_option(package_name="gpu-dev", prog_name="gpu-dev")
 @click.pass_context
 def cli(
     ctx: click.Context, api_url: str | None, profile: str | None, region: str | None, output: str

@@ -1,5 +1,6 @@
 """How the CLI shows reservations, availability and cluster totals as tables and panels
-(`--output table`).
+(`--output table`). rich's modules are imported by the function that draws with them: the
+commands import this module, and `gpu-dev --help` should not load rich.
 
 One clock on screen: durations, waits and "expires in" are the lifecycle's clock (what the
 API computes: hours reserved, the allocator's ETAs, `expires_in_minutes`), which a local cloud
@@ -9,9 +10,6 @@ wall-clock timestamps (UTC), never "N minutes ago" in another unit."""
 from __future__ import annotations
 
 from typing import Any
-
-from rich.markup import escape
-from rich.table import Table
 
 from gpudev_cli import ssh, ssh_include
 from gpudev_cli.context import LIVE, console, short
@@ -42,6 +40,8 @@ def moment(value: str | None) -> str:
 
 
 def reservations_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table(title="GPU Reservations")
     for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
         table.add_column(column, no_wrap=column == "Queue")
@@ -108,6 +108,8 @@ def reservation_panel(r: dict[str, Any]) -> None:
 
 def _connect_lines(r: dict[str, Any]) -> list[str]:
     """How to connect (the caller has written the reservation's SSH config)."""
+    from rich.markup import escape
+
     alias = ssh.host_alias(r)
     included = ssh_include.installed()
     lines = [
@@ -123,6 +125,8 @@ def _connect_lines(r: dict[str, Any]) -> list[str]:
 
 
 def availability_table(types: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table(
         title="GPU availability (numbers are GPUs; CPU types: user slots; Est. wait: for a "
         "new 1-GPU request, in clock minutes)"
@@ -150,6 +154,8 @@ def availability_table(types: list[dict[str, Any]]) -> None:
 
 
 def cluster_status_table(s: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="GPU cluster status")
     table.add_column("")
     table.add_column("")

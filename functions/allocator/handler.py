@@ -10,11 +10,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.pool import autocommit_connection
 from gpudev.lifecycle.runtime import lifecycle
-from gpudev.observability import logger, metrics
+from gpudev.observability import logger, metrics, tracer
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with autocommit_connection() as conn:
         report = lifecycle(conn).allocate()

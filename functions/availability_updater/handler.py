@@ -12,12 +12,13 @@ from gpudev.availability.service import update_availability
 from gpudev.aws import aws_clients
 from gpudev.cluster.eks import cluster_api_client
 from gpudev.db.pool import connection
-from gpudev.observability import add_gpu_type_metrics, logger, metrics
+from gpudev.observability import add_gpu_type_metrics, logger, metrics, tracer
 from gpudev.signals import Signals
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     clients = aws_clients()
     with connection() as conn:

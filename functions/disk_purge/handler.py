@@ -12,11 +12,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from gpudev.aws import aws_clients
 from gpudev.db.pool import autocommit_connection
 from gpudev.disks.purge import purge_disks
-from gpudev.observability import logger, metrics
+from gpudev.observability import logger, metrics, tracer
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with autocommit_connection() as conn:
         result = purge_disks(

@@ -20,7 +20,7 @@ from gpudev.db.pool import autocommit_connection
 from gpudev.disks.operations import DiskOperations
 from gpudev.jobs import DiskJob, parse_job
 from gpudev.lifecycle.consumer import JobConsumer
-from gpudev.observability import logger
+from gpudev.observability import logger, tracer
 from gpudev.settings import lifecycle_settings
 
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -43,6 +43,7 @@ def record_handler(record: SQSRecord) -> str:
 
 
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

@@ -9,11 +9,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.migrations import apply_migrations, default_migrations_dir
 from gpudev.db.pool import connect_kwargs, conninfo
-from gpudev.observability import logger
+from gpudev.observability import logger, tracer
 from gpudev.settings import database_settings
 
 
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # A direct autocommit connection: each migration manages its own transaction.
     settings = database_settings()

@@ -15,10 +15,11 @@ from gpudev.lifecycle.dispatch import run
 from gpudev.lifecycle.payloads import InvalidTaskEvent, parse_task
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.lifecycle.taxonomy import Permanent, StateChanged, Transient, step_functions_errors
-from gpudev.observability import logger
+from gpudev.observability import logger, tracer
 
 
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any] | None:
     try:
         task = parse_task(event)

@@ -9,12 +9,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.pool import autocommit_connection
-from gpudev.observability import add_run_metrics, logger, metrics
+from gpudev.observability import add_run_metrics, logger, metrics, tracer
 from gpudev.sweeper.runtime import sweeper
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
+@tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with autocommit_connection() as conn:
         result = sweeper(conn).run(f"{context.function_name}:{context.aws_request_id}")

@@ -68,7 +68,7 @@ def test_every_third_party_import_of_the_cli_comes_from_a_declared_distribution(
         for module in imported
         if not {_name(d) for d in distributions.get(module, [])} & _declared_for_the_cli()
     }
-    assert imported >= {"click", "rich", "boto3", "botocore"}  # the reader sees the imports
+    assert imported >= {"click", "rich", "botocore"}  # the reader sees the imports
     assert missing == {}, "declare them in pyproject's dependencies or its `cli` extra"
 
 

@@ -37,3 +37,20 @@ def test_no_emf_on_stdout_after_many_invocations(
 
     assert all(r.payload == "done" and not r.errored for r in replies)
     assert "CloudWatchMetrics" not in capsys.readouterr().out
+
+
+def test_per_type_gpu_metrics_stay_off_stdout_when_disabled(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """powertools' single_metric prints its EMF line disabled or not: the availability
+    updater's per-type metrics, printed by the local cloud's thread, landed in the output of
+    a CLI command run at the same moment (tests/e2e/test_cli.py read two JSON documents)."""
+    from gpudev.observability import add_gpu_type_metrics
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    add_gpu_type_metrics("h100", available=8, in_use=0)
+    assert capsys.readouterr().out == ""
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    add_gpu_type_metrics("h100", available=8, in_use=0)
+    assert capsys.readouterr().out.count("CloudWatchMetrics") == 2

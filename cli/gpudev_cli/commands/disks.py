@@ -6,8 +6,6 @@ from typing import Any
 from urllib.parse import quote
 
 import click
-from rich.panel import Panel
-from rich.table import Table
 
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import Context, console, interactive, on_stderr, short
@@ -45,6 +43,8 @@ def _table(disks: list[dict[str, Any]]) -> None:
     if not disks:
         console.print("No disks. Create one with `gpu-dev disk create NAME`.")
         return
+    from rich.table import Table
+
     table = Table(title="Your persistent disks")
     for column in ("Name", "Status", "Snapshots", "Size", "Last used", "Created"):
         table.add_column(column)
@@ -148,6 +148,8 @@ def list_content(obj: Context, name: str) -> None:
         if c["content_listed_at"] is None:
             console.print(f"Disk {c['disk_name']}: {c['message']}.")
         else:
+            from rich.panel import Panel
+
             listing = c["content_listing"] or "(empty)"
             console.print(Panel(listing, title=f"{c['disk_name']}: {c['message']}"))
 

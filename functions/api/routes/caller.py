@@ -4,27 +4,35 @@ roles: 403 before anything is read), then the service runs on a pooled connectio
 Routes declare `caller: ForCaller` (a powertools dependency, resolved after the request is
 validated) and make one call: `caller.read(service, ...)` for services that take
 `(conn, caller, ...)`, `caller.change(service, ...)` for those that also take the jobs queue.
+
+The database, AWS clients and the settings they need are imported by the first call that
+uses them, not with the handler (bench/cold_start.py); a connection lost on the way
+(psycopg.OperationalError) leaves as `DatabaseUnreachable`, a 503 (routes/errors.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Concatenate, ParamSpec, TypeAlias, TypeVar
 
-import psycopg
 from aws_lambda_powertools.event_handler import Depends, Request
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
-from gpudev.aws import aws_clients
 from gpudev.callers import caller_for_request
 from gpudev.db.pool import autocommit_connection
 from gpudev.identity import Caller, require_admin
-from gpudev.jobs import JobQueue
 from gpudev.settings import api_settings
+from routes.errors import DatabaseUnreachable
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from gpudev.jobs import JobQueue
 
 P = ParamSpec("P")
 T = TypeVar("T")
-Connection = psycopg.Connection[Any]
+Connection: TypeAlias = "psycopg.Connection[Any]"
 
 
 class CallerRequest:
@@ -41,7 +49,7 @@ class CallerRequest:
     ) -> T:
         """A read is the caller's binding (`bound_user`) and one query, each committing by
         itself: no BEGIN and COMMIT round trips around them (bench/api_load.py)."""
-        with autocommit_connection() as conn:
+        with _reachable(), autocommit_connection() as conn:
             return service(conn, self.caller, *args, **kwargs)
 
     def change(
@@ -53,11 +61,24 @@ class CallerRequest:
         """A change whose job goes through the outbox: the service commits, then sends, so
         it gets an autocommit connection (its `conn.transaction()` is the commit)."""
         queue = _jobs()
-        with autocommit_connection() as conn:
+        with _reachable(), autocommit_connection() as conn:
             return service(conn, queue, self.caller, *args, **kwargs)
 
 
+@contextmanager
+def _reachable() -> Iterator[None]:
+    import psycopg  # imported already by the pool the block opens
+
+    try:
+        yield
+    except psycopg.OperationalError as error:
+        raise DatabaseUnreachable() from error
+
+
 def _jobs() -> JobQueue:
+    from gpudev.aws import aws_clients
+    from gpudev.jobs import JobQueue
+
     return JobQueue(aws_clients().sqs, api_settings().jobs_queue_url)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
@@ -43,6 +42,12 @@ DATABASE_UNREACHABLE = (
     "the database did not answer; try again (a reserve with its client request id is safe to "
     "repeat)"
 )
+
+
+class DatabaseUnreachable(Exception):
+    """A psycopg.OperationalError that left a request's database work (routes/caller.py
+    raises this from it): psycopg is imported by the first request that uses the database,
+    not by the handler's import, so its class cannot be registered here."""
 
 
 class ErrorMessage(BaseModel):
@@ -84,11 +89,11 @@ def invalid_request(error: RequestValidationError) -> Response[Any]:
     return _message(422, problem.message, field=problem.field, allowed=problem.allowed)
 
 
-def database_unreachable(error: psycopg.OperationalError) -> Response[Any]:
+def database_unreachable(error: DatabaseUnreachable) -> Response[Any]:
     """A connection lost or refused mid-request (Aurora restarting or failing over): the
     request's transaction did not commit. 503, so clients retry (a reserve with the same
     client request id is safe to repeat), instead of a 500 that reads as a bug."""
-    logger.warning("database unreachable", extra={"error": type(error).__name__})
+    logger.warning("database unreachable", extra={"error": type(error.__cause__).__name__})
     return _message(503, DATABASE_UNREACHABLE)
 
 
@@ -119,7 +124,7 @@ def unknown_route(app: APIGatewayRestResolver) -> Response[Any]:
 def map_errors(app: APIGatewayRestResolver) -> None:
     app.exception_handler(GpuDevError)(domain_error)
     app.exception_handler(RequestValidationError)(invalid_request)
-    app.exception_handler(psycopg.OperationalError)(database_unreachable)
+    app.exception_handler(DatabaseUnreachable)(database_unreachable)
 
     @app.not_found
     def _not_found(error: NotFoundError) -> Response[Any]:

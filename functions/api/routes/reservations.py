@@ -1,5 +1,8 @@
 """Reservations: submit, read, and change a live one (cancel, extend, add a user, Jupyter).
-Changes are recorded with their job in the outbox and sent after commit: 202."""
+Changes are recorded with their job in the outbox and sent after commit: 202.
+
+Each route imports its service when it runs: the services import the database driver and
+the repositories, which the handler's import does not pay for (bench/cold_start.py)."""
 
 from __future__ import annotations
 
@@ -16,15 +19,6 @@ from gpudev.reservations.schemas import (
     ReservationList,
     ReservationRequest,
     ReservationView,
-)
-from gpudev.reservations.service import (
-    add_user,
-    caller_reservations,
-    find_reservation,
-    request_cancel,
-    request_extension,
-    set_jupyter,
-    submit_reservation,
 )
 from routes.caller import ForCaller
 from routes.errors import ErrorMessage
@@ -55,6 +49,8 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
     },
 )
 def create_reservation(request: ReservationRequest, caller: ForCaller) -> Response[ReservationView]:
+    from gpudev.reservations.service import submit_reservation
+
     reservation, created = caller.change(submit_reservation, request)
     return _view(202 if created else 200, reservation)
 
@@ -66,6 +62,8 @@ def list_reservations(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> ReservationList:
+    from gpudev.reservations.service import caller_reservations
+
     return ReservationList.of(
         caller.read(caller_reservations, status, limit, offset), limit, offset
     )
@@ -73,11 +71,15 @@ def list_reservations(
 
 @router.get("/v1/reservations/<reservation_id>")
 def get_reservation(reservation_id: str, caller: ForCaller) -> ReservationView:
+    from gpudev.reservations.service import find_reservation
+
     return ReservationView.of(caller.read(find_reservation, reservation_id))
 
 
 @router.post("/v1/reservations/<reservation_id>/cancel")
 def cancel_reservation(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    from gpudev.reservations.service import request_cancel
+
     return _view(202, caller.change(request_cancel, reservation_id))
 
 
@@ -85,6 +87,8 @@ def cancel_reservation(reservation_id: str, caller: ForCaller) -> Response[Reser
 def extend_reservation(
     reservation_id: str, request: ExtendRequest, caller: ForCaller
 ) -> Response[ReservationView]:
+    from gpudev.reservations.service import request_extension
+
     return _view(202, caller.change(request_extension, reservation_id, request.hours))
 
 
@@ -92,14 +96,20 @@ def extend_reservation(
 def add_reservation_user(
     reservation_id: str, request: AddUserRequest, caller: ForCaller
 ) -> Response[ReservationView]:
+    from gpudev.reservations.service import add_user
+
     return _view(202, caller.change(add_user, reservation_id, request.github_username))
 
 
 @router.put("/v1/reservations/<reservation_id>/jupyter")
 def enable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    from gpudev.reservations.service import set_jupyter
+
     return _view(202, caller.change(set_jupyter, reservation_id, enabled=True))
 
 
 @router.delete("/v1/reservations/<reservation_id>/jupyter")
 def disable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+    from gpudev.reservations.service import set_jupyter
+
     return _view(202, caller.change(set_jupyter, reservation_id, enabled=False))

@@ -10,9 +10,8 @@ within three SQL round trips.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 from pydantic import BaseModel
 
 from gpudev.errors import Conflict
@@ -24,8 +23,10 @@ from gpudev.identity import (
     require_bound,
 )
 from gpudev.models import User
-from gpudev.repositories import UsersRepository
 from gpudev.settings import ApiSettings
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 def caller_for_request(
@@ -41,6 +42,10 @@ def caller_for_request(
 def bound_user(conn: psycopg.Connection[Any], caller: Caller) -> User:
     """The caller's user row (created, bound to the caller's principal, on first sight),
     in one round trip; NotAuthorized, with nothing written, for another principal."""
+    # Here, not at the top: the API's routes import this module, and the repositories
+    # import psycopg, which a handler's import should not pay for (bench/cold_start.py).
+    from gpudev.repositories.users import UsersRepository
+
     users = UsersRepository(conn)
     # None: another request created the row after this statement's snapshot (a new user's
     # first requests, sent at once). Read committed: the next statement sees it.

@@ -5,15 +5,16 @@ caller's binding check."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psycopg
 from pydantic import BaseModel
 
 from gpudev.callers import bound_user
 from gpudev.identity import Caller
 from gpudev.models import TypeAvailability
-from gpudev.repositories import CapacityRepository
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["ClusterStatus", "TypeAvailability", "availability_by_type", "cluster_status"]
 
@@ -33,6 +34,10 @@ class ClusterStatus(BaseModel):
 
 
 def availability_by_type(conn: psycopg.Connection[Any]) -> list[TypeAvailability]:
+    # Here, not at the top: the repositories import psycopg, which the API's import should
+    # not pay for (its routes import this module; bench/cold_start.py).
+    from gpudev.repositories.capacity import CapacityRepository
+
     return CapacityRepository(conn).by_type()
 
 
