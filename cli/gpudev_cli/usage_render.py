@@ -8,8 +8,6 @@ import io
 from datetime import datetime
 from typing import Any
 
-from rich.table import Table
-
 from gpudev_cli.context import console
 
 GROUPING_TITLES = {"user": "User", "type": "GPU type", "day": "Day (UTC)"}
@@ -34,6 +32,8 @@ def totals_csv(report: dict[str, Any]) -> str:
 
 
 def usage_tables(report: dict[str, Any]) -> None:
+    from rich.table import Table  # here: `gpu-dev --help` loads no rich
+
     console.print(
         f"[bold]GPU usage of {report['scope']}[/] from {local(report['since'])} "
         f"to {local(report['until'])}"
@@ -82,6 +82,8 @@ def usage_tables(report: dict[str, Any]) -> None:
 
 
 def live_reservations_table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table  # here: `gpu-dev --help` loads no rich
+
     table = Table(title="Live reservations (everyone's)")
     for column in ("ID", "User", "GPUs", "Status", "Created", "Expires"):
         table.add_column(column)
@@ -96,6 +98,8 @@ def live_reservations_table(rows: list[dict[str, Any]]) -> None:
 
 
 def dead_letters_table(letters: dict[str, Any]) -> None:
+    from rich.table import Table  # here: `gpu-dev --help` loads no rich
+
     console.print(
         f"Jobs dead-letter queue: {letters['depth']} messages "
         f"({letters['in_flight']} being received)"

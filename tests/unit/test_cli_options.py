@@ -67,7 +67,7 @@ def test_help_lists_them_once_under_global_options(path):
     assert result.exit_code == 0, result.output
     own, global_ = result.output.split("Global options (before or after the command):")
     assert "--output" not in own
-    for option in ("--api-url", "--profile", "--region", "-o, --output [table|json]"):
+    for option in ("--api-url", "--profile", "--region", "-o, --output [table|json|csv]"):
         assert global_.count(option) == 1
 
 

@@ -1,20 +1,18 @@
 """Operator routes (/v1/admin): sessions of the ADMIN_ROLES only, checked on the principal
 before anything is read (`routes/caller.py` `ForOperator`): everyone's usage, every live
 reservation, a force-cancel whose reason the status history records, the jobs'
-dead-letter queue."""
+dead-letter queue. Services are imported by their route (the API's import needs no psycopg
+or AWS client: bench/cold_start.py)."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from gpudev.aws import aws_clients
 from gpudev.reservations.schemas import ReservationView
 from gpudev.settings import api_settings
 from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
-from gpudev.usage.operators import force_cancel, live_reservations
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
-from gpudev.usage.service import everyone_usage
 from routes.caller import ForOperator
 from routes.usage import By, Since, Until
 
@@ -25,11 +23,15 @@ router = Router()
 def everyones_usage(
     caller: ForOperator, since: Since = None, until: Until = None, by: By = "user"
 ) -> UsageReport:
+    from gpudev.usage.service import everyone_usage
+
     return caller.read(everyone_usage, since, until, by)
 
 
 @router.get("/v1/admin/reservations")
 def every_live_reservation(caller: ForOperator) -> LiveReservations:
+    from gpudev.usage.operators import live_reservations
+
     reservations = caller.read(live_reservations)
     return LiveReservations(reservations=[ReservationView.of(r) for r in reservations])
 
@@ -38,10 +40,14 @@ def every_live_reservation(caller: ForOperator) -> LiveReservations:
 def force_cancel_reservation(
     reservation_id: str, request: ForceCancelRequest, caller: ForOperator
 ) -> Response[ReservationView]:
+    from gpudev.usage.operators import force_cancel
+
     cancelled = caller.change(force_cancel, reservation_id, request.reason)
     return Response(202, content_types.APPLICATION_JSON, ReservationView.of(cancelled))
 
 
 @router.get("/v1/admin/dlq")
 def dead_letters(caller: ForOperator) -> DeadLetters:
+    from gpudev.aws import aws_clients
+
     return peek_dead_letters(aws_clients().sqs, api_settings().jobs_dlq_url)

@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from gpudev.usage.schemas import UsageGrouping, UsageReport
-from gpudev.usage.service import caller_usage
 from routes.caller import ForCaller
 
 router = Router()
@@ -25,4 +24,6 @@ By = Annotated[UsageGrouping, Query(description="what the totals are grouped by"
 def my_usage(
     caller: ForCaller, since: Since = None, until: Until = None, by: By = "day"
 ) -> UsageReport:
+    from gpudev.usage.service import caller_usage  # here: the API's import needs no psycopg
+
     return caller.read(caller_usage, since, until, by)

@@ -174,6 +174,12 @@ def _plan_type(
     still_waiting: list[Request] = []
 
     def grant(request: Request, placement: list[str]) -> None:
+        if request.reservation_id == PROBE:
+            # A new request would start now. It takes nothing: were its slots held until
+            # `probe_seconds` in the ETA replay, the real requests backfilled around it
+            # would wait for it.
+            decisions.grants.append(Grant(PROBE, ()))
+            return
         ranks = []
         for name in placement:
             pool.take(name, request.slots_per_node)

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from gpudev.repositories.usage import GpuHours, Outcome, QueueWait, Utilisation
 from gpudev.reservations.schemas import ReservationView
+from gpudev.usage_rows import GpuHours, Outcome, QueueWait, Utilisation
 
 UsageGrouping = Literal["user", "type", "day"]
 

@@ -14,8 +14,9 @@ from gpudev.callers import bound_user
 from gpudev.errors import InvalidRequest
 from gpudev.identity import Caller
 from gpudev.repositories import UsageRepository
-from gpudev.repositories.usage import GpuHours, UsageRows
+from gpudev.repositories.usage import UsageRows
 from gpudev.usage.schemas import UsageGrouping, UsageReport, UsageTotal
+from gpudev.usage_rows import GpuHours
 
 DEFAULT_WINDOW = timedelta(days=7)
 MAX_WINDOW = timedelta(days=366)
