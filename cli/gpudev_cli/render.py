@@ -128,8 +128,8 @@ def availability_table(types: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(
-        title="GPU availability (numbers are GPUs; CPU types: user slots; Est. wait: for a "
-        "new 1-GPU request, in clock minutes)"
+        title="GPU availability (numbers are GPUs; CPU types: user slots)",
+        caption="Est. wait: for a new 1-GPU request, in clock minutes",
     )
     for column in ("Type", "Available", "Max reservable", "Total", "Queue", "Est. wait", "Updated"):
         table.add_column(column)

@@ -61,7 +61,7 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     # The pod is looked at right after it was created (no Wait first): the check watches it.
     provisioned = history.index("Provision")
     assert history[provisioned + 1 : provisioned + 3] == [
-        "Cancelled while provisioning?",
+        "Provisioned?",
         "Is the pod ready?",
     ]
     assert history[-6:] == [

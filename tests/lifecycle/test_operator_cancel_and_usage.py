@@ -41,6 +41,7 @@ def test_an_operator_force_cancels_and_usage_counts_what_was_held(api, local_clo
     query = urlencode({"since": since.isoformat(), "until": until.isoformat(), "by": "type"})
     report = api.call("GET", f"/v1/usage?{query}").body
     t4 = {t["key"]: t["gpu_hours"] for t in report["totals"]}["t4"]
+    held = float(held)  # numeric from PostgreSQL
     assert held > 0 and t4 >= held - 1e-4  # totals are rounded to 4 decimals
     outcomes = {(o["outcome"], o["reason"]) for o in report["outcomes"]}
     assert ("cancelled", reason) in outcomes
