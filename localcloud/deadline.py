@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any, Self
 
 log = logging.getLogger("localcloud.stop")
 
@@ -39,3 +40,28 @@ def join_or_abandon(threads: Iterable[threading.Thread], deadline: Deadline) -> 
     if abandoned:
         log.warning("abandoned, still busy: %s", ", ".join(abandoned))
     return abandoned
+
+
+class BackgroundWork:
+    """Daemon threads that run until `signal_stop`; `stop` joins them until a shared deadline.
+    Subclasses add their threads with `_in_background` and loop on `self._stop`."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _in_background(self, target: Callable[..., None], name: str, *args: Any) -> None:
+        self._threads.append(threading.Thread(target=target, args=args, name=name, daemon=True))
+
+    def start(self) -> Self:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def signal_stop(self) -> None:
+        """Take no new work; work in hand finishes (or is abandoned at `stop`)."""
+        self._stop.set()
+
+    def stop(self, deadline: Deadline) -> None:
+        self.signal_stop()
+        join_or_abandon(self._threads, deadline)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cdk_app.declaration import QueueSpec, ScheduleSpec
-from localcloud.deadline import Deadline, join_or_abandon
+from localcloud.deadline import BackgroundWork
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 
 log = logging.getLogger("localcloud.events")
@@ -60,10 +60,11 @@ def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
     }
 
 
-class SqsPoller:
+class SqsPoller(BackgroundWork):
     def __init__(
         self, spec: QueueSpec, queue_url: str, sqs: Any, lambdas: LocalLambda, region: str
     ):
+        super().__init__()
         self.spec = spec
         self.queue_url = queue_url
         self._sqs = sqs
@@ -72,23 +73,10 @@ class SqsPoller:
         self._queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
-        self._stop = threading.Event()
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._idle = threading.Condition()  # notified when a poll ends
         self._polling = False
-        self._thread = threading.Thread(target=self._run, name=f"sqs-{spec.name}", daemon=True)
-
-    def start(self) -> SqsPoller:
-        self._thread.start()
-        return self
-
-    def signal_stop(self) -> None:
-        """Take no new batch; a batch being handled finishes (or is abandoned at `stop`)."""
-        self._stop.set()
-
-    def stop(self, deadline: Deadline) -> None:
-        self.signal_stop()
-        join_or_abandon([self._thread], deadline)
+        self._in_background(self._run, f"sqs-{spec.name}")
 
     def pause(self, timeout: float = 30.0) -> None:
         """Take no new batch, and return once the poll in flight (a long poll of up to a
@@ -154,7 +142,7 @@ class SqsPoller:
         return len(messages)
 
 
-class Ticker:
+class Ticker(BackgroundWork):
     def __init__(
         self,
         schedules: tuple[ScheduleSpec, ...],
@@ -164,29 +152,15 @@ class Ticker:
         interval_seconds: float | None,
     ):
         """`interval_seconds` replaces every schedule's period (None: the real periods)."""
+        super().__init__()
         self._schedules = schedules
         self._rule_arns = rule_arns
         self._lambdas = lambdas
         self._region = region
         self._interval = interval_seconds
-        self._stop = threading.Event()
-        self._threads = [
-            threading.Thread(target=self._run, args=(s,), name=f"tick-{s.name}", daemon=True)
-            for s in schedules
-        ]
+        for schedule in schedules:
+            self._in_background(self._run, f"tick-{schedule.name}", schedule)
         self.fired: dict[str, int] = {s.name: 0 for s in schedules}
-
-    def start(self) -> Ticker:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def signal_stop(self) -> None:
-        self._stop.set()
-
-    def stop(self, deadline: Deadline) -> None:
-        self.signal_stop()
-        join_or_abandon(self._threads, deadline)
 
     def fire(self, schedule: ScheduleSpec) -> Any:
         invocation = self._lambdas.invoke(

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
-from localcloud.http import LocalHttpServer, RawRequest, Reply
+from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 from localcloud.sigv4 import MISSING_TOKEN, Rejection, SigningKey, verify
 
@@ -91,7 +91,7 @@ def proxy_event(
     }
 
 
-class LocalApiGateway:
+class LocalApiGateway(HttpService):
     def __init__(
         self,
         api: ApiSpec,
@@ -106,17 +106,6 @@ class LocalApiGateway:
         self.lookup_key = lookup_key
         self.region = region
         self._server = LocalHttpServer(self._handle, "api-gateway", port)
-
-    @property
-    def url(self) -> str:
-        return self._server.url
-
-    def start(self) -> LocalApiGateway:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
 
     def _handle(self, request: RawRequest) -> Reply:
         return self.handle(

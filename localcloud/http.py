@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,23 @@ class LocalHttpServer:
             self._server.shutdown()
             self._thread = None
         self._server.server_close()
+
+
+class HttpService:
+    """A local service answering on a `LocalHttpServer` that the subclass sets as `_server`."""
+
+    _server: LocalHttpServer
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> Self:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
 
 
 def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPRequestHandler]:

@@ -21,16 +21,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
-from localcloud.deadline import Deadline, join_or_abandon
-from localcloud.kubernetes import readiness
+from localcloud.deadline import BackgroundWork
+from localcloud.kubernetes import readiness, selectors
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.scheduling_failure import scheduling_failure
-from localcloud.kubernetes.storage_simulation import StorageSimulation, container_creating
+from localcloud.kubernetes.storage_simulation import (
+    StorageSimulation,
+    container_creating,
+    containers_waiting,
+)
 from localcloud.kubernetes.store import DeleteOptions, ObjectStore, now
 
 log = logging.getLogger("localcloud.cluster")
@@ -62,19 +65,6 @@ def _gpu_request(pod: dict[str, Any]) -> int:
     )
 
 
-def _matches_expression(labels: dict[str, str], expression: dict[str, Any]) -> bool:
-    key, operator, values = expression["key"], expression["operator"], expression.get("values")
-    if operator == "In":
-        return labels.get(key) in (values or [])
-    if operator == "NotIn":
-        return labels.get(key) not in (values or [])
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False
-
-
 def node_accepts(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     labels = node["metadata"].get("labels", {})
     spec = pod["spec"]
@@ -89,7 +79,7 @@ def node_accepts(node: dict[str, Any], pod: dict[str, Any]) -> bool:
     )
     terms = required.get("nodeSelectorTerms") or []
     return not terms or any(
-        all(_matches_expression(labels, e) for e in term.get("matchExpressions", []))
+        all(selectors.expression_matches(labels, e) for e in term.get("matchExpressions", []))
         for term in terms
     )
 
@@ -102,7 +92,7 @@ def node_is_ready(node: dict[str, Any]) -> bool:
     return ready and not node["spec"].get("unschedulable")
 
 
-class SimulatedCluster:
+class SimulatedCluster(BackgroundWork):
     def __init__(
         self,
         store: ObjectStore,
@@ -114,6 +104,7 @@ class SimulatedCluster:
         ec2: Any,
         probe_seconds: float = 1.0,
     ):
+        super().__init__()
         self.store = store
         self.storage = StorageSimulation(store, ec2)  # volume controllers, EBS CSI attach
         self._autoscaling = autoscaling
@@ -124,20 +115,11 @@ class SimulatedCluster:
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self._terminating_since: dict[str, float] = {}  # pod uid -> when it saw the deletion
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="simulated-cluster", daemon=True)
+        self._in_background(self._run, "simulated-cluster")
 
-    def start(self) -> SimulatedCluster:
+    def start(self) -> Self:
         self.sync_nodes()
-        self._thread.start()
-        return self
-
-    def signal_stop(self) -> None:
-        self._stop.set()
-
-    def stop(self, deadline: Deadline) -> None:
-        self.signal_stop()
-        join_or_abandon([self._thread], deadline)
+        return super().start()
 
     def _run(self) -> None:
         last_sync = time.monotonic()
@@ -499,20 +481,10 @@ def _start_pod(pod: dict[str, Any], node: str) -> None:
 
 
 def _pull_failed(pod: dict[str, Any]) -> None:
-    pod["status"]["containerStatuses"] = [
-        {
-            "name": c["name"],
-            "image": c.get("image", ""),
-            "imageID": "",
-            "ready": False,
-            "restartCount": 0,
-            "started": False,
-            "state": {
-                "waiting": {
-                    "reason": "ImagePullBackOff",
-                    "message": f'Back-off pulling image "{c.get("image", "")}"',
-                }
-            },
-        }
-        for c in pod["spec"].get("containers", [])
-    ]
+    containers_waiting(
+        pod,
+        lambda c: {
+            "reason": "ImagePullBackOff",
+            "message": f'Back-off pulling image "{c.get("image", "")}"',
+        },
+    )

@@ -105,3 +105,21 @@ def field_matcher(resource: str, selector: str | None) -> Matcher:
         return all((_field_value(obj, p) == v) != negate for p, negate, v in tests)
 
     return matches
+
+
+def expression_matches(labels: dict[str, str], expression: dict[str, Any]) -> bool:
+    """A node selector requirement (`In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`)."""
+    key, operator, values = expression["key"], expression["operator"], expression.get("values")
+    if operator == "In":
+        return labels.get(key) in (values or [])
+    if operator == "NotIn":
+        return labels.get(key) not in (values or [])
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    try:  # Gt / Lt: integers
+        value, bound = int(labels[key]), int((values or ["x"])[0])
+    except (KeyError, ValueError):
+        return False
+    return value > bound if operator == "Gt" else value < bound

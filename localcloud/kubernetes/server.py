@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from localcloud.http import LocalHttpServer, RawRequest, Reply
+from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
 from localcloud.kubernetes import networking
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.selectors import SelectorError
@@ -171,7 +171,7 @@ def _api_group() -> dict[str, Any]:
     }
 
 
-class KubernetesApiServer:
+class KubernetesApiServer(HttpService):
     def __init__(
         self,
         store: ObjectStore,
@@ -185,17 +185,6 @@ class KubernetesApiServer:
         self._known_key = known_key
         self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
         self.requests = 0
-
-    @property
-    def url(self) -> str:
-        return self._server.url
-
-    def start(self) -> KubernetesApiServer:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
 
     def _handle(self, request: RawRequest) -> Reply:
         status, payload = self.handle(

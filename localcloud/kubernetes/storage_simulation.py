@@ -5,6 +5,7 @@ claims (`volume_scheduling.py`), from one view of claims and volumes per step.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from localcloud.kubernetes import csi_attacher, events, volume_scheduling
@@ -90,6 +91,11 @@ class StorageSimulation:
 
 def container_creating(pod: Obj) -> None:
     """The kubelet admitted the pod (its GPUs are held) and waits for its volumes."""
+    containers_waiting(pod, lambda _container: {"reason": "ContainerCreating"})
+
+
+def containers_waiting(pod: Obj, waiting: Callable[[Obj], Obj]) -> None:
+    """Every container not started, each `state.waiting` given by `waiting(container)`."""
     pod["status"]["containerStatuses"] = [
         {
             "name": c["name"],
@@ -98,7 +104,7 @@ def container_creating(pod: Obj) -> None:
             "ready": False,
             "restartCount": 0,
             "started": False,
-            "state": {"waiting": {"reason": "ContainerCreating"}},
+            "state": {"waiting": waiting(c)},
         }
         for c in pod["spec"].get("containers", [])
     ]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from localcloud.kubernetes import selectors
+
 Obj = dict[str, Any]
 Claims = dict[tuple[str, str], Obj]  # (namespace, name) -> claim
 Volumes = dict[str, Obj]  # name -> PersistentVolume
@@ -47,30 +49,14 @@ def claim_problem(pod: Obj, claims: Claims) -> str | None:
     return "pod has unbound immediate PersistentVolumeClaims" if unbound else None
 
 
-def _matches(labels: dict[str, str], expression: Obj) -> bool:
-    key, operator, values = expression["key"], expression["operator"], expression.get("values")
-    if operator == "In":
-        return labels.get(key) in (values or [])
-    if operator == "NotIn":
-        return labels.get(key) not in (values or [])
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    try:  # Gt / Lt: integers
-        value, bound = int(labels[key]), int((values or ["x"])[0])
-    except (KeyError, ValueError):
-        return False
-    return value > bound if operator == "Gt" else value < bound
-
-
 def volume_fits_node(volume: Obj, node: Obj) -> bool:
     """The PersistentVolume's required node affinity admits the node (no affinity: any)."""
     required = ((volume["spec"].get("nodeAffinity") or {}).get("required")) or {}
     terms = required.get("nodeSelectorTerms") or []
     labels = node["metadata"].get("labels") or {}
     return not terms or any(
-        all(_matches(labels, e) for e in term.get("matchExpressions") or []) for term in terms
+        all(selectors.expression_matches(labels, e) for e in term.get("matchExpressions") or [])
+        for term in terms
     )
 
 

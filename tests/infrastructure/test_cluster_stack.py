@@ -20,6 +20,7 @@ from cdk_app.nag import acknowledge_cluster_findings
 from cdk_app.node_groups import CATALOGUE
 from gpudev.availability.compute import ScalingGroup, compute_availability
 from tests.infrastructure.conftest import ROOT
+from tests.support.templates import cfn_lint
 
 ADMIN = "arn:aws:iam::123456789012:role/Admin"
 CONTEXT: dict[str, Any] = {
@@ -251,22 +252,8 @@ def test_node_ports_open_to_the_world_are_refused_by_cdk_nag():
 
 
 def test_cfn_lint_accepts_the_cluster_template(tmp_path: Path):
-    import subprocess
-    import sys
-
     _cluster_template(CONTEXT, tmp_path)
-    result = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("cfn-lint")),
-            "--ignore-checks",
-            "W3005",
-            "--",
-            str(tmp_path / "GpuDevCluster.template.json"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = cfn_lint(tmp_path / "GpuDevCluster.template.json")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -10,14 +10,7 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-
-def _function(template: Template, service_name: str) -> tuple[str, dict[str, Any]]:
-    found = template.find_resources(
-        "AWS::Lambda::Function",
-        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service_name}}}},
-    )
-    ((logical_id, function),) = found.items()
-    return logical_id, function["Properties"]
+from tests.support.templates import function_of_service
 
 
 def _statements(template: Template, function_id: str) -> list[dict[str, Any]]:
@@ -46,7 +39,7 @@ def _resources(statement: dict[str, Any]) -> str:
 
 
 def test_the_purge_runs_daily_and_never_twice_at_once(template: Template):
-    purge_id, props = _function(template, "gpudev-disk-purge")
+    purge_id, props = function_of_service(template, "gpudev-disk-purge")
     schedules = {
         rule["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: rule["Properties"][
             "ScheduleExpression"
@@ -59,7 +52,7 @@ def test_the_purge_runs_daily_and_never_twice_at_once(template: Template):
 
 
 def _connects_as(template: Template, service_name: str) -> list[str]:
-    function_id, _ = _function(template, service_name)
+    function_id, _ = function_of_service(template, service_name)
     users = []
     for statement in _statements(template, function_id):
         actions = statement["Action"]
@@ -77,7 +70,7 @@ def test_the_purge_logs_in_as_its_own_role_and_the_reconcilers_cannot(template: 
 
 
 def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template: Template):
-    purge_id, _ = _function(template, "gpudev-disk-purge")
+    purge_id, _ = function_of_service(template, "gpudev-disk-purge")
     ec2 = _ec2(_statements(template, purge_id))
     assert set(ec2) == {"ec2:DescribeSnapshots", "ec2:DeleteSnapshot"}
     delete = ec2["ec2:DeleteSnapshot"]
@@ -91,7 +84,7 @@ def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template:
 def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapshots(
     template: Template,
 ):
-    consumer_id, _ = _function(template, "gpudev-jobs-consumer")
+    consumer_id, _ = function_of_service(template, "gpudev-jobs-consumer")
     ec2 = _ec2(_statements(template, consumer_id))
     assert set(ec2) == {
         "ec2:DescribeVolumes",

@@ -4,14 +4,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-
-def _function(template: Template, service_name: str) -> tuple[str, dict[str, Any]]:
-    found = template.find_resources(
-        "AWS::Lambda::Function",
-        {"Properties": {"Environment": {"Variables": {"POWERTOOLS_SERVICE_NAME": service_name}}}},
-    )
-    ((logical_id, function),) = found.items()
-    return logical_id, function["Properties"]
+from tests.support.templates import function_of_service
 
 
 def _policy_actions(template: Template, function_id: str) -> dict[str, Any]:
@@ -37,18 +30,23 @@ def test_both_reconcilers_run_every_five_minutes(template: Template):
         r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: r["Properties"]["ScheduleExpression"]
         for r in rules.values()
     }
-    assert schedules[_function(template, "gpudev-availability-updater")[0]] == "rate(1 minute)"
-    assert schedules[_function(template, "gpudev-disk-reconciler")[0]] == "rate(5 minutes)"
+    assert (
+        schedules[function_of_service(template, "gpudev-availability-updater")[0]]
+        == "rate(1 minute)"
+    )
+    assert (
+        schedules[function_of_service(template, "gpudev-disk-reconciler")[0]] == "rate(5 minutes)"
+    )
 
 
 def test_disk_reconciler_never_runs_twice_at_once(template: Template):
-    _, props = _function(template, "gpudev-disk-reconciler")
+    _, props = function_of_service(template, "gpudev-disk-reconciler")
     assert props["ReservedConcurrentExecutions"] == 1
 
 
 def test_reconcilers_get_the_seeds_permissions_and_no_more(template: Template):
-    availability_id, availability = _function(template, "gpudev-availability-updater")
-    disks_id, _ = _function(template, "gpudev-disk-reconciler")
+    availability_id, availability = function_of_service(template, "gpudev-availability-updater")
+    disks_id, _ = function_of_service(template, "gpudev-disk-reconciler")
     availability_actions = _policy_actions(template, availability_id)
     disk_actions = _policy_actions(template, disks_id)
     assert availability_actions["autoscaling:DescribeAutoScalingGroups"] == "*"
@@ -82,8 +80,8 @@ def test_errors_raise_alarms(template: Template):
     )
     alarmed = {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in alarms.values()}
     assert {
-        _function(template, "gpudev-availability-updater")[0],
-        _function(template, "gpudev-disk-reconciler")[0],
+        function_of_service(template, "gpudev-availability-updater")[0],
+        function_of_service(template, "gpudev-disk-reconciler")[0],
     } <= alarmed
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",

@@ -120,12 +120,7 @@ def test_a_deleted_pod_ends_the_reservation_and_its_gpus_go_to_the_next_in_queue
 
 
 def test_a_removed_node_ends_the_reservation_and_its_replacement_serves_the_queue(api, local_cloud):
-    lost = reserve(api, gpu_type="h100", gpu_count=8, hours=0.6)["reservation_id"]
-    other = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
-    wait_for_status(api, lost, "active")
-    wait_for_status(api, other, "active")
-    waiting = reserve(api, gpu_type="h100", gpu_count=8, profile="bob")["reservation_id"]
-    wait_for_status(api, waiting, "queued", profile="bob")
+    lost, other, waiting = h100s_full_and_one_queued(api)
 
     # EC2 terminates the node's instance; its Auto Scaling group launches a replacement,
     # and the node of the old instance leaves the cluster (the stand-in follows the group).

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from gpudev.disks.ebs import USER_TAG, disk_name_of
-from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
+from gpudev.repositories.disk_reconciliation import DiskRow, DiskState, ImportDisk, SyncDisk
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,58 @@ owns the transaction, the run lock taken in it, and the savepoints of its row-by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import psycopg
 
 from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all
-from gpudev.models import DiskRow, DiskState, ImportDisk, SyncDisk
 
 LOCK_KEY = 7_216_004_002
+
+
+# The disk reconciler's values: a row, the state AWS says it should have, its writes.
+@dataclass(frozen=True)
+class DiskRow:
+    disk_id: UUID
+    user_id: str
+    disk_name: str
+    ebs_volume_id: str | None
+    size_gb: int | None
+    in_use: bool
+    reservation_id: UUID | None
+    is_deleted: bool
+    snapshot_count: int
+    is_backing_up: bool
+    last_snapshot_at: datetime | None
+
+
+@dataclass(frozen=True)
+class DiskState:
+    """The reconcilable fields, as AWS says they should be (never the holder: the
+    lifecycle's, migrations/0011_disk_holders.sql)."""
+
+    ebs_volume_id: str
+    size_gb: int
+    snapshot_count: int
+    is_backing_up: bool
+    last_snapshot_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ImportDisk:
+    user_id: str
+    disk_name: str
+    state: DiskState
+
+
+@dataclass(frozen=True)
+class SyncDisk:
+    disk_id: UUID
+    state: DiskState
 
 
 def _columns(states: Sequence[DiskState]) -> dict[str, list[Any]]:

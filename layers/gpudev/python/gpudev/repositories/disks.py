@@ -40,6 +40,12 @@ class DisksRepository:
     def __init__(self, conn: psycopg.Connection[Any]):
         self._conn = conn
 
+    def _request(self, name: str, params: dict[str, Any]) -> DiskRequested | None:
+        """A request statement: the disk's row and its job, or None when the row was not
+        changed; a refused constraint raised as its domain error."""
+        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
+            return _requested(cur.execute(query(name), params).fetchone())
+
     def create(self, new: NewDisk) -> Disk:
         with domain_errors():
             return fetch_returned(self._conn, "disks/insert", Disk, new.model_dump())
@@ -60,33 +66,20 @@ class DisksRepository:
     def request_create(self, user_id: str, disk_name: str, size_gb: int | None) -> DiskRequested:
         """DiskNameTaken if the user has a disk of that name; Conflict if the name is still
         the `tagged_name` of another of the user's disks (migrations/0017)."""
-        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            created = _requested(
-                cur.execute(
-                    query("disks/request_create"),
-                    {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
-                ).fetchone()
-            )
+        created = self._request(
+            "disks/request_create",
+            {"user_id": user_id, "disk_name": disk_name, "size_gb": size_gb},
+        )
         assert created is not None, "an INSERT … RETURNING returns its row"
         return created
 
     def request_delete(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, already deleted or in use."""
-        with self._conn.cursor(row_factory=dict_row) as cur:
-            return _requested(
-                cur.execute(
-                    query("disks/request_delete"), {"user_id": user_id, "disk_name": disk_name}
-                ).fetchone()
-            )
+        return self._request("disks/request_delete", {"user_id": user_id, "disk_name": disk_name})
 
     def request_restore(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, not deleted or past its date."""
-        with self._conn.cursor(row_factory=dict_row) as cur:
-            return _requested(
-                cur.execute(
-                    query("disks/request_restore"), {"user_id": user_id, "disk_name": disk_name}
-                ).fetchone()
-            )
+        return self._request("disks/request_restore", {"user_id": user_id, "disk_name": disk_name})
 
     def live_holder(self, user_id: str, disk_name: str) -> UUID | None:
         """The live reservation that names the disk, if any."""
@@ -98,10 +91,6 @@ class DisksRepository:
     def rename(self, user_id: str, disk_name: str, new_name: str) -> DiskRequested | None:
         """None if the disk is gone, deleted or in use; DiskNameTaken if `new_name` is taken,
         Conflict if it is still the `tagged_name` of another disk (migrations/0017)."""
-        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            return _requested(
-                cur.execute(
-                    query("disks/rename"),
-                    {"user_id": user_id, "disk_name": disk_name, "new_name": new_name},
-                ).fetchone()
-            )
+        return self._request(
+            "disks/rename", {"user_id": user_id, "disk_name": disk_name, "new_name": new_name}
+        )

@@ -90,11 +90,8 @@ def caller_usage(
     clock: Clock = _utc_now,
 ) -> UsageReport:
     """The caller's own usage (two round trips: the bound user, the report)."""
-    now = clock()
-    start, end = window(since, until, now)
     user = bound_user(conn, caller)
-    rows = UsageRepository(conn).report(start, end, now, user.username)
-    return report_of(rows, start, end, now, user.username, by)
+    return _usage(conn, user.username, since, until, by, clock)
 
 
 def everyone_usage(
@@ -106,7 +103,19 @@ def everyone_usage(
     clock: Clock = _utc_now,
 ) -> UsageReport:
     """Everyone's usage and the fleet's utilisation, for operators (one round trip)."""
+    return _usage(conn, None, since, until, by, clock)
+
+
+def _usage(
+    conn: psycopg.Connection[Any],
+    username: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    by: UsageGrouping,
+    clock: Clock,
+) -> UsageReport:
+    """One user's usage, or everyone's (None), over the window `since`..`until`."""
     now = clock()
     start, end = window(since, until, now)
-    rows = UsageRepository(conn).report(start, end, now, None)
-    return report_of(rows, start, end, now, EVERYONE, by)
+    rows = UsageRepository(conn).report(start, end, now, username)
+    return report_of(rows, start, end, now, username or EVERYONE, by)
