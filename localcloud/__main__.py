@@ -76,6 +76,11 @@ Try it from another terminal:
   .venv/bin/python -m localcloud.call --profile carol GET /v1/me     # an SSO session
   .venv/bin/python -m localcloud.call --unsigned GET /v1/me     # 403, like API Gateway
 
+The gpu-dev CLI (carol is the local operator, for `gpu-dev admin`):
+  alias gpu-dev=".venv/bin/gpu-dev --api-url {stack["api_url"]} --region {stack["region"]}"
+  gpu-dev config set github_user YOUR_GITHUB_NAME     # whose SSH keys open your pods
+  gpu-dev avail --profile alice
+
 Ctrl+C stops everything.
 """
 

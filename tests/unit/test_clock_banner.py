@@ -13,3 +13,29 @@ def test_a_compressed_clock_is_stated_with_its_unit():
 
 def test_real_time_says_so():
     assert clock_line(3600.0) == "real time: an hour lasts an hour"
+
+
+def test_the_banner_says_how_to_point_the_cli_at_the_cloud(tmp_path):
+    """A new user reads the banner, not the README: it gives the `gpu-dev` alias with this
+    cloud's API URL and region, and the GitHub-user setting every reservation needs."""
+    from types import SimpleNamespace
+
+    from localcloud.__main__ import banner
+
+    stack = {
+        "api_url": "http://127.0.0.1:18650",
+        "aws_endpoint_url": "http://127.0.0.1:18651",
+        "region": "us-east-2",
+        "kubernetes_url": "http://127.0.0.1:18652",
+        "eks_cluster_name": "pytorch-gpu-dev-cluster",
+        "database_url": "postgresql://postgres@127.0.0.1:1/gpudev",
+        "credentials_file": str(tmp_path / "credentials"),
+        "profiles": ["alice", "bob", "carol"],
+    }
+    cloud = SimpleNamespace(describe=lambda: stack, options=SimpleNamespace(seconds_per_hour=60.0))
+    text = banner(cloud, tmp_path)  # type: ignore[arg-type]
+    assert (
+        'alias gpu-dev=".venv/bin/gpu-dev --api-url http://127.0.0.1:18650 --region us-east-2"'
+        in text
+    )
+    assert "gpu-dev config set github_user" in text
