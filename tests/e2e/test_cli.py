@@ -71,7 +71,8 @@ def test_table_output_is_readable(run):
             "name must be at most 63 characters; got 'nnnn",
         ),
         (("disk", "create", ""), "the disk name must not be empty"),
-        (("show", "e85"), "'e85' is not a reservation id"),
+        # too short for an id, so it may be a name: the CLI looks for both
+        (("show", "e85"), "no reservation with the id or name 'e85'"),
     ],
 )
 def test_errors_are_one_line_and_exit_non_zero(run, args, message):
