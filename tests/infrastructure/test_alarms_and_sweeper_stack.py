@@ -8,7 +8,8 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from tests.infrastructure.test_reconcilers_stack import _function, _policy_actions
+from tests.infrastructure.test_reconcilers_stack import _policy_actions
+from tests.support.templates import function_of_service
 
 
 def _alarms(template: Template) -> dict[str, dict[str, Any]]:
@@ -34,7 +35,7 @@ def _topic_id(template: Template) -> str:
 
 
 def test_the_sweeper_runs_every_five_minutes_one_run_at_a_time(template: Template):
-    sweeper_id, props = _function(template, "gpudev-sweeper")
+    sweeper_id, props = function_of_service(template, "gpudev-sweeper")
     assert props["ReservedConcurrentExecutions"] == 1
     assert props["Handler"] == "handler.handler"
     template.has_resource_properties(
@@ -49,7 +50,7 @@ def test_the_sweeper_runs_every_five_minutes_one_run_at_a_time(template: Templat
 def test_the_sweeper_may_read_executions_send_create_jobs_and_delete_objects(
     template: Template,
 ):
-    sweeper_id, props = _function(template, "gpudev-sweeper")
+    sweeper_id, props = function_of_service(template, "gpudev-sweeper")
     actions = _policy_actions(template, sweeper_id)
     assert "states:ListExecutions" in actions and "states:DescribeExecution" in actions
     assert "sqs:SendMessage" in actions
@@ -96,7 +97,7 @@ def test_reconciler_and_sweeper_errors_raise_alarms_that_notify(template: Templa
     errors = [p for p in _alarms(template).values() if p.get("MetricName") == "Errors"]
     alarmed = {p["Dimensions"][0]["Value"]["Ref"] for p in errors}
     for service in ("gpudev-sweeper", "gpudev-disk-reconciler", "gpudev-availability-updater"):
-        assert _function(template, service)[0] in alarmed
+        assert function_of_service(template, service)[0] in alarmed
     topic = {"Ref": _topic_id(template)}
     assert all(p["AlarmActions"] == [topic] for p in _alarms(template).values())
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from aws_cdk.assertions import Match, Template
 
-from tests.infrastructure.test_reconcilers_stack import _function, _policy_actions
+from tests.infrastructure.test_reconcilers_stack import _policy_actions
+from tests.support.templates import function_of_service
 
 
 def _is_machine_arn(value: object) -> bool:
@@ -30,7 +31,7 @@ def test_the_state_machine_is_the_asl_file_with_logging_and_tracing(template: Te
     props = _machine(template)
     assert props["TracingConfiguration"] == {"Enabled": True}
     assert props["LoggingConfiguration"]["Level"] == "ALL"  # test_telemetry.py: no data
-    task_function = _function(template, "gpudev-reservation-tasks")[0]
+    task_function = function_of_service(template, "gpudev-reservation-tasks")[0]
     assert props["DefinitionSubstitutions"]["ReservationTasksFunctionArn"] == {
         "Fn::GetAtt": [task_function, "Arn"]
     }
@@ -40,7 +41,7 @@ def test_the_state_machine_is_the_asl_file_with_logging_and_tracing(template: Te
 
 
 def test_the_consumer_reads_the_jobs_queue_with_partial_batch_failures(template: Template):
-    consumer = _function(template, "gpudev-jobs-consumer")[0]
+    consumer = function_of_service(template, "gpudev-jobs-consumer")[0]
     template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
@@ -50,7 +51,7 @@ def test_the_consumer_reads_the_jobs_queue_with_partial_batch_failures(template:
     )
     actions = _policy_actions(template, consumer)
     assert _is_machine_arn(actions["states:StartExecution"])
-    _, props = _function(template, "gpudev-jobs-consumer")
+    _, props = function_of_service(template, "gpudev-jobs-consumer")
     assert _is_machine_arn(props["Environment"]["Variables"]["RESERVATION_STATE_MACHINE_ARN"])
 
 
@@ -61,14 +62,14 @@ def test_token_senders_are_scoped_to_the_reservation_state_machine(template: Tem
         "gpudev-allocator",
         "gpudev-availability-updater",  # wakes a reservation whose pod is gone
     ):
-        actions = _policy_actions(template, _function(template, service)[0])
+        actions = _policy_actions(template, function_of_service(template, service)[0])
         assert _is_machine_arn(actions["states:SendTaskSuccess"]), service
-    api = _policy_actions(template, _function(template, "gpudev-api")[0])
+    api = _policy_actions(template, function_of_service(template, "gpudev-api")[0])
     assert not any(action.startswith("states:") for action in api)
 
 
 def test_the_allocator_runs_every_minute_and_tasks_have_their_cluster_group(template: Template):
-    allocator = _function(template, "gpudev-allocator")[0]
+    allocator = function_of_service(template, "gpudev-allocator")[0]
     template.has_resource_properties(
         "AWS::Events::Rule",
         {
@@ -85,6 +86,6 @@ def test_the_allocator_runs_every_minute_and_tasks_have_their_cluster_group(temp
 def test_the_reservation_tasks_start_pods_from_the_pod_image_setting(template: Template):
     """CDK context `podImage` (cdk.json has none: the public PyTorch image, as in the local
     cloud); operators set it to the dev image they built (deploy/dev-image)."""
-    _, props = _function(template, "gpudev-reservation-tasks")
+    _, props = function_of_service(template, "gpudev-reservation-tasks")
     variables = props["Environment"]["Variables"]
     assert variables["LIFECYCLE_POD_IMAGE"] == "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
