@@ -105,7 +105,10 @@ def _reservations_naming(conn: psycopg.Connection[Any], name: str) -> int:
 
 @pytest.mark.parametrize("disk_request", [_rename, _delete], ids=["rename", "delete"])
 def test_a_disk_request_waits_for_a_submit_naming_the_disk_and_is_refused(
-    work: psycopg.Connection[Any], fresh_database: str, monkeypatch: pytest.MonkeyPatch, disk_request
+    work: psycopg.Connection[Any],
+    fresh_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+    disk_request: Callable[[psycopg.Connection[Any]], None],
 ):
     go = _paused_after(monkeypatch, ReservationsRepository, "submit")
     refused = _race(fresh_database, _submit, disk_request, go)

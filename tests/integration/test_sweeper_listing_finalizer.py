@@ -28,8 +28,8 @@ from tests.integration.test_sweeper import (
     execution_of,
     hold_disk,
     insert,
-    world,  # noqa: F401  (the fixture)
 )
+from tests.integration.test_sweeper import world as world  # the fixture
 from tests.support.kubernetes import stand_in_api_client
 
 NAMESPACE = "gpu-dev"
@@ -88,7 +88,7 @@ def _sweeper(world: World, api_client: Any, limits: Limits) -> Sweeper:
 
 def test_a_pod_left_with_the_listing_finalizer_is_released_once_past_the_patience(
     world: World,
-    api_client: Any,  # noqa: F811
+    api_client: Any,
 ):
     import psycopg
 

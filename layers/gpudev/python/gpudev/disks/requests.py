@@ -115,8 +115,8 @@ def _request(
     refusal: Callable[[], Exception],
 ) -> Disk:
     """One request on an existing disk: its statement (row and job) after the caller's
-    request lock and bound user, committed, then the job sent; no row → `refusal()`, read in the same
-    transaction."""
+    request lock and bound user, committed, then the job sent; no row → `refusal()`, read
+    in the same transaction."""
     with conn.transaction():
         # The caller's request lock, as a submit takes it: a submit naming this disk and this
         # request never both pass their checks (docs/architecture.md, "Persistent disks").
