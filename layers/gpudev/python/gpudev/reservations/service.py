@@ -1,6 +1,6 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
-in two SQL round trips (the username's bound principal, catalogue and named disk, taking
-the caller's submit lock; caller, binding, limits, reservation and its create job in the
+in three SQL round trips (the caller's request lock, users/request_lock.sql; the username's
+bound principal, catalogue and named disk; caller, binding, limits, reservation and its create job in the
 outbox in one statement, which returns the first reservation when a client request id
 repeats), then a third after commit (the sent job's outbox row deleted).
 
