@@ -1,8 +1,9 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
-in three SQL round trips (the caller's request lock, users/request_lock.sql; the username's
-bound principal, catalogue and named disk; caller, binding, limits, reservation and its create job in the
-outbox in one statement, which returns the first reservation when a client request id
-repeats), then a third after commit (the sent job's outbox row deleted).
+in three SQL round trips (the caller's request lock, users/request_lock.sql; the
+username's bound principal, catalogue and named disk; caller, binding, limits, reservation
+and its create job in the outbox in one statement, which returns the first reservation when
+a client request id repeats), then a fourth after commit (the sent job's outbox row
+deleted).
 
 Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
 with their job in the outbox by one statement; its execution applies them. Every job is
