@@ -98,6 +98,16 @@ def address_hint(reservation: dict[str, Any]) -> str | None:
     return INTERNAL_HINT if reservation.get("node_address_kind") == "internal" else None
 
 
+# Who can use an agent forwarded into a pod: anyone who is root there, and the owner (`dev`)
+# has passwordless sudo in every pod (cluster/startup.sh).
+AGENT_WARNING = (
+    "a forwarded SSH agent can be used, while the session lasts, by anyone who is root in "
+    "the pod: the reservation's owner has passwordless sudo there, so an agent forwarded by "
+    "a collaborator (--add-user) is usable by the owner, and the owner's by anything "
+    "running as root in the pod"
+)
+
+
 def _arguments(reservation: dict[str, Any], forward_agent: bool) -> list[str]:
     agent = ["-o", "ForwardAgent=yes"] if forward_agent else []
     return ["-F", str(config_file(reservation)), *agent, host_alias(reservation)]
@@ -116,8 +126,8 @@ def vscode_link(reservation: dict[str, Any]) -> str:
 
 
 def ssh_command(reservation: dict[str, Any], forward_agent: bool = False) -> list[str]:
-    """ssh with the reservation's config. The agent is forwarded only when asked: anyone
-    with root in the pod could use a forwarded agent while the session lasts."""
+    """ssh with the reservation's config. The agent is forwarded only when asked
+    (AGENT_WARNING)."""
     ssh = shutil.which("ssh")
     if ssh is None:
         raise CliError("ssh is not installed or not on PATH")

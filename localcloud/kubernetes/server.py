@@ -243,9 +243,16 @@ class KubernetesApiServer(HttpService):
         if name is None:
             scope = match["ns"] if KINDS[resource][1] else None
             if method == "GET":
-                return 200, store.list(
+                listed = store.list(
                     resource, scope, query.get("labelSelector"), query.get("fieldSelector")
                 )
+                # kube-apiserver leaves `kind` and `apiVersion` out of a list's items (the
+                # list itself carries them): code that writes a listed object back must set
+                # them, as it must against a real cluster.
+                for item in listed["items"]:
+                    item.pop("kind", None)
+                    item.pop("apiVersion", None)
+                return 200, listed
             if method == "POST":
                 return 201, store.create(resource, namespace, body or {})
             if method == "DELETE":

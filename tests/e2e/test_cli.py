@@ -287,7 +287,10 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
     text = config.read_text()
     assert "HostName 10.0.0.7" in text and "Port 30123" in text and "User dev" in text
     assert "ForwardAgent no" in text, "the owner's agent is not forwarded by default"
-    assert run("connect", rid[:8], "--forward-agent").exit_code == 0
+    assert "warning: a forwarded SSH agent" not in connected.stderr
+    forwarded = run("connect", rid[:8], "--forward-agent")
+    assert forwarded.exit_code == 0
+    assert "the reservation's owner has passwordless sudo there" in forwarded.stderr
     assert (tmp_path / "ssh-args").read_text().split() == [
         "-F",
         str(config),

@@ -283,3 +283,21 @@ def test_pods_by_node_come_from_the_index_and_match_a_full_scan(core: client.Cor
         p.metadata.name
         for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
     }
+
+
+def test_list_items_carry_no_kind_or_api_version_as_in_kube_apiserver(
+    core: client.CoreV1Api,
+):
+    """A listed object written back needs its kind set by whoever writes it: the real API
+    server omits `kind`/`apiVersion` from a list's items (the list carries them)."""
+    import json
+
+    response = core.list_node(_preload_content=False)
+    listed = json.loads(response.data)
+    assert listed["kind"] == "NodeList" and listed["apiVersion"] == "v1"
+    assert listed["items"], "the seeded cluster has nodes"
+    assert all("kind" not in n and "apiVersion" not in n for n in listed["items"])
+    single = json.loads(
+        core.read_node(listed["items"][0]["metadata"]["name"], _preload_content=False).data
+    )
+    assert (single["kind"], single["apiVersion"]) == ("Node", "v1")

@@ -35,6 +35,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     API: (
         "users/bind_principal",
         "users/get",
+        "users/request_lock",
         "users/set_github_username",
         "reservations/change",
         "reservations/events",

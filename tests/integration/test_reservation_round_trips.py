@@ -33,7 +33,9 @@ from tests.support.counting import CountingConnection
 from tests.support.submitters import ALICE, IMPOSTOR, RecordingQueue
 
 
-def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: str):
+def test_create_repeat_and_lookup_take_at_most_four_statements(fresh_database: str):
+    """A create: the request lock, the context, the submit, the outbox delete after commit
+    (docs/decisions.md, 2026-11-24 "Review follow-ups")."""
     queue = RecordingQueue()
     request = ReservationRequest(
         gpu_type="t4",
@@ -45,7 +47,7 @@ def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: 
     with psycopg.connect(fresh_database, autocommit=True) as raw:
         conn: Any = CountingConnection(raw)
         created, was_created = submit_reservation(conn, queue, ALICE, request)  # type: ignore[arg-type]
-        assert was_created and conn.statements <= 3
+        assert was_created and conn.statements <= 4
         conn.statements = 0
         again, was_created = submit_reservation(conn, queue, ALICE, request)  # type: ignore[arg-type]
         assert not was_created and again.reservation_id == created.reservation_id
@@ -57,6 +59,7 @@ def test_create_repeat_and_lookup_take_at_most_three_statements(fresh_database: 
 
 
 def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database: str):
+    """Three each; a disk rename or delete four (the request lock first)."""
     queue: Any = RecordingQueue()
     with psycopg.connect(fresh_database, autocommit=True) as raw:
         conn: Any = CountingConnection(raw)
@@ -74,13 +77,15 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
             lambda: add_user(conn, queue, ALICE, rid, "octocat"),  # repeat: reads it back
             lambda: set_jupyter(conn, queue, ALICE, rid, enabled=True),
             lambda: request_cancel(conn, queue, ALICE, rid),
+        ]
+        disk_writes = [
             lambda: rename_disk(conn, queue, ALICE, "scratch", RenameRequest(new_name="notes")),
             lambda: delete_disk(conn, queue, ALICE, "notes"),
         ]
-        for call in calls:
+        for call, budget in [(c, 3) for c in calls] + [(c, 4) for c in disk_writes]:
             conn.statements = 0
             call()
-            assert conn.statements <= 3
+            assert conn.statements <= budget
     assert [job.kind for job in queue.sent] == [
         "disk_operation",
         "create_reservation",

@@ -112,7 +112,8 @@ def test_a_repeated_client_request_id_returns_the_first_reservation_even_at_the_
         submit_reservation(db, queue, ALICE, _request(), limits)
 
 
-def test_a_refusal_takes_two_statements(fresh_database: str):
+def test_a_refusal_takes_three_statements(fresh_database: str):
+    """The request lock, the context, the submit (docs/decisions.md, 2026-11-24)."""
     queue: Any = RecordingQueue()
     limits = UserLimits(max_live_reservations=1, max_gpus=100)
     with psycopg.connect(fresh_database) as raw:
@@ -121,7 +122,7 @@ def test_a_refusal_takes_two_statements(fresh_database: str):
         conn.statements = 0
         with pytest.raises(LimitReached):
             submit_reservation(conn, queue, ALICE, _request(), limits)
-        assert conn.statements == 2
+        assert conn.statements == 3
 
 
 def test_concurrent_submits_by_one_user_never_pass_the_limit_together(fresh_database: str):

@@ -201,7 +201,10 @@ def edit(
 @click.option(
     "--forward-agent",
     is_flag=True,
-    help="Forward your SSH agent into the pod (off by default: root in the pod could use it).",
+    help="Forward your SSH agent into the pod for this session (off by default: anyone who "
+    "is root in the pod can use it while you are connected; the owner has passwordless sudo "
+    "there, so a collaborator's forwarded agent is usable by the owner, and the owner's by "
+    "anything running as root).",
 )
 @click.pass_obj
 def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
@@ -234,6 +237,8 @@ def _ssh(reservation: dict[str, Any], forward_agent: bool) -> None:
     command = ssh.ssh_command(reservation, forward_agent)
     if hint := ssh.address_hint(reservation):
         click.echo(f"note: {reservation['node_ip']}: {hint}", err=True)
+    if forward_agent:
+        click.echo(f"warning: {ssh.AGENT_WARNING}", err=True)
     click.echo(ssh.printed_command(reservation, forward_agent), err=True)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
     try:

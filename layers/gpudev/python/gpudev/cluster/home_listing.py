@@ -70,7 +70,9 @@ def listing_of(pod: dict[str, Any]) -> str | None:
 
 def without_finalizer(pod: dict[str, Any]) -> dict[str, Any]:
     """The pod as read (its resourceVersion kept, so a concurrent write conflicts), minus
-    the listing's finalizer."""
+    the listing's finalizer. Its kind is set: Kubernetes leaves `kind` and `apiVersion` out
+    of the items of a list."""
+    pod["kind"], pod["apiVersion"] = "Pod", "v1"
     meta = pod["metadata"]
     meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != LISTING_FINALIZER]
     return pod

@@ -24,7 +24,7 @@ from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Disk
 from gpudev.outbox import send_after_commit
-from gpudev.repositories import DisksRepository
+from gpudev.repositories import DisksRepository, UsersRepository
 from gpudev.repositories.disks import DiskRequested
 from gpudev.reservations.rules import check_disk_name
 
@@ -115,9 +115,12 @@ def _request(
     refusal: Callable[[], Exception],
 ) -> Disk:
     """One request on an existing disk: its statement (row and job) after the caller's
-    bound user, committed, then the job sent; no row → `refusal()`, read in the same
-    transaction."""
+    request lock and bound user, committed, then the job sent; no row → `refusal()`, read
+    in the same transaction."""
     with conn.transaction():
+        # The caller's request lock, as a submit takes it: a submit naming this disk and this
+        # request never both pass their checks (docs/architecture.md, "Persistent disks").
+        UsersRepository(conn).take_request_lock(caller.username)
         bound_user(conn, caller)
         requested = write(DisksRepository(conn))
         if requested is None:

@@ -144,7 +144,7 @@ class ReservationsRepository:
         unless the client request id was already used (that reservation is returned), the
         caller is at a limit, or the username is bound to another principal (nothing
         inserted in either case). Call after `submit_context` in the same transaction: it
-        holds the caller's submit lock."""
+        holds the caller's request lock."""
         with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(
                 query("reservations/submit"),

@@ -5,6 +5,7 @@ from typing import Any
 import psycopg
 
 from gpudev.db.constraints import domain_errors
+from gpudev.db.queries import query
 from gpudev.db.rows import fetch_one
 from gpudev.models import User
 
@@ -24,6 +25,11 @@ class UsersRepository:
                 User,
                 {"username": username, "principal_arn": principal_arn},
             )
+
+    def take_request_lock(self, username: str) -> None:
+        """The caller's request lock until the transaction ends (users/request_lock.sql):
+        the first statement of a submit and of a disk rename or delete."""
+        self._conn.execute(query("users/request_lock"), {"user_id": username})
 
     def get(self, username: str) -> User | None:
         return fetch_one(self._conn, "users/get", User, {"username": username})

@@ -1,8 +1,9 @@
 """Reservation requests from the API: validate at submit time, record, and enqueue the job,
-in two SQL round trips (the username's bound principal, catalogue and named disk, taking
-the caller's submit lock; caller, binding, limits, reservation and its create job in the
-outbox in one statement, which returns the first reservation when a client request id
-repeats), then a third after commit (the sent job's outbox row deleted).
+in three SQL round trips (the caller's request lock, users/request_lock.sql; the
+username's bound principal, catalogue and named disk; caller, binding, limits, reservation
+and its create job in the outbox in one statement, which returns the first reservation when
+a client request id repeats), then a fourth after commit (the sent job's outbox row
+deleted).
 
 Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
 with their job in the outbox by one statement; its execution applies them. Every job is
@@ -25,7 +26,7 @@ from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationStatus, UserLimits
 from gpudev.outbox import send_after_commit
-from gpudev.repositories import NewReservation, ReservationsRepository
+from gpudev.repositories import NewReservation, ReservationsRepository, UsersRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
 from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
@@ -58,8 +59,11 @@ def submit_reservation(
         check_disk_name(request.disk_name)
     reservations = ReservationsRepository(conn)
     with conn.transaction():
-        # The context takes the caller's submit lock until the transaction ends, and reads
-        # the username's binding: another principal is refused before anything is written.
+        # The caller's request lock until the transaction ends, in its own statement, so the
+        # context and the submit see what a request before this one committed (a submit, a
+        # rename or delete of the named disk). The context reads the username's binding:
+        # another principal is refused before anything is written.
+        UsersRepository(conn).take_request_lock(caller.username)
         context = reservations.submit_context(
             caller.username, caller.principal_arn, request.disk_name
         )

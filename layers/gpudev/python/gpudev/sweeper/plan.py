@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from gpudev.cluster.home_listing import LISTING_PATIENCE
 from gpudev.models import ReservationStatus
 from gpudev.repositories.sweeper import WITH_EXECUTION, EndReservation, HeldDisk, LiveRow
 
@@ -64,8 +65,11 @@ class Limits:
     max_create_resends: int
     outbox_after_seconds: float = 10.0  # an outbox row this old was not sent by the API
     # Objects of a reservation are deleted only if it ended this long before the listing
-    # began: its tear down has finished (sweeper/plan.py `_leftover`).
+    # began: its tear down has finished (sweeper/plan.py `leftover`).
     ended_margin_seconds: float = 60.0
+    # A pod of an ended reservation still held by the disk listing's finalizer this long
+    # after its deletion began is let go (sweeper/listings.py).
+    listing_patience_seconds: float = LISTING_PATIENCE.total_seconds()
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def _stuck_pending(row: LiveRow, limits: Limits) -> bool:
     return (row.read_at - since).total_seconds() >= limits.pending_after_seconds
 
 
-def _leftover(
+def leftover(
     reservation_id: str,
     ended_at: Mapping[str, datetime],
     listed_at: datetime,
@@ -220,6 +224,6 @@ def plan_sweep(
         for o in objects
         if not o.terminating
         and o.reservation_id not in live
-        and (o.reservation_id in ending or _leftover(o.reservation_id, ended_at, listed_at, limits))
+        and (o.reservation_id in ending or leftover(o.reservation_id, ended_at, listed_at, limits))
     ]
     return plan

@@ -18,6 +18,9 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
 - Disks held by ended reservations whose execution died: one step each a run, after the
   ends and deletes (sweeper/disks.py), counted in `disks_waiting` / `disks_failed` /
   `disks_freed` (a repair).
+- Pods of ended reservations stuck Terminating by the disk listing's finalizer past the
+  listing patience, whose disk nothing holds any more: the finalizer removed, counted in
+  `listings_released` (a repair; sweeper/listings.py).
 - The outbox relay (gpudev/outbox.py): one batch of jobs the API did not send after its
   commit, sent and deleted, counted in `jobs_relayed` (a repair: the API's send failed).
 - One failing delete or send is counted in `errors` and the run goes on; a failure to read
@@ -45,6 +48,8 @@ from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReconcilerRunsRepository, SweeperRepository
 from gpudev.repositories.sweeper import EndReservation
 from gpudev.sweeper.disks import DiskSaver, SaveStep
+from gpudev.sweeper.listings import HeldPod, listings_to_release
+from gpudev.sweeper.listings import release as release_listings
 from gpudev.sweeper.plan import (
     EXECUTION_MISSING,
     ClusterObject,
@@ -62,6 +67,7 @@ REPAIRS = (
     "create_jobs_resent",
     "jobs_relayed",
     "disks_freed",
+    "listings_released",
 )
 
 
@@ -119,13 +125,16 @@ class Sweeper:
             logger.exception("sweeper could not release its lock")
 
     # -- reads -----------------------------------------------------------------------------
-    def _cluster_objects(self) -> list[ClusterObject]:
-        return [
-            ClusterObject.from_item(kind, item, RESERVATION_LABEL)
-            for objects in self.objects
-            for kind in KINDS
-            for item in objects.labelled(kind)
-        ]
+    def _cluster_objects(self) -> tuple[list[ClusterObject], list[HeldPod]]:
+        """Every labelled object, and the pods among them held by the listing's finalizer."""
+        listed, held = [], []
+        for objects in self.objects:
+            for kind in KINDS:
+                for item in objects.labelled(kind):
+                    listed.append(ClusterObject.from_item(kind, item, RESERVATION_LABEL))
+                    if kind == "pods" and (pod := HeldPod.of(objects.namespace, item)):
+                        held.append(pod)
+        return listed, held
 
     def _running_executions(self) -> set[str]:
         paginator = self.stepfunctions.get_paginator("list_executions")
@@ -149,7 +158,7 @@ class Sweeper:
     # -- the run ---------------------------------------------------------------------------
     def _sweep(self, started_at: datetime) -> dict[str, int]:
         """`started_at`: the run's start on the database's clock, before the listing."""
-        objects = self._cluster_objects()
+        objects, held_pods = self._cluster_objects()
         rows = self._rows.rows(_reservation_ids(objects))
         running = self._running_executions()
         candidates = executions_to_describe(rows.live, running)
@@ -176,11 +185,18 @@ class Sweeper:
             "disks_waiting": 0,
             "disks_failed": 0,
             "disks_freed": 0,
+            "listings_released": 0,
             "errors": 0,
         }
         not_ended = self._end(plan.ends, statistics)
         self._delete(plan, not_ended, statistics)
         DiskSaver(self._rows, self._describe, self.save_disk).run(running, described, statistics)
+        holding = {str(disk.reservation_id) for disk in self._rows.held_disks()}
+        live = {str(row.reservation_id) for row in rows.live}
+        stuck = listings_to_release(
+            held_pods, live, holding, rows.ended_at, started_at, self.limits
+        )
+        release_listings({o.namespace: o for o in self.objects}, stuck, statistics)
         self._resend(plan, statistics)
         self._relay(statistics)
         if statistics["slots_released"] or statistics["reservations_ended"]:

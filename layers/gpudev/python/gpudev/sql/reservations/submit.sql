@@ -1,6 +1,6 @@
 -- The caller's user row (created on first call, bound to the caller's principal) and the
 -- reservation, in one round trip, within the per-user limits. Runs after submit_context in
--- the same transaction, so it holds the caller's submit lock and its snapshot sees every
+-- the same transaction, so it holds the caller's request lock (users/request_lock.sql) and its snapshot sees every
 -- committed reservation.
 -- One row: whether the username is bound to the caller's principal (`bound`), the user's
 -- live usage before this request, then either the new reservation (outcome 'created'), the

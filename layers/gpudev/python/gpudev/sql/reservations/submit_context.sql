@@ -4,23 +4,16 @@
 -- does not exist, or the username is bound to another principal), and the GitHub username
 -- in the caller's settings (NULL when unset or bound to another principal). Always at least
 -- one row.
--- It also takes the caller's submit lock for the rest of the transaction (class 7346002,
--- the username's hash): a second submit for the same username waits here, and the submit
--- statement that follows, with a snapshot taken after the lock, counts every live
--- reservation of the user, so two requests at once never both pass a limit. This
--- statement's own snapshot may predate the lock: a username bound by another principal's
--- first call while this one waited reads as not bound here, and the submit statement
--- refuses it (it writes nothing for a principal the username is not bound to).
-WITH caller_lock AS MATERIALIZED (
-    SELECT pg_advisory_xact_lock(7346002, hashtext(%(user_id)s))
-)
+-- The caller's request lock (users/request_lock.sql) is taken by a statement before this
+-- one, so this snapshot, and the submit statement's, see what a request that held the lock
+-- before (another submit, a rename or delete of the named disk) committed.
 SELECT c.bound_principal, c.github_username AS settings_github_user, g.*, d.disk_state,
        d.disk_reservation_id
 FROM (
     SELECT u.principal_arn AS bound_principal,
            CASE WHEN u.principal_arn = %(principal_arn)s THEN u.github_username END
                AS github_username
-    FROM caller_lock
+    FROM (SELECT) caller
     LEFT JOIN users u ON u.username = %(user_id)s
 ) c
 LEFT JOIN gpu_types g ON g.is_active
