@@ -1,7 +1,7 @@
 """The allocator's aggregate: the cluster's nodes and slots (`cluster_nodes`, `node_slots`),
 `allocations`, and the grant columns of `reservations` (queue position, estimated start,
-granted and signalled times). Its only writer is the allocator (`gpudev/allocation/service.py`), which
-owns the transaction and takes the pass lock in it.
+granted and signalled times). Its only writer is the allocator
+(`gpudev/allocation/service.py`), which owns the transaction and takes the pass lock in it.
 
 Rows are frozen dataclasses rather than pydantic models: a pass reads every node and every
 queued reservation (10,000 in `bench/allocator.py`), and psycopg already gives typed values.
