@@ -101,7 +101,9 @@ class Reservation(Row):
     failure_reason: str | None
     current_detailed_status: str | None
     queue_position: int | None
-    estimated_wait_minutes: int | None
+    # While queued, the allocator's estimated start (NULL: it never fits); once granted, the
+    # grant time (0020; it replaces `estimated_wait_minutes`, which nothing writes any more).
+    estimated_start_at: datetime | None = None
     oom_count: int
     last_oom_at: datetime | None
     pod_restarts: int

@@ -1,6 +1,12 @@
 """One allocator pass: read the cluster once, then under a transaction-scoped advisory lock
-sync the nodes, decide (plan.py), write the grants and every waiting reservation's position
-and ETA; after commit, tell each granted execution through its task token.
+sync the nodes, decide (plan.py), write the grants and the positions and estimated starts
+of the waiting reservations whose position or start changed; after commit, tell each granted
+execution through its task token.
+
+An estimated start is a moment (now + the plan's ETA), so it holds still while time passes
+and a pass writes only what the plan moved; readers turn it into clock minutes from their own
+now (`reservations/schemas.py`). A new request's wait per GPU type stays in clock minutes
+(`gpu_types.estimated_wait_minutes`: one row per type).
 
 A grant is written before it is signalled. A send that fails for a transient reason is
 logged and retried by the next pass (grant_signalled_at is still NULL), and never stops the
@@ -13,7 +19,9 @@ execution's next park finds the grant and wakes itself (lifecycle/tasks.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -61,6 +69,7 @@ class AllocatorReport:
     signalled: int = 0
     released_dead: int = 0
     signal_failures: int = 0  # sends that failed for a transient reason: retried next pass
+    waits_written: int = 0  # waiting reservations whose position or estimated start changed
 
 
 def node_rows(
@@ -131,6 +140,23 @@ def _holding(row: HeldSlots, settings: LifecycleSettings) -> Holding:
     return Holding(row.node_name, row.slots, ends)
 
 
+def changed_waits(decisions: Decisions, waiting: Sequence[Queued], now: float) -> list[QueueWait]:
+    """The waits whose position or estimated start differs from what the queue read returned
+    (the previous pass's): only these are sent. ETAs are in real seconds (durations are
+    `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock."""
+    recorded = {q.reservation_id: (q.queue_position, q.estimated_start_at) for q in waiting}
+    changed = []
+    for wait in decisions.waits:
+        starts_at = (
+            None
+            if wait.eta_seconds is None
+            else datetime.fromtimestamp(now + wait.eta_seconds, UTC)
+        )
+        if recorded.get(wait.reservation_id) != (wait.position, starts_at):
+            changed.append(QueueWait(wait.reservation_id, wait.position, starts_at))
+    return changed
+
+
 def release_allocation(conn: psycopg.Connection[Any], reservation_id: UUID) -> int:
     """Give a reservation's slots back, in the caller's transaction: how tear down asks the
     allocator, the only writer of allocations. The number of slots released."""
@@ -139,17 +165,22 @@ def release_allocation(conn: psycopg.Connection[Any], reservation_id: UUID) -> i
 
 class Allocator:
     def __init__(
-        self, conn: psycopg.Connection[Any], signals: Signals, settings: LifecycleSettings
+        self,
+        conn: psycopg.Connection[Any],
+        signals: Signals,
+        settings: LifecycleSettings,
+        clock: Callable[[], float] = time.time,
     ):
         self._conn = conn
         self._allocations = AllocationsRepository(conn)
         self._signals = signals
         self._settings = settings
+        self._clock = clock  # epoch seconds
 
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
         rows, live_pods = node_rows(nodes, pods, cpu_types)
-        now = time.time()
+        now = self._clock()
         with self._conn.transaction():
             self._allocations.lock()
             self._allocations.sync_nodes(rows)
@@ -170,7 +201,7 @@ class Allocator:
             queue = [_request(q, self._settings) for q in waiting]
             probe_seconds = NEXT_REQUEST_HOURS * self._settings.seconds_per_hour
             decisions = plan(capacity, holdings, queue, now, probe_seconds)
-            self._write(decisions)
+            report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [g.reservation_id for g in decisions.grants]
         waited = {q.reservation_id: q.waiting_seconds for q in waiting}
@@ -185,7 +216,7 @@ class Allocator:
         usable = max(0, len(free) - used_by_others)
         return tuple(free[:usable])
 
-    def _write(self, decisions: Decisions) -> None:
+    def _write(self, decisions: Decisions, waiting: Sequence[Queued], now: float) -> int:
         self._allocations.grant(
             [
                 SlotGrant(node, slot, grant.reservation_id, rank)
@@ -194,22 +225,14 @@ class Allocator:
                 for slot in slots
             ]
         )
-        self._allocations.record_waits(
-            [
-                QueueWait(
-                    w.reservation_id,
-                    w.position,
-                    eta_minutes(w.eta_seconds, self._settings.seconds_per_hour),
-                )
-                for w in decisions.waits
-            ]
-        )
+        written = self._allocations.record_waits(changed_waits(decisions, waiting, now))
         self._allocations.record_type_waits(
             [
                 TypeWait(gpu_type, eta_minutes(eta, self._settings.seconds_per_hour))
                 for gpu_type, eta in decisions.next_request_waits.items()
             ]
         )
+        return written
 
     def _signal(self, report: AllocatorReport) -> None:
         delivered: list[UUID] = []

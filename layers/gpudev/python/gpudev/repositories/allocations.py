@@ -1,7 +1,7 @@
 """The allocator's aggregate: the cluster's nodes and slots (`cluster_nodes`, `node_slots`),
-`allocations`, and the grant columns of `reservations` (queue position, ETA, granted and
-signalled times). Its only writer is the allocator (`gpudev/allocation/service.py`), which
-owns the transaction and takes the pass lock in it.
+`allocations`, and the grant columns of `reservations` (queue position, estimated start,
+granted and signalled times). Its only writer is the allocator
+(`gpudev/allocation/service.py`), which owns the transaction and takes the pass lock in it.
 
 Rows are frozen dataclasses rather than pydantic models: a pass reads every node and every
 queued reservation (10,000 in `bench/allocator.py`), and psycopg already gives typed values.
@@ -64,6 +64,8 @@ class Queued:
     total_nodes: int
     duration_hours: float
     waiting_seconds: float  # since it was submitted, by the database's clock
+    queue_position: int | None  # as the last pass recorded them
+    estimated_start_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +80,7 @@ class SlotGrant:
 class QueueWait:
     reservation_id: UUID
     position: int
-    minutes: int | None  # None: no ETA
+    starts_at: datetime | None  # the estimated start; None: it never fits
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +142,15 @@ class AllocationsRepository:
             ),
         )
 
-    def record_waits(self, waits: Sequence[QueueWait]) -> None:
-        """Queue positions and ETAs, written only where they changed."""
-        self._conn.execute(
+    def record_waits(self, waits: Sequence[QueueWait]) -> int:
+        """Queue positions and estimated starts, written only where they changed; the number
+        of rows written."""
+        return self._conn.execute(
             query("allocation/record_waits"),
             column_arrays(
-                waits, reservation_ids="reservation_id", positions="position", minutes="minutes"
+                waits, reservation_ids="reservation_id", positions="position", starts_at="starts_at"
             ),
-        )
+        ).rowcount
 
     def record_type_waits(self, waits: Sequence[TypeWait]) -> None:
         """Each GPU type's wait for a new request; types not given get none."""

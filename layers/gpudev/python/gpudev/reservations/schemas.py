@@ -72,6 +72,8 @@ class ReservationView(BaseModel):
     # 'internal': node_ip is reachable only from inside the cluster's VPC (VPN, bastion).
     node_address_kind: str | None
     queue_position: int | None
+    # Clock minutes until the allocator's estimated start, as of this answer (0 once granted;
+    # null: no estimate, or it never fits). Stored as a moment (`estimated_start_at`).
     estimated_wait_minutes: int | None
     current_detailed_status: str | None
     failure_reason: str | None
@@ -93,12 +95,21 @@ class ReservationView(BaseModel):
 
     @classmethod
     def of(cls, reservation: Reservation) -> ReservationView:
-        view = cls.model_validate(reservation.model_dump(include=set(cls.model_fields)))
-        if view.expires_at is None or view.status.is_final:
-            return view
-        seconds = (view.expires_at - datetime.now(UTC)).total_seconds()
-        minutes = math.ceil(max(0.0, seconds) * 60 / lifecycle_settings().seconds_per_hour)
-        return view.model_copy(update={"expires_in_minutes": minutes})
+        now = datetime.now(UTC)
+        fields = reservation.model_dump(include=set(cls.model_fields))
+        fields["estimated_wait_minutes"] = clock_minutes_until(reservation.estimated_start_at, now)
+        if not reservation.status.is_final:
+            fields["expires_in_minutes"] = clock_minutes_until(reservation.expires_at, now)
+        return cls.model_validate(fields)
+
+
+def clock_minutes_until(moment: datetime | None, now: datetime) -> int | None:
+    """Clock minutes from `now` until `moment` (0 once it passed), rounded up: under a
+    compressed clock an hour lasts `seconds_per_hour` real seconds. None without a moment."""
+    if moment is None:
+        return None
+    seconds = max(0.0, (moment - now).total_seconds())
+    return math.ceil(seconds * 60 / lifecycle_settings().seconds_per_hour)
 
 
 class ReservationList(BaseModel):

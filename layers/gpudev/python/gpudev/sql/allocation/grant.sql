@@ -8,6 +8,6 @@ WITH granted AS (
 UPDATE reservations SET
     granted_at = now(),
     queue_position = NULL,
-    estimated_wait_minutes = 0,
+    estimated_start_at = now(),
     current_detailed_status = 'capacity granted, preparing'
 WHERE reservation_id IN (SELECT reservation_id FROM granted)

@@ -1,10 +1,11 @@
+-- Waiting reservations' queue positions and estimated starts (NULL: it never fits), written
+-- only where either changed: a start is a moment, so it holds still while time passes.
 UPDATE reservations r SET
     queue_position = w.position,
-    estimated_wait_minutes = w.minutes,
+    estimated_start_at = w.starts_at,
     current_detailed_status = 'waiting for capacity: #' || w.position || ' in the '
         || r.gpu_type || ' queue'
-FROM unnest(%(reservation_ids)b::uuid[], %(positions)b::int[], %(minutes)b::int[])
-    AS w (reservation_id, position, minutes)
+FROM unnest(%(reservation_ids)b::uuid[], %(positions)b::int[], %(starts_at)b::timestamptz[])
+    AS w (reservation_id, position, starts_at)
 WHERE r.reservation_id = w.reservation_id
-  AND (r.queue_position IS DISTINCT FROM w.position
-       OR r.estimated_wait_minutes IS DISTINCT FROM w.minutes)
+  AND (r.queue_position, r.estimated_start_at) IS DISTINCT FROM (w.position, w.starts_at)

@@ -4,7 +4,7 @@ UPDATE reservations SET
     status = %(status)s,
     task_token = NULL,
     queue_position = NULL,
-    estimated_wait_minutes = NULL,
+    estimated_start_at = NULL,
     current_detailed_status = CASE
         WHEN %(status)s = 'cancelled' AND cancel_reason IS NOT NULL THEN cancel_reason
         ELSE %(detail)s
