@@ -179,10 +179,18 @@ EVENT = json.loads(
 )
 
 
-def sweep(cloud: LocalCloud) -> dict[str, Any]:
-    invocation = cloud.lambdas.invoke("Sweeper", EVENT)
-    assert not invocation.errored, invocation.payload
-    return dict(invocation.payload)
+def sweep(cloud: LocalCloud, *, until_run: bool = True) -> dict[str, Any]:
+    """One sweep that ran. A run that finds another holding the sweep's lock is skipped and
+    does nothing (a sweep of an earlier test may still be finishing): with `until_run`, try
+    again, as the next scheduled run would."""
+    deadline = time.monotonic() + 30
+    while True:
+        invocation = cloud.lambdas.invoke("Sweeper", EVENT)
+        assert not invocation.errored, invocation.payload
+        skipped = invocation.payload.get("outcome") == "skipped"
+        if not (until_run and skipped) or time.monotonic() > deadline:
+            return dict(invocation.payload)
+        time.sleep(0.2)
 
 
 def execution_arn(cloud: LocalCloud, reservation_id: str) -> str:

@@ -114,10 +114,12 @@ def test_two_concurrent_runs_never_overlap(api, local_cloud):
     assert local_cloud.kubernetes is not None
     local_cloud.kubernetes.faults.delay("list", "pods", 1.0)  # the first run holds the lock
     outcomes: list[str] = []
-    first = threading.Thread(target=lambda: outcomes.append(sweep(local_cloud)["outcome"]))
+    first = threading.Thread(
+        target=lambda: outcomes.append(sweep(local_cloud, until_run=False)["outcome"])
+    )
     first.start()
     time.sleep(0.3)
-    outcomes.append(sweep(local_cloud)["outcome"])
+    outcomes.append(sweep(local_cloud, until_run=False)["outcome"])
     first.join(15)
     assert sorted(outcomes) == ["skipped", "succeeded"]
     with psycopg.connect(local_cloud.database_url) as conn:
