@@ -12,6 +12,7 @@ import psycopg
 from click.testing import Result
 
 from localcloud.stack import LocalCloud
+from tests.support.databases import fetch_rows, mark_ended
 
 
 def _json(result: Result) -> Any:
@@ -26,23 +27,15 @@ def _reserve(run: Any, name: str, profile: str = "alice") -> str:
     return str(_json(reserved)["reservation_id"])
 
 
-def _end(cloud: LocalCloud, rid: str) -> None:
-    with psycopg.connect(cloud.database_url) as conn:
-        conn.execute(
-            "UPDATE reservations SET status = 'cancelled', reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (rid,),
-        )
-
-
 def _cancel_requested(cloud: LocalCloud, rids: list[str]) -> dict[str, bool]:
-    with psycopg.connect(cloud.database_url) as conn:
-        rows = conn.execute(
+    return dict(
+        fetch_rows(
+            cloud.database_url,
             "SELECT reservation_id::text, cancel_requested_at IS NOT NULL FROM reservations"
             " WHERE reservation_id = ANY(%s::uuid[])",
-            (rids,),
-        ).fetchall()
-    return dict(rows)
+            rids,
+        )
+    )
 
 
 def test_show_and_cancel_by_name(run):
@@ -69,7 +62,7 @@ def test_an_ambiguous_name_lists_the_candidates_and_changes_nothing(run, local_c
 def test_a_live_reservation_wins_over_ended_ones_of_the_same_name(run, local_cloud):
     name = f"reused-{uuid.uuid4().hex[:8]}"
     old = _reserve(run, name)
-    _end(local_cloud, old)
+    mark_ended(local_cloud.database_url, old, "cancelled")
     assert _json(run("-o", "json", "show", name))["reservation_id"] == old  # only ended ones
     new = _reserve(run, name)
     assert _json(run("-o", "json", "show", name))["reservation_id"] == new
@@ -123,7 +116,7 @@ def test_connect_by_name_runs_ssh_for_that_reservation(run, local_cloud, tmp_pat
 def test_cancel_all_ends_every_live_reservation_of_the_caller_and_nothing_else(run, local_cloud):
     carols = [_reserve(run, f"all-{n}", profile="carol") for n in range(3)]
     ended = _reserve(run, "all-ended", profile="carol")
-    _end(local_cloud, ended)
+    mark_ended(local_cloud.database_url, ended, "cancelled")
     alices = _reserve(run, "all-alice")
     live_before = [
         r["reservation_id"]

@@ -39,6 +39,12 @@ def fetch_value(database_url: str, statement: str, *params: Any) -> Any:
     return row[0] if row else None
 
 
+def fetch_rows(database_url: str, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Every row `statement` returns, read on a connection of its own."""
+    with psycopg.connect(database_url) as conn:
+        return conn.execute(statement, params).fetchall()
+
+
 def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
     """alice and her pending one-t4 reservation `reservation_id` (each only if absent): the
     rows the Lambda test events in events/ name."""
