@@ -6,6 +6,7 @@ import pytest
 
 from gpudev.availability.compute import GpuTypeConfig, ScalingGroup, compute_availability
 from gpudev.cluster.vocabulary import Node, Pod
+from gpudev.models import Availability
 
 H100 = GpuTypeConfig("h100", 8)
 T4 = GpuTypeConfig("t4", 4)
@@ -16,6 +17,11 @@ CPU = GpuTypeConfig("cpu-x86", 0)
 
 def node(name: str, gpu_type: str, gpus: int, ready: bool = True, cordoned: bool = False) -> Node:
     return Node(name, gpu_type, ready, cordoned, gpus)
+
+
+def assert_counts(result: Availability, **expected: int) -> None:
+    """The named figures of `result` are the expected ones (pytest shows each that differs)."""
+    assert {name: getattr(result, name) for name in expected} == expected
 
 
 def one(config: GpuTypeConfig, groups, nodes, pods):  # type: ignore[no-untyped-def]
@@ -30,34 +36,30 @@ def test_seed_scenario_two_h100_nodes_one_four_gpu_pod():
         [node("a", "h100", 8), node("b", "h100", 8)],
         [Pod("gpu-dev-x", "a", "Running", 4)],
     )
-    assert (
-        result.total_cluster_gpus,
-        result.available_gpus,
-        result.full_nodes_available,
-        result.max_reservable,
-        result.running_instances,
-        result.desired_capacity,
-    ) == (16, 12, 1, 8, 2, 2)
+    assert_counts(
+        result, total_cluster_gpus=16, available_gpus=12, full_nodes_available=1, max_reservable=8
+    )
+    assert_counts(result, running_instances=2, desired_capacity=2)
 
 
 def test_multinode_max_reservable_is_capped_at_four_whole_nodes():
     nodes = [node(f"n{i}", "h100", 8) for i in range(6)]
     result = one(H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 6, 6)], nodes, [])
-    assert (result.full_nodes_available, result.max_reservable) == (6, 32)
+    assert_counts(result, full_nodes_available=6, max_reservable=32)
 
 
 def test_multinode_type_without_a_full_node_falls_back_to_the_largest_single_node_free():
     nodes = [node("a", "h100", 8), node("b", "h100", 8)]
     pods = [Pod("p1", "a", "Running", 2), Pod("p2", "b", "Pending", 5)]
     result = one(H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 2, 2)], nodes, pods)
-    assert (result.available_gpus, result.full_nodes_available, result.max_reservable) == (9, 0, 6)
+    assert_counts(result, available_gpus=9, full_nodes_available=0, max_reservable=6)
 
 
 def test_single_node_types_reserve_at_most_one_nodes_free_gpus():
     nodes = [node("a", "t4", 4), node("b", "t4", 4)]
     pods = [Pod("p", "a", "Running", 1)]
     result = one(T4, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-t4", 2, 2)], nodes, pods)
-    assert (result.available_gpus, result.full_nodes_available, result.max_reservable) == (7, 1, 4)
+    assert_counts(result, available_gpus=7, full_nodes_available=1, max_reservable=4)
 
 
 @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
@@ -74,11 +76,7 @@ def test_finished_pods_hold_no_gpus(phase: str):
 def test_cordoned_and_not_ready_nodes_count_nothing():
     nodes = [node("a", "t4", 4, cordoned=True), node("b", "t4", 4, ready=False), node("c", "t4", 4)]
     result = one(T4, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-t4", 3, 3)], nodes, [])
-    assert (result.total_cluster_gpus, result.available_gpus, result.full_nodes_available) == (
-        12,
-        4,
-        1,
-    )
+    assert_counts(result, total_cluster_gpus=12, available_gpus=4, full_nodes_available=1)
 
 
 def test_over_requested_node_is_floored_at_zero():
@@ -97,11 +95,7 @@ def test_running_counts_in_service_instances_and_desired_sums_groups():
         ScalingGroup("pytorch-gpu-dev-gpu-nodes-l4-spot", 2, 1),
     ]
     result = one(L4, groups, [], [])
-    assert (result.running_instances, result.desired_capacity, result.total_cluster_gpus) == (
-        3,
-        5,
-        12,
-    )
+    assert_counts(result, running_instances=3, desired_capacity=5, total_cluster_gpus=12)
 
 
 def test_a_longer_type_name_owns_its_groups():
@@ -118,17 +112,14 @@ def test_no_matching_group_gives_zeros():
         H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-a100", 1, 1)], [node("a", "h100", 8)], []
     )
     assert not result.groups_found
-    assert (result.total_cluster_gpus, result.available_gpus, result.max_reservable) == (0, 0, 0)
+    assert_counts(result, total_cluster_gpus=0, available_gpus=0, max_reservable=0)
 
 
 def test_kubernetes_unreachable_counts_everything_running_as_available():
     result = one(H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 2, 2)], None, None)
-    assert (
-        result.total_cluster_gpus,
-        result.available_gpus,
-        result.full_nodes_available,
-        result.max_reservable,
-    ) == (16, 16, 0, 0)
+    assert_counts(
+        result, total_cluster_gpus=16, available_gpus=16, full_nodes_available=0, max_reservable=0
+    )
 
 
 def test_cpu_seed_scenario_two_nodes_one_dev_pod():
@@ -138,12 +129,7 @@ def test_cpu_seed_scenario_two_nodes_one_dev_pod():
         [node("a", "cpu-x86", 0), node("b", "cpu-x86", 0)],
         [Pod("gpu-dev-abc", "a", "Running", 0), Pod("kube-proxy-x", "a", "Running", 0)],
     )
-    assert (
-        result.total_cluster_gpus,
-        result.available_gpus,
-        result.max_reservable,
-        result.max_per_node,
-    ) == (6, 5, 1, 0)
+    assert_counts(result, total_cluster_gpus=6, available_gpus=5, max_reservable=1, max_per_node=0)
 
 
 @pytest.mark.parametrize(
@@ -169,4 +155,4 @@ def test_full_cpu_node_offers_nothing():
         [node("a", "cpu-x86", 0)],
         pods,
     )
-    assert (result.available_gpus, result.max_reservable) == (0, 0)
+    assert_counts(result, available_gpus=0, max_reservable=0)
