@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +75,17 @@ def template_url(postgres_url: str, admin_conn: psycopg.Connection[Any]) -> Iter
 
 
 @pytest.fixture(scope="session")
-def database_url(
+def migrated_clone(
     postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
-) -> Iterator[str]:
+) -> Callable[[str], AbstractContextManager[str]]:
+    """Opens a clone of the migrated template named after `prefix`, dropped on leaving."""
+    return partial(_database, postgres_url, admin_conn, template=TEMPLATE_DB)
+
+
+@pytest.fixture(scope="session")
+def database_url(migrated_clone: Callable[[str], AbstractContextManager[str]]) -> Iterator[str]:
     """The migrated database that rolled-back tests share."""
-    with _database(postgres_url, admin_conn, "gpudev_test", template=TEMPLATE_DB) as url:
+    with migrated_clone("gpudev_test") as url:
         yield url
 
 
@@ -90,11 +97,9 @@ def db(database_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 @pytest.fixture
-def fresh_database(
-    postgres_url: str, template_url: str, admin_conn: psycopg.Connection[Any]
-) -> Iterator[str]:
+def fresh_database(migrated_clone: Callable[[str], AbstractContextManager[str]]) -> Iterator[str]:
     """URL of a private migrated database, for tests that commit or use several connections."""
-    with _database(postgres_url, admin_conn, "gpudev_fresh", template=TEMPLATE_DB) as url:
+    with migrated_clone("gpudev_fresh") as url:
         yield url
 
 
