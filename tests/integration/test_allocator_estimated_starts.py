@@ -18,18 +18,10 @@ from gpudev.cluster.vocabulary import Node
 from gpudev.reservations.schemas import ReservationView
 from gpudev.reservations.service import find_reservation
 from gpudev.settings import LifecycleSettings, lifecycle_settings
-from gpudev.signals import Wake
+from tests.support.signals import AcceptingSignals
 from tests.support.submitters import ALICE
 
 NODE = Node("h100-0", "h100", True, False, 8)
-
-
-class Signals:
-    def wake(self, task_token: str, wake: Wake) -> bool:
-        return True
-
-    def execution_running(self, execution_arn: str | None) -> bool:
-        return True
 
 
 @pytest.fixture
@@ -79,7 +71,7 @@ def _busy_node(conn: psycopg.Connection[Any], now: datetime, expires_at: datetim
         expires_at=expires_at,
         task_token=None,
     )
-    Allocator(conn, Signals(), LifecycleSettings()).run([NODE], [], set())  # type: ignore[arg-type]
+    Allocator(conn, AcceptingSignals(), LifecycleSettings()).run([NODE], [], set())  # type: ignore[arg-type]
     conn.execute(
         "INSERT INTO allocations (node_name, slot, reservation_id)"
         " SELECT 'h100-0', s, %s FROM generate_series(0, 7) s",
@@ -103,7 +95,7 @@ def _waits(conn: psycopg.Connection[Any], ids: list[uuid.UUID]) -> list[tuple[An
 def _pass(
     conn: psycopg.Connection[Any], settings: LifecycleSettings, now: float
 ) -> AllocatorReport:
-    allocator = Allocator(conn, Signals(), settings, clock=lambda: now)
+    allocator = Allocator(conn, AcceptingSignals(), settings, clock=lambda: now)
     return allocator.run([NODE], [], set())  # type: ignore[arg-type]
 
 

@@ -22,7 +22,7 @@ import psycopg
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
-from gpudev.signals import Wake
+from tests.support.signals import AcceptingSignals
 
 SHAPES = {"t4": (4, [1, 2, 4]), "h100": (8, [1, 2, 4, 8, 16]), "cpu-x86": (3, [0])}
 NODES = [
@@ -32,17 +32,9 @@ NODES = [
 ]
 
 
-class Signals:
-    def wake(self, task_token: str, wake: Wake) -> bool:
-        return True
-
-    def execution_running(self, execution_arn: str | None) -> bool:
-        return True
-
-
 def _pass(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        Allocator(conn, Signals(), LifecycleSettings()).run(NODES, [], {"cpu-x86"})  # type: ignore[arg-type]
+        Allocator(conn, AcceptingSignals(), LifecycleSettings()).run(NODES, [], {"cpu-x86"})  # type: ignore[arg-type]
 
 
 def _concurrent_passes(url: str) -> None:

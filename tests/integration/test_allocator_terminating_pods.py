@@ -14,17 +14,9 @@ import psycopg
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.settings import LifecycleSettings
-from gpudev.signals import Wake
+from tests.support.signals import AcceptingSignals
 
 NODE = Node("h100-0", "h100", True, False, 8)
-
-
-class Signals:
-    def wake(self, task_token: str, wake: Wake) -> bool:
-        return True
-
-    def execution_running(self, execution_arn: str | None) -> bool:
-        return True
 
 
 def _queue(conn: psycopg.Connection[Any], gpus: int, hours: float = 1) -> uuid.UUID:
@@ -39,7 +31,7 @@ def _queue(conn: psycopg.Connection[Any], gpus: int, hours: float = 1) -> uuid.U
 
 
 def _pass(conn: psycopg.Connection[Any], pods: list[Pod]) -> list[uuid.UUID]:
-    report = Allocator(conn, Signals(), LifecycleSettings()).run([NODE], pods, set())  # type: ignore[arg-type]
+    report = Allocator(conn, AcceptingSignals(), LifecycleSettings()).run([NODE], pods, set())  # type: ignore[arg-type]
     return report.granted
 
 
@@ -94,7 +86,7 @@ def test_a_terminating_pods_gpus_count_as_coming_back_so_backfill_never_delays_t
         head = _queue(conn, 8)
         long = _queue(conn, 1, hours=1)  # 36 s: would still hold a GPU when the head can start
         short = _queue(conn, 1, hours=0.1)  # 3.6 s: done before the terminating pod is gone
-        report = Allocator(conn, Signals(), settings).run([NODE], [terminating], set())  # type: ignore[arg-type]
+        report = Allocator(conn, AcceptingSignals(), settings).run([NODE], [terminating], set())  # type: ignore[arg-type]
         assert report.granted == [short]
         waits = dict(
             conn.execute(
