@@ -5,6 +5,7 @@ row) or Permanent (the reservation fails with the message as its reason)."""
 from __future__ import annotations
 
 import importlib.util
+from http import HTTPStatus
 from pathlib import Path
 
 import psycopg
@@ -43,6 +44,11 @@ def _aws(code: str, status: int = 400, operation: str = "SendTaskSuccess") -> Cl
     )
 
 
+def _k8s(status: int) -> ApiException:
+    """As the Kubernetes client raises an HTTP error status."""
+    return ApiException(status=status, reason=HTTPStatus(status).phrase)
+
+
 TRANSIENT = [
     # the database: a lost or refused connection, failover, timeouts, the pool
     psycopg.OperationalError("server closed the connection unexpectedly"),
@@ -59,9 +65,9 @@ TRANSIENT = [
     DatabaseUnavailable("no database connection became free within 5 s"),
     # Kubernetes: 5xx and 429, or no answer
     KubernetesUnavailable("replace_namespaced_config_map: HTTP 500"),
-    ApiException(status=500, reason="Internal Server Error"),
-    ApiException(status=503, reason="Service Unavailable"),
-    ApiException(status=429, reason="Too Many Requests"),
+    _k8s(500),
+    _k8s(503),
+    _k8s(429),
     MaxRetryError(None, "/api/v1/pods", reason=None),  # type: ignore[arg-type]
     NewConnectionError(None, "refused"),  # type: ignore[arg-type]
     ProtocolError("Connection aborted."),
@@ -86,9 +92,9 @@ PERMANENT = [
     KeyError("reservation_id"),
     NotFound("no reservation 1234"),
     ObjectNameTaken("Pod gpu-dev-1234 already exists for reservation 5678"),
-    ApiException(status=422, reason="Unprocessable Entity"),
-    ApiException(status=403, reason="Forbidden"),
-    ApiException(status=404, reason="Not Found"),
+    _k8s(422),
+    _k8s(403),
+    _k8s(404),
     pg.UniqueViolation("duplicate key value"),
     pg.UndefinedColumn("column does not exist"),
     _aws("AccessDeniedException"),
