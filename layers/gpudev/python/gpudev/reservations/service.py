@@ -188,7 +188,7 @@ def _record_change(
             _live(current, action)  # it ended meanwhile
             return current
     send_after_commit(conn, queue, changed.job)
-    return changed.reservation
+    return changed.row
 
 
 def request_extension(
@@ -266,4 +266,4 @@ def record_cancel(
         if requested is None:
             return reservation  # already requested: the first request stands
     send_after_commit(conn, queue, requested.job)
-    return requested.reservation
+    return requested.row
