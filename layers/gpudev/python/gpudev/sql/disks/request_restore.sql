@@ -13,8 +13,5 @@ WITH changed AS (
       AND delete_date > current_date
     RETURNING *
 )
-SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
-FROM changed
-CROSS JOIN LATERAL outbox_write(disk_operation_job(
-    'restore', changed.operation_id, changed.disk_id, changed.user_id, changed.disk_name, NULL
-)) job
+SELECT changed.*, job.*
+FROM changed CROSS JOIN LATERAL disk_job_write('restore', changed) job
