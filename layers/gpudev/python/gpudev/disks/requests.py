@@ -23,7 +23,7 @@ from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound, shown
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Disk
-from gpudev.outbox import send_after_commit
+from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import DisksRepository, UsersRepository
 from gpudev.repositories.disks import DiskRequested
 from gpudev.reservations.rules import check_disk_name
@@ -121,22 +121,24 @@ def _request(
     queue: JobQueue,
     caller: Caller,
     name: str,
-    write: Callable[[DisksRepository, str, str], DiskRequested | None],
+    request: Callable[[DisksRepository, str, str], DiskRequested | None],
     refusal: Refusal,
 ) -> Disk:
-    """One request on the caller's disk `name`: its statement (`write(disks, user, name)`:
+    """One request on the caller's disk `name`: its statement (`request(disks, user, name)`:
     row and job) after the caller's request lock and bound user, committed, then the job
     sent; no row → `refusal`, read in the same transaction."""
-    with conn.transaction():
+
+    def write() -> DiskRequested | None:
         # The caller's request lock, as a submit takes it: a submit naming this disk and this
         # request never both pass their checks (docs/architecture.md, "Persistent disks").
         UsersRepository(conn).take_request_lock(caller.username)
         bound_user(conn, caller)
-        requested = write(DisksRepository(conn), caller.username, name)
-        if requested is None:
-            raise refusal(conn, caller, name)
-    send_after_commit(conn, queue, requested.job)
-    return requested.row
+        return request(DisksRepository(conn), caller.username, name)
+
+    def refused() -> Disk:
+        raise refusal(conn, caller, name)
+
+    return commit_then_send(conn, queue, write, refused)
 
 
 def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:

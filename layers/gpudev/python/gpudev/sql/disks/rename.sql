@@ -9,9 +9,8 @@ WITH changed AS (
     UPDATE disks SET
         disk_name = %(new_name)s,
         tagged_name = coalesce(tagged_name, disk_name),
-        operation_id = gen_random_uuid(),
-        operation_status = 'requested',
-        operation_error = NULL
+        -- a new operation, requested
+        (operation_id, operation_status, operation_error) = (gen_random_uuid(), 'requested', NULL)
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND disk_free_to_change(disks)
     RETURNING *
 )

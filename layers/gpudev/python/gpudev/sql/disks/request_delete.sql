@@ -7,9 +7,8 @@ WITH changed AS (
     UPDATE disks SET
         is_deleted = true,
         delete_date = current_date + 30,
-        operation_id = gen_random_uuid(),
-        operation_status = 'requested',
-        operation_error = NULL
+        -- a new operation, requested
+        (operation_id, operation_status, operation_error) = (gen_random_uuid(), 'requested', NULL)
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND disk_free_to_change(disks)
     RETURNING *
 )

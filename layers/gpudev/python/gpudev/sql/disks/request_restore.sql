@@ -6,9 +6,8 @@ WITH changed AS (
     UPDATE disks SET
         is_deleted = false,
         delete_date = NULL,
-        operation_id = gen_random_uuid(),
-        operation_status = 'requested',
-        operation_error = NULL
+        -- a new operation, requested
+        (operation_id, operation_status, operation_error) = (gen_random_uuid(), 'requested', NULL)
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND is_deleted
       AND delete_date > current_date
     RETURNING *
