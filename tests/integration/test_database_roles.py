@@ -354,17 +354,17 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
     conn.execute(
         query("allocation/sync_nodes"),
         {
-            "names": ["node-a"],
-            "gpu_types": ["t4"],
+            "name": ["node-a"],
+            "gpu_type": ["t4"],
             "slots": [4],
             "schedulable": [True],
-            "node_ips": ["10.0.0.1"],
-            "external_addresses": ["54.0.0.1"],
+            "node_ip": ["10.0.0.1"],
+            "external_address": ["54.0.0.1"],
         },
     )
     conn.execute(
         query("allocation/grant"),
-        {"nodes": ["node-a"], "slots": [0], "reservation_ids": [rid], "ranks": [0]},
+        {"node_name": ["node-a"], "slot": [0], "reservation_id": [rid], "rank": [0]},
     )
     changed = conn.execute(
         query("lifecycle/start"), {"reservation_id": rid, "execution_arn": "arn:x"}
@@ -390,13 +390,13 @@ def test_the_reconciler_role_records_runs_updates_availability_and_imports_disks
         query("gpu_types/update_availability"),
         {
             "updated_by": "test",
-            "gpu_types": ["t4"],
-            "totals": [8],
-            "available": [4],
+            "gpu_type": ["t4"],
+            "total_cluster_gpus": [8],
+            "available_gpus": [4],
             "max_reservable": [4],
-            "full_nodes": [1],
-            "running": [2],
-            "desired": [2],
+            "full_nodes_available": [1],
+            "running_instances": [2],
+            "desired_capacity": [2],
             "max_per_node": [4],
         },
     )

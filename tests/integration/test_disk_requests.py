@@ -136,10 +136,15 @@ def test_a_request_that_changes_nothing_writes_no_job(conn: psycopg.Connection[A
 
 def test_every_statement_writes_its_job_through_the_one_outbox_function():
     """One way to write a job (migrations/0010 outbox_write): no statement inserts into
-    the outbox table itself, and every request statement that names the outbox calls it."""
+    the outbox table itself, and every request statement that names the outbox calls it,
+    the disk requests through migrations/0022 disk_job_write."""
     inserting = [name for name in all_query_names() if "insert into outbox" in query(name).lower()]
     assert inserting == []
-    writers = sorted(name for name in all_query_names() if "outbox_write(" in query(name))
+    writers = sorted(
+        name
+        for name in all_query_names()
+        if "outbox_write(" in query(name) or "disk_job_write(" in query(name)
+    )
     assert writers == [
         "disks/rename",
         "disks/request_create",
@@ -149,8 +154,9 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
         "reservations/request_cancel",
         "reservations/submit",
     ]
-    migration = Path(__file__).parents[2] / "migrations" / "0010_outbox_write.sql"
-    assert "INSERT INTO outbox" in migration.read_text()
+    migrations = Path(__file__).parents[2] / "migrations"
+    assert "INSERT INTO outbox" in (migrations / "0010_outbox_write.sql").read_text()
+    assert "outbox_write(" in (migrations / "0022_disk_request_functions.sql").read_text()
 
 
 def _live_reservation_naming(conn: psycopg.Connection[Any], disk_name: str) -> str:

@@ -59,7 +59,7 @@ def test_each_change_writes_only_its_own_column(db: psycopg.Connection[Any]):
     assert _columns(db, rid) == (2.0, "over 48 h", ["Octo-Cat", "mona"], True, 2)
 
     changed = repo.extend(rid, 3)
-    assert changed is not None and changed.reservation.change_generation == 3
+    assert changed is not None and changed.row.change_generation == 3
     assert _columns(db, rid) == (5.0, None, ["Octo-Cat", "mona"], True, 3)
     assert _jobs(db, rid) == 3
 

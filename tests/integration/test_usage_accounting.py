@@ -19,7 +19,7 @@ from gpudev.identity import caller_from_arn
 from gpudev.models import Availability, ReservationStatus
 from gpudev.repositories import GpuTypesRepository, LifecycleRepository, UsageRepository
 from gpudev.usage.operators import force_cancel
-from gpudev.usage.service import everyone_usage
+from gpudev.usage.service import usage_report
 from tests.support.counting import CountingConnection
 from tests.support.submitters import RecordingQueue
 
@@ -176,7 +176,9 @@ def test_days_are_utc_whatever_the_sessions_time_zone(recorded: Any):
 def test_the_report_is_one_round_trip_as_the_api_role(recorded: Any):
     recorded.execute("SET LOCAL ROLE gpudev_api")
     counting = CountingConnection(recorded)
-    report = everyone_usage(counting, OPERATOR, SINCE, UNTIL, "type", clock=lambda: AS_OF)  # type: ignore[arg-type]
+    report = usage_report(
+        counting, OPERATOR, SINCE, UNTIL, "type", everyone=True, clock=lambda: AS_OF
+    )  # type: ignore[arg-type]
     assert counting.statements == 1
     assert [(t.key, t.gpu_hours) for t in report.totals] == [
         ("h100", pytest.approx(42.0)),

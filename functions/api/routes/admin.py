@@ -23,9 +23,9 @@ router = Router()
 def everyones_usage(
     caller: ForOperator, since: Since = None, until: Until = None, by: By = "user"
 ) -> UsageReport:
-    from gpudev.usage.service import everyone_usage
+    from gpudev.usage.service import usage_report
 
-    return caller.read(everyone_usage, since, until, by)
+    return caller.read(usage_report, since, until, by, everyone=True)
 
 
 @router.get("/v1/admin/reservations")

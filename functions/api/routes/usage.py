@@ -24,6 +24,6 @@ By = Annotated[UsageGrouping, Query(description="what the totals are grouped by"
 def my_usage(
     caller: ForCaller, since: Since = None, until: Until = None, by: By = "day"
 ) -> UsageReport:
-    from gpudev.usage.service import caller_usage  # here: the API's import needs no psycopg
+    from gpudev.usage.service import usage_report  # here: the API's import needs no psycopg
 
-    return caller.read(caller_usage, since, until, by)
+    return caller.read(usage_report, since, until, by)

@@ -8,7 +8,7 @@ import time.
 
 from __future__ import annotations
 
-from functools import cache, cached_property
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from botocore.config import Config
@@ -17,6 +17,19 @@ if TYPE_CHECKING:
     import boto3
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5)
+
+
+class _Client:
+    """An `AwsClients` attribute: the client of the AWS service it is named after, made on
+    first use and then kept on the instance (as `functools.cached_property` does)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.service = name
+
+    def __get__(self, clients: AwsClients, owner: type | None = None) -> Any:
+        client = clients.client(self.service)
+        clients.__dict__[self.service] = client
+        return client
 
 
 class AwsClients:
@@ -48,38 +61,15 @@ class AwsClients:
             config=_CLIENT_CONFIG,
         )
 
-    @cached_property
-    def sqs(self) -> Any:
-        return self.client("sqs")
-
-    @cached_property
-    def stepfunctions(self) -> Any:
-        return self.client("stepfunctions")
-
-    @cached_property
-    def ec2(self) -> Any:
-        return self.client("ec2")
-
-    @cached_property
-    def autoscaling(self) -> Any:
-        return self.client("autoscaling")
-
-    @cached_property
-    def sts(self) -> Any:
-        return self.client("sts")
-
-    @cached_property
-    def eks(self) -> Any:
-        return self.client("eks")
-
-    @cached_property
-    def secretsmanager(self) -> Any:
-        return self.client("secretsmanager")
-
-    @cached_property
-    def rds(self) -> Any:
-        """Only for `generate_db_auth_token`, which signs locally (no request is made)."""
-        return self.client("rds")
+    # Each made on first use and kept (per instance).
+    sqs = _Client()
+    stepfunctions = _Client()
+    ec2 = _Client()
+    autoscaling = _Client()
+    sts = _Client()
+    eks = _Client()
+    secretsmanager = _Client()
+    rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 
 @cache

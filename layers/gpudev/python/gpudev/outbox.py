@@ -15,19 +15,21 @@ Reservation and disk requests alike write their job this way (one SQL function,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 import psycopg
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpudev.errors import Unavailable
 from gpudev.jobs import AnyJob, job_from_payload
 from gpudev.observability import logger
-from gpudev.repositories.outbox import Outboxed, OutboxRepository
+from gpudev.repositories.outbox import Outboxed, OutboxRepository, WithJob
 
 RELAY_BATCH_SIZE = 100
+M = TypeVar("M", bound=BaseModel)
 
 
 class JobSender(Protocol):
@@ -54,6 +56,25 @@ def send_after_commit(conn: psycopg.Connection[Any], queue: JobSender, outboxed:
             exc_info=True,
         )
     return True
+
+
+def commit_then_send(
+    conn: psycopg.Connection[Any],
+    queue: JobSender,
+    write: Callable[[], WithJob[M] | None],
+    unchanged: Callable[[], M],
+) -> M:
+    """The API's way to record a change: `write` (a statement writing the row and its job to
+    the outbox) in a transaction, committed, then the job sent (`send_after_commit`); the
+    changed row. When `write` changed nothing, `unchanged()`, in the same transaction, gives
+    the answer or raises the refusal. `conn` must be in autocommit mode (its transaction is
+    the commit)."""
+    with conn.transaction():
+        written = write()
+        if written is None:
+            return unchanged()
+    send_after_commit(conn, queue, written.job)
+    return written.row
 
 
 @dataclass(frozen=True)

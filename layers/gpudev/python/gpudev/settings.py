@@ -8,7 +8,7 @@ reads `os.environ`.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import _lru_cache_wrapper, cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -179,6 +179,21 @@ class SweeperSettings(BaseSettings):
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
 
+_GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
+
+
+def _getter(model: type[_S]) -> _lru_cache_wrapper[_S]:
+    """The getter of `model`: read from the environment and validated on the first call,
+    the same object after it (until `reset_settings_cache`, or its own `cache_clear`)."""
+
+    @cache
+    def get() -> _S:
+        return _load(model)
+
+    _GETTERS.append(get)
+    return get
+
+
 def _load(model: type[_S]) -> _S:
     try:
         return model()
@@ -190,47 +205,16 @@ def _load(model: type[_S]) -> _S:
         raise SettingsError(f"{model.__name__} is invalid: {problems}") from None
 
 
-@cache
-def database_settings() -> DatabaseSettings:
-    return _load(DatabaseSettings)
-
-
-@cache
-def aws_settings() -> AwsSettings:
-    return _load(AwsSettings)
-
-
-@cache
-def api_settings() -> ApiSettings:
-    return _load(ApiSettings)
-
-
-@cache
-def cluster_settings() -> ClusterSettings:
-    return _load(ClusterSettings)
-
-
-@cache
-def user_limit_settings() -> UserLimitSettings:
-    return _load(UserLimitSettings)
-
-
-@cache
-def lifecycle_settings() -> LifecycleSettings:
-    return _load(LifecycleSettings)
-
-
-@cache
-def sweeper_settings() -> SweeperSettings:
-    return _load(SweeperSettings)
+database_settings = _getter(DatabaseSettings)
+aws_settings = _getter(AwsSettings)
+api_settings = _getter(ApiSettings)
+cluster_settings = _getter(ClusterSettings)
+user_limit_settings = _getter(UserLimitSettings)
+lifecycle_settings = _getter(LifecycleSettings)
+sweeper_settings = _getter(SweeperSettings)
 
 
 def reset_settings_cache() -> None:
     """Forget validated settings (tests change the environment between cases)."""
-    database_settings.cache_clear()
-    aws_settings.cache_clear()
-    api_settings.cache_clear()
-    cluster_settings.cache_clear()
-    lifecycle_settings.cache_clear()
-    user_limit_settings.cache_clear()
-    sweeper_settings.cache_clear()
+    for getter in _GETTERS:
+        getter.cache_clear()

@@ -25,6 +25,17 @@ class Placement:
         return self.node_ip, "internal"
 
 
+class _Suffixed:
+    """A `Names` attribute: an object's name, the reservation's base name and a suffix
+    (`gpu-dev-1a2b3c4d-ssh`)."""
+
+    def __init__(self, suffix: str):
+        self.suffix = suffix
+
+    def __get__(self, names: Names, owner: type | None = None) -> str:
+        return f"{names.base}-{self.suffix}"
+
+
 @dataclass(frozen=True)
 class Names:
     base: str
@@ -39,29 +50,12 @@ class Names:
     def pod(self, rank: int) -> str:
         return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
 
-    @property
-    def ssh_service(self) -> str:
-        return f"{self.base}-ssh"
-
-    @property
-    def headless_service(self) -> str:
-        return f"{self.base}-headless"
-
-    @property
-    def jupyter_service(self) -> str:
-        return f"{self.base}-jupyter"
-
-    @property
-    def control(self) -> str:
-        return f"{self.base}-control"
-
-    @property
-    def keys(self) -> str:
-        return f"{self.base}-keys"
-
-    @property
-    def network_policy(self) -> str:
-        return f"{self.base}-peers"
+    ssh_service = _Suffixed("ssh")
+    headless_service = _Suffixed("headless")
+    jupyter_service = _Suffixed("jupyter")
+    control = _Suffixed("control")
+    keys = _Suffixed("keys")
+    network_policy = _Suffixed("peers")
 
     @property
     def home(self) -> str:

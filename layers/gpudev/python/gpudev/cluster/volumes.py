@@ -33,45 +33,39 @@ class HomeDisk:
     size_gb: int
 
 
-def persistent_volume(reservation: Reservation, namespace: str, disk: HomeDisk) -> dict[str, Any]:
-    names = Names.of(reservation)
+def _home_object(kind: str, reservation: Reservation, spec: dict[str, Any]) -> dict[str, Any]:
+    """The PersistentVolume or its claim: both named `Names.home`, ReadWriteOnce and of no
+    storage class (static provisioning: the claim binds to this volume only)."""
     return objects.manifest(
+        kind,
+        reservation,
+        Names.of(reservation).home,
+        spec={"accessModes": ["ReadWriteOnce"], "storageClassName": "", **spec},
+    )
+
+
+def persistent_volume(reservation: Reservation, namespace: str, disk: HomeDisk) -> dict[str, Any]:
+    zone = {"key": ZONE_LABEL, "operator": "In", "values": [disk.zone]}
+    return _home_object(
         "PersistentVolume",
         reservation,
-        names.home,
-        spec={
+        {
             "capacity": {"storage": f"{disk.size_gb}Gi"},
-            "accessModes": ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
             "volumeMode": "Filesystem",
-            "claimRef": {"namespace": namespace, "name": names.home},
+            "claimRef": {"namespace": namespace, "name": Names.of(reservation).home},
             "csi": {"driver": EBS_CSI_DRIVER, "volumeHandle": disk.volume_id, "fsType": "ext4"},
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": ZONE_LABEL, "operator": "In", "values": [disk.zone]}
-                            ]
-                        }
-                    ]
-                }
-            },
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [zone]}]}},
         },
     )
 
 
 def claim(reservation: Reservation, disk: HomeDisk) -> dict[str, Any]:
-    names = Names.of(reservation)
-    return objects.manifest(
+    return _home_object(
         "PersistentVolumeClaim",
         reservation,
-        names.home,
-        spec={
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "",
-            "volumeName": names.home,
+        {
+            "volumeName": Names.of(reservation).home,
             "resources": {"requests": {"storage": f"{disk.size_gb}Gi"}},
         },
     )

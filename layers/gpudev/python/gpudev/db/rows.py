@@ -52,10 +52,14 @@ def fetch_all(
         return cur.execute(query(name), params).fetchall()
 
 
-def column_arrays(values: Sequence[object], **attributes: str) -> dict[str, list[Any]]:
-    """One array per parameter, for a statement that `unnest`s them: each keyword names a
-    parameter and the attribute of `values` it takes, e.g. `column_arrays(nodes,
-    names="name")` is `{"names": [n.name for n in nodes]}`."""
+def column_arrays(
+    values: Sequence[object], *same_names: str, **attributes: str
+) -> dict[str, list[Any]]:
+    """One array per parameter, for a statement that `unnest`s them: each positional name is
+    a parameter named after the attribute of `values` it takes, each keyword a parameter
+    and its attribute. `column_arrays(nodes, "slots", names="name")` is
+    `{"slots": [n.slots for n in nodes], "names": [n.name for n in nodes]}`."""
+    attributes = {name: name for name in same_names} | attributes
     return {
         parameter: [getattr(value, attribute) for value in values]
         for parameter, attribute in attributes.items()

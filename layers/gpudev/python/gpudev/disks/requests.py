@@ -23,7 +23,7 @@ from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound, shown
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
 from gpudev.models import Disk
-from gpudev.outbox import send_after_commit
+from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import DisksRepository, UsersRepository
 from gpudev.repositories.disks import DiskRequested
 from gpudev.reservations.rules import check_disk_name
@@ -49,23 +49,32 @@ def _deleted(disk: Disk) -> str:
     )
 
 
-def _refusal(conn: psycopg.Connection[Any], caller: Caller, name: str, action: str) -> Exception:
-    """Why a request statement matched no disk (read only then, so an accepted request
-    takes the bound user row, the statement and, after commit, the outbox delete)."""
-    disks = DisksRepository(conn)
-    disk = disks.get(caller.username, name)
-    if disk is None:
-        return NotFound(f"no disk named {shown(name)}")
-    if disk.is_deleted:
-        return Gone(_deleted(disk))
-    holder = disk.reservation_id if disk.in_use else disks.live_holder(caller.username, name)
-    if disk.in_use or holder is not None:
-        by = f"reservation {str(holder)[:8]}" if holder else "a reservation"
-        return Conflict(f"cannot {action} disk {shown(name)}: it is in use by {by}")
-    return Conflict(f"disk {shown(name)} changed meanwhile; look at it again")
+# Why a request statement matched no disk, from (conn, caller, disk name): read only then,
+# so an accepted request takes the bound user row, the statement and, after commit, the
+# outbox delete.
+Refusal = Callable[[psycopg.Connection[Any], Caller, str], Exception]
 
 
-def _restore_refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
+def _refused(action: str) -> Refusal:
+    """The refusal of a delete or a rename: the disk is gone, deleted or in use."""
+
+    def refusal(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
+        disks = DisksRepository(conn)
+        disk = disks.get(caller.username, name)
+        if disk is None:
+            return NotFound(f"no disk named {shown(name)}")
+        if disk.is_deleted:
+            return Gone(_deleted(disk))
+        holder = disk.reservation_id if disk.in_use else disks.live_holder(caller.username, name)
+        if disk.in_use or holder is not None:
+            by = f"reservation {str(holder)[:8]}" if holder else "a reservation"
+            return Conflict(f"cannot {action} disk {shown(name)}: it is in use by {by}")
+        return Conflict(f"disk {shown(name)} changed meanwhile; look at it again")
+
+    return refusal
+
+
+def _restore_refused(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
     disk = DisksRepository(conn).get(caller.username, name)
     if disk is None:
         return NotFound(f"no disk named {shown(name)}")
@@ -104,39 +113,36 @@ def create_disk(
             ) from None
         raise
     send_after_commit(conn, queue, created.job)
-    return created.disk
+    return created.row
 
 
 def _request(
     conn: psycopg.Connection[Any],
     queue: JobQueue,
     caller: Caller,
-    write: Callable[[DisksRepository], DiskRequested | None],
-    refusal: Callable[[], Exception],
+    name: str,
+    request: Callable[[DisksRepository, str, str], DiskRequested | None],
+    refusal: Refusal,
 ) -> Disk:
-    """One request on an existing disk: its statement (row and job) after the caller's
-    request lock and bound user, committed, then the job sent; no row → `refusal()`, read
-    in the same transaction."""
-    with conn.transaction():
+    """One request on the caller's disk `name`: its statement (`request(disks, user, name)`:
+    row and job) after the caller's request lock and bound user, committed, then the job
+    sent; no row → `refusal`, read in the same transaction."""
+
+    def write() -> DiskRequested | None:
         # The caller's request lock, as a submit takes it: a submit naming this disk and this
         # request never both pass their checks (docs/architecture.md, "Persistent disks").
         UsersRepository(conn).take_request_lock(caller.username)
         bound_user(conn, caller)
-        requested = write(DisksRepository(conn))
-        if requested is None:
-            raise refusal()
-    send_after_commit(conn, queue, requested.job)
-    return requested.disk
+        return request(DisksRepository(conn), caller.username, name)
+
+    def refused() -> Disk:
+        raise refusal(conn, caller, name)
+
+    return commit_then_send(conn, queue, write, refused)
 
 
 def delete_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
-    return _request(
-        conn,
-        queue,
-        caller,
-        lambda disks: disks.request_delete(caller.username, name),
-        lambda: _refusal(conn, caller, name, "delete"),
-    )
+    return _request(conn, queue, caller, name, DisksRepository.request_delete, _refused("delete"))
 
 
 def rename_disk(
@@ -147,21 +153,13 @@ def rename_disk(
     request: RenameRequest,
 ) -> Disk:
     check_disk_name(request.new_name)
-    return _request(
-        conn,
-        queue,
-        caller,
-        lambda disks: disks.rename(caller.username, name, request.new_name),
-        lambda: _refusal(conn, caller, name, "rename"),
-    )
+
+    def rename(disks: DisksRepository, user_id: str, disk_name: str) -> DiskRequested | None:
+        return disks.rename(user_id, disk_name, request.new_name)
+
+    return _request(conn, queue, caller, name, rename, _refused("rename"))
 
 
 def restore_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
     """Undelete, before the disk's date; its job removes the snapshots' deletion tags."""
-    return _request(
-        conn,
-        queue,
-        caller,
-        lambda disks: disks.request_restore(caller.username, name),
-        lambda: _restore_refusal(conn, caller, name),
-    )
+    return _request(conn, queue, caller, name, DisksRepository.request_restore, _restore_refused)

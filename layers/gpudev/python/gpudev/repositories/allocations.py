@@ -109,13 +109,7 @@ class AllocationsRepository:
         self._conn.execute(
             query("allocation/sync_nodes"),
             column_arrays(
-                nodes,
-                names="name",
-                gpu_types="gpu_type",
-                slots="slots",
-                schedulable="schedulable",
-                node_ips="node_ip",
-                external_addresses="external_address",
+                nodes, "name", "gpu_type", "slots", "schedulable", "node_ip", "external_address"
             ),
         )
 
@@ -133,13 +127,7 @@ class AllocationsRepository:
         """Allocate the slots and stamp their reservations granted, in one statement."""
         self._conn.execute(
             query("allocation/grant"),
-            column_arrays(
-                slots,
-                nodes="node_name",
-                slots="slot",
-                reservation_ids="reservation_id",
-                ranks="rank",
-            ),
+            column_arrays(slots, "node_name", "slot", "reservation_id", "rank"),
         )
 
     def record_waits(self, waits: Sequence[QueueWait]) -> int:

@@ -1,18 +1,16 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 from pydantic import BaseModel
 
 from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_all, fetch_one, fetch_returned
 from gpudev.models import Disk
-from gpudev.repositories.outbox import Outboxed, with_job
+from gpudev.repositories.outbox import WithJob, fetch_with_job
 
 
 class NewDisk(BaseModel):
@@ -22,18 +20,8 @@ class NewDisk(BaseModel):
     ebs_volume_id: str | None = None
 
 
-@dataclass(frozen=True)
-class DiskRequested:
-    """A request recorded on a disk's row and its disk job, written to the outbox by the
-    same statement (sent after commit)."""
-
-    disk: Disk
-    job: Outboxed
-
-
-def _requested(row: dict[str, Any] | None) -> DiskRequested | None:
-    requested = with_job(row, Disk)
-    return DiskRequested(*requested) if requested else None
+# A request recorded on a disk's row with its disk job.
+DiskRequested = WithJob[Disk]
 
 
 class DisksRepository:
@@ -42,9 +30,8 @@ class DisksRepository:
 
     def _request(self, name: str, params: dict[str, Any]) -> DiskRequested | None:
         """A request statement: the disk's row and its job, or None when the row was not
-        changed; a refused constraint raised as its domain error."""
-        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            return _requested(cur.execute(query(name), params).fetchone())
+        changed."""
+        return fetch_with_job(self._conn, name, Disk, params)
 
     def create(self, new: NewDisk) -> Disk:
         with domain_errors():

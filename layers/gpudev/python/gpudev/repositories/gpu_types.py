@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import psycopg
@@ -8,6 +9,10 @@ import psycopg
 from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all, fetch_one
 from gpudev.models import Availability, GpuType
+
+# What the availability updater writes to a type's row, one array each: what it computed
+# but whether it found the type's scaling groups (not a column).
+_AVAILABILITY_COLUMNS = tuple(f.name for f in fields(Availability) if f.name != "groups_found")
 
 
 class GpuTypesRepository:
@@ -27,17 +32,7 @@ class GpuTypesRepository:
         self._conn.execute(
             query("gpu_types/update_availability"),
             {
-                **column_arrays(
-                    results,
-                    gpu_types="gpu_type",
-                    totals="total_cluster_gpus",
-                    available="available_gpus",
-                    max_reservable="max_reservable",
-                    full_nodes="full_nodes_available",
-                    running="running_instances",
-                    desired="desired_capacity",
-                    max_per_node="max_per_node",
-                ),
+                **column_arrays(results, *_AVAILABILITY_COLUMNS),
                 "updated_by": updated_by,
             },
         )

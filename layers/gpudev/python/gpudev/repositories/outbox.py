@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
+from psycopg.rows import dict_row
 from pydantic import BaseModel
 
+from gpudev.db.constraints import domain_errors
 from gpudev.db.queries import query
 from gpudev.jobs import AnyJob, job_from_payload
 
@@ -32,14 +34,28 @@ class Outboxed:
         return cls(row["outbox_id"], job_from_payload(row["outbox_payload"]))
 
 
-def with_job(row: Mapping[str, Any] | None, model: type[M]) -> tuple[M, Outboxed] | None:
-    """A statement's changed row as `model` and the job it wrote to the outbox in the same
-    statement (such statements return a row only with its outbox row); None: no change."""
+@dataclass(frozen=True)
+class WithJob(Generic[M]):
+    """A row a statement changed and the job it wrote to the outbox in the same statement
+    (sent after commit)."""
+
+    row: M
+    job: Outboxed
+
+
+def fetch_with_job(
+    conn: psycopg.Connection[Any], name: str, model: type[M], params: Mapping[str, Any]
+) -> WithJob[M] | None:
+    """Run the statement `name`, which changes a row and writes its job to the outbox (such
+    statements return a row only with its outbox row): the row as `model` with the job, None
+    when nothing changed; a refused constraint raised as its domain error."""
+    with domain_errors(), conn.cursor(row_factory=dict_row) as cur:
+        row = cur.execute(query(name), params).fetchone()
     if row is None:
         return None
     job = Outboxed.from_row(row)
     assert job is not None, "a changed row comes with its outbox row"
-    return model.model_validate(row), job
+    return WithJob(model.model_validate(row), job)
 
 
 @dataclass(frozen=True)

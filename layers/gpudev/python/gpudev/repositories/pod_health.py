@@ -26,13 +26,5 @@ class PodHealthRepository:
             self._conn,
             "pod_health/record",
             HealthRecorded,
-            column_arrays(
-                findings,
-                reservation_ids="reservation_id",
-                new_ooms="new_ooms",
-                last_oom_ats="last_oom_at",
-                pod_restarts="pod_restarts",
-                health_warnings="health_warning",
-                health_endings="health_ending",
-            ),
+            column_arrays(findings, *PodHealth.model_fields),
         )

@@ -19,7 +19,7 @@ from gpudev.models import (
     Usage,
     UserLimits,
 )
-from gpudev.repositories.outbox import Outboxed, with_job
+from gpudev.repositories.outbox import Outboxed, WithJob, fetch_with_job
 
 
 class NamedDisk(BaseModel):
@@ -68,18 +68,8 @@ class Submitted:
     job: Outboxed | None = None  # the create job, in the outbox when created
 
 
-@dataclass(frozen=True)
-class Changed:
-    """A change recorded on a reservation's row and the job announcing it, written to the
-    outbox by the same statement (sent after commit)."""
-
-    reservation: Reservation
-    job: Outboxed
-
-
-def _changed(row: dict[str, Any] | None) -> Changed | None:
-    changed = with_job(row, Reservation)
-    return Changed(*changed) if changed else None
+# A change recorded on a reservation's row with the job announcing it.
+Changed = WithJob[Reservation]
 
 
 class ReservationsRepository:
@@ -203,8 +193,7 @@ class ReservationsRepository:
 
     # The changes below write their job to the outbox in the same statement.
     def _change(self, name: str, params: dict[str, Any]) -> Changed | None:
-        with domain_errors(), self._conn.cursor(row_factory=dict_row) as cur:
-            return _changed(cur.execute(query(name), params).fetchone())
+        return fetch_with_job(self._conn, name, Reservation, params)
 
     def request_cancel(self, reservation_id: UUID, reason: str | None = None) -> Changed | None:
         """Stamp the cancel request (an operator's with its `reason`, which becomes the final

@@ -18,13 +18,7 @@ class UsersRepository:
         """The row of `username`, created bound to `principal_arn` on first sight. It is
         returned whatever principal it is bound to (the caller compares); nothing is written
         for another principal. None only if another transaction created it meanwhile."""
-        with domain_errors():
-            return fetch_one(
-                self._conn,
-                "users/bind_principal",
-                User,
-                {"username": username, "principal_arn": principal_arn},
-            )
+        return self._write("users/bind_principal", username=username, principal_arn=principal_arn)
 
     def take_request_lock(self, username: str) -> None:
         """The caller's request lock until the transaction ends (users/request_lock.sql):
@@ -35,10 +29,12 @@ class UsersRepository:
         return fetch_one(self._conn, "users/get", User, {"username": username})
 
     def set_github_username(self, username: str, github_username: str | None) -> User | None:
+        return self._write(
+            "users/set_github_username", username=username, github_username=github_username
+        )
+
+    def _write(self, name: str, **params: Any) -> User | None:
+        """A statement writing a user's row: the row, a refused constraint raised as its
+        domain error."""
         with domain_errors():
-            return fetch_one(
-                self._conn,
-                "users/set_github_username",
-                User,
-                {"username": username, "github_username": github_username},
-            )
+            return fetch_one(self._conn, name, User, params)

@@ -71,22 +71,23 @@ def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int)
     return Shape(gpu_type, gpu_count, nodes)
 
 
-def check_disk_name(name: str) -> None:
-    if not DISK_NAME.match(name):
+def _check_pattern(
+    pattern: re.Pattern[str], value: str, what: str, field: str, allowed: str, advice: str
+) -> None:
+    if not pattern.match(value):
         raise InvalidRequest(
-            f"invalid disk name {shown(name)}: use 1-50 letters, digits, '-' or '_'",
-            field="disk_name",
-            allowed="1-50 letters, digits, '-' or '_'",
+            f"invalid {what} {shown(value)}: {advice}", field=field, allowed=allowed
         )
+
+
+def check_disk_name(name: str) -> None:
+    allowed = "1-50 letters, digits, '-' or '_'"
+    _check_pattern(DISK_NAME, name, "disk name", "disk_name", allowed, f"use {allowed}")
 
 
 def check_github_username(name: str) -> None:
-    if not GITHUB_USERNAME.match(name):
-        raise InvalidRequest(
-            f"invalid GitHub username {shown(name)}: 1-39 letters, digits or single inner hyphens",
-            field="github_user",
-            allowed="1-39 letters, digits or single inner hyphens",
-        )
+    allowed = "1-39 letters, digits or single inner hyphens"
+    _check_pattern(GITHUB_USERNAME, name, "GitHub username", "github_user", allowed, allowed)
 
 
 def owner_github_user(requested: str | None, in_settings: str | None) -> str:

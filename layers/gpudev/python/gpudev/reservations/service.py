@@ -25,7 +25,7 @@ from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationStatus, UserLimits
-from gpudev.outbox import send_after_commit
+from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository, UsersRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
 from gpudev.reservations.limits import refusal
@@ -180,15 +180,15 @@ def _record_change(
     commit, then send the job. `apply` returns None when nothing changed (a repeat): then
     no job is written."""
     _live(reservation, action)
-    with conn.transaction():
-        changed = apply(ReservationsRepository(conn))
-        if changed is None:
-            current = ReservationsRepository(conn).get(reservation.reservation_id)
-            assert current is not None
-            _live(current, action)  # it ended meanwhile
-            return current
-    send_after_commit(conn, queue, changed.job)
-    return changed.reservation
+    reservations = ReservationsRepository(conn)
+
+    def unchanged() -> Reservation:
+        current = reservations.get(reservation.reservation_id)
+        assert current is not None
+        _live(current, action)  # it ended meanwhile
+        return current
+
+    return commit_then_send(conn, queue, lambda: apply(reservations), unchanged)
 
 
 def request_extension(
@@ -261,9 +261,9 @@ def record_cancel(
     """The one cancel path, the owner's or an operator's (with the `reason` its final status
     records): stamp the request with its job, commit, send. A repeat changes nothing."""
     _live(reservation, "cancel")
-    with conn.transaction():
-        requested = ReservationsRepository(conn).request_cancel(reservation.reservation_id, reason)
-        if requested is None:
-            return reservation  # already requested: the first request stands
-    send_after_commit(conn, queue, requested.job)
-    return requested.reservation
+    return commit_then_send(
+        conn,
+        queue,
+        lambda: ReservationsRepository(conn).request_cancel(reservation.reservation_id, reason),
+        lambda: reservation,  # already requested: the first request stands
+    )

@@ -81,40 +81,20 @@ def report_of(
     )
 
 
-def caller_usage(
+def usage_report(
     conn: psycopg.Connection[Any],
     caller: Caller,
     since: datetime | None,
     until: datetime | None,
     by: UsageGrouping,
+    *,
+    everyone: bool = False,
     clock: Clock = _utc_now,
 ) -> UsageReport:
-    """The caller's own usage (two round trips: the bound user, the report)."""
-    user = bound_user(conn, caller)
-    return _usage(conn, user.username, since, until, by, clock)
-
-
-def everyone_usage(
-    conn: psycopg.Connection[Any],
-    caller: Caller,
-    since: datetime | None,
-    until: datetime | None,
-    by: UsageGrouping,
-    clock: Clock = _utc_now,
-) -> UsageReport:
-    """Everyone's usage and the fleet's utilisation, for operators (one round trip)."""
-    return _usage(conn, None, since, until, by, clock)
-
-
-def _usage(
-    conn: psycopg.Connection[Any],
-    username: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    by: UsageGrouping,
-    clock: Clock,
-) -> UsageReport:
-    """One user's usage, or everyone's (None), over the window `since`..`until`."""
+    """The caller's own usage (two round trips: the bound user, the report); with
+    `everyone`, everyone's usage and the fleet's utilisation, for operators (one round trip:
+    the operator route has checked the caller)."""
+    username = None if everyone else bound_user(conn, caller).username
     now = clock()
     start, end = window(since, until, now)
     rows = UsageRepository(conn).report(start, end, now, username)

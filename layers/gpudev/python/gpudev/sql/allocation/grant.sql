@@ -1,7 +1,7 @@
 WITH granted AS (
     INSERT INTO allocations (node_name, slot, reservation_id, rank)
     SELECT * FROM unnest(
-        %(nodes)b::text[], %(slots)b::int[], %(reservation_ids)b::uuid[], %(ranks)b::int[]
+        %(node_name)b::text[], %(slot)b::int[], %(reservation_id)b::uuid[], %(rank)b::int[]
     )
     RETURNING reservation_id
 )

@@ -2,8 +2,8 @@
 -- (and unallocated surplus slots removed), nodes no longer listed made unschedulable.
 WITH seen AS (
     SELECT s.* FROM unnest(
-        %(names)b::text[], %(gpu_types)b::text[], %(slots)b::int[], %(schedulable)b::boolean[],
-        %(node_ips)b::text[], %(external_addresses)b::text[]
+        %(name)b::text[], %(gpu_type)b::text[], %(slots)b::int[], %(schedulable)b::boolean[],
+        %(node_ip)b::text[], %(external_address)b::text[]
     ) AS s (node_name, gpu_type, slots, schedulable, node_ip, external_address)
     JOIN gpu_types USING (gpu_type)
 ),

@@ -8,8 +8,5 @@ WITH created AS (
     VALUES (%(user_id)s, %(disk_name)s, %(size_gb)s, gen_random_uuid(), 'requested')
     RETURNING *
 )
-SELECT created.*, job.outbox_id, job.payload AS outbox_payload
-FROM created
-CROSS JOIN LATERAL outbox_write(disk_operation_job(
-    'create', created.operation_id, created.disk_id, created.user_id, created.disk_name, NULL
-)) job
+SELECT created.*, job.*
+FROM created CROSS JOIN LATERAL disk_job_write('create', created) job

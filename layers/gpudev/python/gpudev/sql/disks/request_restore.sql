@@ -6,15 +6,11 @@ WITH changed AS (
     UPDATE disks SET
         is_deleted = false,
         delete_date = NULL,
-        operation_id = gen_random_uuid(),
-        operation_status = 'requested',
-        operation_error = NULL
+        -- a new operation, requested
+        (operation_id, operation_status, operation_error) = (gen_random_uuid(), 'requested', NULL)
     WHERE user_id = %(user_id)s AND disk_name = %(disk_name)s AND is_deleted
       AND delete_date > current_date
     RETURNING *
 )
-SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
-FROM changed
-CROSS JOIN LATERAL outbox_write(disk_operation_job(
-    'restore', changed.operation_id, changed.disk_id, changed.user_id, changed.disk_name, NULL
-)) job
+SELECT changed.*, job.*
+FROM changed CROSS JOIN LATERAL disk_job_write('restore', changed) job

@@ -11,7 +11,8 @@ UPDATE gpu_types AS g SET
     last_availability_update     = now(),
     last_availability_updated_by = %(updated_by)s
 FROM unnest(
-    %(gpu_types)s::text[], %(totals)s::int[], %(available)s::int[], %(max_reservable)s::int[],
-    %(full_nodes)s::int[], %(running)s::int[], %(desired)s::int[], %(max_per_node)s::int[]
+    %(gpu_type)s::text[], %(total_cluster_gpus)s::int[], %(available_gpus)s::int[],
+    %(max_reservable)s::int[], %(full_nodes_available)s::int[], %(running_instances)s::int[],
+    %(desired_capacity)s::int[], %(max_per_node)s::int[]
 ) AS v (gpu_type, total, available, max_reservable, full_nodes, running, desired, max_per_node)
 WHERE g.gpu_type = v.gpu_type

@@ -7,8 +7,8 @@ UPDATE reservations AS r SET
     health_warning = f.health_warning,
     health_ending = COALESCE(r.health_ending, f.health_ending)
 FROM unnest(
-    %(reservation_ids)s::uuid[], %(new_ooms)s::integer[], %(last_oom_ats)s::timestamptz[],
-    %(pod_restarts)s::integer[], %(health_warnings)s::text[], %(health_endings)s::text[]
+    %(reservation_id)s::uuid[], %(new_ooms)s::integer[], %(last_oom_at)s::timestamptz[],
+    %(pod_restarts)s::integer[], %(health_warning)s::text[], %(health_ending)s::text[]
 ) AS f(reservation_id, new_ooms, last_oom_at, pod_restarts, health_warning, health_ending)
 WHERE r.reservation_id = f.reservation_id
   AND r.status = 'active'
