@@ -4,6 +4,8 @@ database access, grants, Kubernetes identity and alarms; and the migrations' dep
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Aws, Duration, Stack, Token, triggers
@@ -21,6 +23,16 @@ from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.network import Network
 from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR, RDS_CA_BUNDLE
+
+
+@dataclass(frozen=True)
+class StackParts:
+    """What the API, queues and state machines are wired to: the stack (the scope of every
+    construct, so logical ids stay the stack's own), its functions by name, its alarms."""
+
+    stack: Stack
+    functions: Mapping[str, GpuDevFunction]
+    alarms: Alarms
 
 
 def build_shared_layer(scope: Construct) -> lambda_.LayerVersion:

@@ -3,27 +3,18 @@ event source, and its senders' (and dead-letter readers') URLs and grants."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from aws_cdk import CfnOutput, Duration
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
 
-from cdk_app.alarms import ALARM_PERIOD, Alarms
+from cdk_app.alarms import ALARM_PERIOD
 from cdk_app.declaration import Deployment, QueueSpec
+from cdk_app.functions import StackParts
 
 
-def build_queue(
-    scope: Construct,
-    spec: QueueSpec,
-    deployment: Deployment,
-    functions: Mapping[str, lambda_.Function],
-    alarms: Alarms,
-) -> sqs.Queue:
+def build_queue(parts: StackParts, spec: QueueSpec, deployment: Deployment) -> sqs.Queue:
     """The queue, its dead-letter queue (returned) and the alarm on it."""
-    name = spec.name
+    scope, functions, name = parts.stack, parts.functions, spec.name
     dead_letters = sqs.Queue(
         scope,
         f"{name}DeadLetterQueue",
@@ -43,7 +34,7 @@ def build_queue(
         enforce_ssl=True,
         encryption=sqs.QueueEncryption.SQS_MANAGED,
     )
-    alarms.when_positive(
+    parts.alarms.when_positive(
         f"{name}DeadLetters",
         f"{dead_letters.queue_name} holds messages: jobs that failed {spec.max_receive_count} "
         "times (docs/architecture.md, 'Dead letters': inspect and redrive)",

@@ -28,7 +28,12 @@ from cdk_app.declaration import (
     SWEEPER,
     Deployment,
 )
-from cdk_app.functions import FunctionBuilder, build_shared_layer, migrate_on_deploy
+from cdk_app.functions import (
+    FunctionBuilder,
+    StackParts,
+    build_shared_layer,
+    migrate_on_deploy,
+)
 from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
@@ -61,15 +66,14 @@ class GpuDevStack(Stack):
         self.functions = {spec.name: builder.build(spec) for spec in deployment.functions}
         migrate_on_deploy(self, self.functions[MIGRATE.name], self.database)
         self.rest_api = build_rest_api(self, deployment, self.access, self.functions)
+        parts = StackParts(self, self.functions, self.alarms)
         self.dead_letter_queues = [
-            build_queue(self, queue, deployment, self.functions, self.alarms)
-            for queue in deployment.queues
+            build_queue(parts, queue, deployment) for queue in deployment.queues
         ]
         self.state_machines = [
-            build_state_machine(self, spec, self.functions, self.alarms)
-            for spec in deployment.state_machines
+            build_state_machine(parts, spec) for spec in deployment.state_machines
         ]
-        grant_state_machines(self, deployment, self.functions)
+        grant_state_machines(parts, deployment)
         for schedule in deployment.schedules:
             events.Rule(
                 self,

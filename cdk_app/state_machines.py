@@ -4,26 +4,18 @@ start it, watch its executions or answer its task tokens."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, RemovalPolicy
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
 
-from cdk_app.alarms import ALARM_PERIOD, Alarms
+from cdk_app.alarms import ALARM_PERIOD
 from cdk_app.declaration import Deployment, FunctionSpec, StateMachineSpec
+from cdk_app.functions import StackParts
 
 
-def build_state_machine(
-    scope: Construct,
-    spec: StateMachineSpec,
-    functions: Mapping[str, lambda_.Function],
-    alarms: Alarms,
-) -> sfn.StateMachine:
-    name = spec.name
+def build_state_machine(parts: StackParts, spec: StateMachineSpec) -> sfn.StateMachine:
+    scope, functions, name = parts.stack, parts.functions, spec.name
     state_machine = sfn.StateMachine(
         scope,
         f"{name}StateMachine",
@@ -55,7 +47,7 @@ def build_state_machine(
         ("TimedOut", state_machine.metric_timed_out),
         ("Aborted", state_machine.metric_aborted),
     ):
-        alarms.when_positive(
+        parts.alarms.when_positive(
             f"{name}Executions{label}",
             f"{spec.deployed_name}: an execution ended {label} (a failed reservation, "
             "TearDownFailed, or StopExecution); the sweeper cleans up after it",
@@ -64,27 +56,25 @@ def build_state_machine(
     return state_machine
 
 
-def grant_state_machines(
-    stack: Stack, deployment: Deployment, functions: Mapping[str, lambda_.Function]
-) -> None:
+def grant_state_machines(parts: StackParts, deployment: Deployment) -> None:
     """Starters and token senders, by ARNs built from the fixed names: referencing the
     state machine's token would make function → policy → state machine → function a
     CloudFormation cycle for the task function."""
     for machine in deployment.state_machines:
-        machine_arn = stack.format_arn(
+        machine_arn = parts.stack.format_arn(
             service="states",
             resource="stateMachine",
             resource_name=machine.deployed_name,
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        executions_arn = stack.format_arn(
+        executions_arn = parts.stack.format_arn(
             service="states",
             resource="execution",
             resource_name=f"{machine.deployed_name}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         for spec in deployment.functions:
-            function = functions[spec.name]
+            function = parts.functions[spec.name]
             if machine.name in spec.starts or machine.name in spec.watches:
                 function.add_environment(machine.arn_variable, machine_arn)
             for actions, resource in _grants(machine, spec, machine_arn, executions_arn):
