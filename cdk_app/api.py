@@ -3,25 +3,20 @@ X-Ray, throttling, the resource policy (cdk_app/access.py), all routes to the AP
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_apigateway as apigateway
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
 
 from cdk_app.access import ApiAccess
 from cdk_app.declaration import Deployment
+from cdk_app.functions import StackParts
 from cdk_app.nag import acknowledge_public_route
 
 
 def build_rest_api(
-    scope: Construct,
-    deployment: Deployment,
-    access: ApiAccess,
-    functions: Mapping[str, lambda_.Function],
+    parts: StackParts, deployment: Deployment, access: ApiAccess
 ) -> apigateway.RestApi:
+    scope = parts.stack
     access_logs = logs.LogGroup(
         scope,
         "ApiAccessLogs",
@@ -60,7 +55,7 @@ def build_rest_api(
         ),
         policy=access.resource_policy(deployment.api.public_routes),
     )
-    api_function = functions[deployment.api.function]
+    api_function = parts.functions[deployment.api.function]
     for name, value in access.environment().items():
         api_function.add_environment(name, value)
     integration = apigateway.LambdaIntegration(api_function)

@@ -65,8 +65,8 @@ class GpuDevStack(Stack):
         )
         self.functions = {spec.name: builder.build(spec) for spec in deployment.functions}
         migrate_on_deploy(self, self.functions[MIGRATE.name], self.database)
-        self.rest_api = build_rest_api(self, deployment, self.access, self.functions)
         parts = StackParts(self, self.functions, self.alarms)
+        self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [
             build_queue(parts, queue, deployment) for queue in deployment.queues
         ]

@@ -160,12 +160,11 @@ class Ticker(_EventSource):
     ):
         """`interval_seconds` replaces every schedule's period (None: the real periods)."""
         super().__init__(lambdas, region)
-        self._schedules = schedules
         self._rule_arns = rule_arns
         self._interval = interval_seconds
+        self.fired: dict[str, int] = {s.name: 0 for s in schedules}  # before any thread fires
         for schedule in schedules:
             self._in_background(self._run, f"tick-{schedule.name}", schedule)
-        self.fired: dict[str, int] = {s.name: 0 for s in schedules}
 
     def fire(self, schedule: ScheduleSpec) -> Any:
         invocation = self._lambdas.invoke(
