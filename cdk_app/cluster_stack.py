@@ -22,14 +22,13 @@ from constructs import Construct
 
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
-from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, id_list, own_vpc
+from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, eks_cluster_name, id_list, own_vpc
 from cdk_app.node_groups import NodeGroupSpec, node_group_specs
 
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
 ADMIN_ROLES_CONTEXT = "gpudev:clusterAdminRoleArns"
 NODE_PORT_CIDRS_CONTEXT = "gpudev:nodePortCidrs"
 KUBERNETES_VERSION_CONTEXT = "gpudev:kubernetesVersion"
-DEFAULT_CLUSTER_NAME = "pytorch-gpu-dev-cluster"
 NODE_PORTS = (30000, 32767)  # Kubernetes' NodePort range: SSH reaches a dev pod through one
 NODE_DISK_GIB = 200  # PyTorch images are several GiB; the default 20 GiB fills up
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
@@ -76,7 +75,7 @@ def _managed(name: str) -> iam.IManagedPolicy:
 class ClusterStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        self.cluster_name = str(self.node.try_get_context("eksClusterName") or DEFAULT_CLUSTER_NAME)
+        self.cluster_name = eks_cluster_name(self)
         specs = node_group_specs(self)  # validate every context value before building
         admins = _admin_roles(self)
         node_port_cidrs = _node_port_cidrs(self)

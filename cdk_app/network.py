@@ -26,6 +26,8 @@ ZONES_CONTEXT = "gpudev:availabilityZones"
 FUNCTION_SUBNETS_CONTEXT = "gpudev:functionSubnetIds"
 DATABASE_SUBNETS_CONTEXT = "gpudev:databaseSubnetIds"
 CLUSTER_SECURITY_GROUP_CONTEXT = "gpudev:clusterSecurityGroupId"
+CLUSTER_NAME_CONTEXT = "eksClusterName"
+DEFAULT_CLUSTER_NAME = "pytorch-gpu-dev-cluster"
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,11 @@ class Network:
     function_subnets: ec2.SubnetSelection
     database_subnets: ec2.SubnetSelection
     functions_security_group: ec2.SecurityGroup
+
+
+def eks_cluster_name(scope: Construct) -> str:
+    """The EKS cluster's name: context `eksClusterName`, the same for both stacks."""
+    return str(scope.node.try_get_context(CLUSTER_NAME_CONTEXT) or DEFAULT_CLUSTER_NAME)
 
 
 def id_list(scope: Construct, key: str, prefix: str, *, required: bool) -> list[str]:

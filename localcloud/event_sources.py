@@ -60,16 +60,23 @@ def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
     }
 
 
-class SqsPoller(BackgroundWork):
+class _EventSource(BackgroundWork):
+    """Background work that invokes the local functions with events from `region`."""
+
+    def __init__(self, lambdas: LocalLambda, region: str) -> None:
+        super().__init__()
+        self._lambdas = lambdas
+        self._region = region
+
+
+class SqsPoller(_EventSource):
     def __init__(
         self, spec: QueueSpec, queue_url: str, sqs: Any, lambdas: LocalLambda, region: str
     ):
-        super().__init__()
+        super().__init__(lambdas, region)
         self.spec = spec
         self.queue_url = queue_url
         self._sqs = sqs
-        self._lambdas = lambdas
-        self._region = region
         self._queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
@@ -142,7 +149,7 @@ class SqsPoller(BackgroundWork):
         return len(messages)
 
 
-class Ticker(BackgroundWork):
+class Ticker(_EventSource):
     def __init__(
         self,
         schedules: tuple[ScheduleSpec, ...],
@@ -152,15 +159,12 @@ class Ticker(BackgroundWork):
         interval_seconds: float | None,
     ):
         """`interval_seconds` replaces every schedule's period (None: the real periods)."""
-        super().__init__()
-        self._schedules = schedules
+        super().__init__(lambdas, region)
         self._rule_arns = rule_arns
-        self._lambdas = lambdas
-        self._region = region
         self._interval = interval_seconds
+        self.fired: dict[str, int] = {s.name: 0 for s in schedules}  # before any thread fires
         for schedule in schedules:
             self._in_background(self._run, f"tick-{schedule.name}", schedule)
-        self.fired: dict[str, int] = {s.name: 0 for s in schedules}
 
     def fire(self, schedule: ScheduleSpec) -> Any:
         invocation = self._lambdas.invoke(

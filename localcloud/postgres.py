@@ -24,6 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -155,17 +156,13 @@ class EmbeddedPostgres:
     def log_file(self) -> Path:
         return self.data_dir.parent / "postgres.log"
 
-    @property
-    def _uid(self) -> int | None:
-        return self.run_as.uid if self.run_as else None
-
-    @property
-    def _gid(self) -> int | None:
-        return self.run_as.gid if self.run_as else None
-
-    @property
-    def _extra_groups(self) -> list[int] | None:
-        return [] if self.run_as else None
+    def _server_process(self) -> dict[str, Any]:
+        """subprocess settings for initdb and postgres: run as `run_as` (root may not run
+        PostgreSQL) with no supplementary groups, and die with this process."""
+        settings: dict[str, Any] = {"preexec_fn": _die_with_parent}
+        if self.run_as is not None:
+            settings.update(user=self.run_as.uid, group=self.run_as.gid, extra_groups=[])
+        return settings
 
     def _chown_tree(self, path: Path) -> None:
         if not self.run_as:
@@ -206,10 +203,7 @@ class EmbeddedPostgres:
             ],
             capture_output=True,
             check=False,
-            preexec_fn=_die_with_parent,
-            user=self._uid,
-            group=self._gid,
-            extra_groups=self._extra_groups,
+            **self._server_process(),
         )
         if result.returncode != 0:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -245,10 +239,7 @@ class EmbeddedPostgres:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,
-            user=self._uid,
-            group=self._gid,
-            extra_groups=self._extra_groups,
+            **self._server_process(),
         )
         log.close()
         self._wait_until_ready(timeout)

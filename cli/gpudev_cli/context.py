@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -106,6 +106,17 @@ def on_stderr() -> Iterator[None]:
 
 def short(identifier: str) -> str:
     return identifier[:8]
+
+
+def interactive_option(asks: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--interactive/--no-interactive into the parameter `interactive_flag`, which
+    `interactive()` resolves; `asks` says what the command asks when it is on."""
+    return click.option(
+        "--interactive/--no-interactive",
+        "interactive_flag",
+        default=None,
+        help=f"{asks} (default: when run in a terminal)",
+    )
 
 
 def interactive(flag: bool | None) -> bool:

@@ -76,10 +76,10 @@ def test_context_sets_the_user_limits(context: dict, expected: tuple[str, str]):
     import aws_cdk as cdk
 
     from cdk_app.declaration import API
-    from cdk_app.stack import GpuDevStack
+    from cdk_app.functions import context_environment
 
     stack = cdk.Stack(cdk.App(context=context), "Limits")
-    values = GpuDevStack._context_environment(stack, API)  # type: ignore[arg-type]
+    values = context_environment(stack, API)
     assert (values["MAX_LIVE_RESERVATIONS_PER_USER"], values["MAX_GPUS_PER_USER"]) == expected
 
 
@@ -88,11 +88,11 @@ def test_a_bad_limit_in_context_fails_the_synth_clearly(bad: object):
     import aws_cdk as cdk
 
     from cdk_app.declaration import API
-    from cdk_app.stack import GpuDevStack
+    from cdk_app.functions import context_environment
 
     stack = cdk.Stack(cdk.App(context={"maxGpusPerUser": bad}), "Limits")
     with pytest.raises(ValueError, match="context maxGpusPerUser"):
-        GpuDevStack._context_environment(stack, API)  # type: ignore[arg-type]
+        context_environment(stack, API)
 
 
 @pytest.mark.parametrize(
@@ -106,10 +106,10 @@ def test_context_sets_the_pod_image(context: dict, expected: str):
     import aws_cdk as cdk
 
     from cdk_app.declaration import RESERVATION_TASKS
-    from cdk_app.stack import GpuDevStack
+    from cdk_app.functions import context_environment
 
     stack = cdk.Stack(cdk.App(context=context), "Image")
-    values = GpuDevStack._context_environment(stack, RESERVATION_TASKS)  # type: ignore[arg-type]
+    values = context_environment(stack, RESERVATION_TASKS)
     assert values == {"LIFECYCLE_POD_IMAGE": expected}
 
 
@@ -118,8 +118,8 @@ def test_a_bad_pod_image_in_context_fails_the_synth_clearly(bad: object):
     import aws_cdk as cdk
 
     from cdk_app.declaration import RESERVATION_TASKS
-    from cdk_app.stack import GpuDevStack
+    from cdk_app.functions import context_environment
 
     stack = cdk.Stack(cdk.App(context={"podImage": bad}), "Image")
     with pytest.raises(ValueError, match="context podImage"):
-        GpuDevStack._context_environment(stack, RESERVATION_TASKS)  # type: ignore[arg-type]
+        context_environment(stack, RESERVATION_TASKS)

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import click
 
 from gpudev_cli.client import SigV4Client
-from gpudev_cli.context import Context, console, interactive, on_stderr, short
+from gpudev_cli.context import Context, console, interactive, interactive_option, on_stderr, short
 
 DEFAULT_SIZE_GB = 1024  # a disk created without --size-gb (the volume made at first use)
 
@@ -159,7 +159,7 @@ def list_content(obj: Context, name: str) -> None:
 @disk.command("delete")
 @click.argument("name")
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
-@click.option("--interactive/--no-interactive", "interactive_flag", default=None)
+@interactive_option("ask before deleting")
 @click.pass_obj
 def delete(obj: Context, name: str, yes: bool, interactive_flag: bool | None) -> None:
     """Delete a disk; its snapshots are kept for 30 days."""

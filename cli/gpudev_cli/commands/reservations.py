@@ -19,6 +19,7 @@ from gpudev_cli.context import (
     Context,
     console,
     interactive,
+    interactive_option,
     progress,
     short,
     wait_for_refresh,
@@ -74,12 +75,7 @@ def show(obj: Context, reservation: str) -> None:
 @click.argument("reservation", required=False)
 @click.option("--all", "cancel_all", is_flag=True, help="every live reservation of yours")
 @click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation (for scripts)")
-@click.option(
-    "--interactive/--no-interactive",
-    "interactive_flag",
-    default=None,
-    help="ask before cancelling --all (default: when run in a terminal)",
-)
+@interactive_option("ask before cancelling --all")
 @click.pass_obj
 def cancel(
     obj: Context,

@@ -18,6 +18,7 @@ from gpudev_cli.context import (
     Context,
     console,
     interactive,
+    interactive_option,
     on_stderr,
     progress,
     short,
@@ -50,12 +51,7 @@ MULTINODE_COUNTS = (16, 24, 32)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
-@click.option(
-    "--interactive/--no-interactive",
-    "interactive_flag",
-    default=None,
-    help="ask for missing values (default: when run in a terminal)",
-)
+@interactive_option("ask for missing values")
 @click.pass_obj
 def reserve(
     obj: Context,

@@ -82,19 +82,31 @@ def _report(
         obj.emit(report, usage_render.usage_tables)
 
 
-@click.command()
-@report_options
-@click.pass_obj
-def usage(
-    obj: Context,
-    since: datetime | None,
-    until: datetime | None,
-    by: str | None,
-    chart: Path | None,
-) -> None:
-    """Your GPU-hours (by day, GPU type or user), queue waits and how reservations ended.
-    Days are UTC days; times you give without a zone are local."""
-    _report(obj, "/v1/usage", since, until, by or "day", chart)
+def _report_command(name: str, path: str, default_by: str, help: str) -> click.Command:
+    """A usage report command: the same options, another API path and default grouping."""
+
+    @click.command(name, help=help)
+    @report_options
+    @click.pass_obj
+    def command(
+        obj: Context,
+        since: datetime | None,
+        until: datetime | None,
+        by: str | None,
+        chart: Path | None,
+    ) -> None:
+        _report(obj, path, since, until, by or default_by, chart)
+
+    return command
+
+
+usage = _report_command(
+    "usage",
+    "/v1/usage",
+    "day",
+    "Your GPU-hours (by day, GPU type or user), queue waits and how reservations ended.\n"
+    "Days are UTC days; times you give without a zone are local.",
+)
 
 
 @click.group()
@@ -102,18 +114,14 @@ def admin() -> None:
     """Operators only (a session of an admin role): everyone's usage and reservations."""
 
 
-@admin.command("usage")
-@report_options
-@click.pass_obj
-def admin_usage(
-    obj: Context,
-    since: datetime | None,
-    until: datetime | None,
-    by: str | None,
-    chart: Path | None,
-) -> None:
-    """Everyone's GPU-hours, queue waits, endings and the fleet's utilisation."""
-    _report(obj, "/v1/admin/usage", since, until, by or "user", chart)
+admin.add_command(
+    _report_command(
+        "usage",
+        "/v1/admin/usage",
+        "user",
+        "Everyone's GPU-hours, queue waits, endings and the fleet's utilisation.",
+    )
+)
 
 
 @admin.command("list")
