@@ -287,13 +287,17 @@ class LocalCloud:
         keys_file = self.state_dir / "github_keys.json"
         keys_file.parent.mkdir(parents=True, exist_ok=True)
         keys_file.write_text(json.dumps(LOCAL_GITHUB_KEYS, indent=2))
-        return {
-            "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
-            "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
-            "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
-            "LIFECYCLE_READY_WATCH_SECONDS": str(self.options.ready_watch_seconds),
-            "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
-        } | self._user_limit_environment() | self._pod_image_environment()
+        return (
+            {
+                "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
+                "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
+                "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
+                "LIFECYCLE_READY_WATCH_SECONDS": str(self.options.ready_watch_seconds),
+                "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
+            }
+            | self._user_limit_environment()
+            | self._pod_image_environment()
+        )
 
     def _pod_image_environment(self) -> dict[str, str]:
         image = self.options.pod_image

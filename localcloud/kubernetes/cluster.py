@@ -324,7 +324,9 @@ class SimulatedCluster(BackgroundWork):
         meta = pod["metadata"]
         with contextlib.suppress(ApiError):
             if not init_containers.started(pod):
-                self.store.update("pods", meta["namespace"], meta["name"], init_containers.initializing)
+                self.store.update(
+                    "pods", meta["namespace"], meta["name"], init_containers.initializing
+                )
             elif not init_containers.failed(pod):
                 outcomes = init_containers.run_all(pod, self.jupyter_images)
                 self.store.update(

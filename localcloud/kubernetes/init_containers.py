@@ -171,8 +171,10 @@ def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
         except subprocess.TimeoutExpired as timeout:
             code, log = 137, (timeout.stdout or b"") + (timeout.stderr or b"")
         message = message_file.read_bytes()[-MAX_MESSAGE_BYTES:]
-        if not message and code != 0 and container.get("terminationMessagePolicy") == (
-            "FallbackToLogsOnError"
+        if (
+            not message
+            and code != 0
+            and container.get("terminationMessagePolicy") == ("FallbackToLogsOnError")
         ):
             lines = log.splitlines(keepends=True)[-MAX_LOG_MESSAGE_LINES:]
             message = b"".join(lines)[-MAX_LOG_MESSAGE_BYTES:]

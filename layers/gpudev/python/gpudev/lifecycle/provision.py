@@ -98,9 +98,7 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         lc.sleep(READY_WATCH_SECONDS)
 
 
-def _activate(
-    lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict
-) -> CheckReadyOutput:
+def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) -> CheckReadyOutput:
     reservation_id = reservation.reservation_id
     cluster = lc.objects(reservation)
     node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
