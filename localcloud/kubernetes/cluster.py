@@ -10,6 +10,8 @@
   admitted before (Terminating ones included) cover the request, else the pod is Failed
   with reason OutOfnvidia.com/gpu, as the real kubelet rejects it. Admitted pods run, with
   container statuses; while `image_pulls_fail` is set they stay Pending in ImagePullBackOff.
+  A pod with init containers stays Pending until they completed (`init_containers.py`: run
+  for real in a sandbox whose commands are the image's; `jupyter_images` ship jupyter-lab).
   A pod with a readiness probe runs but is not Ready until the probe passes
   (`readiness.py`: after `probe_seconds`, never while `probes.probes_fail` is set).
 - The kubelet finishes graceful deletions: a Terminating pod keeps running (and holding its
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from localcloud.deadline import BackgroundWork
-from localcloud.kubernetes import readiness, selectors
+from localcloud.kubernetes import init_containers, readiness, selectors
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.scheduling_failure import scheduling_failure
 from localcloud.kubernetes.storage_simulation import (
@@ -103,6 +105,7 @@ class SimulatedCluster(BackgroundWork):
         *,
         ec2: Any,
         probe_seconds: float = 1.0,
+        jupyter_images: frozenset[str] = frozenset(),
     ):
         super().__init__()
         self.store = store
@@ -112,6 +115,8 @@ class SimulatedCluster(BackgroundWork):
         self.kubelet_delay_seconds = kubelet_delay_seconds
         self.termination_seconds_scale = termination_seconds_scale  # real s per grace s
         self.image_pulls_fail = False  # fault injection: pods never start
+        # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
+        self.jupyter_images = jupyter_images
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self._terminating_since: dict[str, float] = {}  # pod uid -> when it saw the deletion
@@ -297,6 +302,9 @@ class SimulatedCluster(BackgroundWork):
                     with contextlib.suppress(ApiError):
                         self.store.update("pods", meta["namespace"], meta["name"], _pull_failed)
                 continue
+            if pod["spec"].get("initContainers") and not init_containers.completed(pod):
+                self._initialize(pod)
+                continue
             try:
                 self.store.update(
                     "pods",
@@ -308,6 +316,25 @@ class SimulatedCluster(BackgroundWork):
             except ApiError:
                 pass
             self._bound_seen_at.pop(meta["uid"], None)
+
+    def _initialize(self, pod: dict[str, Any]) -> None:
+        """One step of a pod's init containers: start them (one kubelet pass: the pod is seen
+        Pending, initializing), then run them and record how they ended (the next pass starts
+        the containers). A failed one keeps the pod Pending."""
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            if not init_containers.started(pod):
+                self.store.update(
+                    "pods", meta["namespace"], meta["name"], init_containers.initializing
+                )
+            elif not init_containers.failed(pod):
+                outcomes = init_containers.run_all(pod, self.jupyter_images)
+                self.store.update(
+                    "pods",
+                    meta["namespace"],
+                    meta["name"],
+                    functools.partial(init_containers.record, outcomes=outcomes),
+                )
 
     def _reject(self, pod: dict[str, Any], wanted: int, used: int, capacity: int) -> None:
         meta = pod["metadata"]

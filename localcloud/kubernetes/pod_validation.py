@@ -1,6 +1,7 @@
-"""Pod validation (`ValidatePodSpec`, the parts our manifests use): containers, ports, env,
-volumes and their mounts, resources, readiness probes, hostname/subdomain, restart policy,
-node selector."""
+"""Pod validation (`ValidatePodSpec`, the parts our manifests use): containers and init
+containers (names unique across both, no probes or lifecycle hooks on an init container),
+ports, env, volumes and their mounts, resources, readiness probes, termination message
+policy, hostname/subdomain, restart policy, node selector."""
 
 from __future__ import annotations
 
@@ -80,7 +81,40 @@ def _container(container: Obj, path: str, volumes: set[str]) -> list[FieldError]
         )
         mount_paths.add(mount_path)
     errors += readiness.validate(container, path)
+    errors += rules.supported(
+        f"{path}.terminationMessagePolicy",
+        container.get("terminationMessagePolicy"),
+        ("File", "FallbackToLogsOnError"),
+    )
     return errors + _resources(container.get("resources") or {}, f"{path}.resources")
+
+
+# What a (non-sidecar) init container may not have: it runs to completion before the pod's
+# containers start, so nothing probes it and nothing hooks its stop (`validateInitContainers`).
+INIT_FORBIDDEN = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
+
+
+def _init_containers(init: list[Obj], container_names: set[Any]) -> list[FieldError]:
+    """Names unique across containers and init containers (one namespace of names in the
+    pod's status and its logs); no probes or hooks but on a sidecar (restartPolicy: Always,
+    which the stand-in does not run as one: we never use it)."""
+    errors = []
+    for index, container in enumerate(init):
+        at = f"spec.initContainers[{index}]"
+        name = container.get("name")
+        errors += [rules.duplicate(f"{at}.name", name)] if name in container_names else []
+        restart = container.get("restartPolicy")
+        errors += rules.supported(f"{at}.restartPolicy", restart, ("Always",))
+        errors += [
+            FieldError(
+                "Forbidden",
+                f"{at}.{field}",
+                "may not be set for init containers without restartPolicy=Always",
+            )
+            for field in INIT_FORBIDDEN
+            if container.get(field) is not None and restart != "Always"
+        ]
+    return errors
 
 
 def pod(obj: Obj) -> list[FieldError]:
@@ -105,6 +139,7 @@ def pod(obj: Obj) -> list[FieldError]:
         errors += rules.unique_names(items, f"spec.{group}", rules.dns1123_label)
         for index, container in enumerate(items):
             errors += _container(container, f"spec.{group}[{index}]", volume_names)
+    errors += _init_containers(init, {c.get("name") for c in containers})
     for key in ("hostname", "subdomain"):
         errors += (
             invalid(f"spec.{key}", spec[key], rules.dns1123_label(spec[key]))

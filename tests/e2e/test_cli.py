@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 
 from localcloud.stack import LocalCloud
-from tests.e2e.jobs import count_reservations
+from tests.e2e.jobs import count_reservations, drain_jobs
 
 
 def test_reserve_no_wait_then_list_show_and_cancel_in_json(run):
@@ -355,3 +355,41 @@ def test_shell_completion_scripts(run):
     bash = run("completion", "bash", api=False)
     assert bash.exit_code == 0 and "_GPU_DEV_COMPLETE=bash_complete" in bash.stdout
     assert "compdef" in run("completion", "zsh", api=False).stdout
+
+
+def test_a_pod_without_jupyter_shows_the_reason_and_refuses_enabling_it(run, local_cloud):
+    """What the readiness check writes when node 0's check said the image has no jupyter-lab
+    (the lifecycle tier drives the real path: tests/lifecycle/test_jupyter_check.py): `show`
+    prints the reason instead of a URL, in the panel and in JSON, and `edit --enable-jupyter`
+    is refused with it (409), recording nothing."""
+    rid = _json(run("-o", "json", "reserve", "-t", "t4", "-h", "2", "--no-wait"))["reservation_id"]
+    reason = "the image pytorch/pytorch:x has no jupyter-lab (...); operators: see deploy/dev-image"
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "UPDATE reservations SET status = 'active', launched_at = now(),"
+            " expires_at = now() + interval '2 hours', node_ip = '54.1.2.3', node_port = 30022,"
+            " jupyter_available = false, jupyter_error = %s,"
+            " jupyter_url = 'http://54.1.2.3:30888/lab?token=dead'"  # never shown: unavailable
+            " WHERE reservation_id = %s",
+            (reason, rid),
+        )
+    shown = run("show", rid)
+    assert shown.exit_code == 0, shown.output
+    assert f"Jupyter: unavailable: {reason}" in " ".join(shown.stdout.split())
+    assert "token=dead" not in shown.stdout
+    shown_json = _json(run("-o", "json", "show", rid))
+    assert (shown_json["jupyter_url"], shown_json["jupyter_available"]) == (None, False)
+    assert shown_json["jupyter_error"] == reason
+    refused = run("edit", rid[:8], "--enable-jupyter")
+    assert refused.exit_code == 1
+    assert "HTTP 409" in refused.stderr and "Jupyter cannot be enabled" in refused.stderr
+    assert "deploy/dev-image" in refused.stderr
+    after = _json(run("-o", "json", "show", rid))
+    assert (after["jupyter_enabled"], after["jupyter_url"]) == (False, None)
+    with psycopg.connect(local_cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT change_generation FROM reservations WHERE reservation_id = %s", (rid,)
+        ).fetchone()
+    assert row == (0,)
+    changes = [j for j in drain_jobs(local_cloud) if j.kind == "reservation_changed"]
+    assert rid not in {str(j.reservation_id) for j in changes}

@@ -3,6 +3,7 @@ STS-presigned token), against the stand-in and its simulated cluster."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -301,3 +302,95 @@ def test_list_items_carry_no_kind_or_api_version_as_in_kube_apiserver(
         core.read_node(listed["items"][0]["metadata"]["name"], _preload_content=False).data
     )
     assert (single["kind"], single["apiVersion"]) == ("Node", "v1")
+
+
+def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_status(
+    core: client.CoreV1Api, local_cloud: LocalCloud
+):
+    """Our pod's Jupyter check as its init container, through the official client: the pod is
+    never Running before the check completed, then its status carries the check's verdict
+    (the image's content is the boundary: `jupyter_images`). A failing init container keeps
+    the pod Pending, and a name shared with a container is refused as kube-apiserver does."""
+    from gpudev.cluster.objects import SSH_READINESS_PROBE, jupyter_check
+
+    run = uuid.uuid4().hex[:6]
+    assert local_cloud.cluster is not None
+    local_cloud.cluster.jupyter_images = frozenset({"gpu-dev:with-jupyter"})
+    names: dict[str, str] = {}
+    try:
+        for image in ("gpu-dev:with-jupyter", "pytorch/pytorch:latest"):
+            pod = _pod(f"init-{run}-{len(names)}", 0, "cpu-x86", {"run": run})
+            pod["spec"]["initContainers"] = [jupyter_check(image, {"PATH": "/usr/bin"})]
+            pod["spec"]["containers"][0] |= {
+                "image": image,
+                "ports": [{"name": "ssh", "containerPort": 22}],
+                "readinessProbe": SSH_READINESS_PROBE,
+            }
+            names[image] = core.create_namespaced_pod(NAMESPACE, pod).metadata.name
+        seen: list[Any] = []
+
+        def ready() -> bool:
+            pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"run={run}").items
+            seen.extend(pods)
+            return len(pods) == 2 and all(
+                any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+                for p in pods
+            )
+
+        wait_for(ready, message="both pods Ready")
+        for pod in seen:  # every observation: Running only once the init container completed
+            inits = pod.status.init_container_statuses or []
+            if pod.status.phase == "Running":
+                assert inits and inits[0].state.terminated.reason == "Completed"
+            else:
+                assert pod.status.phase == "Pending"
+        verdicts = {}
+        for image, name in names.items():
+            (check,) = core.read_namespaced_pod(name, NAMESPACE).status.init_container_statuses
+            terminated = check.state.terminated
+            assert (check.name, terminated.exit_code, terminated.reason) == (
+                "jupyter-check",
+                0,
+                "Completed",
+            )
+            verdicts[image] = terminated.message
+        assert verdicts["gpu-dev:with-jupyter"] == "jupyter=available\n"
+        # the stand-in's PATH is the directory of the image's commands, not the manifest's
+        assert verdicts["pytorch/pytorch:latest"].startswith(
+            "jupyter=unavailable: no jupyter-lab on PATH ("
+        )
+    finally:
+        local_cloud.cluster.jupyter_images = frozenset()
+        for name in names.values():
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+    failing = _pod(f"init-fails-{run}", 0, "cpu-x86", {"run": f"{run}-f"})
+    failing["spec"]["initContainers"] = [
+        {"name": "check", "image": "x", "command": ["/bin/sh", "-c", "exit 4"]}
+    ]
+    core.create_namespaced_pod(NAMESPACE, failing)
+    failed = wait_for(
+        lambda: (
+            (
+                p := core.read_namespaced_pod(f"init-fails-{run}", NAMESPACE)
+            ).status.init_container_statuses
+            and p.status.init_container_statuses[0].state.terminated
+            and p
+        ),
+        message="the failing init container ended",
+    )
+    assert failed.status.init_container_statuses[0].state.terminated.exit_code == 4
+    assert failed.status.phase == "Pending"
+    assert failed.status.container_statuses[0].state.waiting.reason == "PodInitializing"
+    core.delete_namespaced_pod(f"init-fails-{run}", NAMESPACE, grace_period_seconds=0)
+
+    clash = _pod(f"init-clash-{run}", 0, "cpu-x86", {"run": f"{run}-c"})
+    clash["spec"]["initContainers"] = [{"name": "gpu-dev", "image": "x"}]
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(NAMESPACE, clash)
+    assert refused.value.status == 422
+    cause = json.loads(refused.value.body)["details"]["causes"][0]
+    assert (cause["field"], cause["message"]) == (
+        "spec.initContainers[0].name",
+        'Duplicate value: "gpu-dev"',
+    )

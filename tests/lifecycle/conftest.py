@@ -16,6 +16,9 @@ from tests.support.clouds import package_cloud
 SECONDS_PER_HOUR = 36.0
 MINUTE = SECONDS_PER_HOUR / 60
 READY_TIMEOUT_SECONDS = 6.0
+# The pods' image: one built from deploy/dev-image, so it has jupyter-lab (the stand-in's
+# `jupyter_images`); test_jupyter_check.py takes it away for one reservation.
+DEV_IMAGE = "registry.local/gpu-dev:lifecycle"
 
 
 local_cloud = package_cloud(
@@ -32,6 +35,8 @@ local_cloud = package_cloud(
         # shares here no longer than that.
         ready_watch_seconds=2.0,
         termination_seconds_scale=0.05,  # our pods' 10 s grace lasts 0.5 s
+        pod_image=DEV_IMAGE,
+        jupyter_images=(DEV_IMAGE,),
         # The simulation runs dozens of reservations per user at once.
         max_live_reservations_per_user=10_000,
         max_gpus_per_user=100_000,
@@ -56,6 +61,7 @@ def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
     assert local_cloud.kubernetes is not None and local_cloud.cluster is not None
     local_cloud.kubernetes.faults.clear()
     local_cloud.cluster.image_pulls_fail = False
+    local_cloud.cluster.jupyter_images = frozenset({DEV_IMAGE})
     local_cloud.cluster.probes.probes_fail = False
     local_cloud.pollers["Jobs"].paused = False
     end_everything(api, local_cloud)

@@ -143,6 +143,46 @@ def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timesta
     assert " ago" not in printed
 
 
+@pytest.mark.parametrize(
+    ("jupyter", "shown", "hidden"),
+    [
+        (
+            {"jupyter_enabled": True, "jupyter_available": True, "jupyter_url": "http://h:1/lab"},
+            "Jupyter: http://h:1/lab",
+            "unavailable",
+        ),
+        (
+            {
+                "jupyter_enabled": True,
+                "jupyter_available": False,
+                "jupyter_error": "the image x has no jupyter-lab",
+                "jupyter_url": "http://h:1/lab",  # never printed without the pod's word
+            },
+            "Jupyter: unavailable: the image x has no jupyter-lab",
+            "http://",
+        ),
+        (
+            {"jupyter_enabled": False, "jupyter_available": False, "jupyter_error": "no jupyter"},
+            "Jupyter: unavailable: no jupyter",
+            "--enable-jupyter",
+        ),
+        ({"jupyter_enabled": True, "jupyter_available": None}, "Jupyter: on, starting", "http"),
+    ],
+)
+def test_show_prints_a_jupyter_url_only_when_the_pod_has_jupyter(capsys, jupyter, shown, hidden):
+    reservation = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "status": "preparing",
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "duration_hours": 1.0,
+        **jupyter,
+    }
+    render.reservation_panel(reservation)
+    printed = " ".join(capsys.readouterr().out.split())
+    assert shown in printed and hidden not in printed
+
+
 def test_no_cli_module_is_over_300_lines():
     sizes = {
         str(path.relative_to(CLI_PACKAGE)): len(path.read_text().splitlines())

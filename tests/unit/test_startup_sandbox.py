@@ -297,25 +297,55 @@ def test_jupyter_off_stops_only_the_jupyter_the_loop_started(sandbox: Sandbox):
             process.wait()
 
 
-def test_jupyter_missing_from_the_image_is_installed_or_the_banner_says_why(sandbox: Sandbox):
+def test_jupyter_missing_from_the_image_is_never_installed_and_the_banner_says_why(
+    sandbox: Sandbox,
+):
+    """Nothing is installed at boot: the pip stub would record a call (and fail)."""
     sandbox.mount({**CONTROL, "jupyter": "true", "warning_text": "", "health_warning": ""}, KEYS)
     assert sandbox.run().returncode == 0
-    assert "pip install --no-cache-dir --quiet jupyterlab" in sandbox.calls()
-    assert not any(c.startswith("su - dev") for c in sandbox.calls())
+    assert not any(c.startswith(("pip", "apt-get")) for c in sandbox.calls())
+    assert not any(c.startswith("su - dev -c") for c in sandbox.calls())
     banner = sandbox.file("/run/gpu-dev/banner")
-    assert "Jupyter could not be installed in this image (ERROR: no network)" in banner
+    assert "Jupyter is not in this image (no jupyter-lab; gpu-dev show says why" in banner
 
-    # an install that works (the stub puts jupyter-lab on PATH) starts it
-    sandbox.stub(
-        "pip",
-        f'printf "#!/bin/sh\\n" > {sandbox.bin}/jupyter-lab; chmod 755 {sandbox.bin}/jupyter-lab',
-    )
+    # the image has it (the dev image): started, and the banner line is gone once it is off
     sandbox.mount({**CONTROL, "jupyter": "false"}, KEYS)
-    assert sandbox.run().returncode == 0  # disabled: the failure is forgotten
+    assert sandbox.run().returncode == 0
+    assert "Jupyter is not" not in sandbox.file("/run/gpu-dev/banner")
+    sandbox.stub("jupyter-lab", "exit 0")
     sandbox.mount({**CONTROL, "jupyter": "true"}, KEYS)
     assert sandbox.run().returncode == 0
     assert any(c.startswith("su - dev -c") for c in sandbox.calls())
-    assert "Jupyter could not" not in sandbox.file("/run/gpu-dev/banner")
+    assert "Jupyter is not" not in sandbox.file("/run/gpu-dev/banner")
+
+
+def _jupyter_check(sandbox: Sandbox, path: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Node 0's init container: its command, as the pod manifest gives it, with PATH = the
+    image's commands (here the sandbox's stubs) and its termination log under GPU_DEV_ROOT."""
+    (sandbox.root / "dev").mkdir(exist_ok=True)
+    container = objects.jupyter_check("pytorch/pytorch:2.8.0", {"PATH": path})
+    done = subprocess.run(
+        container["command"],
+        env={"PATH": path, "GPU_DEV_ROOT": str(sandbox.root)},
+        cwd=sandbox.root,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done, sandbox.file(container["terminationMessagePath"])
+
+
+def test_the_jupyter_check_says_available_only_when_the_image_has_jupyter_lab(sandbox: Sandbox):
+    done, message = _jupyter_check(sandbox, str(sandbox.bin))
+    assert done.returncode == 0
+    assert message == f"jupyter=unavailable: no jupyter-lab on PATH ({sandbox.bin})\n"
+    assert sandbox.calls() == []  # it only looked: nothing installed, nothing run
+
+    sandbox.stub("jupyter-lab", "exit 0")
+    done, message = _jupyter_check(sandbox, str(sandbox.bin))
+    assert (done.returncode, message) == (0, "jupyter=available\n")
+    assert sandbox.calls() == []  # found on PATH, never started
 
 
 def test_missing_sshd_and_sudo_are_installed_from_the_images_package_manager(sandbox: Sandbox):

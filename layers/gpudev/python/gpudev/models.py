@@ -88,6 +88,8 @@ class Reservation(Row):
     jupyter_port: int | None
     jupyter_token: str | None
     jupyter_error: str | None
+    # What node 0's Jupyter check said (0021): None until the pod said, or before the check.
+    jupyter_available: bool | None = None
     namespace: str
     pod_name: str | None
     node_ip: str | None

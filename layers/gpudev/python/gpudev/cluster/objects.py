@@ -39,6 +39,8 @@ JUPYTER_PORT = 8888
 DROPPED_CAPABILITIES = ["NET_RAW"]
 PROFILING_CAPABILITIES = ["SYS_ADMIN"]
 STARTUP_SCRIPT = Path(__file__).with_name("startup.sh")
+JUPYTER_CHECK_SCRIPT = Path(__file__).with_name("jupyter_check.sh")
+JUPYTER_CHECK = "jupyter-check"  # node 0's init container: can the image serve Jupyter?
 # Ready means sshd answers: the kubelet connects to port 22 and the pod is Ready (and the
 # reservation active) only once it succeeds, after the startup script installed sshd.
 SSH_READINESS_PROBE = {
@@ -54,6 +56,35 @@ SSH_READINESS_PROBE = {
 def startup_script() -> str:
     """The pod's command, run by `bash -c` (read once per execution environment)."""
     return STARTUP_SCRIPT.read_text()
+
+
+@cache
+def jupyter_check_script() -> str:
+    return JUPYTER_CHECK_SCRIPT.read_text()
+
+
+def jupyter_check(image: str, env: dict[str, str]) -> dict[str, Any]:
+    """Node 0's init container: the pod's own image (no extra pull) and the dev container's
+    environment (its PATH) say whether `jupyter-lab` is there, in the termination message
+    (`jupyter=available` / `jupyter=unavailable: ...`, read by cluster/jupyter_verdict.py).
+    It runs before the dev container starts, so the pod is Ready only once it said."""
+    return {
+        "name": JUPYTER_CHECK,
+        "image": image,
+        "command": ["/bin/bash", "-c", jupyter_check_script()],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "32Mi"},
+            "limits": {"cpu": "250m", "memory": "128Mi"},
+        },
+        "securityContext": {
+            **container_security(profiling=False),  # never SYS_ADMIN: it only looks
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+        },
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+    }
 
 
 def labels(reservation: Reservation, **extra: str) -> dict[str, str]:
@@ -205,6 +236,8 @@ def pod(
             {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
         ],
     }
+    if placement.rank == 0:  # Jupyter runs on node 0 only (its Service selects rank 0)
+        spec["initContainers"] = [jupyter_check(image, env)]
     if persistent:  # the disk's listing, written as it stops (cluster/home_listing.py)
         spec["containers"][0] |= listing_hook()
     if not gpu_type.is_cpu_only:

@@ -42,6 +42,13 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
                 problems.append(f"unschedulable: {condition.get('message', '')}")
+        for init in status.get("initContainerStatuses") or []:
+            ended = (init.get("state") or {}).get("terminated") or {}
+            if ended.get("exitCode") not in (None, 0):
+                problems.append(
+                    f"init container {init.get('name')} failed (exit {ended['exitCode']}: "
+                    f"{(ended.get('message') or ended.get('reason') or '').strip()[:200]})"
+                )
         containers = status.get("containerStatuses") or []
         for container in containers:
             waiting = (container.get("state") or {}).get("waiting") or {}

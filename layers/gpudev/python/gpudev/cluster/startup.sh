@@ -8,7 +8,8 @@
 # GPU_DEV_ROOT (unset in pods: /) roots every path it writes, so
 # tests/unit/test_startup_sandbox.py runs this very file in a temporary directory with the
 # system commands stubbed. The dev image (deploy/dev-image/Dockerfile) has sshd, sudo and
-# Jupyter already; the public default image gets sshd and sudo from apt-get at boot.
+# Jupyter already; the public default image gets sshd and sudo from apt-get at boot, never
+# Jupyter: node 0's init container (jupyter_check.sh) tells the control plane it is missing.
 set -u
 ROOT=${GPU_DEV_ROOT:-}
 ROOT=${ROOT%/}
@@ -138,16 +139,12 @@ apply_banner() {  # the expiry warning and the pod-health warning, shown before 
 jupyter_wanted() {  # on node 0 only: the Jupyter Service selects rank 0
   [ "$(cat "$CONFIG/jupyter" 2>/dev/null)" = true ] && [ "${NODE_RANK:-0}" = 0 ]
 }
-ensure_jupyter() {  # the dev image has it; the public image gets it here, once, or says why not
+ensure_jupyter() {  # the dev image has it; nothing is installed at boot (jupyter_check.sh)
   command -v jupyter-lab >/dev/null && return 0
-  [ -e "$RUN/jupyter_failed" ] && return 1
-  if ! pip install --no-cache-dir --quiet jupyterlab >"$RUN/jupyter_install.log" 2>&1 \
-      || ! command -v jupyter-lab >/dev/null; then
-    printf 'gpu-dev: Jupyter could not be installed in this image (%s); see %s\n' \
-      "$(tail -n 1 "$RUN/jupyter_install.log" 2>/dev/null)" /run/gpu-dev/jupyter_install.log \
-      > "$RUN/jupyter_failed"
-    return 1
-  fi
+  [ -e "$RUN/jupyter_failed" ] || printf 'gpu-dev: Jupyter is not in this image %s\n' \
+    '(no jupyter-lab; gpu-dev show says why; operators: see deploy/dev-image)' \
+    > "$RUN/jupyter_failed"
+  return 1
 }
 jupyter_running() {  # the Jupyter this loop started (by its pid), never a user's own
   [ -s "$RUN/jupyter.pid" ] && kill -0 "$(cat "$RUN/jupyter.pid")" 2>/dev/null

@@ -6,6 +6,7 @@ import secrets
 import time
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.pod_readiness import pods_state
 from gpudev.lifecycle.disk import mount_home
@@ -79,9 +80,10 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         if reservation.cancel_requested_at is not None:
             return CheckReadyOutput(outcome="cancel")
         cluster = lc.objects(reservation)
-        state = pods_state(cluster.pods(str(reservation_id)), reservation.total_nodes)
-        if state.ready:
-            return _activate(lc, reservation)
+        pods = cluster.pods(str(reservation_id))
+        state = pods_state(pods, reservation.total_nodes)
+        if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
+            return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
             return CheckReadyOutput(
                 outcome="failed", reason=f"the pod did not start: {state.problem}"
@@ -96,7 +98,7 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         lc.sleep(READY_WATCH_SECONDS)
 
 
-def _activate(lc: Lifecycle, reservation: Reservation) -> CheckReadyOutput:
+def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) -> CheckReadyOutput:
     reservation_id = reservation.reservation_id
     cluster = lc.objects(reservation)
     node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
@@ -108,6 +110,8 @@ def _activate(lc: Lifecycle, reservation: Reservation) -> CheckReadyOutput:
         node_ip=address,
         node_port=node_port,
         node_address_kind=kind,
+        jupyter_available=jupyter.available,
+        jupyter_error=jupyter.reason,
     )
     # Nothing matched: a retry after the write (fine), or the row moved on (read again).
     status = activated.status if activated else lc.reservation(reservation_id).status

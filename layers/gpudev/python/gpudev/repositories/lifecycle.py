@@ -69,8 +69,11 @@ class LifecycleRepository:
         node_ip: str | None,
         node_port: int | None,
         node_address_kind: str,
+        jupyter_available: bool,
+        jupyter_error: str | None,
     ) -> Reservation | None:
-        """Preparing to active: launched now, with its SSH address (external or internal)."""
+        """Preparing to active: launched now, with its SSH address (external or internal) and
+        whether its pod can serve Jupyter (and if not, why)."""
         return self._write(
             "activate",
             {
@@ -80,6 +83,8 @@ class LifecycleRepository:
                 "node_port": node_port,
                 "ssh_command": f"ssh -p {node_port} dev@{node_ip}",
                 "node_address_kind": node_address_kind,
+                "jupyter_available": jupyter_available,
+                "jupyter_error": jupyter_error,
             },
         )
 

@@ -62,7 +62,11 @@ class ReservationView(BaseModel):
     disk_name: str | None
     jupyter_enabled: bool
     profiling: bool
+    # Only when node 0's Jupyter check said the pod's image has it (never a dead URL).
     jupyter_url: str | None
+    # What the check said: null until the pod said; false with the reason in jupyter_error.
+    jupyter_available: bool | None
+    jupyter_error: str | None
     github_user: str | None
     secondary_users: list[str]
     pod_name: str | None
@@ -97,6 +101,8 @@ class ReservationView(BaseModel):
     def of(cls, reservation: Reservation) -> ReservationView:
         now = datetime.now(UTC)
         fields = reservation.model_dump(include=set(cls.model_fields))
+        if not reservation.jupyter_available:
+            fields["jupyter_url"] = None
         fields["estimated_wait_minutes"] = clock_minutes_until(reservation.estimated_start_at, now)
         if not reservation.status.is_final:
             fields["expires_in_minutes"] = clock_minutes_until(reservation.expires_at, now)

@@ -236,6 +236,12 @@ def set_jupyter(
     enabled: bool,
 ) -> Reservation:
     reservation = find_reservation(conn, caller, id_or_prefix)
+    if enabled and reservation.jupyter_available is False:  # its pod said: nothing to start
+        raise Conflict(
+            f"Jupyter cannot be enabled on reservation {str(reservation.reservation_id)[:8]}: "
+            f"{reservation.jupyter_error}",
+            hint="reserve again once your operators deploy the dev image (deploy/dev-image)",
+        )
     return _record_change(
         conn,
         queue,

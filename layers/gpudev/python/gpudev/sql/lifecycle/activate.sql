@@ -1,3 +1,4 @@
+-- Preparing to active: launched now, its SSH address, and what node 0's Jupyter check said.
 UPDATE reservations SET
     status = 'active',
     launched_at = now(),
@@ -6,6 +7,8 @@ UPDATE reservations SET
     node_port = %(node_port)s,
     ssh_command = %(ssh_command)s,
     node_address_kind = %(node_address_kind)s,
+    jupyter_available = %(jupyter_available)s,
+    jupyter_error = %(jupyter_error)s,
     warnings_sent = '{}',
     current_detailed_status = 'ready'
 WHERE reservation_id = %(reservation_id)s AND status = 'preparing'
