@@ -116,7 +116,17 @@ def main(argv: list[str] | None = None) -> int:
         help="EBS snapshots stay pending this long on the lifecycle's clock (default 0: "
         "complete at once, as moto does; AWS takes minutes, e.g. 600)",
     )
+    parser.add_argument(
+        "--api-processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the API function in up to N execution environments of their own (OS "
+        "processes, one request at a time each, as Lambda does) instead of in this process",
+    )
     args = parser.parse_args(argv)
+    if args.api_processes < 0:
+        parser.error("--api-processes: 0 (in this process) or more")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
     state = args.state_dir.resolve()
@@ -145,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         database_url=database_url,
         seconds_per_hour=args.seconds_per_hour,
         snapshot_seconds=args.snapshot_seconds,
+        api_processes=args.api_processes,
     )
     cloud = LocalCloud(state, options)
     try:
