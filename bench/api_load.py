@@ -13,8 +13,9 @@ p50/p95/p99 as the client saw them, the handler's own p50 and p99, SQL statement
 request (counted on the thread, or in the process, that ran the invocation) and errors (any
 answer other than the route's success status, or no answer).
 
-The first request of each client is a warm-up outside the figures: it starts the API's
-execution environments (cold starts are bench/cold_start.py's).
+The API's processes are all started and warm before the clients begin (provisioned
+concurrency), and the first request of each client is a warm-up outside the figures: cold
+starts are bench/cold_start.py's.
 
 Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20] [--api-processes N]`
 (part of `make bench`).
@@ -351,6 +352,12 @@ def main() -> int:
         try:
             profiles: list[Any] | None = [] if args.profile else None
             served = instrument(cloud, counter, profiles)
+            if cloud.api_processes:  # their cold starts before the clients, not among them
+                began = time.monotonic()
+                ready = cloud.api_processes.provision()
+                print(
+                    f"{ready} API processes ready in {time.monotonic() - began:.1f} s", file=figures
+                )
             results = run_client_processes(cloud.write_description(), args)
             pool = connection_pool().get_stats()
             where = (

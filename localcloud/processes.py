@@ -37,6 +37,9 @@ from localcloud.lambdas import Invocation
 
 log = logging.getLogger("localcloud.processes")
 ROOT = Path(__file__).resolve().parent.parent
+# A cold start's limit. Lambda's is 10 s; here many processes may import at once on a busy
+# machine (20 clients warming up 20 environments), and nothing of ours relies on it.
+INIT_SECONDS = 60.0
 
 
 def function_environment(spec: FunctionSpec, cloud_environment: dict[str, str]) -> dict[str, str]:
@@ -120,6 +123,27 @@ class ProcessEnvironments:
         with self._changed:
             return sorted(e.pid for e in self._busy)
 
+    def provision(self) -> int:
+        """Start every process up to the limit now and wait for their cold starts, as
+        Lambda's provisioned concurrency does (bench/api_load.py, so that its figures have
+        no cold start in them); how many are ready."""
+        with self._changed:
+            starting = [
+                _Environment(self.spec, self._environment)
+                for _ in range(self.limit - len(self._idle) - len(self._busy))
+            ]
+            self.started += len(starting)
+            self._busy.update(starting)
+        for environment in starting:
+            ready = False
+            try:
+                ready = environment.receive(timeout=INIT_SECONDS) is not None
+            except EOFError:
+                log.error("%s", self._lost(environment))
+            environment.ready = ready
+            self._give_back(environment, ready)
+        return len(self.pids())
+
     def invoke(self, name: str, event: Any) -> Invocation:
         assert name == self.spec.name, f"{name}: these processes serve {self.spec.name}"
         request_id = str(uuid.uuid4())
@@ -131,9 +155,10 @@ class ProcessEnvironments:
         healthy = False
         try:
             if not environment.ready:
-                ready = environment.receive(timeout=self.spec.timeout_seconds)
+                ready = environment.receive(timeout=INIT_SECONDS)
                 if ready is None:
-                    return _failed("Sandbox.Timedout", "Init timed out", request_id)
+                    timed_out = f"Init timed out after {INIT_SECONDS:.0f} seconds"
+                    return _failed("Sandbox.Timedout", timed_out, request_id)
                 environment.ready = True
                 seconds = ready["init_seconds"]
                 log.info("%s: process %d ready in %.2f s", name, environment.pid, seconds)

@@ -124,3 +124,29 @@ def test_a_process_that_dies_during_a_request_is_a_502_and_the_next_request_gets
     assert after.status == 200 and after.body["username"] == "bob"
     assert recording.invocations[-1].pid not in (worker, None)
     assert recording.environments.started == 2
+
+
+def test_a_request_past_the_function_timeout_is_a_502_and_its_process_is_ended(
+    local_cloud: LocalCloud,
+):
+    deployment = local_cloud.deployment
+    spec = replace(deployment.function(deployment.api.function), timeout_seconds=2)
+    environments = ProcessEnvironments(spec, dict(os.environ), limit=1)
+    recording = Recording(environments)
+    gateway = LocalApiGateway(deployment.api, recording, signing_key, REGION).start()
+    api = replace(ApiClient.for_cloud(local_cloud), api_url=gateway.url)
+    try:
+        assert environments.provision() == 1  # its cold start, before any request
+        [worker] = environments.pids()
+        assert api.call("GET", "/v1/me", profile="alice").status == 200
+        assert recording.invocations[-1].pid == worker and environments.started == 1
+        os.kill(worker, signal.SIGSTOP)  # as a handler stuck in a call would
+        reply = api.call("GET", "/v1/me", profile="alice")
+        assert reply.status == 502, reply.body
+        error = recording.invocations[-1].payload
+        assert error["errorType"] == "Sandbox.Timedout"
+        assert error["errorMessage"].startswith("Task timed out after")
+        assert environments.pids() == [] and not alive(worker)
+    finally:
+        gateway.stop()
+        environments.stop(Deadline.after(5.0))
