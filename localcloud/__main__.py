@@ -3,7 +3,9 @@
 Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendered onto it,
 the local IAM users alice and bob, and the SSO-style user carol), the SQS pollers and schedule
 ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway that verifies
-SigV4 and runs our API function in-process. What it started is written to `.local/stack.json`.
+SigV4 and runs our API function in-process (or, with `--api-processes N`, in up to N
+processes of its own, as Lambda runs its execution environments). What it started is
+written to `.local/stack.json`.
 
 Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
 the stop itself hangs, a watchdog prints every thread's stack, ends PostgreSQL and exits
