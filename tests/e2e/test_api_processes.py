@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +28,8 @@ from localcloud.lambdas import Invocation
 from localcloud.processes import ProcessEnvironments
 from localcloud.stack import REGION, LocalCloud
 from tests.support.api import ApiClient
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def alive(pid: int) -> bool:
@@ -150,3 +154,34 @@ def test_a_request_past_the_function_timeout_is_a_502_and_its_process_is_ended(
     finally:
         gateway.stop()
         environments.stop(Deadline.after(5.0))
+
+
+PARENT = """
+import os, sys
+from cdk_app.declaration import DEPLOYMENT
+from localcloud.processes import ProcessEnvironments
+processes = ProcessEnvironments(
+    DEPLOYMENT.function(DEPLOYMENT.api.function), dict(os.environ, AWS_REGION="us-east-2"), 1
+)
+assert processes.provision() == 1
+print(processes.pids()[0], flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def test_an_api_process_leaves_when_the_cloud_process_is_killed():
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        assert alive(worker)
+    finally:
+        parent.kill()  # no stop, no cleanup: its socket closes with it
+        parent.wait()
+    wait_for(lambda: not alive(worker))
