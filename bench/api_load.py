@@ -3,17 +3,22 @@ realistic mix (list, show, reserve without waiting, cancel, availability).
 
 The local cloud runs in this process on its own embedded PostgreSQL, as the soak's does
 (the reservations submitted go on through the queue, Step Functions and the allocator in
-the background, as they would in AWS). The clients run in a second process (`--clients-of`,
-started by this one), each a thread with the CLI's own SigV4 client (tests/support/api.py)
-as alice or bob, so their signing does not share this process's interpreter with the
-gateway. Printed per route: requests, p50/p95/p99 as the client saw them, the handler's own
-p99, SQL statements per request (counted on the thread that ran the invocation) and errors
-(any answer other than the route's success status, or no answer).
+the background, as they would in AWS). With `--api-processes N` the API function runs in up
+to N execution environments of its own, OS processes serving one request at a time, as
+Lambda runs it (localcloud/processes.py); without, in this process, as the test suite runs
+it. The clients run in processes of their own (`--client-processes`, 2 by default), each
+client a thread with the CLI's own SigV4 client (tests/support/api.py) as alice or bob, so
+their signing does not share an interpreter with the gateway. Printed per route: requests,
+p50/p95/p99 as the client saw them, the handler's own p50 and p99, SQL statements per
+request (counted on the thread, or in the process, that ran the invocation) and errors (any
+answer other than the route's success status, or no answer).
 
-The first request of each client is a warm-up outside the figures: it starts the API's
-execution environments (cold starts are bench/cold_start.py's).
+The API's processes are all started and warm before the clients begin (provisioned
+concurrency), and the first request of each client is a warm-up outside the figures: cold
+starts are bench/cold_start.py's.
 
-Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20]` (part of `make bench`).
+Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20] [--api-processes N]`
+(part of `make bench`).
 """
 
 from __future__ import annotations
@@ -33,13 +38,13 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from localcloud.statements import COUNT_STATEMENTS_VARIABLE, StatementCounter  # noqa: E402
 from tests.support.api import ApiClient  # noqa: E402
 
 MIX = {"list": 30, "show": 30, "availability": 20, "reserve": 10, "cancel": 10}
@@ -110,12 +115,13 @@ class Client:
             self.samples.append((route, time.perf_counter() - start, status if ok else -status))
 
 
-def run_clients(stack_file: Path, clients: int, seconds: float, reads_only: bool) -> None:
+def run_clients(stack_file: Path, clients: range, seconds: float, reads_only: bool) -> None:
+    """Clients number `clients` of the run, as threads of this process; the figures as JSON."""
     mix = {route: weight for route, weight in MIX.items() if route not in WRITES or not reads_only}
     stack = json.loads(stack_file.read_text())
-    members = [Client(stack, PROFILES[i % 2], seed=i) for i in range(clients)]
+    members = [Client(stack, PROFILES[i % 2], seed=i) for i in clients]
     measured_from: list[float] = []
-    warmed = threading.Barrier(clients, action=lambda: measured_from.append(time.time()))
+    warmed = threading.Barrier(len(members), action=lambda: measured_from.append(time.time()))
     threads = [threading.Thread(target=c.run, args=(warmed, seconds, mix)) for c in members]
     for thread in threads:
         thread.start()
@@ -126,7 +132,7 @@ def run_clients(stack_file: Path, clients: int, seconds: float, reads_only: bool
     json.dump(
         {
             "measured_from": measured_from[0],
-            "seconds": time.time() - measured_from[0],
+            "measured_until": time.time(),
             "samples": samples,
             "failures": failures,
         },
@@ -135,33 +141,6 @@ def run_clients(stack_file: Path, clients: int, seconds: float, reads_only: bool
 
 
 # -- the cloud's process -------------------------------------------------------------------
-
-
-class StatementCounter:
-    """SQL statements per thread: every statement our code sends goes through a psycopg
-    cursor's execute/executemany (a connection's `execute` makes a cursor). Installed on the
-    library's class for this benchmark's process only."""
-
-    def __init__(self) -> None:
-        import psycopg
-
-        self._local = threading.local()
-        for name in ("execute", "executemany"):
-            original = getattr(psycopg.Cursor, name)
-            setattr(psycopg.Cursor, name, self._counted(original))
-
-    def _counted(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        local = self._local
-
-        def counted(cursor: Any, *args: Any, **kwargs: Any) -> Any:
-            local.count = getattr(local, "count", 0) + 1
-            return original(cursor, *args, **kwargs)
-
-        return counted
-
-    @property
-    def count(self) -> int:
-        return getattr(self._local, "count", 0)
 
 
 def route_of(event: dict[str, Any]) -> str:
@@ -180,28 +159,36 @@ Served = dict[str, list[tuple[float, float, int]]]  # route: (began at, seconds,
 
 def instrument(cloud: Any, counter: StatementCounter, profiles: list[Any] | None) -> Served:
     """Per route, each API invocation's start time, handler seconds and SQL statements; with
-    `profiles`, each invocation's cProfile (a profiler sees only its own thread)."""
+    `profiles`, each invocation's cProfile (a profiler sees only its own thread; in-process
+    API only). With API processes, each process measures and counts its own."""
     served: Served = defaultdict(list)
-    lambdas = cloud.lambdas
-    invoke = lambdas.invoke
     api_name = cloud.deployment.api.function
+    invoker = cloud.api_processes or cloud.lambdas
+    invoke = invoker.invoke
 
     def measured(name: str, event: Any) -> Any:
         if name != api_name:
             return invoke(name, event)
         before, began, start = counter.count, time.time(), time.perf_counter()
         profile = cProfile.Profile() if profiles is not None else None
+        invocation = None
         try:
             if profile is None:
-                return invoke(name, event)
-            return profile.runcall(invoke, name, event)
+                invocation = invoke(name, event)
+            else:
+                invocation = profile.runcall(invoke, name, event)
+            return invocation
         finally:
             seconds = time.perf_counter() - start
+            statements = counter.count - before
+            if invocation is not None and invocation.pid is not None:
+                seconds = invocation.handler_seconds or 0.0
+                statements = invocation.statements or 0
             if profile is not None and profiles is not None:
                 profiles.append(profile)
-            served[route_of(event)].append((began, seconds, counter.count - before))
+            served[route_of(event)].append((began, seconds, statements))
 
-    lambdas.invoke = measured
+    invoker.invoke = measured
     return served
 
 
@@ -210,7 +197,18 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def report(result: dict[str, Any], served: Served, pool: dict[str, int]) -> bool:
+def merged(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The client processes' figures as one run, from the first to finish its warm-up."""
+    began = min(r["measured_from"] for r in results)
+    return {
+        "measured_from": began,
+        "seconds": max(r["measured_until"] for r in results) - began,
+        "samples": [s for r in results for s in r["samples"]],
+        "failures": {k: v for r in results for k, v in r["failures"].items()},
+    }
+
+
+def report(result: dict[str, Any], served: Served, pool: dict[str, int], where: str) -> bool:
     samples = result["samples"]
     after_warm_up = {
         route: [(s, n) for began, s, n in rows if began >= result["measured_from"]]
@@ -221,13 +219,14 @@ def report(result: dict[str, Any], served: Served, pool: dict[str, int]) -> bool
         by_route[route].append((seconds, status))
     total = len(samples)
     errors = sum(1 for _, _, status in samples if status <= 0)
+    print(f"API function: {where}")
     print(
         f"API under load: {total:,} requests in {result['seconds']:.1f} s "
         f"= {total / result['seconds']:.0f} requests/s, {errors} errors"
     )
     print(
         f"  {'route':13} {'n':>5}  {'p50':>6} {'p95':>6} {'p99':>6} ms client"
-        f"  {'p99':>5} ms handler  SQL/request  errors  goal (p99)"
+        f"  {'p50':>5} {'p99':>6} ms handler  SQL/request  errors  goal (p99)"
     )
     met = errors == 0
     for route in MIX:
@@ -243,7 +242,7 @@ def report(result: dict[str, Any], served: Served, pool: dict[str, int]) -> bool
         failed = sum(1 for _, status in rows if status <= 0)
         print(
             f"  {route:13} {len(rows):5}  {percentile(ms, 0.5):6.1f} {percentile(ms, 0.95):6.1f}"
-            f" {p99:6.1f}     {percentile(handler, 0.99):8.1f}"
+            f" {p99:6.1f}     {percentile(handler, 0.5):5.1f} {percentile(handler, 0.99):6.1f}"
             f"       {statistics.mean(statements):4.1f} (max {max(statements)})  {failed:6}"
             f"  {'≤' if p99 <= goal else '>'} {goal:.0f} ms"
         )
@@ -252,12 +251,43 @@ def report(result: dict[str, Any], served: Served, pool: dict[str, int]) -> bool
     served_n = sum(len(rows) for rows in after_warm_up.values())
     print(f"  the API function served {served_n:,} invocations after the warm-up")
     print(
-        f"  database pool: {pool.get('requests_num', 0)} checkouts,"
+        f"  the cloud process's database pool: {pool.get('requests_num', 0)} checkouts,"
         f" {pool.get('requests_queued', 0)} waited ({pool.get('requests_wait_ms', 0)} ms in all),"
         f" {pool.get('connections_num', 0)} connections opened"
     )
     print(f"  goals {'met' if met else 'NOT met'} on this run")
     return met
+
+
+def run_client_processes(
+    stack_file: Path, args: argparse.Namespace
+) -> list[subprocess.CompletedProcess[str]]:
+    """The clients spread over `args.client_processes` processes, run to the end."""
+    shares = [args.clients // args.client_processes] * args.client_processes
+    for i in range(args.clients % args.client_processes):
+        shares[i] += 1
+    firsts = [sum(shares[:i]) for i in range(len(shares))]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                *("--clients-of", str(stack_file), "--clients", str(share)),
+                *("--first-client", str(first), "--seconds", str(args.seconds)),
+                *(["--reads-only"] if args.reads_only else []),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for share, first in zip(shares, firsts, strict=True)
+        if share
+    ]
+    results = []
+    for process in processes:
+        out, err = process.communicate()
+        results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return results
 
 
 def main() -> int:
@@ -266,17 +296,36 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--reads-only", action="store_true", help="no reserve or cancel")
     parser.add_argument("--profile", action="store_true", help="print where handlers spend")
-    parser.add_argument("--clients-of", type=Path, help=argparse.SUPPRESS)  # the clients' process
+    parser.add_argument(
+        "--api-processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the API function in N processes of its own, as Lambda runs it (default 0: in "
+        "the cloud's process, as the test suite runs it)",
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=2,
+        help="the clients' threads spread over this many processes (default 2)",
+    )
+    parser.add_argument("--clients-of", type=Path, help=argparse.SUPPRESS)  # a clients' process
+    parser.add_argument("--first-client", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.clients_of:
-        run_clients(args.clients_of, args.clients, args.seconds, args.reads_only)
+        numbers = range(args.first_client, args.first_client + args.clients)
+        run_clients(args.clients_of, numbers, args.seconds, args.reads_only)
         return 0
+    if args.profile and args.api_processes:
+        parser.error("--profile sees the cloud's process only: not with --api-processes")
 
     from gpudev.db.pool import connection_pool
     from localcloud.postgres import free_port
     from localcloud.stack import LocalCloud, Options, Ports
 
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
+    os.environ[COUNT_STATEMENTS_VARIABLE] = "1"  # API processes count their own statements
     # The functions log to stdout and stderr: into a file; the figures go to our stdout.
     figures = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     log_path = ROOT / ".local" / "bench-api-load.log"
@@ -293,6 +342,7 @@ def main() -> int:
         kubelet_delay_seconds=0.2,
         max_live_reservations_per_user=100_000,
         max_gpus_per_user=1_000_000,
+        api_processes=args.api_processes,
     )
     counter = StatementCounter()
     (ROOT / ".local").mkdir(exist_ok=True)
@@ -302,29 +352,27 @@ def main() -> int:
         try:
             profiles: list[Any] | None = [] if args.profile else None
             served = instrument(cloud, counter, profiles)
-            clients = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--clients-of",
-                    str(cloud.write_description()),
-                    "--clients",
-                    str(args.clients),
-                    "--seconds",
-                    str(args.seconds),
-                    *(["--reads-only"] if args.reads_only else []),
-                ],
-                capture_output=True,
-                text=True,
-            )
+            if cloud.api_processes:  # their cold starts before the clients, not among them
+                began = time.monotonic()
+                ready = cloud.api_processes.provision()
+                print(
+                    f"{ready} API processes ready in {time.monotonic() - began:.1f} s", file=figures
+                )
+            results = run_client_processes(cloud.write_description(), args)
             pool = connection_pool().get_stats()
+            where = (
+                f"{args.api_processes} processes of its own ({cloud.api_processes.started} started)"
+                if cloud.api_processes
+                else "in the cloud's process"
+            )
         finally:
             cloud.stop()
-    if clients.returncode:
-        print(f"the clients' process failed:\n{clients.stderr}", file=figures)
+    failed = [r for r in results if r.returncode]
+    if failed:
+        print(f"a clients' process failed:\n{failed[0].stderr}", file=figures)
         return 1
     with contextlib.redirect_stdout(figures):
-        report(json.loads(clients.stdout), served, pool)
+        report(merged([json.loads(r.stdout) for r in results]), served, pool, where)
         if profiles:
             stats = pstats.Stats(profiles[0], stream=figures)
             for profile in profiles[1:]:

@@ -3,7 +3,9 @@
 Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendered onto it,
 the local IAM users alice and bob, and the SSO-style user carol), the SQS pollers and schedule
 ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway that verifies
-SigV4 and runs our API function in-process. What it started is written to `.local/stack.json`.
+SigV4 and runs our API function in-process (or, with `--api-processes N`, in up to N
+processes of its own, as Lambda runs its execution environments). What it started is
+written to `.local/stack.json`.
 
 Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
 the stop itself hangs, a watchdog prints every thread's stack, ends PostgreSQL and exits
@@ -123,7 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         "jupyter-lab); default: the public PyTorch image, which has no Jupyter, so a "
         "reservation's Jupyter says why it is unavailable",
     )
+    parser.add_argument(
+        "--api-processes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the API function in up to N execution environments of their own (OS "
+        "processes, one request at a time each, as Lambda does) instead of in this process",
+    )
     args = parser.parse_args(argv)
+    if args.api_processes < 0:
+        parser.error("--api-processes: 0 (in this process) or more")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
     state = args.state_dir.resolve()
@@ -154,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         snapshot_seconds=args.snapshot_seconds,
         pod_image=args.dev_image,
         jupyter_images=(args.dev_image,) if args.dev_image else (),
+        api_processes=args.api_processes,
     )
     cloud = LocalCloud(state, options)
     try:

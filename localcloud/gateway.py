@@ -6,7 +6,9 @@ route's path is refused as API Gateway refuses a method its resource lacks, and 
 the 10 MB payload quota is 413. Its refusals are `{"message": ...}`, API Gateway's default
 gateway responses, the shape the API's own errors share. The API function
 then runs in-process with a REST API proxy event whose `requestContext.identity` names the
-caller, as API Gateway would pass it.
+caller, as API Gateway would pass it. The function runs in the cloud's process
+(`LocalLambda`), or in execution environments of their own (`ProcessEnvironments`,
+`--api-processes`); either way a failed invocation is API Gateway's 502.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
-from localcloud.lambdas import ACCOUNT_ID, LocalLambda
+from localcloud.lambdas import ACCOUNT_ID, Invocation
 from localcloud.sigv4 import MISSING_TOKEN, Rejection, SigningKey, verify
 
 log = logging.getLogger("localcloud.gateway")
@@ -91,11 +93,15 @@ def proxy_event(
     }
 
 
+class Invoker(Protocol):
+    def invoke(self, name: str, event: Any) -> Invocation: ...
+
+
 class LocalApiGateway(HttpService):
     def __init__(
         self,
         api: ApiSpec,
-        lambdas: LocalLambda,
+        lambdas: Invoker,
         lookup_key: Callable[[str], SigningKey | None],
         region: str,
         host: str = "127.0.0.1",

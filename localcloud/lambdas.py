@@ -71,6 +71,11 @@ class Invocation:
     payload: Any
     errored: bool
     request_id: str
+    # Set by an environment in its own process (localcloud/processes.py): which process
+    # served it, the handler's own seconds, and SQL statements when counted.
+    pid: int | None = None
+    handler_seconds: float | None = None
+    statements: int | None = None
 
 
 class LocalLambda:
@@ -101,6 +106,11 @@ class LocalLambda:
     def environments(self, name: str) -> int:
         """How many environments `name` has started."""
         return self._started[name]
+
+    def prepare(self, name: str) -> None:
+        """Start an environment of `name` now (its cold start) and leave it idle."""
+        with self._environment(name):
+            pass
 
     @contextlib.contextmanager
     def _environment(self, name: str) -> Iterator[ModuleType]:

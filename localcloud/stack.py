@@ -31,12 +31,13 @@ from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, sig
 from localcloud.deadline import Deadline
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
-from localcloud.gateway import LocalApiGateway
+from localcloud.gateway import Invoker, LocalApiGateway
 from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 from localcloud.postgres import EmbeddedPostgres, require_free_port
+from localcloud.processes import ProcessEnvironments
 from localcloud.seed import DEFAULT_DESCRIPTION, ClusterDescription, seed
 from localcloud.snapshot_completion import SnapshotCompletion
 
@@ -98,6 +99,9 @@ class Options:
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None
+    # The API function's execution environments as this many OS processes of their own, as
+    # Lambda runs them (localcloud/processes.py); 0: in this process, as every function.
+    api_processes: int = 0
 
 
 def _forget_cached_configuration() -> None:
@@ -146,6 +150,7 @@ class LocalCloud:
         self.database_url = ""
         self.aws: LocalAws | None = None
         self.gateway: LocalApiGateway | None = None
+        self.api_processes: ProcessEnvironments | None = None  # with Options.api_processes
         self.resources = DeployedResources()
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
@@ -257,8 +262,17 @@ class LocalCloud:
         )
         self._start_cluster()
 
+        api_function: Invoker = self.lambdas
+        if self.options.api_processes:
+            self.api_processes = ProcessEnvironments(
+                self.deployment.function(self.deployment.api.function),
+                dict(os.environ),  # the environment every function has here, complete now
+                self.options.api_processes,
+            )
+            api_function = self.api_processes
+            self._on_stop("api processes", self._drained(self.api_processes.stop))
         self.gateway = LocalApiGateway(
-            self.deployment.api, self.lambdas, signing_key, REGION, port=ports.api
+            self.deployment.api, api_function, signing_key, REGION, port=ports.api
         ).start()
         self._on_stop("api gateway", self.gateway.stop)
 

@@ -54,9 +54,9 @@ def _child_environment() -> dict[str, str]:
 class LocalCloudProcess:
     """`python -m localcloud` on the given ports, waited for until its banner."""
 
-    def __init__(self, state_dir: Path, ports: dict[str, int]):
+    def __init__(self, state_dir: Path, ports: dict[str, int], *options: str):
         self.state_dir = state_dir
-        arguments = [f"--{name}-port={port}" for name, port in ports.items()]
+        arguments = [f"--{name}-port={port}" for name, port in ports.items()] + list(options)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "localcloud", f"--state-dir={state_dir}", *arguments],
             cwd=ROOT,
@@ -94,6 +94,19 @@ class LocalCloudProcess:
         self.output.append(out)
         return time.monotonic() - began
 
+    def api_process_pids(self) -> list[int]:
+        """Its children serving the API function (`--api-processes`)."""
+        pids = []
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines())
+                command = (status.parent / "cmdline").read_bytes()
+            except (OSError, ValueError):
+                continue  # ended meanwhile
+            if int(fields["PPid"]) == self.process.pid and b"localcloud.lambda_process" in command:
+                pids.append(int(status.parent.name))
+        return pids
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -116,11 +129,13 @@ def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_po
     state_dir: Path,
 ):
     ports = {"api": free_port(), "aws": free_port(), "kubernetes": free_port()}
-    first = LocalCloudProcess(state_dir, ports)
+    # The first with the API in a process of its own: Ctrl+C ends that process too.
+    first = LocalCloudProcess(state_dir, ports, "--api-processes=1")
     try:
         stack = first.wait_until_up()
         postgres_pid = first.postgres_pid
         _traffic(stack)
+        [api_process] = first.api_process_pids()
         took = first.interrupt()
     finally:
         first.kill()
@@ -129,6 +144,7 @@ def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_po
     assert took < STOP_LIMIT_SECONDS, "".join(first.output[-30:])
     assert "stopped in" in first.output[-1]
     assert not _alive(postgres_pid), "PostgreSQL outlived the local cloud"
+    assert not Path(f"/proc/{api_process}").exists(), "an API process outlived the local cloud"
     assert not (state_dir / "stack.json").exists()
 
     second = LocalCloudProcess(state_dir, ports)
