@@ -121,8 +121,8 @@ def test_jupyter_tokens_reach_their_owner_and_never_the_logs(api, local_cloud, m
     url = f"http://10.0.0.7:31888/lab?token={token}"
     with psycopg.connect(local_cloud.database_url) as conn:  # as the lifecycle records them
         conn.execute(
-            "UPDATE reservations SET jupyter_token = %s, jupyter_url = %s"
-            " WHERE reservation_id = %s",
+            "UPDATE reservations SET jupyter_token = %s, jupyter_url = %s,"
+            " jupyter_available = true WHERE reservation_id = %s",
             (token, url, rid),
         )
     collect = _Collect()
