@@ -9,7 +9,10 @@ backfill never delays the head. Multinode requests take whole free nodes, all at
 not at all. A slot is one GPU on a GPU node and one user on a CPU node (three per node).
 
 ETAs replay the same end times for the whole queue in order, each request holding its
-capacity for its duration once placed. The same pass answers "how long would a new request
+capacity once placed until its expected end (`expected_end`: the provisioning allowance, then
+its duration; the one definition, also used for a granted reservation's holding read back
+from its row, so a grant's end is the same number in the pass that grants and every pass
+after). The same pass answers "how long would a new request
 wait?" per GPU type (what `avail` and `status` show): a one-slot probe request put at the
 back of each type's queue, decided like any other (0 when it would start now), then dropped;
 being last, it changes nobody's decision.
@@ -67,6 +70,13 @@ class Decisions:
     waits: list[Wait] = field(default_factory=list)
     # per GPU type with nodes or a queue: a new one-slot request's ETA (None: never fits)
     next_request_waits: dict[str, float | None] = field(default_factory=dict)
+
+
+def expected_end(granted_at: float, duration_seconds: float, allowance_seconds: float) -> float:
+    """When a reservation granted at `granted_at` (epoch seconds) is expected to give its
+    capacity back until it is active (then its expiry tells): the provisioning allowance
+    (how long it may take to become ready), then its whole duration."""
+    return granted_at + (allowance_seconds + duration_seconds)
 
 
 PROBE = UUID(int=0)  # the probe request's id; never a reservation's (uuid4 sets version bits)
@@ -129,9 +139,11 @@ def plan(
     queue: Iterable[Request],
     now: float,
     probe_seconds: float,
+    allowance_seconds: float,
 ) -> Decisions:
     """Decisions for every GPU type; `queue` in arrival order. `probe_seconds`: how long the
-    probe for a new request's ETA lasts (it matters only to backfill)."""
+    probe for a new request's ETA lasts (it matters only to backfill); `allowance_seconds`:
+    the provisioning allowance of `expected_end`."""
     by_type: dict[str, list[NodeCapacity]] = defaultdict(list)
     for node in nodes:
         by_type[node.gpu_type].append(node)
@@ -149,12 +161,17 @@ def plan(
             [h for h in holdings if h.node in names],
             [*waiting[gpu_type], probe],
             now,
+            allowance_seconds,
             decided,
         )
-        decisions.grants += [g for g in decided.grants if g.reservation_id != PROBE]
-        decisions.waits += [w for w in decided.waits if w.reservation_id != PROBE]
-        probe_wait = next((w for w in decided.waits if w.reservation_id == PROBE), None)
-        decisions.next_request_waits[gpu_type] = probe_wait.eta_seconds if probe_wait else 0.0
+        # the probe is last in the queue, so its grant or wait is the last one
+        if decided.grants and decided.grants[-1].reservation_id is PROBE:
+            decided.grants.pop()
+            decisions.next_request_waits[gpu_type] = 0.0
+        else:
+            decisions.next_request_waits[gpu_type] = decided.waits.pop().eta_seconds
+        decisions.grants += decided.grants
+        decisions.waits += decided.waits
     return decisions
 
 
@@ -163,6 +180,7 @@ def _plan_type(
     holdings: list[Holding],
     queue: list[Request],
     now: float,
+    allowance_seconds: float,
     decisions: Decisions,
 ) -> None:
     pool = _Pool({n.name: n.slots for n in nodes}, {n.name: len(n.free_slots) for n in nodes})
@@ -174,19 +192,20 @@ def _plan_type(
     still_waiting: list[Request] = []
 
     def grant(request: Request, placement: list[str]) -> None:
-        if request.reservation_id == PROBE:
+        if request.reservation_id is PROBE:
             # A new request would start now. It takes nothing: were its slots held until
             # `probe_seconds` in the ETA replay, the real requests backfilled around it
             # would wait for it.
             decisions.grants.append(Grant(PROBE, ()))
             return
         ranks = []
+        ends = expected_end(now, request.duration_seconds, allowance_seconds)
         for name in placement:
             pool.take(name, request.slots_per_node)
             taken = free_slots[name][: request.slots_per_node]
             del free_slots[name][: request.slots_per_node]
             ranks.append((name, tuple(taken)))
-            releases.append((now + request.duration_seconds, name, request.slots_per_node))
+            releases.append((ends, name, request.slots_per_node))
         decisions.grants.append(Grant(request.reservation_id, tuple(ranks)))
 
     for request in queue:
@@ -200,7 +219,10 @@ def _plan_type(
             still_waiting.append(request)
             continue
         need = request.slots_per_node
-        protects_head = shadow is not None and now + request.duration_seconds > shadow
+        protects_head = (
+            shadow is not None
+            and expected_end(now, request.duration_seconds, allowance_seconds) > shadow
+        )
         if protects_head:
 
             def outside_head(name: str, need: int = need, spare: dict[str, int] = spare) -> bool:
@@ -218,7 +240,7 @@ def _plan_type(
                 if name in spare:
                     spare[name] -= need
 
-    decisions.waits.extend(_etas(pool, releases, still_waiting, now))
+    decisions.waits.extend(_etas(pool, releases, still_waiting, now, allowance_seconds))
 
 
 def _fit_after_release(pool: _Pool, request: Request, released: str) -> list[str]:
@@ -247,30 +269,41 @@ def _shadow(
 
 
 def _etas(
-    pool: _Pool, releases: list[tuple[float, str, int]], queue: list[Request], now: float
+    pool: _Pool,
+    releases: list[tuple[float, str, int]],
+    queue: list[Request],
+    now: float,
+    allowance_seconds: float,
 ) -> list[Wait]:
     """Replays the queue in order on the known end times: each request starts when it
-    first fits and then holds its capacity for its duration."""
+    first fits and then holds its capacity until its expected end. (The hot loop of a pass:
+    a single-node fit after a release is `_fit_after_release`, inlined.)"""
     simulated = pool.copy()
+    free, fit, give, take = simulated.free, simulated.fit, simulated.give, simulated.take
     events = list(releases)
     heapq.heapify(events)
     pop, push = heapq.heappop, heapq.heappush
     clock = now
     waits = []
     for position, request in enumerate(queue, start=1):
-        placement = simulated.fit(request)
+        need = request.slots_per_node
+        placement = fit(request)
         while not placement and events:
             ends_at, name, slots = pop(events)
             if ends_at > clock:
                 clock = ends_at
-            simulated.give(name, slots)
-            placement = _fit_after_release(simulated, request, name)
+            give(name, slots)
+            if request.nodes == 1:
+                if free.get(name, 0) >= need:
+                    placement = [name]
+            else:
+                placement = fit(request)
         if not placement:
             waits.append(Wait(request.reservation_id, position, None))
             continue
-        need, ends = request.slots_per_node, clock + request.duration_seconds
+        ends = expected_end(clock, request.duration_seconds, allowance_seconds)
         for name in placement:
-            simulated.take(name, need)
+            take(name, need)
             push(events, (ends, name, need))
         waits.append(Wait(request.reservation_id, position, max(0.0, clock - now)))
     return waits
