@@ -26,8 +26,11 @@ from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
+
+if TYPE_CHECKING:
+    from gpudev.allocation.memo import PlanMemo
 
 
 class NodeCapacity(NamedTuple):
@@ -62,6 +65,12 @@ class Wait(NamedTuple):
     reservation_id: UUID
     position: int
     eta_seconds: float | None  # None: it cannot fit even on an empty cluster
+
+
+class TypeDecisions(NamedTuple):
+    grants: list[Grant]  # real reservations only
+    waits: list[Wait]
+    probe_eta: float | None  # a new request's ETA (0.0: it would start now; None: never)
 
 
 @dataclass
@@ -140,10 +149,12 @@ def plan(
     now: float,
     probe_seconds: float,
     allowance_seconds: float,
+    memo: PlanMemo | None = None,
 ) -> Decisions:
     """Decisions for every GPU type; `queue` in arrival order. `probe_seconds`: how long the
     probe for a new request's ETA lasts (it matters only to backfill); `allowance_seconds`:
-    the provisioning allowance of `expected_end`."""
+    the provisioning allowance of `expected_end`; `memo`: a type whose inputs are those of
+    its last plan there may reuse it (memo.py)."""
     by_type: dict[str, list[NodeCapacity]] = defaultdict(list)
     for node in nodes:
         by_type[node.gpu_type].append(node)
@@ -154,24 +165,35 @@ def plan(
     decisions = Decisions()
     for gpu_type in sorted(set(waiting) | set(by_type)):
         names = {n.name for n in by_type[gpu_type]}
-        probe = Request(PROBE, gpu_type, 1, 1, probe_seconds)
-        decided = Decisions()
-        _plan_type(
-            by_type[gpu_type],
-            [h for h in holdings if h.node in names],
-            [*waiting[gpu_type], probe],
-            now,
-            allowance_seconds,
-            decided,
-        )
-        # the probe is last in the queue, so its grant or wait is the last one
-        if decided.grants and decided.grants[-1].reservation_id is PROBE:
-            decided.grants.pop()
-            decisions.next_request_waits[gpu_type] = 0.0
+        type_nodes = by_type[gpu_type]
+        type_holdings = [h for h in holdings if h.node in names]
+        type_queue = waiting[gpu_type]
+
+        def plan_type(
+            gpu_type: str = gpu_type,
+            type_nodes: list[NodeCapacity] = type_nodes,
+            type_holdings: list[Holding] = type_holdings,
+            type_queue: list[Request] = type_queue,
+        ) -> TypeDecisions:
+            probe = Request(PROBE, gpu_type, 1, 1, probe_seconds)
+            decided = Decisions()
+            _plan_type(
+                type_nodes, type_holdings, [*type_queue, probe], now, allowance_seconds, decided
+            )
+            # the probe is last in the queue, so its grant or wait is the last one
+            if decided.grants and decided.grants[-1].reservation_id is PROBE:
+                decided.grants.pop()
+                return TypeDecisions(decided.grants, decided.waits, 0.0)
+            return TypeDecisions(decided.grants, decided.waits, decided.waits.pop().eta_seconds)
+
+        if memo is None:
+            decided = plan_type()
         else:
-            decisions.next_request_waits[gpu_type] = decided.waits.pop().eta_seconds
+            inputs = (type_nodes, type_holdings, type_queue, probe_seconds, allowance_seconds)
+            decided = memo.decide(gpu_type, inputs, now, plan_type)
         decisions.grants += decided.grants
         decisions.waits += decided.waits
+        decisions.next_request_waits[gpu_type] = decided.probe_eta
     return decisions
 
 

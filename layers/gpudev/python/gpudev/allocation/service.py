@@ -27,6 +27,7 @@ from uuid import UUID
 
 import psycopg
 
+from gpudev.allocation.memo import PlanMemo
 from gpudev.allocation.plan import (
     Decisions,
     Holding,
@@ -55,6 +56,9 @@ from gpudev.signals import Signals, Wake
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 LIVE_PHASES = ("Pending", "Running")
+# The plans of this execution environment's passes: a warm environment's next pass reuses a
+# GPU type's plan when nothing it depends on changed (memo.py).
+PLANS = PlanMemo()
 # How long the probe for a new request's wait lasts: the CLI's default duration (it matters
 # only to backfill: a shorter probe would start sooner behind a blocked head).
 NEXT_REQUEST_HOURS = 8.0
@@ -187,12 +191,14 @@ class Allocator:
         signals: Signals,
         settings: LifecycleSettings,
         clock: Callable[[], float] = time.time,
+        memo: PlanMemo = PLANS,
     ):
         self._conn = conn
         self._allocations = AllocationsRepository(conn)
         self._signals = signals
         self._settings = settings
         self._clock = clock  # epoch seconds
+        self._memo = memo
 
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
@@ -224,6 +230,7 @@ class Allocator:
                 now,
                 probe_seconds,
                 allowance_seconds=self._settings.ready_timeout_seconds,
+                memo=self._memo,
             )
             report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)
