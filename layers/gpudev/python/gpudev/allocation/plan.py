@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
+
+from gpudev.allocation.pool import Pool
 
 if TYPE_CHECKING:
     from gpudev.allocation.memo import PlanMemo
@@ -89,57 +90,6 @@ def expected_end(granted_at: float, duration_seconds: float, allowance_seconds: 
 
 
 PROBE = UUID(int=0)  # the probe request's id; never a reservation's (uuid4 sets version bits)
-
-
-class _Pool:
-    """Free slot counts per node, bucketed by count, so that a fit costs O(slots per node)
-    rather than O(nodes). Best fit: the fullest node that still has room."""
-
-    def __init__(self, capacity: dict[str, int], free: dict[str, int]):
-        self.capacity = capacity
-        self.free = dict(free)
-        self._buckets: dict[int, list[str]] = defaultdict(list)
-        for name in sorted(self.free):
-            self._buckets[self.free[name]].append(name)
-        self._largest = max(capacity.values(), default=0)
-
-    def copy(self) -> _Pool:
-        return _Pool(self.capacity, self.free)
-
-    def _move(self, name: str, count: int) -> None:
-        bucket = self._buckets[self.free[name]]
-        del bucket[bisect_left(bucket, name)]
-        self.free[name] = count
-        insort(self._buckets[count], name)
-
-    def take(self, name: str, count: int) -> None:
-        self._move(name, self.free[name] - count)
-
-    def give(self, name: str, count: int) -> None:
-        if name in self.free:
-            self._move(name, min(self.capacity[name], self.free[name] + count))
-
-    def fit(self, request: Request, allowed: Callable[[str], bool] | None = None) -> list[str]:
-        """Nodes for the request (one per rank), or [] when it does not fit."""
-        need = request.slots_per_node
-        if request.nodes == 1:
-            buckets = self._buckets
-            for count in range(need, self._largest + 1):
-                bucket = buckets.get(count)
-                if not bucket:
-                    continue
-                if allowed is None:
-                    return [bucket[0]]
-                for name in bucket:
-                    if allowed(name):
-                        return [name]
-            return []
-        whole = [
-            name
-            for name in self._buckets.get(need, ())
-            if self.capacity[name] == need and (allowed is None or allowed(name))
-        ]
-        return whole[: request.nodes] if len(whole) >= request.nodes else []
 
 
 def plan(
@@ -205,15 +155,17 @@ def _plan_type(
     allowance_seconds: float,
     decisions: Decisions,
 ) -> None:
-    pool = _Pool({n.name: n.slots for n in nodes}, {n.name: len(n.free_slots) for n in nodes})
-    free_slots = {n.name: sorted(n.free_slots) for n in nodes}
-    releases = [(h.ends_at, h.node, h.slots) for h in holdings]
+    nodes = sorted(nodes, key=lambda n: n.name)  # a node is its place in name order (pool.py)
+    number = {n.name: i for i, n in enumerate(nodes)}
+    pool = Pool([n.slots for n in nodes], [len(n.free_slots) for n in nodes])
+    free_slots = [sorted(n.free_slots) for n in nodes]
+    releases = [(h.ends_at, number[h.node], h.slots) for h in holdings]
     shadow: float | None = None
-    spare: dict[str, int] = {}
+    spare: list[int] = []
     head_blocked = False
     still_waiting: list[Request] = []
 
-    def grant(request: Request, placement: list[str]) -> None:
+    def grant(request: Request, placement: list[int]) -> None:
         if request.reservation_id is PROBE:
             # A new request would start now. It takes nothing: were its slots held until
             # `probe_seconds` in the ETA replay, the real requests backfilled around it
@@ -221,13 +173,14 @@ def _plan_type(
             decisions.grants.append(Grant(PROBE, ()))
             return
         ranks = []
+        need = request.slots_per_node
         ends = expected_end(now, request.duration_seconds, allowance_seconds)
-        for name in placement:
-            pool.take(name, request.slots_per_node)
-            taken = free_slots[name][: request.slots_per_node]
-            del free_slots[name][: request.slots_per_node]
-            ranks.append((name, tuple(taken)))
-            releases.append((ends, name, request.slots_per_node))
+        for node in placement:
+            pool.take(node, need)
+            taken = free_slots[node][:need]
+            del free_slots[node][:need]
+            ranks.append((nodes[node].name, tuple(taken)))
+            releases.append((ends, node, need))
         decisions.grants.append(Grant(request.reservation_id, tuple(ranks)))
 
     for request in queue:
@@ -247,8 +200,8 @@ def _plan_type(
         )
         if protects_head:
 
-            def outside_head(name: str, need: int = need, spare: dict[str, int] = spare) -> bool:
-                return spare.get(name, need) >= need
+            def outside_head(node: int, need: int = need, spare: list[int] = spare) -> bool:
+                return spare[node] >= need
 
             placement = pool.fit(request, outside_head)
         else:
@@ -258,76 +211,88 @@ def _plan_type(
             continue
         grant(request, placement)
         if protects_head:
-            for name in placement:
-                if name in spare:
-                    spare[name] -= need
+            for node in placement:
+                spare[node] -= need
 
     decisions.waits.extend(_etas(pool, releases, still_waiting, now, allowance_seconds))
 
 
-def _fit_after_release(pool: _Pool, request: Request, released: str) -> list[str]:
+def _fit_after_release(pool: Pool, request: Request, released: int) -> list[int]:
     """`pool.fit(request)` when it did not fit before `released` got slots back: then only
     that node can take a single-node request (no other node's free count changed)."""
     if request.nodes == 1:
-        return [released] if pool.free.get(released, 0) >= request.slots_per_node else []
+        return [released] if pool.free[released] >= request.slots_per_node else []
     return pool.fit(request)
 
 
 def _shadow(
-    pool: _Pool, releases: list[tuple[float, str, int]], head: Request
-) -> tuple[float | None, dict[str, int]]:
+    pool: Pool, releases: list[tuple[float, int, int]], head: Request
+) -> tuple[float | None, list[int]]:
     """When the head first fits as reservations end, and per node what it leaves spare
-    then; (None, {}) if it never fits, when there is nothing to protect."""
+    then; (None, []) if it never fits, when there is nothing to protect."""
     simulated = pool.copy()
-    for ends_at, name, slots in sorted(releases):
-        simulated.give(name, slots)
-        placement = _fit_after_release(simulated, head, name)
+    for ends_at, node, slots in sorted(releases):
+        simulated.give(node, slots)
+        placement = _fit_after_release(simulated, head, node)
         if placement:
-            spare = dict(simulated.free)
-            for node in placement:
-                spare[node] -= head.slots_per_node
+            spare = list(simulated.free)
+            for taken in placement:
+                spare[taken] -= head.slots_per_node
             return ends_at, spare
-    return None, {}
+    return None, []
 
 
 def _etas(
-    pool: _Pool,
-    releases: list[tuple[float, str, int]],
+    pool: Pool,
+    releases: list[tuple[float, int, int]],
     queue: list[Request],
     now: float,
     allowance_seconds: float,
 ) -> list[Wait]:
     """Replays the queue in order on the known end times: each request starts when it
     first fits and then holds its capacity until its expected end. (The hot loop of a pass:
-    a single-node fit after a release is `_fit_after_release`, inlined.)"""
+    a single-node request's fit, and its fit after a release (`_fit_after_release`), are
+    inlined.)"""
     simulated = pool.copy()
-    free, fit, give, take = simulated.free, simulated.fit, simulated.give, simulated.take
+    free, buckets, largest = simulated.free, simulated.buckets, simulated.largest
+    fit, give, take = simulated.fit, simulated.give, simulated.take
     events = list(releases)
     heapq.heapify(events)
     pop, push = heapq.heappop, heapq.heappush
     clock = now
     waits = []
+    append = waits.append
     for position, request in enumerate(queue, start=1):
         need = request.slots_per_node
-        placement = fit(request)
-        while not placement and events:
-            ends_at, name, slots = pop(events)
-            if ends_at > clock:
-                clock = ends_at
-            give(name, slots)
-            if request.nodes == 1:
-                if free.get(name, 0) >= need:
-                    placement = [name]
-            else:
+        if request.nodes == 1:
+            placement = []
+            for count in range(need, largest + 1):
+                if buckets[count]:
+                    placement = [buckets[count][0]]
+                    break
+            while not placement and events:
+                ends_at, node, slots = pop(events)
+                if ends_at > clock:
+                    clock = ends_at
+                give(node, slots)
+                if free[node] >= need:
+                    placement = [node]
+        else:
+            placement = fit(request)
+            while not placement and events:
+                ends_at, node, slots = pop(events)
+                if ends_at > clock:
+                    clock = ends_at
+                give(node, slots)
                 placement = fit(request)
         if not placement:
-            waits.append(Wait(request.reservation_id, position, None))
+            append(Wait(request.reservation_id, position, None))
             continue
         ends = expected_end(clock, request.duration_seconds, allowance_seconds)
-        for name in placement:
-            take(name, need)
-            push(events, (ends, name, need))
-        waits.append(Wait(request.reservation_id, position, max(0.0, clock - now)))
+        for node in placement:
+            take(node, need)
+            push(events, (ends, node, need))
+        append(Wait(request.reservation_id, position, max(0.0, clock - now)))
     return waits
 
 
