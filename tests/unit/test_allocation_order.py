@@ -21,7 +21,7 @@ def _h100_nodes(free: dict[str, int]) -> list[NodeCapacity]:
 
 def _request(gpus: int, seconds: float) -> Request:
     nodes = 2 if gpus == 16 else 1
-    return Request(uuid.uuid4(), "h100", gpus // nodes, nodes, seconds)
+    return Request(str(uuid.uuid4()), "h100", gpus // nodes, nodes, seconds)
 
 
 def test_a_shorter_request_of_the_same_shape_passes_a_longer_one_behind_a_blocked_head():
@@ -90,7 +90,9 @@ def test_the_probe_changes_no_decision_and_a_type_without_nodes_never_fits():
     ]
     # the 16-GPU head can never fit (one node): it holds nobody back, so a new one starts now
     assert with_probe.next_request_waits == {"h100": 0.0}
-    lone = plan([], [], [Request(uuid.uuid4(), "b200", 1, 1, 10)], NOW, PROBE_SECONDS, ALLOWANCE)
+    lone = plan(
+        [], [], [Request(str(uuid.uuid4()), "b200", 1, 1, 10)], NOW, PROBE_SECONDS, ALLOWANCE
+    )
     assert lone.next_request_waits == {"b200": None}
 
 

@@ -36,7 +36,7 @@ def _scenario(rng: random.Random) -> tuple[list[tuple], list[tuple], list[tuple]
             if rng.random() < 0.05:
                 per_node = slots + 1  # never fits
             duration = rng.choice([10, 20, 20, 45, 90, 3600])
-            queue.append((uuid.uuid4(), gpu_type, per_node, total, float(duration)))
+            queue.append((str(uuid.uuid4()), gpu_type, per_node, total, float(duration)))
     rng.shuffle(queue)  # arrival order interleaves types
     return nodes, holdings, queue
 

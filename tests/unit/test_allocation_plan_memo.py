@@ -53,7 +53,7 @@ def test_a_type_whose_inputs_changed_is_planned_afresh():
     memo = PlanMemo()
     nodes = [("h100-00", "h100", 8, ()), ("t4-00", "t4", 4, ())]
     holdings = [("h100-00", 8, NOW + 60), ("t4-00", 4, NOW + 60)]
-    queue = [(uuid.uuid4(), "h100", 8, 1, 30.0), (uuid.uuid4(), "t4", 4, 1, 30.0)]
+    queue = [(str(uuid.uuid4()), "h100", 8, 1, 30.0), (str(uuid.uuid4()), "t4", 4, 1, 30.0)]
     _plan(nodes, holdings, queue, NOW, 0.0, memo)
     assert memo.reused == 0
     _plan(nodes, holdings, queue, NOW + 1, 0.0, memo)

@@ -26,7 +26,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
-from uuid import UUID
 
 from gpudev.allocation.pool import Pool
 
@@ -50,7 +49,7 @@ class Holding(NamedTuple):
 
 
 class Request(NamedTuple):
-    reservation_id: UUID
+    reservation_id: str  # a UUID as text
     gpu_type: str
     slots_per_node: int
     nodes: int
@@ -58,12 +57,12 @@ class Request(NamedTuple):
 
 
 class Grant(NamedTuple):
-    reservation_id: UUID
+    reservation_id: str  # a UUID as text
     placements: tuple[tuple[str, tuple[int, ...]], ...]  # (node, slots) per rank
 
 
 class Wait(NamedTuple):
-    reservation_id: UUID
+    reservation_id: str  # a UUID as text
     position: int
     eta_seconds: float | None  # None: it cannot fit even on an empty cluster
 
@@ -89,7 +88,7 @@ def expected_end(granted_at: float, duration_seconds: float, allowance_seconds: 
     return granted_at + (allowance_seconds + duration_seconds)
 
 
-PROBE = UUID(int=0)  # the probe request's id; never a reservation's (uuid4 sets version bits)
+PROBE = "probe"  # the probe request's id; never a reservation's (a UUID as text)
 
 
 def plan(
@@ -260,7 +259,7 @@ def _etas(
     heapq.heapify(events)
     pop, push = heapq.heappop, heapq.heappush
     clock = now
-    waits = []
+    waits: list[Wait] = []
     append = waits.append
     for position, request in enumerate(queue, start=1):
         need = request.slots_per_node

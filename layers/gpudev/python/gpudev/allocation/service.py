@@ -234,10 +234,10 @@ class Allocator:
             )
             report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)
-        report.granted = [g.reservation_id for g in decisions.grants]
-        if report.granted:
+        report.granted = [UUID(g.reservation_id) for g in decisions.grants]
+        if decisions.grants:
             waited = dict(zip(waiting.reservation_ids, waiting.waiting_seconds, strict=True))
-            report.granted_waits = [waited[r] for r in report.granted]
+            report.granted_waits = [waited[g.reservation_id] for g in decisions.grants]
         self._signal(report)
         return report
 

@@ -61,9 +61,10 @@ class HeldSlots:
 @dataclass(frozen=True, slots=True)
 class QueueColumns:
     """The waiting reservations, one tuple per column, row i of each being the i-th in
-    FIFO order per GPU type."""
+    FIFO order per GPU type. Ids are text, not UUIDs: a pass hashes and compares them by the
+    100,000, and a str does both in C."""
 
-    reservation_ids: tuple[UUID, ...]
+    reservation_ids: tuple[str, ...]
     gpu_types: tuple[str, ...]
     gpu_counts: tuple[int, ...]
     total_nodes: tuple[int, ...]
@@ -77,13 +78,13 @@ class QueueColumns:
 class SlotGrant:
     node_name: str
     slot: int
-    reservation_id: UUID
+    reservation_id: str  # as text (QueueColumns)
     rank: int  # the node's rank among the reservation's nodes
 
 
 @dataclass(frozen=True, slots=True)
 class QueueWait:
-    reservation_id: UUID
+    reservation_id: str  # as text (QueueColumns)
     position: int
     starts_at: datetime | None  # the estimated start; None: it never fits
 
