@@ -163,6 +163,10 @@ def _plan_type(
     spare: list[int] = []
     head_blocked = False
     still_waiting: list[Request] = []
+    # Since the last grant (the only change to the pool and to `spare`), the fewest slots a
+    # single-node request failed to find, on any node (`no_fit`) and outside the head's
+    # (`no_fit_outside`): a later one asking for as many or more fails too, without a search.
+    no_fit = no_fit_outside = math.inf
 
     def grant(request: Request, placement: list[int]) -> None:
         if request.reservation_id is PROBE:
@@ -171,6 +175,8 @@ def _plan_type(
             # would wait for it.
             decisions.grants.append(Grant(PROBE, ()))
             return
+        nonlocal no_fit, no_fit_outside
+        no_fit = no_fit_outside = math.inf
         ranks = []
         need = request.slots_per_node
         ends = expected_end(now, request.duration_seconds, allowance_seconds)
@@ -197,6 +203,10 @@ def _plan_type(
             shadow is not None
             and expected_end(now, request.duration_seconds, allowance_seconds) > shadow
         )
+        single = request.nodes == 1
+        if single and need >= (min(no_fit, no_fit_outside) if protects_head else no_fit):
+            still_waiting.append(request)
+            continue
         if protects_head:
 
             def outside_head(node: int, need: int = need, spare: list[int] = spare) -> bool:
@@ -206,6 +216,10 @@ def _plan_type(
         else:
             placement = pool.fit(request)
         if not placement:
+            if single and protects_head:
+                no_fit_outside = min(no_fit_outside, need)
+            elif single:
+                no_fit = min(no_fit, need)
             still_waiting.append(request)
             continue
         grant(request, placement)
@@ -217,11 +231,16 @@ def _plan_type(
 
 
 def _fit_after_release(pool: Pool, request: Request, released: int) -> list[int]:
-    """`pool.fit(request)` when it did not fit before `released` got slots back: then only
-    that node can take a single-node request (no other node's free count changed)."""
+    """`pool.fit(request)` when it did not fit before `released` got slots back (no other
+    node's free count changed): then only that node can take a single-node request, and a
+    multinode one can fit only if that node is now whole (free, with as many slots as it
+    asks per node)."""
+    need = request.slots_per_node
     if request.nodes == 1:
-        return [released] if pool.free[released] >= request.slots_per_node else []
-    return pool.fit(request)
+        return [released] if pool.free[released] >= need else []
+    if pool.free[released] == need == pool.capacity[released]:
+        return pool.fit(request)
+    return []
 
 
 def _shadow(
@@ -283,7 +302,7 @@ def _etas(
                 if ends_at > clock:
                     clock = ends_at
                 give(node, slots)
-                placement = fit(request)
+                placement = _fit_after_release(simulated, request, node)
         if not placement:
             append(Wait(request.reservation_id, position, None))
             continue
@@ -291,7 +310,7 @@ def _etas(
         for node in placement:
             take(node, need)
             push(events, (ends, node, need))
-        append(Wait(request.reservation_id, position, max(0.0, clock - now)))
+        append(Wait(request.reservation_id, position, clock - now))  # the clock never goes back
     return waits
 
 
