@@ -4,18 +4,20 @@ and an ETA.
 Per GPU type, first come first served by creation time, with EASY backfill. The head of the
 queue that cannot start now gets a reserved start, the shadow time: the earliest moment it
 fits once running reservations end at their known end times. A later request may start now
-only if it ends before the shadow time or runs on capacity the head will not need then, so
-backfill never delays the head. Multinode requests take whole free nodes, all at once or
-not at all. A slot is one GPU on a GPU node and one user on a CPU node (three per node).
+only if its expected end comes before the shadow time or it runs on capacity the head will
+not need then, so backfill never delays the head. Multinode requests take whole free nodes,
+all at once or not at all. A slot is one GPU on a GPU node and one user on a CPU node (three
+per node).
 
-ETAs replay the same end times for the whole queue in order, each request holding its
-capacity once placed until its expected end (`expected_end`: the provisioning allowance, then
-its duration; the one definition, also used for a granted reservation's holding read back
-from its row, so a grant's end is the same number in the pass that grants and every pass
-after). The same pass answers "how long would a new request
-wait?" per GPU type (what `avail` and `status` show): a one-slot probe request put at the
-back of each type's queue, decided like any other (0 when it would start now), then dropped;
-being last, it changes nobody's decision.
+A reservation's expected end (`expected_end`) is its grant time plus the provisioning
+allowance plus its duration: the one definition, used for what this pass grants, for
+backfill, in the ETA replay, and by the service for a granted reservation's holding read
+back from its row, so a grant's end is the same number in the pass that grants and in every
+pass after. ETAs replay the end times for the whole queue in order, each request holding its
+capacity once placed until its expected end. The same pass answers "how long would a new
+request wait?" per GPU type (what `avail` and `status` show): a one-slot probe request put
+at the back of each type's queue, decided like any other (0 when it would start now), then
+dropped; being last, it changes nobody's decision.
 """
 
 from __future__ import annotations
