@@ -1,16 +1,18 @@
 """The allocator's pass as the queue grows (1,000 queued on 1,000 nodes, 10,000 on 1,000,
 100,000 on 5,000), beside a naive per-reservation pass run on the 1,000-queued data in the
-same process.
+same process. Every scale runs `--runs` times (default 5), each on a fresh copy of the same
+seeded database and with a fresh plan memo; min and median are printed (the machine is
+shared).
 
 Cluster: h100 nodes (8 GPUs each); 90% of them are fully held by active reservations ending
 over the next 8 hours, the rest are free. Queue: reservations of 1, 2, 4 or 8 GPUs (some
-multinode 16), FIFO by creation time. Each scale runs a first pass (every position and
-estimated start written), the next pass (its grants' ends now come from their rows, with
-the provisioning allowance, so the starts queued behind them move) and a pass a minute later
-by the allocator's clock with nothing changed (what a pass costs in steady state: starts
-are moments, so nothing is written; when they were minutes from now, every row was). Wall
-time is printed beside the benchmark process's CPU time (the machine is shared: wall time
-includes waiting for a core).
+multinode 16), FIFO by creation time. Each run is a first pass (every position and estimated
+start written), the next pass 5 s later (its grants' ends now read back from their rows: the
+same ends the first pass planned, so it writes nothing), a pass a minute later with nothing
+changed (steady state: starts are moments, so nothing is written, and the plan of the
+previous pass is reused, as in a warm Lambda environment), and the same pass with an empty
+plan memo (a cold environment: the whole plan computed). Wall time is printed beside the
+benchmark process's CPU time (wall time includes waiting for a core).
 
 - ours: one node sync, three reads, one INSERT ... unnest for every grant, one UPDATE ...
   unnest for the positions and estimated starts that changed (EASY backfill and ETAs
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import time
 import uuid
 from collections.abc import Callable
@@ -36,6 +39,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from gpudev.allocation.memo import PlanMemo
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
 from gpudev.db.migrations import apply_migrations
@@ -47,9 +51,10 @@ from tests.support.counting import CountingConnection
 ROOT = Path(__file__).resolve().parent.parent
 SCALES = ((1_000, 1_000), (10_000, 1_000), (100_000, 5_000))  # (queued, nodes)
 BUSY_SHARE = 0.9
-# The soonest seeded expiry, in minutes from the seed: later than the pass a minute later, so
-# that pass sees no reservation end (nothing changed).
-FIRST_EXPIRY_MINUTES = 3
+# The soonest seeded expiry, in minutes from the seed: later than every pass of every run
+# (the last, a minute later by the allocator's clock, comes a few minutes after the seed on a
+# loaded machine), so those passes see no reservation end (nothing changed).
+FIRST_EXPIRY_MINUTES = 30
 
 
 class CountingSignals:
@@ -140,14 +145,13 @@ def _seed(url: str, settings: LifecycleSettings, queued: int, nodes: int) -> Non
 
 
 def _ours(
-    conn: Any, settings: LifecycleSettings, nodes: list[Node], later: float = 0.0
+    conn: Any, settings: LifecycleSettings, nodes: list[Node], memo: PlanMemo, later: float = 0.0
 ) -> tuple[int, int]:
     """One pass, `later` seconds from now by the allocator's clock; (granted, rows written)."""
-    report = Allocator(conn, CountingSignals(), settings, clock=lambda: time.time() + later).run(
-        nodes,  # type: ignore[arg-type]
-        [],
-        set(),
+    allocator = Allocator(
+        conn, CountingSignals(), settings, clock=lambda: time.time() + later, memo=memo
     )
+    report = allocator.run(nodes, [], set())  # type: ignore[arg-type]
     return len(report.granted), report.waits_written
 
 
@@ -247,54 +251,94 @@ def _measure(url: str, runs: list[Callable[[Any], tuple[int, int]]]) -> list[Mea
     return results
 
 
-def _row(label: str, m: Measured) -> str:
+PASSES = (
+    "first pass",
+    "  next pass, 5 s later",
+    "  a minute later, unchanged",
+    "  the same, empty plan memo",
+)
+
+
+def _runs_of_ours(
+    admin_url: str, settings: LifecycleSettings, count: int, runs: int
+) -> list[list[Measured]]:
+    """Per run, the four passes (PASSES) on a fresh copy of the seed."""
+    nodes = _nodes(count)
+    results = []
+    for _ in range(runs):
+        url = _database(admin_url, "bench_allocator_ours", "bench_allocator_seed")
+        memo = PlanMemo()
+        results.append(
+            _measure(
+                url,
+                [
+                    lambda conn, memo=memo: _ours(conn, settings, nodes, memo),
+                    lambda conn, memo=memo: _ours(conn, settings, nodes, memo, later=5.0),
+                    lambda conn, memo=memo: _ours(conn, settings, nodes, memo, later=65.0),
+                    lambda conn: _ours(conn, settings, nodes, PlanMemo(), later=66.0),
+                ],
+            )
+        )
+    return results
+
+
+def _row(label: str, runs: list[Measured]) -> str:
+    walls = [m.wall for m in runs]
+    last = runs[-1]
+    written = sorted({m.written for m in runs})  # the same in every run, unless one moved
     return (
-        f"  {label:28} {m.wall:6.3f} s wall (in SQL {m.sql:6.3f} s) {m.cpu:6.3f} s cpu"
-        f"  {m.statements:5,} statements  {m.granted:3} granted  {m.written:7,} rows written"
+        f"  {label:30} {min(walls):6.3f} / {statistics.median(walls):6.3f} s wall"
+        f" (in SQL {statistics.median(m.sql for m in runs):6.3f} s)"
+        f" {statistics.median(m.cpu for m in runs):6.3f} s cpu"
+        f"  {last.statements:5,} statements  {last.granted:3} granted"
+        f"  {'–'.join(f'{w:,}' for w in written):>7} rows written"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="only 1,000 and 10,000 queued")
-    scales = SCALES[:2] if parser.parse_args().quick else SCALES
+    parser.add_argument("--runs", type=int, default=5, help="runs per scale (default 5)")
+    args = parser.parse_args()
+    scales = SCALES[:2] if args.quick else SCALES
     settings = LifecycleSettings()
     print(
         "allocator pass: h100 nodes of 8 GPUs, 90% fully held; the first pass writes every"
-        " position and estimated start, the next ones only what changed"
+        f" position and estimated start, the next ones only what changed; {args.runs} runs,"
+        " wall min / median, the rest medians"
     )
+    medians: list[tuple[int, list[float]]] = []
     with EmbeddedPostgres(ROOT / ".local" / "bench-postgres" / "data") as server:
-        firsts = []
         for queued, count in scales:
             seed = _database(server.admin_url, "bench_allocator_seed")
             _seed(seed, settings, queued, count)
-            nodes = _nodes(count)
-            url = _database(server.admin_url, "bench_allocator_ours", "bench_allocator_seed")
-            first, settled, later = _measure(
-                url,
-                [
-                    lambda conn, nodes=nodes: _ours(conn, settings, nodes),
-                    lambda conn, nodes=nodes: _ours(conn, settings, nodes),
-                    lambda conn, nodes=nodes: _ours(conn, settings, nodes, later=60.0),
-                ],
-            )
-            print(_row(f"ours {queued:>7,} queued {count:>5,} nodes", first))
-            print(_row("  next pass, same queue", settled))
-            print(_row("  a minute later, unchanged", later))
-            firsts.append((queued, first))
+            runs = _runs_of_ours(server.admin_url, settings, count, args.runs)
+            passes = [[run[i] for run in runs] for i in range(len(PASSES))]
+            for i, label in enumerate(PASSES):
+                title = f"ours {queued:>7,} queued {count:>5,} nodes" if i == 0 else label
+                print(_row(title, passes[i]))
+            medians.append((queued, [statistics.median(m.wall for m in p) for p in passes]))
             if queued == scales[0][0]:
-                url = _database(server.admin_url, "bench_allocator_naive", "bench_allocator_seed")
-                (naive,) = _measure(url, [_naive])
+                naive = []
+                for _ in range(min(args.runs, 3)):
+                    url = _database(
+                        server.admin_url, "bench_allocator_naive", "bench_allocator_seed"
+                    )
+                    naive += _measure(url, [_naive])
                 print(_row(f"naive {queued:>6,} queued {count:>5,} nodes", naive))
+                naive_wall = statistics.median(m.wall for m in naive)
+                first, steady = medians[0][1][0], medians[0][1][2]
                 print(
-                    f"  ratio  {naive.wall / first.wall:.1f}x time, "
-                    f"{naive.statements / max(1, first.statements):,.0f}x statements (naive also"
-                    " estimates waits as 15 min per position; ours replays known end times)"
+                    f"  ratio (median wall): naive / our first pass {naive_wall / first:.0f}x,"
+                    f" / our pass a minute later {naive_wall / steady:.0f}x;"
+                    f" {naive[-1].statements / max(1, passes[0][-1].statements):,.0f}x"
+                    " statements (naive also estimates waits as 15 min per position; ours"
+                    " replays known end times)"
                 )
-    print("  growth, first pass per 1,000 queued:")
-    for queued, m in firsts:
-        wall, cpu = m.wall / queued * 1e6, m.cpu / queued * 1e6
-        print(f"    {queued:>7,} queued: {wall:6.1f} ms wall, {cpu:5.1f} ms cpu")
+    print("  growth, median wall per 1,000 queued (first pass / a minute later / empty memo):")
+    for queued, walls in medians:
+        per = [w / queued * 1e6 for w in walls]
+        print(f"    {queued:>7,} queued: {per[0]:6.1f} / {per[2]:6.1f} / {per[3]:6.1f} ms")
 
 
 if __name__ == "__main__":

@@ -26,10 +26,11 @@ NODE = Node("h100-0", "h100", True, False, 8)
 
 @pytest.fixture
 def compressed_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[LifecycleSettings]:
-    """An hour lasts 36 s for the allocator and for the API's view alike."""
+    """An hour lasts 36 s for the allocator and for the API's view alike; a pod must be ready
+    within 6 s (as in the lifecycle tier)."""
     monkeypatch.setenv("LIFECYCLE_SECONDS_PER_HOUR", "36")
     lifecycle_settings.cache_clear()
-    yield LifecycleSettings(seconds_per_hour=36)
+    yield LifecycleSettings(seconds_per_hour=36, ready_timeout_seconds=6)
     lifecycle_settings.cache_clear()
 
 
@@ -112,9 +113,12 @@ def test_a_later_pass_with_nothing_changed_writes_no_row(fresh_database: str):
         first = _pass(conn, settings, now.timestamp())
         assert first.granted == [] and first.waits_written == 3
         recorded = _waits(conn, [head, second, never])
+        # the head holds the node from its start until its expected end: the provisioning
+        # allowance, then its 2 hours
+        allowance = timedelta(seconds=settings.ready_timeout_seconds)
         assert [(position, start) for position, start, _ in recorded] == [
             (1, ends),
-            (2, ends + timedelta(hours=2)),
+            (2, ends + allowance + timedelta(hours=2)),
             (3, None),
         ]
 
@@ -142,13 +146,65 @@ def test_a_start_is_now_plus_the_eta_in_real_seconds_and_shown_in_clock_minutes(
         second = _insert(conn, 4, 1, 1)
         _pass(conn, compressed_clock, now.timestamp())
         starts = [start for _, start, _ in _waits(conn, [head, second])]
-        assert starts == [ends, ends + timedelta(seconds=72)]
+        assert starts == [ends, ends + timedelta(seconds=6 + 72)]  # allowance, 2 clock hours
 
         shown = [ReservationView.of(find_reservation(conn, ALICE, str(r))) for r in (head, second)]
         read_at = datetime.now(UTC)
-        # 30 and 150 clock minutes from the pass, rounded up, less what passed since
+        # 30 and 160 clock minutes from the pass (18 s, 18 + 78 s), rounded up, less what
+        # passed since
         elapsed = (read_at - now).total_seconds() * 60 / 36
         assert [v.queue_position for v in shown] == [1, 2]
-        for view, minutes in zip(shown, (30, 150), strict=True):
+        for view, minutes in zip(shown, (30, 160), strict=True):
             assert view.estimated_wait_minutes is not None
             assert minutes - elapsed - 1 <= view.estimated_wait_minutes <= minutes
+
+
+def test_the_pass_after_a_grant_reads_back_the_end_the_granting_pass_planned(
+    fresh_database: str,
+):
+    settings = LifecycleSettings()
+    allowance = timedelta(seconds=settings.ready_timeout_seconds)
+    now = datetime.now(UTC)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES ('alice', %s)",
+            (ALICE.principal_arn,),
+        )
+        first = _insert(conn, 8, 1, 1)
+        second = _insert(conn, 8, 1, 2)
+        third = _insert(conn, 4, 1, 1)
+        never = _insert(conn, 16, 2, 1)
+
+        granting = _pass(conn, settings, now.timestamp())
+        assert granting.granted == [first] and granting.waits_written == 3
+        granted_at = conn.execute(
+            "SELECT granted_at FROM reservations WHERE reservation_id = %s", (first,)
+        ).fetchone()
+        assert granted_at == (now,)  # the pass's time, from which it planned the grant's end
+        first_ends = now + allowance + timedelta(hours=1)
+        second_ends = first_ends + allowance + timedelta(hours=2)
+        recorded = _waits(conn, [second, third, never])
+        assert [(p, s) for p, s, _ in recorded] == [(1, first_ends), (2, second_ends), (3, None)]
+
+        # the next pass reads the grant's end back from its row: the same moment, no write
+        after = _pass(conn, settings, now.timestamp() + 5)
+        assert (after.granted, after.waits_written) == ([], 0)
+        assert _waits(conn, [second, third, never]) == recorded  # same row versions
+
+        # active sooner than the allowance: its expiry is its end, and exactly the two
+        # starts behind it move
+        launched = now + timedelta(seconds=30)
+        conn.execute(
+            "UPDATE reservations SET status = 'active', launched_at = %s, expires_at = %s"
+            " WHERE reservation_id = %s",
+            (launched, launched + timedelta(hours=1), first),
+        )
+        active = _pass(conn, settings, now.timestamp() + 40)
+        assert active.waits_written == 2
+        moved = _waits(conn, [second, third, never])
+        assert [(p, s) for p, s, _ in moved] == [
+            (1, launched + timedelta(hours=1)),
+            (2, launched + timedelta(hours=1) + allowance + timedelta(hours=2)),
+            (3, None),
+        ]
+        assert moved[2] == recorded[2]  # the one that never fits was not rewritten

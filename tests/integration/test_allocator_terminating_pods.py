@@ -78,14 +78,16 @@ def test_a_holders_own_pod_does_not_count_against_the_node(fresh_database):
 def test_a_terminating_pods_gpus_count_as_coming_back_so_backfill_never_delays_the_head(
     fresh_database,
 ):
-    settings = LifecycleSettings(seconds_per_hour=36)  # an hour lasts 36 s
+    # an hour lasts 36 s; a pod must be ready within 2 s (a grant's expected end: that
+    # allowance, then its duration)
+    settings = LifecycleSettings(seconds_per_hour=36, ready_timeout_seconds=2)
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
         released = uuid.uuid4()
         terminating = Pod("pod-released", NODE.name, "Running", 4, str(released), time.time() + 10)
         head = _queue(conn, 8)
-        long = _queue(conn, 1, hours=1)  # 36 s: would still hold a GPU when the head can start
-        short = _queue(conn, 1, hours=0.1)  # 3.6 s: done before the terminating pod is gone
+        long = _queue(conn, 1, hours=1)  # 2 + 36 s: would still hold a GPU when the head can start
+        short = _queue(conn, 1, hours=0.1)  # 2 + 3.6 s: done before the terminating pod is gone
         report = Allocator(conn, AcceptingSignals(), settings).run([NODE], [terminating], set())  # type: ignore[arg-type]
         assert report.granted == [short]
         waits = dict(

@@ -100,16 +100,17 @@ def test_queue_order_positions_and_etas(api, local_cloud):
 
 
 def test_backfill_never_delays_the_head(api, local_cloud):
-    # node A: 8 of 8 GPUs for an hour; node B: 4 of 8 GPUs for 0.4 h
+    # node A: 8 of 8 GPUs for an hour; node B: 4 of 8 GPUs for 0.6 h (21.6 s)
     full = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]
     wait_for_status(api, full, "active")
-    half = reserve(api, gpu_type="h100", gpu_count=4, hours=0.4)["reservation_id"]
+    half = reserve(api, gpu_type="h100", gpu_count=4, hours=0.6)["reservation_id"]
     wait_for_status(api, half, "active")
     head = reserve(api, gpu_type="h100", gpu_count=8, hours=0.2)["reservation_id"]
     _queued(api, head)
     # ends after the head's reserved start on node B: it would delay the head
     delaying = reserve(api, gpu_type="h100", gpu_count=1, hours=1, profile="bob")
-    # ends well before the head can start: fits in the gap
+    # ends well before the head can start, counting the 6 s a pod may take to be ready
+    # (a grant's expected end: that allowance, then 3.6 s): fits in the gap
     filling = reserve(api, gpu_type="h100", gpu_count=1, hours=0.1, profile="bob")
     wait_for_status(api, filling["reservation_id"], "active", profile="bob")
     assert show(api, delaying["reservation_id"], "bob")["status"] == "queued"

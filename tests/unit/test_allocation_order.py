@@ -8,10 +8,11 @@ from __future__ import annotations
 import random
 import uuid
 
-from gpudev.allocation.plan import Holding, NodeCapacity, Request, plan
+from gpudev.allocation.plan import Holding, NodeCapacity, Request, expected_end, plan
 
 NOW = 1_000.0
 PROBE_SECONDS = 100.0
+ALLOWANCE = 0.0  # no provisioning allowance, unless a test says otherwise
 
 
 def _h100_nodes(free: dict[str, int]) -> list[NodeCapacity]:
@@ -20,7 +21,7 @@ def _h100_nodes(free: dict[str, int]) -> list[NodeCapacity]:
 
 def _request(gpus: int, seconds: float) -> Request:
     nodes = 2 if gpus == 16 else 1
-    return Request(uuid.uuid4(), "h100", gpus // nodes, nodes, seconds)
+    return Request(str(uuid.uuid4()), "h100", gpus // nodes, nodes, seconds)
 
 
 def test_a_shorter_request_of_the_same_shape_passes_a_longer_one_behind_a_blocked_head():
@@ -29,7 +30,7 @@ def test_a_shorter_request_of_the_same_shape_passes_a_longer_one_behind_a_blocke
     holdings = [Holding("b", 8, NOW + 20)]
     head, longer, shorter = _request(16, 60), _request(8, 30), _request(8, 5)
 
-    decisions = plan(nodes, holdings, [head, longer, shorter], NOW, PROBE_SECONDS)
+    decisions = plan(nodes, holdings, [head, longer, shorter], NOW, PROBE_SECONDS, ALLOWANCE)
 
     # the longer one would still hold node a when the head starts; the shorter one is gone
     assert [g.reservation_id for g in decisions.grants] == [shorter.reservation_id]
@@ -50,7 +51,7 @@ def test_a_request_asking_as_much_time_never_passes_an_earlier_one_of_its_shape(
             _request(rng.choice([1, 4, 8, 16]), rng.choice([5.0, 10.0, 20.0, 40.0]))
             for _ in range(rng.randint(1, 6))
         ]
-        decisions = plan(_h100_nodes(free), holdings, queue, NOW, PROBE_SECONDS)
+        decisions = plan(_h100_nodes(free), holdings, queue, NOW, PROBE_SECONDS, ALLOWANCE)
         granted = {g.reservation_id for g in decisions.grants}
         for i, earlier in enumerate(queue):
             for later in queue[i + 1 :]:
@@ -71,7 +72,7 @@ def test_a_new_requests_wait_per_type_is_the_eta_a_one_slot_request_would_get():
     nodes = [*_h100_nodes({"a": 0, "b": 0}), NodeCapacity("t", "t4", 4, (0, 1, 2, 3))]
     holdings = [Holding("a", 8, NOW + 30), Holding("b", 8, NOW + 50)]
     head = _request(8, 200)
-    decisions = plan(nodes, holdings, [head], NOW, PROBE_SECONDS)
+    decisions = plan(nodes, holdings, [head], NOW, PROBE_SECONDS, ALLOWANCE)
     [wait] = decisions.waits
     assert (wait.reservation_id, wait.eta_seconds) == (head.reservation_id, 30)
     # behind the head, a new 1-GPU request starts when b frees; a t4 starts now
@@ -82,12 +83,31 @@ def test_a_new_requests_wait_per_type_is_the_eta_a_one_slot_request_would_get():
 def test_the_probe_changes_no_decision_and_a_type_without_nodes_never_fits():
     nodes = _h100_nodes({"a": 8})
     queue = [_request(4, 10), _request(16, 10)]
-    with_probe = plan(nodes, [], queue, NOW, PROBE_SECONDS)
+    with_probe = plan(nodes, [], queue, NOW, PROBE_SECONDS, ALLOWANCE)
     assert [g.reservation_id for g in with_probe.grants] == [queue[0].reservation_id]
     assert [(w.reservation_id, w.position, w.eta_seconds) for w in with_probe.waits] == [
         (queue[1].reservation_id, 1, None)
     ]
     # the 16-GPU head can never fit (one node): it holds nobody back, so a new one starts now
     assert with_probe.next_request_waits == {"h100": 0.0}
-    lone = plan([], [], [Request(uuid.uuid4(), "b200", 1, 1, 10)], NOW, PROBE_SECONDS)
+    lone = plan(
+        [], [], [Request(str(uuid.uuid4()), "b200", 1, 1, 10)], NOW, PROBE_SECONDS, ALLOWANCE
+    )
     assert lone.next_request_waits == {"b200": None}
+
+
+def test_a_grant_holds_its_capacity_until_its_expected_end_as_a_holding_read_back_does():
+    # node a free: the first 8-GPU request starts now; the second waits for it to end, and
+    # that end is the one a later pass reads back from the grant's row (`expected_end` of
+    # the grant time): the provisioning allowance, then the duration
+    allowance = 600.0
+    first, second = _request(8, 60), _request(8, 60)
+    decisions = plan(_h100_nodes({"a": 8}), [], [first, second], NOW, PROBE_SECONDS, allowance)
+    assert [g.reservation_id for g in decisions.grants] == [first.reservation_id]
+    [wait] = decisions.waits
+    assert NOW + wait.eta_seconds == expected_end(NOW, 60, allowance) == NOW + 660
+    # the next pass: the grant is a holding read back with the same definition
+    later = NOW + 7
+    holding = Holding("a", 8, expected_end(NOW, 60, allowance))
+    again = plan(_h100_nodes({"a": 0}), [holding], [second], later, PROBE_SECONDS, allowance)
+    assert later + again.waits[0].eta_seconds == NOW + wait.eta_seconds

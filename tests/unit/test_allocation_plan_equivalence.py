@@ -1,7 +1,13 @@
 """The faster planner (gpudev/allocation/plan.py) decides exactly what the planner before it
 did (tests/unit/allocation_plan_reference.py): the same grants on the same slots, and the
 same positions and ETAs, on random clusters and queues of several GPU types, CPU nodes,
-partly free nodes, multinode requests and releases at equal times."""
+partly free nodes, multinode requests and releases at equal times.
+
+The current planner holds a placed request's capacity until its expected end
+(`plan.expected_end`: the provisioning allowance, then the duration), as the service does for
+a granted reservation read back from its row; the reference holds it for its duration. So
+the reference is given each request's duration plus the allowance: the same end times, hence
+the same decisions to compare. (The probe, which the reference does not have, takes nothing.)"""
 
 from __future__ import annotations
 
@@ -30,22 +36,30 @@ def _scenario(rng: random.Random) -> tuple[list[tuple], list[tuple], list[tuple]
             if rng.random() < 0.05:
                 per_node = slots + 1  # never fits
             duration = rng.choice([10, 20, 20, 45, 90, 3600])
-            queue.append((uuid.uuid4(), gpu_type, per_node, total, float(duration)))
+            queue.append((str(uuid.uuid4()), gpu_type, per_node, total, float(duration)))
     rng.shuffle(queue)  # arrival order interleaves types
     return nodes, holdings, queue
 
 
-def _decide(module, nodes, holdings, queue):  # type: ignore[no-untyped-def]
-    # the current planner also decides a probe request per type (a new request's ETA), at
-    # the back of each queue: it must change no real decision, so it is left in here
-    probe = (8 * 3600.0,) if module is current else ()
-    decisions = module.plan(
-        [module.NodeCapacity(*n) for n in nodes],
-        [module.Holding(*h) for h in holdings],
-        [module.Request(*r) for r in queue],
-        NOW,
-        *probe,
-    )
+def _decide(module, nodes, holdings, queue, allowance):  # type: ignore[no-untyped-def]
+    if module is current:
+        # the current planner also decides a probe request per type (a new request's ETA),
+        # at the back of each queue: it must change no real decision, so it is left in here
+        decisions = current.plan(
+            [current.NodeCapacity(*n) for n in nodes],
+            [current.Holding(*h) for h in holdings],
+            [current.Request(*r) for r in queue],
+            NOW,
+            8 * 3600.0,
+            allowance,
+        )
+    else:
+        decisions = reference.plan(
+            [reference.NodeCapacity(*n) for n in nodes],
+            [reference.Holding(*h) for h in holdings],
+            [reference.Request(*r[:-1], allowance + r[-1]) for r in queue],
+            NOW,
+        )
     grants = [(g.reservation_id, tuple(g.placements)) for g in decisions.grants]
     waits = [(w.reservation_id, w.position, w.eta_seconds) for w in decisions.waits]
     # the order between GPU types is not a decision (one statement writes them all)
@@ -57,8 +71,9 @@ def test_the_planner_decides_as_the_reference_planner_on_random_inputs():
     granted = waited = 0
     for _ in range(1_500):
         nodes, holdings, queue = _scenario(rng)
-        ours = _decide(current, nodes, holdings, queue)
-        assert ours == _decide(reference, nodes, holdings, queue)
+        allowance = rng.choice([0.0, 0.0, 15.0, 600.0])
+        ours = _decide(current, nodes, holdings, queue, allowance)
+        assert ours == _decide(reference, nodes, holdings, queue, allowance)
         granted += len(ours[0])
         waited += sum(1 for w in ours[1] if w[2])
     # the scenarios exercise both paths: grants now and waits with an ETA

@@ -19,7 +19,7 @@ execution's next park finds the grant and wakes itself (lifecycle/tasks.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,12 +27,14 @@ from uuid import UUID
 
 import psycopg
 
+from gpudev.allocation.memo import PlanMemo
 from gpudev.allocation.plan import (
     Decisions,
     Holding,
     NodeCapacity,
     Request,
     eta_minutes,
+    expected_end,
     plan,
 )
 from gpudev.cluster.vocabulary import Node, Pod
@@ -42,7 +44,7 @@ from gpudev.repositories import AllocationsRepository, ReservationsRepository
 from gpudev.repositories.allocations import (
     HeldSlots,
     NodeState,
-    Queued,
+    QueueColumns,
     QueueWait,
     SeenNode,
     SlotGrant,
@@ -54,6 +56,9 @@ from gpudev.signals import Signals, Wake
 CPU_SLOTS_PER_NODE = 3
 RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 LIVE_PHASES = ("Pending", "Running")
+# The plans of this execution environment's passes: a warm environment's next pass reuses a
+# GPU type's plan when nothing it depends on changed (memo.py).
+PLANS = PlanMemo()
 # How long the probe for a new request's wait lasts: the CLI's default duration (it matters
 # only to backfill: a shorter probe would start sooner behind a blocked head).
 NEXT_REQUEST_HOURS = 8.0
@@ -116,44 +121,60 @@ def released_pod_holdings(node: str, pods: list[Pod], now: float) -> list[Holdin
     ]
 
 
-def _request(row: Queued, settings: LifecycleSettings) -> Request:
-    nodes = row.total_nodes
-    per_node = 1 if row.gpu_count == 0 else row.gpu_count // nodes
-    return Request(
-        reservation_id=row.reservation_id,
-        gpu_type=row.gpu_type,
-        slots_per_node=per_node,
-        nodes=nodes,
-        duration_seconds=row.duration_hours * settings.seconds_per_hour,
+def requests(waiting: QueueColumns, settings: LifecycleSettings) -> list[Request]:
+    """The queue as the planner's requests, in the same order."""
+    per_node = [
+        1 if gpus == 0 else gpus // nodes
+        for gpus, nodes in zip(waiting.gpu_counts, waiting.total_nodes, strict=True)
+    ]
+    durations = [hours * settings.seconds_per_hour for hours in waiting.duration_hours]
+    return list(
+        map(
+            Request,
+            waiting.reservation_ids,
+            waiting.gpu_types,
+            per_node,
+            waiting.total_nodes,
+            durations,
+        )
     )
 
 
 def _holding(row: HeldSlots, settings: LifecycleSettings) -> Holding:
     if row.expires_at is not None:
         ends = row.expires_at.timestamp()
-    else:  # granted, not active yet: provisioning allowance, then the whole duration
-        ends = (
-            row.granted_at.timestamp()
-            + settings.ready_timeout_seconds
-            + row.duration_hours * settings.seconds_per_hour
+    else:  # granted, not active yet: the end the pass that granted it planned
+        ends = expected_end(
+            row.granted_at.timestamp(),
+            row.duration_hours * settings.seconds_per_hour,
+            settings.ready_timeout_seconds,
         )
     return Holding(row.node_name, row.slots, ends)
 
 
-def changed_waits(decisions: Decisions, waiting: Sequence[Queued], now: float) -> list[QueueWait]:
+def whole_microseconds(epoch_seconds: float) -> float:
+    """The moment as PostgreSQL stores it (a timestamptz has microseconds), so that a time
+    the pass plans from (its now, a grant's time) reads back as the same number."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).timestamp()
+
+
+def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> list[QueueWait]:
     """The waits whose position or estimated start differs from what the queue read returned
     (the previous pass's): only these are sent. ETAs are in real seconds (durations are
     `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock."""
-    recorded = {q.reservation_id: (q.queue_position, q.estimated_start_at) for q in waiting}
-    changed = []
-    for wait in decisions.waits:
-        starts_at = (
-            None
-            if wait.eta_seconds is None
-            else datetime.fromtimestamp(now + wait.eta_seconds, UTC)
+    recorded = dict(
+        zip(
+            waiting.reservation_ids,
+            zip(waiting.queue_positions, waiting.estimated_starts_at, strict=True),
+            strict=True,
         )
-        if recorded.get(wait.reservation_id) != (wait.position, starts_at):
-            changed.append(QueueWait(wait.reservation_id, wait.position, starts_at))
+    )
+    moment = datetime.fromtimestamp
+    changed = []
+    for reservation_id, position, eta in decisions.waits:
+        starts_at = None if eta is None else moment(now + eta, UTC)
+        if recorded.get(reservation_id) != (position, starts_at):
+            changed.append(QueueWait(reservation_id, position, starts_at))
     return changed
 
 
@@ -170,17 +191,19 @@ class Allocator:
         signals: Signals,
         settings: LifecycleSettings,
         clock: Callable[[], float] = time.time,
+        memo: PlanMemo = PLANS,
     ):
         self._conn = conn
         self._allocations = AllocationsRepository(conn)
         self._signals = signals
         self._settings = settings
         self._clock = clock  # epoch seconds
+        self._memo = memo
 
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
         rows, live_pods = node_rows(nodes, pods, cpu_types)
-        now = self._clock()
+        now = whole_microseconds(self._clock())
         with self._conn.transaction():
             self._allocations.lock()
             self._allocations.sync_nodes(rows)
@@ -198,14 +221,23 @@ class Allocator:
                 holdings += released_pod_holdings(n.node_name, outside, now)
             holdings += [_holding(h, self._settings) for h in self._allocations.holdings()]
             waiting = self._allocations.queue()
-            queue = [_request(q, self._settings) for q in waiting]
+            queue = requests(waiting, self._settings)
             probe_seconds = NEXT_REQUEST_HOURS * self._settings.seconds_per_hour
-            decisions = plan(capacity, holdings, queue, now, probe_seconds)
+            decisions = plan(
+                capacity,
+                holdings,
+                queue,
+                now,
+                probe_seconds,
+                allowance_seconds=self._settings.ready_timeout_seconds,
+                memo=self._memo,
+            )
             report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)
-        report.granted = [g.reservation_id for g in decisions.grants]
-        waited = {q.reservation_id: q.waiting_seconds for q in waiting}
-        report.granted_waits = [waited[r] for r in report.granted]
+        report.granted = [UUID(g.reservation_id) for g in decisions.grants]
+        if decisions.grants:
+            waited = dict(zip(waiting.reservation_ids, waiting.waiting_seconds, strict=True))
+            report.granted_waits = [waited[g.reservation_id] for g in decisions.grants]
         self._signal(report)
         return report
 
@@ -216,14 +248,15 @@ class Allocator:
         usable = max(0, len(free) - used_by_others)
         return tuple(free[:usable])
 
-    def _write(self, decisions: Decisions, waiting: Sequence[Queued], now: float) -> int:
+    def _write(self, decisions: Decisions, waiting: QueueColumns, now: float) -> int:
         self._allocations.grant(
             [
                 SlotGrant(node, slot, grant.reservation_id, rank)
                 for grant in decisions.grants
                 for rank, (node, slots) in enumerate(grant.placements)
                 for slot in slots
-            ]
+            ],
+            granted_at=datetime.fromtimestamp(now, UTC),
         )
         written = self._allocations.record_waits(changed_waits(decisions, waiting, now))
         self._allocations.record_type_waits(

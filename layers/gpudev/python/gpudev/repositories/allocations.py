@@ -4,7 +4,9 @@ granted and signalled times). Its only writer is the allocator
 (`gpudev/allocation/service.py`), which owns the transaction and takes the pass lock in it.
 
 Rows are frozen dataclasses rather than pydantic models: a pass reads every node and every
-queued reservation (10,000 in `bench/allocator.py`), and psycopg already gives typed values.
+queued reservation, and psycopg already gives typed values. The queue is read as columns
+(`QueueColumns`), not one object per row: at 100,000 queued (`bench/allocator.py`) the row
+objects cost a quarter of a pass.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from uuid import UUID
 import psycopg
 
 from gpudev.db.queries import query
-from gpudev.db.rows import column_arrays, fetch_all
+from gpudev.db.rows import column_arrays, fetch_all, fetch_columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,28 +59,32 @@ class HeldSlots:
 
 
 @dataclass(frozen=True, slots=True)
-class Queued:
-    reservation_id: UUID
-    gpu_type: str
-    gpu_count: int
-    total_nodes: int
-    duration_hours: float
-    waiting_seconds: float  # since it was submitted, by the database's clock
-    queue_position: int | None  # as the last pass recorded them
-    estimated_start_at: datetime | None
+class QueueColumns:
+    """The waiting reservations, one tuple per column, row i of each being the i-th in
+    FIFO order per GPU type. Ids are text, not UUIDs: a pass hashes and compares them by the
+    100,000, and a str does both in C."""
+
+    reservation_ids: tuple[str, ...]
+    gpu_types: tuple[str, ...]
+    gpu_counts: tuple[int, ...]
+    total_nodes: tuple[int, ...]
+    duration_hours: tuple[float, ...]
+    waiting_seconds: tuple[float, ...]  # since it was submitted, by the database's clock
+    queue_positions: tuple[int | None, ...]  # as the last pass recorded them
+    estimated_starts_at: tuple[datetime | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class SlotGrant:
     node_name: str
     slot: int
-    reservation_id: UUID
+    reservation_id: str  # as text (QueueColumns)
     rank: int  # the node's rank among the reservation's nodes
 
 
 @dataclass(frozen=True, slots=True)
 class QueueWait:
-    reservation_id: UUID
+    reservation_id: str  # as text (QueueColumns)
     position: int
     starts_at: datetime | None  # the estimated start; None: it never fits
 
@@ -119,15 +125,19 @@ class AllocationsRepository:
     def holdings(self) -> list[HeldSlots]:
         return fetch_all(self._conn, "allocation/holdings", HeldSlots)
 
-    def queue(self) -> list[Queued]:
+    def queue(self) -> QueueColumns:
         """Reservations parked waiting for capacity, FIFO per GPU type."""
-        return fetch_all(self._conn, "allocation/queue", Queued)
+        return fetch_columns(self._conn, "allocation/queue", QueueColumns)
 
-    def grant(self, slots: Sequence[SlotGrant]) -> None:
-        """Allocate the slots and stamp their reservations granted, in one statement."""
+    def grant(self, slots: Sequence[SlotGrant], granted_at: datetime) -> None:
+        """Allocate the slots and stamp their reservations granted at `granted_at` (the
+        pass's time, from which the pass planned their ends), in one statement."""
         self._conn.execute(
             query("allocation/grant"),
-            column_arrays(slots, "node_name", "slot", "reservation_id", "rank"),
+            {
+                **column_arrays(slots, "node_name", "slot", "reservation_id", "rank"),
+                "granted_at": granted_at,
+            },
         )
 
     def record_waits(self, waits: Sequence[QueueWait]) -> int:

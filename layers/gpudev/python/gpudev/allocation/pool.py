@@ -1,0 +1,66 @@
+"""Free slots per node for the planner (plan.py), bucketed by free count, so that a fit
+costs O(slots per node) rather than O(nodes). Best fit: the fullest node that still has room,
+the first by name among equals.
+
+Nodes are numbers, their places in name order (the planner maps names to numbers and back):
+list indexing and integer comparison cost less than dictionaries and strings in the ETA
+replay, which moves nodes between buckets for every waiting reservation of a pass."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpudev.allocation.plan import Request
+
+
+class Pool:
+    def __init__(self, capacity: list[int], free: list[int]):
+        self.capacity = capacity  # slots per node
+        self.free = list(free)  # free slots per node
+        self.largest = max(capacity, default=0)
+        # per free count, its nodes in order
+        self.buckets: list[list[int]] = [[] for _ in range(self.largest + 1)]
+        for node, count in enumerate(self.free):
+            self.buckets[count].append(node)
+
+    def copy(self) -> Pool:
+        return Pool(self.capacity, self.free)
+
+    def _move(self, node: int, count: int) -> None:
+        bucket = self.buckets[self.free[node]]
+        del bucket[bisect_left(bucket, node)]
+        self.free[node] = count
+        insort(self.buckets[count], node)
+
+    def take(self, node: int, count: int) -> None:
+        self._move(node, self.free[node] - count)
+
+    def give(self, node: int, count: int) -> None:
+        self._move(node, min(self.capacity[node], self.free[node] + count))
+
+    def fit(self, request: Request, allowed: Callable[[int], bool] | None = None) -> list[int]:
+        """Nodes for the request (one per rank), or [] when it does not fit."""
+        need = request.slots_per_node
+        buckets = self.buckets
+        if request.nodes == 1:
+            for count in range(need, self.largest + 1):
+                bucket = buckets[count]
+                if not bucket:
+                    continue
+                if allowed is None:
+                    return [bucket[0]]
+                for node in bucket:
+                    if allowed(node):
+                        return [node]
+            return []
+        if need > self.largest:
+            return []
+        whole = [
+            node
+            for node in buckets[need]
+            if self.capacity[node] == need and (allowed is None or allowed(node))
+        ]
+        return whole[: request.nodes] if len(whole) >= request.nodes else []
