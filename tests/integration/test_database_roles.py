@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -364,7 +365,13 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
     )
     conn.execute(
         query("allocation/grant"),
-        {"node_name": ["node-a"], "slot": [0], "reservation_id": [rid], "rank": [0]},
+        {
+            "node_name": ["node-a"],
+            "slot": [0],
+            "reservation_id": [rid],
+            "rank": [0],
+            "granted_at": datetime.now(UTC),
+        },
     )
     changed = conn.execute(
         query("lifecycle/start"), {"reservation_id": rid, "execution_arn": "arn:x"}
