@@ -85,12 +85,12 @@ def main(extra: list[str]) -> int:
     try:
         for session in SESSIONS:
             running[session] = session.start(extra)
-        for session, process in reversed(running.items()):  # the terminal's session first
-            statuses[session.name] = process.wait()
-            print(
-                f"\n== {session.name}: exit {statuses[session.name]} after {_since(started)}",
-                flush=True,
-            )
+        while len(statuses) < len(running):  # each as it ends
+            for session, process in running.items():
+                if session.name not in statuses and (status := process.poll()) is not None:
+                    statuses[session.name] = status
+                    print(f"\n== {session.name}: exit {status} after {_since(started)}", flush=True)
+            time.sleep(0.5)
     finally:  # Ctrl+C reached every session from the terminal: leave none behind
         for process in running.values():
             if process.poll() is None:
