@@ -36,8 +36,8 @@ setup: $(VENV)/.installed node_modules/.installed ## Install Python (.venv) and 
 run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
 	$(PY) -m localcloud $(ARGS)
 
-test: setup ## Run every test tier (unit, integration, infrastructure, e2e, lifecycle)
-	$(PY) -m pytest
+test: setup ## Run every test tier (unit, integration, infrastructure, e2e, and lifecycle in two sessions alongside)
+	$(PY) -m tools.test_tiers
 
 test-fast: $(VENV)/.installed ## Run the unit tier only
 	$(PY) -m pytest tests/unit -q

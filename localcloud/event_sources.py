@@ -163,8 +163,19 @@ class Ticker(_EventSource):
         self._rule_arns = rule_arns
         self._interval = interval_seconds
         self.fired: dict[str, int] = {s.name: 0 for s in schedules}  # before any thread fires
+        self.paused: set[str] = set()  # tests: targets no schedule fires (rules disabled)
+        self._idle = threading.Condition()  # notified when a scheduled run ends
+        self._firing: set[str] = set()  # targets of the scheduled runs in flight
         for schedule in schedules:
             self._in_background(self._run, f"tick-{schedule.name}", schedule)
+
+    def pause(self, target: str, timeout: float = 30.0) -> None:
+        """Fire no schedule of the function `target`, and return once a scheduled run of it
+        in flight has ended: from then on only a caller's invocations run it."""
+        with self._idle:
+            self.paused.add(target)
+            if not self._idle.wait_for(lambda: target not in self._firing, timeout):
+                raise TimeoutError(f"{target}: the scheduled run in flight did not end")
 
     def fire(self, schedule: ScheduleSpec) -> Any:
         invocation = self._lambdas.invoke(
@@ -184,7 +195,15 @@ class Ticker(_EventSource):
     def _run(self, schedule: ScheduleSpec) -> None:
         period = self._interval if self._interval is not None else schedule.period_seconds
         while not self._stop.wait(period):
+            with self._idle:
+                if schedule.target in self.paused:
+                    continue
+                self._firing.add(schedule.target)
             try:
                 self.fire(schedule)
             except Exception:
                 log.exception("schedule %s failed", schedule.name)
+            finally:
+                with self._idle:
+                    self._firing.discard(schedule.target)
+                    self._idle.notify_all()

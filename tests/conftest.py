@@ -49,7 +49,9 @@ def postgres_url() -> Iterator[str]:
         return
     from localcloud.postgres import EmbeddedPostgres, stop_stale_server
 
-    base = ROOT / ".local" / "pytest-postgres"
+    # `make test` runs two sessions at once (tools/test_tiers.py), each on its own directory:
+    # a session stops the server a killed run left on its directory before starting its own.
+    base = ROOT / os.environ.get("PYTEST_POSTGRES_DIR", ".local/pytest-postgres")
     stop_stale_server(base / "data")
     shutil.rmtree(base, ignore_errors=True)
     with EmbeddedPostgres(base / "data") as server:

@@ -64,4 +64,6 @@ def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
     local_cloud.cluster.jupyter_images = frozenset({DEV_IMAGE})
     local_cloud.cluster.probes.probes_fail = False
     local_cloud.pollers["Jobs"].paused = False
+    assert local_cloud.ticker is not None
+    local_cloud.ticker.paused.clear()
     end_everything(api, local_cloud)

@@ -80,13 +80,17 @@ def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_
             ]
         }
     }
-    assert local_cloud.kubernetes is not None
+    assert local_cloud.kubernetes is not None and local_cloud.ticker is not None
+    # Only the run below may see the change: a ticked run (every second here) overlapping
+    # the patch would record it first and leave this one nothing to find.
+    local_cloud.ticker.pause("AvailabilityUpdater")
     meta = pod["metadata"]
     local_cloud.kubernetes.store.patch(
         "pods", meta["namespace"], meta["name"], status, subresource="status"
     )
 
     run = update_availability(local_cloud)
+    local_cloud.ticker.paused.discard("AvailabilityUpdater")
 
     assert run["statistics"]["health_findings"] >= 1
     seen = show(api, rid)

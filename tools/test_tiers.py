@@ -1,0 +1,116 @@
+"""`make test`: every tier, in three pytest sessions at once (docs/decisions.md, 2026-11-24).
+
+The lifecycle tier mostly waits on its compressed clock; the other tiers mostly compute. So
+the lifecycle tier runs in two sessions of its own (its files split in two halves of about
+equal time), alongside one session for everything else under tests/. Each session has its
+own embedded PostgreSQL (`PYTEST_POSTGRES_DIR`) and its own local cloud (free ports). The
+other tiers' output streams to the terminal; each
+lifecycle session's goes to `.local/test-<name>.log`, printed whole once every session has
+ended. The exit status is the first failing session's (0 if all passed). Each session
+prints its 15 slowest tests, to watch the suite's budget; arguments given to this module
+(pytest options, not paths) are passed to every session.
+
+With `DATABASE_URL` (a server of your own) the sessions would share it and its template
+database, so the tiers run in one session, one after another.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIFECYCLE = "tests/lifecycle"
+# The first lifecycle session's files, about half the tier's time; the second runs the rest
+# (so a new lifecycle file lands there).
+FIRST_HALF = tuple(
+    f"{LIFECYCLE}/{name}"
+    for name in (
+        "test_fault_campaign.py",
+        "test_simulation.py",
+        "test_transient_faults.py",
+        "test_happy_path.py",
+    )
+)
+REPORT = ["--durations=15"]
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    args: tuple[str, ...]
+    logged: bool = True  # output to .local/test-<name>.log, else to the terminal
+
+    @property
+    def log(self) -> Path:
+        return ROOT / ".local" / f"test-{self.name}.log"
+
+    def start(self, extra: list[str]) -> subprocess.Popen[bytes]:
+        output = self.log.open("wb") if self.logged else None
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "pytest", *REPORT, *extra, *self.args],
+                cwd=ROOT,
+                env={**os.environ, "PYTEST_POSTGRES_DIR": f".local/pytest-postgres-{self.name}"},
+                stdout=output,
+                stderr=subprocess.STDOUT if output else None,
+            )
+        finally:
+            if output:
+                output.close()  # the child holds its own copy
+
+
+SESSIONS = [
+    Session("lifecycle-1", FIRST_HALF),
+    Session("lifecycle-2", (LIFECYCLE, *(f"--ignore={path}" for path in FIRST_HALF))),
+    Session("tiers", (f"--ignore={LIFECYCLE}",), logged=False),
+]
+
+
+def main(extra: list[str]) -> int:
+    if os.environ.get("DATABASE_URL"):
+        return subprocess.call([sys.executable, "-m", "pytest", *REPORT, *extra], cwd=ROOT)
+    (ROOT / ".local").mkdir(exist_ok=True)
+    started = time.monotonic()
+    logs = ", ".join(str(s.log.relative_to(ROOT)) for s in SESSIONS if s.logged)
+    print(
+        f"Running {LIFECYCLE} in two sessions alongside the other tiers; output: {logs}", flush=True
+    )
+    running: dict[Session, subprocess.Popen[bytes]] = {}
+    statuses: dict[str, int] = {}
+    try:
+        for session in SESSIONS:
+            running[session] = session.start(extra)
+        while len(statuses) < len(running):  # each as it ends
+            for session, process in running.items():
+                if session.name not in statuses and (status := process.poll()) is not None:
+                    statuses[session.name] = status
+                    print(f"\n== {session.name}: exit {status} after {_since(started)}", flush=True)
+            time.sleep(0.5)
+    finally:  # Ctrl+C reached every session from the terminal: leave none behind
+        for process in running.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
+    for session in SESSIONS:
+        if session.logged:
+            print(f"\n== {session.name} ({' '.join(session.args)}):", flush=True)
+            sys.stdout.buffer.write(session.log.read_bytes())
+            sys.stdout.flush()
+    failed = [name for name, status in statuses.items() if status]
+    summary = ", ".join(f"{name}: exit {status}" for name, status in statuses.items())
+    print(f"\n== all tiers {'FAILED' if failed else 'passed'} in {_since(started)} ({summary})")
+    return statuses[failed[0]] if failed else 0
+
+
+def _since(started: float) -> str:
+    seconds = round(time.monotonic() - started)
+    return f"{seconds // 60} min {seconds % 60:02d} s"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
