@@ -16,6 +16,7 @@ from gpudev.models import ReservationStatus
 from gpudev.repositories import LifecycleRepository, ReservationsRepository
 from gpudev.reservations.schemas import ReservationRequest, ReservationView
 from gpudev.reservations.service import set_jupyter, submit_reservation
+from tests.support.databases import queued_changes
 from tests.support.submitters import ALICE, RecordingQueue
 
 REASON = (
@@ -52,15 +53,6 @@ def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) ->
     return rid
 
 
-def _jobs(db: psycopg.Connection[Any], rid: UUID) -> int:
-    row = db.execute(
-        "SELECT count(*) FROM outbox WHERE payload->>'reservation_id' = %s"
-        " AND payload->>'kind' = 'reservation_changed'",
-        (str(rid),),
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_enabling_jupyter_on_a_pod_without_it_is_refused_with_the_reason(
     db: psycopg.Connection[Any],
 ):
@@ -75,7 +67,7 @@ def test_enabling_jupyter_on_a_pod_without_it_is_refused_with_the_reason(
     assert "deploy/dev-image" in str(refused.value.hint)
     row = ReservationsRepository(db).get(rid)
     assert row is not None
-    assert (row.jupyter_enabled, row.change_generation, _jobs(db, rid), queue.sent) == (
+    assert (row.jupyter_enabled, row.change_generation, queued_changes(db, rid), queue.sent) == (
         False,
         0,
         0,

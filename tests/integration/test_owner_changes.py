@@ -12,6 +12,7 @@ import psycopg
 from gpudev.repositories import ReservationsRepository
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import submit_reservation
+from tests.support.databases import queued_changes
 from tests.support.submitters import ALICE, RecordingQueue
 
 COLUMNS_CHANGES_WRITE = (
@@ -38,15 +39,6 @@ def _columns(db: psycopg.Connection[Any], rid: UUID) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def _jobs(db: psycopg.Connection[Any], rid: UUID) -> int:
-    row = db.execute(
-        "SELECT count(*) FROM outbox WHERE payload->>'kind' = 'reservation_changed'"
-        " AND payload->>'reservation_id' = %s",
-        (str(rid),),
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
 def test_each_change_writes_only_its_own_column(db: psycopg.Connection[Any]):
     repo = ReservationsRepository(db)
     rid = _reservation(db)
@@ -61,7 +53,7 @@ def test_each_change_writes_only_its_own_column(db: psycopg.Connection[Any]):
     changed = repo.extend(rid, 3)
     assert changed is not None and changed.row.change_generation == 3
     assert _columns(db, rid) == (5.0, None, ["Octo-Cat", "mona"], True, 3)
-    assert _jobs(db, rid) == 3
+    assert queued_changes(db, rid) == 3
 
 
 def test_a_change_that_changes_nothing_writes_nothing(db: psycopg.Connection[Any]):
@@ -73,7 +65,7 @@ def test_a_change_that_changes_nothing_writes_nothing(db: psycopg.Connection[Any
     assert repo.add_user(rid, "octo-cat") is None  # Octo-Cat is there: logins ignore case
 
     assert _columns(db, rid) == before
-    assert _jobs(db, rid) == 0
+    assert queued_changes(db, rid) == 0
 
 
 def test_no_change_reaches_an_ended_reservation(db: psycopg.Connection[Any]):
@@ -91,4 +83,4 @@ def test_no_change_reaches_an_ended_reservation(db: psycopg.Connection[Any]):
     assert repo.set_jupyter(rid, True) is None
 
     assert _columns(db, rid) == before
-    assert _jobs(db, rid) == 0
+    assert queued_changes(db, rid) == 0

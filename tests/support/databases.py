@@ -69,3 +69,14 @@ def mark_ended(database_url: str, reservation_id: object, status: str) -> None:
             " WHERE reservation_id = %s",
             (status, reservation_id),
         )
+
+
+def queued_changes(conn: psycopg.Connection[Any], reservation_id: object) -> int:
+    """How many `reservation_changed` jobs the outbox holds for the reservation: what an
+    owner's change wrote besides its row."""
+    row = conn.execute(
+        "SELECT count(*) FROM outbox WHERE payload->>'kind' = 'reservation_changed'"
+        " AND payload->>'reservation_id' = %s",
+        (str(reservation_id),),
+    ).fetchone()
+    return int(row[0]) if row else 0
