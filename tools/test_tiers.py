@@ -6,7 +6,8 @@ equal time), alongside one session for everything else under tests/. Each sessio
 own embedded PostgreSQL (`PYTEST_POSTGRES_DIR`) and its own local cloud (free ports). The
 other tiers' output streams to the terminal; each
 lifecycle session's goes to `.local/test-<name>.log`, printed whole once every session has
-ended. The exit status is the first failing session's (0 if all passed). Each session
+ended. The exit status is the first failing session's (0 if all passed; 130 after Ctrl+C,
+once every session tore down). Each session
 prints its 15 slowest tests, to watch the suite's budget; arguments given to this module
 (pytest options, not paths) are passed to every session.
 
@@ -37,6 +38,10 @@ FIRST_HALF = tuple(
     )
 )
 REPORT = ["--durations=15"]
+# After Ctrl+C: how long the sessions may take to tear down (stop their local clouds and
+# PostgreSQL) before they are terminated, and killed KILL_AFTER_SECONDS after that.
+TEARDOWN_SECONDS = 60.0
+KILL_AFTER_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ def main(extra: list[str]) -> int:
     )
     running: dict[Session, subprocess.Popen[bytes]] = {}
     statuses: dict[str, int] = {}
+    interrupted = False
     try:
         for session in SESSIONS:
             running[session] = session.start(extra)
@@ -91,20 +97,44 @@ def main(extra: list[str]) -> int:
                     statuses[session.name] = status
                     print(f"\n== {session.name}: exit {status} after {_since(started)}", flush=True)
             time.sleep(0.5)
-    finally:  # Ctrl+C reached every session from the terminal: leave none behind
-        for process in running.values():
-            if process.poll() is None:
-                process.terminate()
-                process.wait()
-    for session in SESSIONS:
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\n== interrupted: letting each session tear down its clouds", flush=True)
+    finally:  # leave no session behind
+        _end(list(running.values()), TEARDOWN_SECONDS if interrupted else 0.0)
+    for session in running:  # (a session interrupted before it started has no log)
         if session.logged:
             print(f"\n== {session.name} ({' '.join(session.args)}):", flush=True)
             sys.stdout.buffer.write(session.log.read_bytes())
             sys.stdout.flush()
+    if interrupted:
+        return 130  # as a shell reports Ctrl+C
     failed = [name for name, status in statuses.items() if status]
     summary = ", ".join(f"{name}: exit {status}" for name, status in statuses.items())
     print(f"\n== all tiers {'FAILED' if failed else 'passed'} in {_since(started)} ({summary})")
     return statuses[failed[0]] if failed else 0
+
+
+def _end(processes: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """Sessions still running get `grace` seconds to end by themselves (Ctrl+C reached them
+    from the terminal: pytest tears down its local clouds and PostgreSQL; a SIGTERM now
+    would cut that short), then SIGTERM, then SIGKILL; all reaped. A second Ctrl+C skips
+    the wait."""
+    deadline = time.monotonic() + grace
+    try:
+        for process in processes:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=KILL_AFTER_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _since(started: float) -> str:

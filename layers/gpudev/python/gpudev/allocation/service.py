@@ -203,9 +203,11 @@ class Allocator:
     def run(self, nodes: list[Node], pods: list[Pod], cpu_types: set[str]) -> AllocatorReport:
         report = AllocatorReport()
         rows, live_pods = node_rows(nodes, pods, cpu_types)
-        now = whole_microseconds(self._clock())
         with self._conn.transaction():
             self._allocations.lock()
+            # The pass's time, read once it holds the lock (a pass may wait there for another):
+            # grants are stamped with it, so a grant never predates what it grants.
+            now = whole_microseconds(self._clock())
             self._allocations.sync_nodes(rows)
             capacity, holdings = [], []
             for n in self._allocations.nodes():

@@ -1,0 +1,70 @@
+"""`make test` (tools/test_tiers.py) after Ctrl+C: the sessions got the SIGINT from the
+terminal and tear down their clouds; the runner waits for that instead of cutting it short
+with SIGTERM, and exits 130. Real processes: a driver running `main` over sessions that are
+small Python programs (pytest sessions would take minutes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A session that, on SIGINT, takes a second to tear down, then says so and exits 2.
+SESSION = """
+import pathlib, signal, sys, time
+mark = pathlib.Path(sys.argv[1])
+def teardown(*_):
+    time.sleep(1.0)
+    mark.with_suffix(".torn-down").write_text("done")
+    sys.exit(2)
+signal.signal(signal.SIGINT, teardown)
+mark.with_suffix(".ready").write_text("ready")
+while True:
+    time.sleep(0.1)
+"""
+
+DRIVER = """
+import subprocess, sys
+from dataclasses import dataclass
+from tools import test_tiers
+
+@dataclass(frozen=True)
+class Fake(test_tiers.Session):
+    def start(self, extra):
+        return subprocess.Popen([sys.executable, "-c", SESSION, f"{DIR}/{self.name}"])
+
+test_tiers.SESSIONS = [Fake("a", (), logged=False), Fake("b", (), logged=False)]
+sys.exit(test_tiers.main([]))
+"""
+
+
+def test_ctrl_c_lets_every_session_tear_down_then_exits_130(tmp_path: Path):
+    driver = f"SESSION = {SESSION!r}\nDIR = {str(tmp_path)!r}\n" + DRIVER
+    runner = subprocess.Popen(
+        [sys.executable, "-c", driver],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"{name}.ready").exists() for name in "ab"):
+            assert runner.poll() is None, runner.communicate()[0].decode()
+            assert time.monotonic() < deadline, "the sessions did not start"
+            time.sleep(0.05)
+        os.killpg(runner.pid, signal.SIGINT)  # Ctrl+C: the whole foreground group
+        output = runner.communicate(timeout=60)[0].decode()
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait()
+    assert runner.returncode == 130, output
+    assert sorted(p.name for p in tmp_path.glob("*.torn-down")) == ["a.torn-down", "b.torn-down"]
+    assert "Traceback" not in output
