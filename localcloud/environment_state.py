@@ -66,7 +66,7 @@ def _install() -> None:
         (meta,),
         {"per_environment": True, "__slots__": (), **descriptors},
     )
-    BaseRouter.__class__ = per_environment_meta
+    BaseRouter.__class__ = per_environment_meta  # type: ignore[method-assign]
 
 
 def new_environment_context() -> contextvars.Context:
