@@ -129,3 +129,49 @@ def test_sequential_requests_of_one_environment_each_see_their_own_event(tmp_pat
 
     assert functions.environments("WhoAmI") == 1
     assert users == [("alice", "alice"), ("bob", "bob"), ("alice", "alice")]
+
+
+# The layer's logger, as reservation_tasks appends a key per invocation; `pause` is a hook
+# the test passes in the event, called between appending the key and logging.
+LOGGING_HANDLER = """
+from gpudev.observability import logger
+
+
+def handler(event, context):
+    logger.append_keys(user=event["user"])
+    event.get("pause", lambda: None)()
+    return logger.get_current_keys().get("user")
+"""
+
+
+def test_the_layer_logger_keys_of_two_environments_running_at_once_stay_apart(
+    tmp_path: Path,
+) -> None:
+    """powertools' Logger keeps appended keys in a dict on its formatter, once for the
+    interpreter here: alice's lines would carry bob's keys (and Lambda request id)."""
+    (tmp_path / "logging").mkdir()
+    (tmp_path / "logging" / "handler.py").write_text(LOGGING_HANDLER)
+    spec = FunctionSpec(
+        name="Logging", folder="logging", source_root=str(tmp_path), uses_database=False
+    )
+    functions = LocalLambda((spec,), "us-east-2")
+    paused, resume = threading.Event(), threading.Event()
+
+    def pause() -> None:
+        paused.set()
+        assert resume.wait(timeout=60), "never resumed"
+
+    replies: dict[str, Invocation] = {}
+
+    def alice() -> None:
+        replies["alice"] = functions.invoke("Logging", {"user": "alice", "pause": pause})
+
+    thread = threading.Thread(target=alice)
+    thread.start()
+    assert paused.wait(timeout=60)
+    replies["bob"] = functions.invoke("Logging", {"user": "bob"})
+    resume.set()
+    thread.join(timeout=60)
+
+    assert functions.environments("Logging") == 2
+    assert (replies["alice"].payload, replies["bob"].payload) == ("alice", "bob")
