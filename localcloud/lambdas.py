@@ -16,6 +16,7 @@ once one metric holds 100 values (powertools 3.x, the EMF limit of 100 values pe
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib.util
 import sys
 import threading
@@ -31,6 +32,7 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from cdk_app.declaration import FunctionSpec
 from gpudev.observability import metrics
+from localcloud.environment_state import new_environment_context
 
 ACCOUNT_ID = "123456789012"
 
@@ -67,6 +69,15 @@ def add_task_root(spec: FunctionSpec) -> None:
 
 
 @dataclass(frozen=True)
+class _Environment:
+    """One execution environment: its handler module, and the context its load and its
+    invocations run in, for what libraries keep per process (localcloud/environment_state.py)."""
+
+    module: ModuleType
+    context: contextvars.Context
+
+
+@dataclass(frozen=True)
 class Invocation:
     payload: Any
     errored: bool
@@ -87,12 +98,14 @@ class LocalLambda:
     between concurrent invocations would share the request state a handler keeps in its
     module (powertools' current event, a batch processor's records) between callers, which
     production never does (tests/e2e/test_lambda_environments.py). The layer's modules are
-    one copy for all, as they are within one environment."""
+    one copy for all, as they are within one environment; what a library keeps for the whole
+    process (powertools' resolver keeps the current event on its class) is made per
+    environment by running each environment in a context of its own (environment_state.py)."""
 
     def __init__(self, functions: tuple[FunctionSpec, ...], region: str):
         self._specs = {spec.name: spec for spec in functions}
         self._region = region
-        self._idle: dict[str, list[ModuleType]] = {spec.name: [] for spec in functions}
+        self._idle: dict[str, list[_Environment]] = {spec.name: [] for spec in functions}
         self._started: dict[str, int] = dict.fromkeys(self._specs, 0)
         self._lock = threading.Lock()
         self._loading = threading.Lock()
@@ -113,23 +126,25 @@ class LocalLambda:
             pass
 
     @contextlib.contextmanager
-    def _environment(self, name: str) -> Iterator[ModuleType]:
+    def _environment(self, name: str) -> Iterator[_Environment]:
         with self._lock:
             idle = self._idle[name]
-            module = idle.pop() if idle else None
-            if module is None:
+            environment = idle.pop() if idle else None
+            if environment is None:
                 self._started[name] += 1
                 number = self._started[name]
-        if module is None:
+        if environment is None:
             # A cold start takes a second: loads wait for each other (they change sys.modules),
             # but not the invocations that found a warm environment.
+            context = new_environment_context()
             with self._loading:
-                module = self._load(self._specs[name], number)
+                module = context.run(self._load, self._specs[name], number)
+            environment = _Environment(module, context)
         try:
-            yield module
+            yield environment
         finally:
             with self._lock:
-                self._idle[name].append(module)
+                self._idle[name].append(environment)
 
     @staticmethod
     def _load(spec: FunctionSpec, number: int) -> ModuleType:
@@ -172,9 +187,10 @@ class LocalLambda:
         )
         attribute = spec.handler.rpartition(".")[2]
         try:
-            with self._environment(name) as module:
-                handler: Callable[[Any, Any], Any] = getattr(module, attribute)
-                return Invocation(handler(event, context), False, request_id)
+            with self._environment(name) as environment:
+                handler: Callable[[Any, Any], Any] = getattr(environment.module, attribute)
+                payload = environment.context.run(handler, event, context)
+                return Invocation(payload, False, request_id)
         except Exception as exc:
             error = {
                 "errorType": type(exc).__name__,

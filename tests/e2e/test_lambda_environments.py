@@ -1,7 +1,12 @@
 """A Lambda execution environment runs one invocation at a time; the local cloud must not
 run two requests through one handler module at once, or request-scoped state (powertools'
 current event, the logger's keys, a batch processor's records) leaks between callers — a
-race production never has. Found as a reservation submitted by alice owned by bob."""
+race production never has. Found as a reservation submitted by alice owned by bob.
+
+Environments running at once must not share it either: powertools keeps the current event
+on its resolver's base class, once per interpreter; tests/unit/test_local_lambda_environments.py
+pauses one request mid-way to show it deterministically (this stress test caught it only
+under CPU starvation)."""
 
 from __future__ import annotations
 
