@@ -94,6 +94,20 @@ def test_a_view_shows_a_jupyter_url_only_when_the_pod_said_jupyter_is_there(
         assert (view.jupyter_url is not None) is available
 
 
+def test_a_pod_from_before_the_check_keeps_its_jupyter_url(db: psycopg.Connection[Any]):
+    """Migration 0021 leaves the verdict unknown on reservations active at deploy time: their
+    pods still run the old startup script and serve Jupyter, so their URL stays."""
+    rid = _active(db, True, None)
+    db.execute(
+        "UPDATE reservations SET jupyter_available = NULL, jupyter_url = %s"
+        " WHERE reservation_id = %s",
+        ("http://54.1.2.3:30888/lab?token=t0ken", rid),
+    )
+    row = ReservationsRepository(db).get(rid)
+    assert row is not None
+    assert ReservationView.of(row).jupyter_url == "http://54.1.2.3:30888/lab?token=t0ken"
+
+
 def test_enabling_jupyter_is_recorded_when_the_pod_has_it(
     db: psycopg.Connection[Any],
 ):

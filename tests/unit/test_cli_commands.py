@@ -167,6 +167,11 @@ def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timesta
             "--enable-jupyter",
         ),
         ({"jupyter_enabled": True, "jupyter_available": None}, "Jupyter: on, starting", "http"),
+        (  # a pod from before the check: the API gives its URL, with no verdict
+            {"jupyter_enabled": True, "jupyter_available": None, "jupyter_url": "http://h:1/lab"},
+            "Jupyter: http://h:1/lab",
+            "unavailable",
+        ),
     ],
 )
 def test_show_prints_a_jupyter_url_only_when_the_pod_has_jupyter(capsys, jupyter, shown, hidden):

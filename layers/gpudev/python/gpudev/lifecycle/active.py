@@ -97,10 +97,12 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
 
 def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:
     """Jupyter's Service and URL, only when it is on and node 0's check said the pod's image
-    has it (never a dead URL; the view gives `jupyter_error` instead)."""
+    has it (never a dead URL; the view gives `jupyter_error` instead). Activation records the
+    check's verdict, so an unknown one (None) is a pod started before the check existed, whose
+    startup script still serves Jupyter: it keeps its Service."""
     cluster = lc.objects(reservation)
     name = Names.of(reservation).jupyter_service
-    if not (reservation.jupyter_enabled and reservation.jupyter_available):
+    if not reservation.jupyter_enabled or reservation.jupyter_available is False:
         cluster.delete_all(str(reservation.reservation_id), ("services",), name)
         return None, None
     cluster.create(network.jupyter_service(reservation))

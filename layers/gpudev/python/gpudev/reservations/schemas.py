@@ -101,7 +101,7 @@ class ReservationView(BaseModel):
     def of(cls, reservation: Reservation) -> ReservationView:
         now = datetime.now(UTC)
         fields = reservation.model_dump(include=set(cls.model_fields))
-        if not reservation.jupyter_available:
+        if reservation.jupyter_available is False:  # None: a pod from before the check
             fields["jupyter_url"] = None
         fields["estimated_wait_minutes"] = clock_minutes_until(reservation.estimated_start_at, now)
         if not reservation.status.is_final:
