@@ -205,14 +205,19 @@ def context_environment(scope: Construct, spec: FunctionSpec) -> dict[str, str]:
 
 
 def migrate_on_deploy(
-    scope: Construct, migrate: lambda_.Function, database: rds.DatabaseCluster
+    scope: Construct, functions: Mapping[str, lambda_.Function], database: rds.DatabaseCluster
 ) -> None:
-    """Runs the migrations function after the database exists and whenever it changes."""
+    """Runs the migrations function after the database exists and whenever it changes, and
+    before any other function is created or updated: new code may read a column or call a
+    SQL function only its migration adds (migrations are additive, so the code still running
+    meanwhile is safe on the new schema)."""
+    migrate = functions[MIGRATE.name]
     triggers.Trigger(
         scope,
         "MigrateOnDeploy",
         handler=migrate,
         execute_after=[database],
+        execute_before=[f for f in functions.values() if f is not migrate],
         execute_on_handler_change=True,
         timeout=Duration.minutes(5),
     )

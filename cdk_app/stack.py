@@ -24,7 +24,6 @@ from cdk_app.declaration import (
     DEPLOYMENT,
     DISK_PURGE,
     DISK_RECONCILER,
-    MIGRATE,
     SWEEPER,
     Deployment,
 )
@@ -64,7 +63,7 @@ class GpuDevStack(Stack):
             cluster_name=self.cluster_name,
         )
         self.functions = {spec.name: builder.build(spec) for spec in deployment.functions}
-        migrate_on_deploy(self, self.functions[MIGRATE.name], self.database)
+        migrate_on_deploy(self, self.functions, self.database)
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [

@@ -58,6 +58,27 @@ def test_migration_function_runs_on_deploy_and_reruns_when_migrations_change(
     assert len(triggers) == 1
 
 
+def test_every_other_function_is_created_or_updated_after_the_migrations_ran(
+    template: Template,
+):
+    """New code may read a column or call a SQL function only its migration adds."""
+    ((trigger_id, _),) = template.find_resources("Custom::Trigger").items()
+    functions = template.find_resources("AWS::Lambda::Function")
+    migrate = {
+        fid
+        for fid, f in functions.items()
+        if "MIGRATIONS_SHA256" in f["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    ours = {
+        fid: f
+        for fid, f in functions.items()
+        if fid not in migrate and "DB_" in json.dumps(f["Properties"].get("Environment", {}))
+    }
+    assert len(ours) >= 8
+    late = sorted(fid for fid, f in ours.items() if trigger_id not in f.get("DependsOn", []))
+    assert late == []
+
+
 def test_layer_is_built_without_docker_and_carries_the_package_its_files_and_migrations(
     synthesized: tuple[Any, Path],
 ):
