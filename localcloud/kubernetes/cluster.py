@@ -117,6 +117,8 @@ class SimulatedCluster(BackgroundWork):
         self.image_pulls_fail = False  # fault injection: pods never start
         # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
         self.jupyter_images = jupyter_images
+        # The init container scripts the stand-in runs (ours; tests may add their own).
+        self.trusted_scripts = init_containers.SHIPPED_SCRIPTS
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self._terminating_since: dict[str, float] = {}  # pod uid -> when it saw the deletion
@@ -328,7 +330,7 @@ class SimulatedCluster(BackgroundWork):
                     "pods", meta["namespace"], meta["name"], init_containers.initializing
                 )
             elif not init_containers.failed(pod):
-                outcomes = init_containers.run_all(pod, self.jupyter_images)
+                outcomes = init_containers.run_all(pod, self.jupyter_images, self.trusted_scripts)
                 self.store.update(
                     "pods",
                     meta["namespace"],

@@ -12,8 +12,13 @@ ship `jupyter-lab` is the cluster's `jupyter_images`), the container's literal `
 `GPU_DEV_ROOT` naming the directory that stands for the container's `/` (the convention of
 our pod scripts: startup.sh's sandbox test roots its writes the same way). The termination
 message is the file at `terminationMessagePath` under that root, its last 4096 bytes, or
-with `FallbackToLogsOnError` and a failure, the log's tail. Only `bash`/`sh` commands run
-(anything else completes at once with no message); nothing outside the sandbox is written.
+with `FallbackToLogsOnError` and a failure, the log's tail.
+
+What runs: a served pod's init container runs only when its command is `bash`/`sh -c` with
+the text of one of the pod scripts we ship (`gpudev/cluster/*.sh`); anything else completes
+at once with no message. A restricted PATH is no sandbox (absolute paths and built-ins reach
+the whole machine), and anyone who can reach the stand-in can create a pod, so it must never
+run a command a client chose. Tests of the runner itself name the scripts they trust.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gpudev.cluster
 from localcloud.kubernetes.storage_simulation import containers_waiting
 from localcloud.kubernetes.store import now
 
@@ -35,6 +41,10 @@ MAX_MESSAGE_BYTES = 4096  # the kubelet keeps this much of a termination message
 MAX_LOG_MESSAGE_BYTES = 2048  # FallbackToLogsOnError: the log's last 2048 bytes ...
 MAX_LOG_MESSAGE_LINES = 80  # ... or 80 lines, whichever is less
 RUN_SECONDS = 10.0  # an init container still running after this is killed (exit 137)
+# The pod scripts we ship: the only commands a served pod's init container may run.
+SHIPPED_SCRIPTS = frozenset(
+    path.read_text() for path in Path(gpudev.cluster.__file__).parent.glob("*.sh")
+)
 
 
 @dataclass(frozen=True)
@@ -98,11 +108,18 @@ def initializing(pod: Obj) -> None:
     containers_waiting(pod, lambda _container: _initializing()["waiting"])
 
 
-def run_all(pod: Obj, jupyter_images: frozenset[str]) -> list[Outcome]:
-    """Run the init containers in order, stopping at the first that fails."""
+def run_all(
+    pod: Obj, jupyter_images: frozenset[str], trusted: frozenset[str] = SHIPPED_SCRIPTS
+) -> list[Outcome]:
+    """Run the init containers in order, stopping at the first that fails; one whose script
+    is not `trusted` (by default: ours) completes at once with no message, unrun."""
     outcomes: list[Outcome] = []
     for container in pod["spec"]["initContainers"]:
-        outcome = run(container, jupyter_images)
+        argv = [*(container.get("command") or []), *(container.get("args") or [])]
+        if argv[-1:] and argv[-1] in trusted:
+            outcome = run(container, jupyter_images)
+        else:
+            outcome = Outcome(0, "", now(), now())
         outcomes.append(outcome)
         if outcome.exit_code != 0:
             break

@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from localcloud.kubernetes import init_containers
 from localcloud.stack import LocalCloud
 from tests.support.waiting import wait_for
 
@@ -368,6 +369,7 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
     failing["spec"]["initContainers"] = [
         {"name": "check", "image": "x", "command": ["/bin/sh", "-c", "exit 4"]}
     ]
+    local_cloud.cluster.trusted_scripts |= {"exit 4"}  # the stand-in runs only our scripts
     core.create_namespaced_pod(NAMESPACE, failing)
     failed = wait_for(
         lambda: (
@@ -383,6 +385,7 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
     assert failed.status.phase == "Pending"
     assert failed.status.container_statuses[0].state.waiting.reason == "PodInitializing"
     core.delete_namespaced_pod(f"init-fails-{run}", NAMESPACE, grace_period_seconds=0)
+    local_cloud.cluster.trusted_scripts = init_containers.SHIPPED_SCRIPTS
 
     clash = _pod(f"init-clash-{run}", 0, "cpu-x86", {"run": f"{run}-c"})
     clash["spec"]["initContainers"] = [{"name": "gpu-dev", "image": "x"}]

@@ -71,7 +71,8 @@ def test_completed_init_containers_are_terminated_completed_with_their_message()
         )
     )
     init_containers.initializing(pod)
-    init_containers.record(pod, init_containers.run_all(pod, frozenset()))
+    trusted = frozenset({pod["spec"]["initContainers"][0]["command"][-1]})
+    init_containers.record(pod, init_containers.run_all(pod, frozenset(), trusted))
     (status,) = pod["status"]["initContainerStatuses"]
     terminated = status["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"], terminated["message"]) == (
@@ -89,7 +90,8 @@ def test_a_failed_init_container_stops_the_ones_after_it_and_the_pod_stays_pendi
         _script("exit 0") | {"name": "after"},
     )
     init_containers.initializing(pod)
-    outcomes = init_containers.run_all(pod, frozenset())
+    trusted = frozenset(c["command"][-1] for c in pod["spec"]["initContainers"])
+    outcomes = init_containers.run_all(pod, frozenset(), trusted)
     assert [o.exit_code for o in outcomes] == [3]
     init_containers.record(pod, outcomes)
     first, after = pod["status"]["initContainerStatuses"]
@@ -121,6 +123,20 @@ def test_the_sandbox_path_holds_only_the_images_commands():
     assert init_containers.run(probe, frozenset()).message == ""
     found = init_containers.run(probe | {"image": DEV_IMAGE}, frozenset({DEV_IMAGE})).message
     assert found.strip().endswith("image-bin/jupyter-lab")
+
+
+def test_a_served_pod_runs_only_the_scripts_we_ship():
+    """Anyone who can reach the stand-in can create a pod: its init container must not run a
+    command a client chose on the machine running the local cloud."""
+    chosen = 'echo ran > "$GPU_DEV_ROOT/dev/termination-log"; exit 4'
+    pod = _pod(_script(chosen))
+    (unrun,) = init_containers.run_all(pod, frozenset())
+    assert (unrun.exit_code, unrun.message) == (0, "")
+    (ran,) = init_containers.run_all(pod, frozenset(), frozenset({chosen}))
+    assert (ran.exit_code, ran.message) == (4, "ran\n")
+    ours = _pod(objects.jupyter_check(DEV_IMAGE, {"PATH": "/usr/bin"}))
+    (checked,) = init_containers.run_all(ours, frozenset({DEV_IMAGE}))
+    assert checked.message == "jupyter=available\n"
 
 
 def test_a_command_that_is_not_a_shell_completes_at_once_without_a_message():
