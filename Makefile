@@ -37,7 +37,7 @@ run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
 	$(PY) -m localcloud $(ARGS)
 
 test: setup ## Run every test tier (unit, integration, infrastructure, e2e, and lifecycle in two sessions alongside)
-	$(PY) -m tools.test_tiers
+	$(PY) -m tools.test_tiers $(ARGS)
 
 test-fast: $(VENV)/.installed ## Run the unit tier only
 	$(PY) -m pytest tests/unit -q

@@ -6,8 +6,9 @@ equal time), alongside one session for everything else under tests/. Each sessio
 own embedded PostgreSQL (`PYTEST_POSTGRES_DIR`) and its own local cloud (free ports). The
 other tiers' output streams to the terminal; each
 lifecycle session's goes to `.local/test-<name>.log`, printed whole once every session has
-ended. The exit status is the first failing session's (0 if all passed; 130 after Ctrl+C,
-once every session tore down). Each session
+ended (also when interrupted: a CI job killed at its limit still shows them). The exit
+status is the first failing session's (0 if all passed; 130 after Ctrl+C or SIGTERM, once
+every session tore down: a SIGTERM is passed on to the sessions as a Ctrl+C). Each session
 prints its 15 slowest tests, to watch the suite's budget; arguments given to this module
 (pytest options, not paths) are passed to every session.
 
@@ -18,6 +19,7 @@ database, so the tiers run in one session, one after another.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -87,7 +89,14 @@ def main(extra: list[str]) -> int:
     )
     running: dict[Session, subprocess.Popen[bytes]] = {}
     statuses: dict[str, int] = {}
-    interrupted = False
+    interrupted = terminated = False
+
+    def on_sigterm(_signum: int, _frame: object) -> None:
+        nonlocal terminated
+        terminated = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         for session in SESSIONS:
             running[session] = session.start(extra)
@@ -100,13 +109,17 @@ def main(extra: list[str]) -> int:
     except KeyboardInterrupt:
         interrupted = True
         print("\n== interrupted: letting each session tear down its clouds", flush=True)
-    finally:  # leave no session behind
+        if terminated:  # a terminal's Ctrl+C reached the sessions already; a SIGTERM did not
+            for process in running.values():
+                if process.poll() is None:
+                    process.send_signal(signal.SIGINT)
+    finally:  # leave no session behind, and show what each logged
         _end(list(running.values()), TEARDOWN_SECONDS if interrupted else 0.0)
-    for session in running:  # (a session interrupted before it started has no log)
-        if session.logged:
-            print(f"\n== {session.name} ({' '.join(session.args)}):", flush=True)
-            sys.stdout.buffer.write(session.log.read_bytes())
-            sys.stdout.flush()
+        for session in running:  # (a session interrupted before it started has no log)
+            if session.logged:
+                print(f"\n== {session.name} ({' '.join(session.args)}):", flush=True)
+                sys.stdout.buffer.write(session.log.read_bytes())
+                sys.stdout.flush()
     if interrupted:
         return 130  # as a shell reports Ctrl+C
     failed = [name for name, status in statuses.items() if status]

@@ -10,7 +10,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +46,18 @@ sys.exit(test_tiers.main([]))
 """
 
 
-def test_ctrl_c_lets_every_session_tear_down_then_exits_130(tmp_path: Path):
+def _ctrl_c(runner: subprocess.Popen[bytes]) -> None:
+    os.killpg(runner.pid, signal.SIGINT)  # a terminal's Ctrl+C: the whole foreground group
+
+
+def _sigterm(runner: subprocess.Popen[bytes]) -> None:
+    os.kill(runner.pid, signal.SIGTERM)  # a CI job's time limit: the runner alone
+
+
+@pytest.mark.parametrize("interrupt", [_ctrl_c, _sigterm], ids=["ctrl-c", "sigterm"])
+def test_an_interrupt_lets_every_session_tear_down_then_exits_130(
+    tmp_path: Path, interrupt: Callable[[subprocess.Popen[bytes]], None]
+):
     driver = f"SESSION = {SESSION!r}\nDIR = {str(tmp_path)!r}\n" + DRIVER
     runner = subprocess.Popen(
         [sys.executable, "-c", driver],
@@ -59,7 +73,7 @@ def test_ctrl_c_lets_every_session_tear_down_then_exits_130(tmp_path: Path):
             assert runner.poll() is None, runner.communicate()[0].decode()
             assert time.monotonic() < deadline, "the sessions did not start"
             time.sleep(0.05)
-        os.killpg(runner.pid, signal.SIGINT)  # Ctrl+C: the whole foreground group
+        interrupt(runner)
         output = runner.communicate(timeout=60)[0].decode()
     finally:
         if runner.poll() is None:
