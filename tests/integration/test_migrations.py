@@ -75,6 +75,35 @@ def test_a_failing_migration_leaves_nothing_half_applied(empty_database: str, tm
         assert [m.version for m in apply_migrations(conn, tmp_path / "m")] == [9999]
 
 
+def test_a_migration_waits_briefly_for_a_table_lock_then_stops_with_nothing_applied(
+    empty_database: str, tmp_path: Path
+):
+    """Queued behind a long transaction, an ALTER TABLE would make every query of the table
+    queue behind it: the migration gives up its place after `lock_timeout`, retries, then
+    stops the deploy with nothing of it applied; once the transaction ended it applies."""
+    shutil.copytree(MIGRATIONS, tmp_path / "m")
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        apply_migrations(conn, tmp_path / "m")
+    (tmp_path / "m" / "9999_alter.sql").write_text(
+        "ALTER TABLE reservations ADD COLUMN added_later int;\n"
+    )
+    with (
+        psycopg.connect(empty_database) as reader,  # a long read: its lock stays held
+        psycopg.connect(empty_database, autocommit=True) as conn,
+    ):
+        reader.execute("SELECT count(*) FROM reservations").fetchone()
+        with pytest.raises(MigrationError, match="waited 50 ms for a table lock 2 times"):
+            apply_migrations(
+                conn, tmp_path / "m", lock_timeout_ms=50, pause_seconds=0.01, attempts=2
+            )
+        assert 9999 not in [v for v, _ in _applied(empty_database)]
+        column = "SELECT 1 FROM information_schema.columns WHERE column_name = 'added_later'"
+        assert conn.execute(column).fetchone() is None
+        reader.rollback()
+        assert [m.version for m in apply_migrations(conn, tmp_path / "m")] == [9999]
+        assert conn.execute(column).fetchone() == (1,)
+
+
 def test_a_database_newer_than_the_code_is_refused(empty_database: str, tmp_path: Path):
     shutil.copytree(MIGRATIONS, tmp_path / "m")
     (tmp_path / "m" / "9999_later.sql").write_text("SELECT 1;\n")

@@ -4,12 +4,18 @@ Each file runs in its own transaction and is recorded in `schema_migrations` wit
 SHA-256. A file edited after it was applied is refused (write a new migration instead).
 A session advisory lock makes concurrent runners (two deploys, a test and a deploy) apply
 each migration exactly once: the second waits, then finds nothing left to do.
+
+A migration that alters a live table needs its lock at once or not at all: queued behind a
+long transaction, an `ALTER TABLE` would make every query of that table queue behind it. So
+each migration waits at most `lock_timeout` for a lock, and is retried a few times after a
+pause; after that the deploy stops with nothing of that migration applied.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +28,9 @@ from gpudev.errors import MigrationError
 # Any constant shared by every runner; chosen once, never changed.
 MIGRATION_LOCK_KEY = 7_216_004_001
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+LOCK_TIMEOUT_MS = 5_000  # what a migration may wait for a table lock, per attempt
+LOCK_ATTEMPTS = 4
+LOCK_RETRY_PAUSE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,13 @@ def load_migrations(directory: Path) -> list[Migration]:
     return migrations
 
 
-def apply_migrations(conn: psycopg.Connection[Any], directory: Path) -> list[Migration]:
+def apply_migrations(
+    conn: psycopg.Connection[Any],
+    directory: Path,
+    lock_timeout_ms: int = LOCK_TIMEOUT_MS,
+    attempts: int = LOCK_ATTEMPTS,
+    pause_seconds: float = LOCK_RETRY_PAUSE_SECONDS,
+) -> list[Migration]:
     """Apply what is not applied yet; return what was applied. `conn` must be autocommit."""
     if not conn.autocommit:
         raise MigrationError("apply_migrations needs an autocommit connection")
@@ -89,17 +104,29 @@ def apply_migrations(conn: psycopg.Connection[Any], directory: Path) -> list[Mig
                         "applied; migrations are forward-only, add a new one instead"
                     )
                 continue
-            with conn.transaction():
-                conn.execute(migration.sql.encode())
-                conn.execute(
-                    query("migrations/record"),
-                    {
-                        "version": migration.version,
-                        "name": migration.name,
-                        "checksum": migration.checksum,
-                    },
-                )
+            for attempt in range(1, attempts + 1):
+                try:
+                    _apply(conn, migration, lock_timeout_ms)
+                    break
+                except psycopg.errors.LockNotAvailable as waited:
+                    if attempt == attempts:
+                        raise MigrationError(
+                            f"migration {migration.version:04d}_{migration.name} waited "
+                            f"{lock_timeout_ms} ms for a table lock {attempts} times (a long "
+                            "transaction holds it?); nothing of it was applied: deploy again"
+                        ) from waited
+                    time.sleep(pause_seconds)
             done.append(migration)
         return done
     finally:
         conn.execute(query("migrations/unlock"), {"key": MIGRATION_LOCK_KEY})
+
+
+def _apply(conn: psycopg.Connection[Any], migration: Migration, lock_timeout_ms: int) -> None:
+    with conn.transaction():
+        conn.execute(query("migrations/lock_timeout"), {"timeout": f"{lock_timeout_ms}ms"})
+        conn.execute(migration.sql.encode())
+        conn.execute(
+            query("migrations/record"),
+            {"version": migration.version, "name": migration.name, "checksum": migration.checksum},
+        )
