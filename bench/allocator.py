@@ -22,7 +22,7 @@ benchmark process's CPU time (wall time includes waiting for a core).
 
 Each runs on its own copy of the same seeded database (CREATE DATABASE … TEMPLATE). SQL
 statements are counted on the connection. Run: `make bench`, or `bench/allocator.py --quick`
-(1,000 and 10,000 queued only).
+(1,000 and 10,000 queued only), `--queued 100000` (that scale only).
 """
 
 from __future__ import annotations
@@ -299,8 +299,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="only 1,000 and 10,000 queued")
     parser.add_argument("--runs", type=int, default=5, help="runs per scale (default 5)")
+    parser.add_argument("--queued", type=int, help="only the scale with this many queued")
     args = parser.parse_args()
     scales = SCALES[:2] if args.quick else SCALES
+    if args.queued is not None:
+        scales = tuple(scale for scale in scales if scale[0] == args.queued)
+        if not scales:
+            parser.error(f"--queued: one of {', '.join(str(q) for q, _ in SCALES)}")
     settings = LifecycleSettings()
     print(
         "allocator pass: h100 nodes of 8 GPUs, 90% fully held; the first pass writes every"
@@ -318,7 +323,7 @@ def main() -> None:
                 title = f"ours {queued:>7,} queued {count:>5,} nodes" if i == 0 else label
                 print(_row(title, passes[i]))
             medians.append((queued, [statistics.median(m.wall for m in p) for p in passes]))
-            if queued == scales[0][0]:
+            if queued == SCALES[0][0]:
                 naive = []
                 for _ in range(min(args.runs, 3)):
                     url = _database(

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node
+from gpudev.db.queries import query
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Wake
 
@@ -80,3 +81,12 @@ def test_the_pass_reports_how_long_each_granted_reservation_waited(fresh_databas
         report = Allocator(conn, ThrottledFor(""), LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
         assert report.granted == [waited, fresh]  # FIFO: two nodes, the newest stays queued
         assert 90 <= report.granted_waits[0] < 120 and 0 <= report.granted_waits[1] < 30
+
+
+def test_the_pass_finds_unsignalled_grants_through_their_index_not_a_table_scan(fresh_database):
+    """Every pass reads the grants not signalled yet: a few rows, whatever the number of
+    reservations (migration 0023's partial index; the query's conditions must imply it)."""
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # an empty table: show what it could use
+        plan = conn.execute("EXPLAIN " + query("allocation/unsignalled")).fetchall()
+    assert "reservations_unsignalled_idx" in "\n".join(line for (line,) in plan)
