@@ -16,7 +16,7 @@ import pytest
 
 from gpudev.errors import Conflict, InvalidRequest, NotFound
 from gpudev.identity import caller_from_arn
-from gpudev.models import Availability, ReservationStatus
+from gpudev.models import Availability, ReservationStatus, TypeCapacity
 from gpudev.repositories import GpuTypesRepository, LifecycleRepository, UsageRepository
 from gpudev.usage.operators import force_cancel
 from gpudev.usage.service import usage_report
@@ -188,9 +188,14 @@ def test_the_report_is_one_round_trip_as_the_api_role(recorded: Any):
 
 def test_the_availability_updater_keeps_the_capacity_history(db: psycopg.Connection[Any]):
     def update(h100_total: int, available: int) -> None:
-        GpuTypesRepository(db).update_availability(
-            [Availability("h100", h100_total, available, 0, 0, 0, 0, 8, True)], "test"
-        )
+        h100 = dict.fromkeys(TypeCapacity.model_fields, 0) | {
+            "gpu_type": "h100",
+            "total_cluster_gpus": h100_total,
+            "available_gpus": available,
+            "max_per_node": 8,
+            "groups_found": True,
+        }
+        GpuTypesRepository(db).update_availability([Availability.model_validate(h100)], "test")
 
     db.execute("DELETE FROM gpu_capacity_history")
     update(24, 8)

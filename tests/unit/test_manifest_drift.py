@@ -20,7 +20,7 @@ from kubernetes.client import ApiClient
 
 from gpudev.cluster import network, objects
 from gpudev.cluster.names import Placement
-from gpudev.models import GpuType, Reservation, ReservationStatus
+from gpudev.models import GpuType, Reservation, ReservationStatus, TypeCapacity
 from localcloud.kubernetes import validation
 
 CATALOGUE = Path(__file__).parents[2] / "migrations" / "0002_gpu_type_catalogue.sql"
@@ -35,30 +35,21 @@ DEPLOYED = Path(__file__).parents[2] / "deploy" / "kubernetes" / "network-polici
 
 
 def _catalogue() -> list[GpuType]:
+    """The catalogue migration's types as their rows read before the availability updater
+    first ran: no capacity measured yet (a manifest takes only the catalogue's columns)."""
     rows = re.findall(
         r"\('([\w-]+)',\s*'([\w.-]+)',\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+)", CATALOGUE.read_text()
     )
     assert len(rows) >= 10, "the catalogue migration changed shape"
+    columns = ("gpu_type", "instance_type", "max_gpus", "cpus", "memory_gb", "max_per_node")
+    unmeasured: dict[str, Any] = dict.fromkeys(TypeCapacity.model_fields, 0) | {
+        "is_active": True,
+        "description": None,
+        "last_availability_update": None,
+        "last_availability_updated_by": None,
+    }
     return [
-        GpuType(
-            gpu_type=gpu_type,
-            instance_type=instance_type,
-            max_gpus=int(max_gpus),
-            cpus=int(cpus),
-            memory_gb=int(memory_gb),
-            is_active=True,
-            description=None,
-            total_cluster_gpus=0,
-            available_gpus=0,
-            max_reservable=0,
-            full_nodes_available=0,
-            running_instances=0,
-            desired_capacity=0,
-            max_per_node=int(max_per_node),
-            last_availability_update=None,
-            last_availability_updated_by=None,
-        )
-        for gpu_type, instance_type, max_gpus, cpus, memory_gb, max_per_node in rows
+        GpuType.model_validate(unmeasured | dict(zip(columns, row, strict=True))) for row in rows
     ]
 
 

@@ -46,14 +46,10 @@ class User(Row):
     last_seen_at: datetime
 
 
-class GpuType(Row):
-    gpu_type: str
-    instance_type: str
-    max_gpus: int
-    cpus: int
-    memory_gb: int
-    is_active: bool
-    description: str | None
+class TypeCapacity(Row):
+    """A GPU type's capacity as the availability updater computes it (`Availability`) and
+    writes it to the type's row (`GpuType`, `gpu_types/update_availability.sql`)."""
+
     total_cluster_gpus: int
     available_gpus: int
     max_reservable: int
@@ -61,6 +57,19 @@ class GpuType(Row):
     running_instances: int
     desired_capacity: int
     max_per_node: int
+
+
+class GpuType(TypeCapacity):
+    """A `gpu_types` row: the catalogue's configuration, and the capacity the availability
+    updater last wrote."""
+
+    gpu_type: str
+    instance_type: str
+    max_gpus: int
+    cpus: int
+    memory_gb: int
+    is_active: bool
+    description: str | None
     last_availability_update: datetime | None
     last_availability_updated_by: str | None
 
@@ -170,34 +179,44 @@ class ReservationEvent(Row):
     detail: str | None
 
 
-class Disk(Row):
-    disk_id: UUID
-    user_id: str
+class DiskShown(Row):
+    """The columns of a disk its owner sees: the API's `DiskView` is these and no more.
+    `Disk` adds the internal ones, so a column added to the row stays out of the view and
+    of the OpenAPI document until it is added here (tests/unit/test_views.py)."""
+
     disk_name: str
-    ebs_volume_id: str | None
     size_gb: int | None
     disk_size: str | None
     in_use: bool
     reservation_id: UUID | None
     is_deleted: bool
     delete_date: date | None
-    marked_deleted_at: datetime | None
     snapshot_count: int
-    pending_snapshot_count: int
     is_backing_up: bool
     last_snapshot_at: datetime | None
     operation_id: UUID | None
     operation_status: str | None
     operation_error: str | None
+    # migrations/0011: why the reservation holding it could not save it yet (a failed
+    # snapshot, retried); the disk lifecycle writes it
+    lifecycle_error: str | None
     last_used: datetime | None
-    latest_snapshot_content_s3: str | None
     created_at: datetime
+
+
+class Disk(DiskShown):
+    """A `disks` row: what its owner sees, and what only the control plane uses."""
+
+    disk_id: UUID
+    user_id: str
+    ebs_volume_id: str | None
+    marked_deleted_at: datetime | None
+    pending_snapshot_count: int
+    latest_snapshot_content_s3: str | None
     last_updated: datetime
-    # migrations/0011: the listing of the contents recorded at the last snapshot, and why
-    # the lifecycle could not save the disk, if it could not (the disk lifecycle writes both)
+    # migrations/0011: the listing of the contents recorded at the last snapshot (the disk
+    # lifecycle writes it), and the volume made for the holder
     content_listing: str | None = None
-    lifecycle_error: str | None = None
-    # migrations/0011: the volume made for the holder (the lifecycle writes it)
     held_volume_id: str | None = None
     # migrations/0012: the name EBS tags carry while a rename has not reached them
     tagged_name: str | None = None
@@ -254,15 +273,9 @@ class Usage:
     live_gpus: int
 
 
-# What the availability updater computes for one GPU type.
-@dataclass(frozen=True)
-class Availability:
+class Availability(TypeCapacity):
+    """What the availability updater computes for one GPU type: its capacity, and whether
+    it found the type's scaling groups (not a column)."""
+
     gpu_type: str
-    total_cluster_gpus: int
-    available_gpus: int
-    max_reservable: int
-    full_nodes_available: int
-    running_instances: int
-    desired_capacity: int
-    max_per_node: int
     groups_found: bool

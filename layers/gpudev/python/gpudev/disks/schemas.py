@@ -4,12 +4,11 @@ users see."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date, datetime
-from uuid import UUID
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from gpudev.models import Disk
+from gpudev.models import Disk, DiskShown
 
 MAX_SIZE_GB = 16384  # gp3's limit
 
@@ -23,25 +22,7 @@ class RenameRequest(BaseModel):
     new_name: str = Field(min_length=1, max_length=50)
 
 
-class DiskView(BaseModel):
-    disk_name: str
-    size_gb: int | None
-    disk_size: str | None
-    in_use: bool
-    reservation_id: UUID | None
-    is_deleted: bool
-    delete_date: date | None
-    snapshot_count: int
-    is_backing_up: bool
-    last_snapshot_at: datetime | None
-    operation_id: UUID | None
-    operation_status: str | None
-    operation_error: str | None
-    # why the reservation holding it could not save it yet (a failed snapshot, retried)
-    lifecycle_error: str | None
-    last_used: datetime | None
-    created_at: datetime
-
+class DiskView(DiskShown):
     @classmethod
     def of(cls, disk: Disk) -> DiskView:
         return cls.model_validate(disk.model_dump(include=set(cls.model_fields)))

@@ -1,18 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 import psycopg
 
 from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all, fetch_one
-from gpudev.models import Availability, GpuType
-
-# What the availability updater writes to a type's row, one array each: what it computed
-# but whether it found the type's scaling groups (not a column).
-_AVAILABILITY_COLUMNS = tuple(f.name for f in fields(Availability) if f.name != "groups_found")
+from gpudev.models import Availability, GpuType, TypeCapacity
 
 
 class GpuTypesRepository:
@@ -32,7 +27,7 @@ class GpuTypesRepository:
         self._conn.execute(
             query("gpu_types/update_availability"),
             {
-                **column_arrays(results, *_AVAILABILITY_COLUMNS),
+                **column_arrays(results, "gpu_type", *TypeCapacity.model_fields),
                 "updated_by": updated_by,
             },
         )

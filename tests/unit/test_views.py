@@ -1,0 +1,68 @@
+"""The API's views show what users may see of a row, and a column added to a row stays out
+of them (and of the OpenAPI document) until someone adds it to the view's side on purpose:
+`Disk` extends the columns its owner sees (`DiskShown`, which `DiskView` is), and
+`ReservationView` declares its fields on its own."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from gpudev.disks.schemas import DiskView
+from gpudev.models import Disk, DiskShown, Reservation
+from gpudev.reservations.schemas import ReservationView
+
+OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+def _published(view: type[BaseModel]) -> set[str]:
+    schemas = json.loads(OPENAPI.read_text())["components"]["schemas"]
+    return set(schemas[view.__name__]["properties"])
+
+
+def _disk(row: type[Disk] = Disk, **columns: Any) -> Disk:
+    values: dict[str, Any] = dict.fromkeys(row.model_fields) | {
+        "disk_id": uuid.uuid4(),
+        "user_id": "alice",
+        "disk_name": "work",
+        "in_use": False,
+        "is_deleted": False,
+        "snapshot_count": 2,
+        "pending_snapshot_count": 1,
+        "is_backing_up": True,
+        "created_at": NOW,
+        "last_updated": NOW,
+    }
+    return row.model_validate(values | columns)
+
+
+def test_the_disk_view_is_the_shown_columns_and_none_of_the_rows_own():
+    own = set(Disk.model_fields) - set(DiskShown.model_fields)
+    assert {"disk_id", "user_id", "ebs_volume_id", "held_volume_id", "tagged_name"} <= own
+    assert set(DiskView.model_fields) == set(DiskShown.model_fields) == _published(DiskView)
+    shown = DiskView.of(_disk(ebs_volume_id="vol-1", tagged_name="old", lifecycle_error="slow"))
+    assert shown.model_dump().keys() == DiskShown.model_fields.keys()
+    assert (shown.disk_name, shown.snapshot_count, shown.lifecycle_error) == ("work", 2, "slow")
+
+
+def test_a_column_added_to_the_disk_row_reaches_neither_the_view_nor_the_document():
+    class DiskWithNewColumn(Disk):
+        kms_key_arn: str
+
+    row = _disk(DiskWithNewColumn, kms_key_arn="arn:aws:kms:secret")
+    dumped = json.dumps(DiskView.of(row).model_dump(mode="json"))
+    assert "kms_key_arn" not in dumped and "arn:aws:kms:secret" not in dumped
+    assert "kms_key_arn" not in DiskView.model_json_schema()["properties"]
+
+
+def test_the_reservation_view_leaves_out_the_orchestration_columns():
+    own = set(Reservation.model_fields) - set(ReservationView.model_fields)
+    assert {"task_token", "execution_arn", "jupyter_token", "change_generation"} <= own
+    assert not own & _published(ReservationView)
+    assert set(ReservationView.model_fields) == _published(ReservationView)
