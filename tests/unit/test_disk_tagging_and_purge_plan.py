@@ -37,6 +37,7 @@ def disk(**changes: Any) -> Disk:
         "operation_id": uuid.uuid4(),
         "operation_status": "running",
         "operation_error": None,
+        "lifecycle_error": None,
         "last_used": None,
         "latest_snapshot_content_s3": None,
         "created_at": NOW,

@@ -22,6 +22,8 @@ class RenameRequest(BaseModel):
     new_name: str = Field(min_length=1, max_length=50)
 
 
+# The columns of `DiskShown`, nothing else of the row (no docstring: it would become the
+# schema's description in the OpenAPI document).
 class DiskView(DiskShown):
     @classmethod
     def of(cls, disk: Disk) -> DiskView:
