@@ -1,7 +1,7 @@
 """The API's views show what users may see of a row, and a column added to a row stays out
 of them (and of the OpenAPI document) until someone adds it to the view's side on purpose:
-`Disk` extends the columns its owner sees (`DiskShown`, which `DiskView` is), and
-`ReservationView` declares its fields on its own."""
+each row extends the columns its owner sees (`DiskShown`, which `DiskView` is;
+`ReservationShown`, which `ReservationView` is with two computed waits)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gpudev.disks.schemas import DiskView
-from gpudev.models import Disk, DiskShown, Reservation
+from gpudev.models import Disk, DiskShown, Reservation, ReservationShown
 from gpudev.reservations.schemas import ReservationView
 
 OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
@@ -61,8 +61,10 @@ def test_a_column_added_to_the_disk_row_reaches_neither_the_view_nor_the_documen
     assert "kms_key_arn" not in DiskView.model_json_schema()["properties"]
 
 
-def test_the_reservation_view_leaves_out_the_orchestration_columns():
-    own = set(Reservation.model_fields) - set(ReservationView.model_fields)
+def test_the_reservation_view_is_the_shown_columns_and_two_computed_waits():
+    own = set(Reservation.model_fields) - set(ReservationShown.model_fields)
     assert {"task_token", "execution_arn", "jupyter_token", "change_generation"} <= own
-    assert not own & _published(ReservationView)
+    computed = {"estimated_wait_minutes", "expires_in_minutes"}
+    assert set(ReservationView.model_fields) == set(ReservationShown.model_fields) | computed
     assert set(ReservationView.model_fields) == _published(ReservationView)
+    assert not own & _published(ReservationView)

@@ -78,10 +78,14 @@ class GpuType(TypeCapacity):
         return self.max_gpus == 0
 
 
-class Reservation(Row):
+class ReservationShown(Row):
+    """The columns of a reservation its owner sees: the API's `ReservationView` is these
+    and what it computes from the others (waits in clock minutes). `Reservation` adds the
+    orchestration's (task tokens, execution ARNs, generations), so a column added to the
+    row stays out of the view and of the OpenAPI document (tests/unit/test_views.py)."""
+
     reservation_id: UUID
     user_id: str
-    client_request_id: str | None
     name: str | None
     status: ReservationStatus
     gpu_type: str
@@ -89,53 +93,64 @@ class Reservation(Row):
     total_nodes: int
     instance_type: str | None
     duration_hours: float
-    github_user: str | None
     disk_name: str | None
     jupyter_enabled: bool
     profiling: bool
+    # The view leaves it out unless node 0's Jupyter check said the pod's image has it.
     jupyter_url: str | None
-    jupyter_port: int | None
-    jupyter_token: str | None
+    # What the check said (0021): null until the pod said; false with the reason in
+    # jupyter_error.
+    jupyter_available: bool | None
     jupyter_error: str | None
-    # What node 0's Jupyter check said (0021): None until the pod said, or before the check.
-    jupyter_available: bool | None = None
-    namespace: str
+    github_user: str | None
+    secondary_users: list[str]
     pod_name: str | None
     node_ip: str | None
     node_port: int | None
     ssh_command: str | None
-    node_address_kind: str | None = None  # 'external' or 'internal' (0015)
-    ebs_volume_id: str | None
-    secondary_users: list[str]
-    warnings_sent: list[int]
-    extension_error: str | None
-    failure_reason: str | None
-    current_detailed_status: str | None
+    # 'external', or 'internal': node_ip is reachable only from inside the cluster's VPC
+    # (VPN, bastion) (0015).
+    node_address_kind: str | None
     queue_position: int | None
+    current_detailed_status: str | None
+    failure_reason: str | None
+    extension_error: str | None
+    warning_text: str | None
+    # Pod health, as the availability updater last saw it (availability/health.py).
+    oom_count: int
+    last_oom_at: datetime | None
+    health_warning: str | None
+    client_request_id: str | None
+    cancel_requested_at: datetime | None
+    created_at: datetime
+    launched_at: datetime | None
+    expires_at: datetime | None
+    reservation_ended: datetime | None
+
+
+class Reservation(ReservationShown):
+    """A `reservations` row: what its owner sees, and what only the control plane uses."""
+
+    jupyter_port: int | None
+    jupyter_token: str | None
+    namespace: str
+    ebs_volume_id: str | None
+    warnings_sent: list[int]
     # While queued, the allocator's estimated start (NULL: it never fits); once granted, the
     # grant time (0020; it replaces `estimated_wait_minutes`, which nothing writes any more).
     estimated_start_at: datetime | None = None
-    oom_count: int
-    last_oom_at: datetime | None
     pod_restarts: int
-    health_warning: str | None
     health_ending: str | None
     execution_arn: str | None
     task_token: str | None
-    cancel_requested_at: datetime | None
     change_generation: int
     applied_generation: int
     granted_at: datetime | None
     grant_signalled_at: datetime | None
     ready_deadline: datetime | None
-    warning_text: str | None
-    created_at: datetime
     updated_at: datetime
-    launched_at: datetime | None
-    expires_at: datetime | None
     cancelled_at: datetime | None
     failed_at: datetime | None
-    reservation_ended: datetime | None
 
 
 class WatchedReservation(Row):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import Reservation, ReservationShown
 from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
 from gpudev.settings import lifecycle_settings
 
@@ -49,50 +48,12 @@ class AddUserRequest(BaseModel):
     github_username: str = Field(min_length=1, max_length=39)
 
 
-class ReservationView(BaseModel):
-    reservation_id: UUID
-    user_id: str
-    name: str | None
-    status: ReservationStatus
-    gpu_type: str
-    gpu_count: int
-    total_nodes: int
-    instance_type: str | None
-    duration_hours: float
-    disk_name: str | None
-    jupyter_enabled: bool
-    profiling: bool
-    # Only when node 0's Jupyter check said the pod's image has it (never a dead URL).
-    jupyter_url: str | None
-    # What the check said: null until the pod said; false with the reason in jupyter_error.
-    jupyter_available: bool | None
-    jupyter_error: str | None
-    github_user: str | None
-    secondary_users: list[str]
-    pod_name: str | None
-    node_ip: str | None
-    node_port: int | None
-    ssh_command: str | None
-    # 'internal': node_ip is reachable only from inside the cluster's VPC (VPN, bastion).
-    node_address_kind: str | None
-    queue_position: int | None
+# The columns of `ReservationShown` and two waits computed from the others (no docstring:
+# it would become the schema's description in the OpenAPI document).
+class ReservationView(ReservationShown):
     # Clock minutes until the allocator's estimated start, as of this answer (0 once granted;
     # null: no estimate, or it never fits). Stored as a moment (`estimated_start_at`).
     estimated_wait_minutes: int | None
-    current_detailed_status: str | None
-    failure_reason: str | None
-    extension_error: str | None
-    warning_text: str | None
-    # Pod health, as the availability updater last saw it (availability/health.py).
-    oom_count: int
-    last_oom_at: datetime | None
-    health_warning: str | None
-    client_request_id: str | None
-    cancel_requested_at: datetime | None
-    created_at: datetime
-    launched_at: datetime | None
-    expires_at: datetime | None
-    reservation_ended: datetime | None
     # Clock minutes until `expires_at`, as of this answer, in the lifecycle's clock like every
     # duration and ETA (under a compressed clock an hour lasts `seconds_per_hour` seconds).
     expires_in_minutes: int | None = None
