@@ -33,7 +33,7 @@ from typing import Any
 
 import gpudev.cluster
 from localcloud.kubernetes.storage_simulation import containers_waiting
-from localcloud.kubernetes.store import now
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 SHELLS = {"bash": "/bin/bash", "sh": "/bin/sh"}
