@@ -6,8 +6,8 @@
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
-Tests tune it through `image_pulls_fail`, `jupyter_images`, `trusted_scripts` (the
-kubelet's) and `probes.probes_fail`."""
+Tests tune it through `image_pulls_fail`, `jupyter_images`, `shell_less_images`,
+`trusted_scripts` (the kubelet's) and `probes.probes_fail`."""
 
 from __future__ import annotations
 
@@ -106,3 +106,12 @@ class SimulatedCluster(BackgroundWork):
     @trusted_scripts.setter
     def trusted_scripts(self, value: frozenset[str]) -> None:
         self._kubelet.trusted_scripts = value
+
+    @property
+    def shell_less_images(self) -> frozenset[str]:
+        """Images with no shell: a shell init container cannot start (StartError)."""
+        return self._kubelet.shell_less_images
+
+    @shell_less_images.setter
+    def shell_less_images(self, value: frozenset[str]) -> None:
+        self._kubelet.shell_less_images = value

@@ -15,6 +15,7 @@ from typing import Any
 
 from localcloud.kubernetes import init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
@@ -49,6 +50,9 @@ class Kubelet:
         self.jupyter_images = jupyter_images
         # The init container scripts the stand-in runs (ours; tests may add their own).
         self.trusted_scripts = init_containers.SHIPPED_SCRIPTS
+        # Images with no shell: an init container's shell command cannot start in them.
+        self.shell_less_images: frozenset[str] = frozenset()
+        self.init_restarts = InitContainerRestarts()  # failed init containers: back-off
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
 
     def step(self) -> None:
@@ -56,8 +60,10 @@ class Kubelet:
             self._store.list("pods", None)["items"],
             key=lambda p: p["metadata"]["creationTimestamp"],
         )
-        for uid in self._bound_seen_at.keys() - {p["metadata"]["uid"] for p in pods}:
+        uids = {p["metadata"]["uid"] for p in pods}
+        for uid in self._bound_seen_at.keys() - uids:
             del self._bound_seen_at[uid]
+        self.init_restarts.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
         nodes = {n["metadata"]["name"]: n for n in self._store.list("nodes", None)["items"]}
@@ -109,11 +115,20 @@ class Kubelet:
     def _initialize(self, pod: Obj) -> None:
         """One step of a pod's init containers: start them (one kubelet pass: the pod is seen
         Pending, initializing), then run them and record how they ended (the next pass starts
-        the containers). A failed one keeps the pod Pending."""
+        the containers). A failed one is restarted after a back-off, or fails the pod
+        (`init_container_restarts.py`)."""
         if not init_containers.started(pod):
             self._write(pod, init_containers.initializing)
-        elif not init_containers.failed(pod):
-            outcomes = init_containers.run_all(pod, self.jupyter_images, self.trusted_scripts)
+        elif init_containers.failed(pod):
+            self._write(pod, self.init_restarts.after_failure(pod))
+        elif init_containers.backing_off(pod):
+            restart = self.init_restarts.restart_due(pod)
+            if restart is not None:
+                self._write(pod, restart)
+        else:
+            outcomes = init_containers.run_all(
+                pod, self.jupyter_images, self.trusted_scripts, self.shell_less_images
+            )
             self._write(pod, functools.partial(init_containers.record, outcomes=outcomes))
 
     def _reject(self, pod: Obj, wanted: int, used: int, capacity: int) -> None:
