@@ -9,7 +9,8 @@ import hashlib
 from typing import Any
 
 from localcloud.kubernetes.errors import ApiError
-from localcloud.kubernetes.store import ObjectStore, now
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 

@@ -2,13 +2,16 @@
 pod's containers starts. While they run the pod is Pending, its `Initialized` condition False
 (ContainersNotInitialized) and its containers waiting (PodInitializing); each that exits 0 is
 `state.terminated` {exitCode 0, reason Completed, message}; then the containers start. One
-that fails leaves the pod Pending with `terminated` {exitCode, reason Error} (the kubelet
-would restart it with a back-off, Init:CrashLoopBackOff; the stand-in does not retry).
+that fails is `terminated` {exitCode, reason Error}, and the ones after it wait; what the
+kubelet does next (restart it with a back-off, or fail the pod) is
+`init_container_restarts.py`. A restarted one runs again; those that completed do not.
 
 The stand-in has no container runtime, so it runs an init container's shell command for
 real, in a sandbox whose content is the image's, as far as a test can say: a temporary
 directory, `PATH` holding only the commands the image ships (stubs that exit 0; which images
-ship `jupyter-lab` is the cluster's `jupyter_images`), the container's literal `env`, and
+ship `jupyter-lab` is the cluster's `jupyter_images`; an image in `shell_less_images` has no
+shell, so a shell command cannot start: StartError, exit 128, as containerd reports a
+missing executable), the container's literal `env`, and
 `GPU_DEV_ROOT` naming the directory that stands for the container's `/` (the convention of
 our pod scripts: startup.sh's sandbox test roots its writes the same way). The termination
 message is the file at `terminationMessagePath` under that root, its last 4096 bytes, or
@@ -33,13 +36,14 @@ from typing import Any
 
 import gpudev.cluster
 from localcloud.kubernetes.storage_simulation import containers_waiting
-from localcloud.kubernetes.store import now
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 SHELLS = {"bash": "/bin/bash", "sh": "/bin/sh"}
 MAX_MESSAGE_BYTES = 4096  # the kubelet keeps this much of a termination message
 MAX_LOG_MESSAGE_BYTES = 2048  # FallbackToLogsOnError: the log's last 2048 bytes ...
 MAX_LOG_MESSAGE_LINES = 80  # ... or 80 lines, whichever is less
+CRASH_LOOP = "CrashLoopBackOff"
 RUN_SECONDS = 10.0  # an init container still running after this is killed (exit 137)
 # The pod scripts we ship: the only commands a served pod's init container may run.
 SHIPPED_SCRIPTS = frozenset(
@@ -53,6 +57,7 @@ class Outcome:
     message: str
     started_at: str
     finished_at: str
+    reason: str = ""  # the kubelet's: Completed or Error unless said (StartError)
 
 
 def completed(pod: Obj) -> bool:
@@ -69,8 +74,17 @@ def started(pod: Obj) -> bool:
 
 
 def failed(pod: Obj) -> bool:
+    """An init container has just failed (it is terminated, not yet restarted)."""
     return any(
         ((s.get("state") or {}).get("terminated") or {}).get("exitCode") not in (None, 0)
+        for s in pod["status"].get("initContainerStatuses") or []
+    )
+
+
+def backing_off(pod: Obj) -> bool:
+    """A failed init container waits for its restart (CrashLoopBackOff)."""
+    return any(
+        ((s.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP
         for s in pod["status"].get("initContainerStatuses") or []
     )
 
@@ -109,14 +123,20 @@ def initializing(pod: Obj) -> None:
 
 
 def run_all(
-    pod: Obj, jupyter_images: frozenset[str], trusted: frozenset[str] = SHIPPED_SCRIPTS
+    pod: Obj,
+    jupyter_images: frozenset[str],
+    trusted: frozenset[str] = SHIPPED_SCRIPTS,
+    shell_less_images: frozenset[str] = frozenset(),
 ) -> list[Outcome]:
-    """Run the init containers in order, stopping at the first that fails; one whose script
-    is not `trusted` (by default: ours) completes at once with no message, unrun."""
+    """Run the init containers that have not completed, in order, stopping at the first that
+    fails; one whose script is not `trusted` (by default: ours) completes at once with no
+    message, unrun. The outcomes are those of the containers from `_first_pending(pod)`."""
     outcomes: list[Outcome] = []
-    for container in pod["spec"]["initContainers"]:
+    for container in pod["spec"]["initContainers"][_first_pending(pod) :]:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
-        if argv[-1:] and argv[-1] in trusted:
+        if argv and container.get("image", "") in shell_less_images and _shell(argv):
+            outcome = _cannot_start(argv[0])
+        elif argv[-1:] and argv[-1] in trusted:
             outcome = run(container, jupyter_images)
         else:
             outcome = Outcome(0, "", now(), now())
@@ -127,17 +147,24 @@ def run_all(
 
 
 def record(pod: Obj, outcomes: list[Outcome]) -> None:
-    """The kubelet's status write once the init containers ran (the pod's containers are
-    started by the caller when every one completed)."""
+    """The kubelet's status write once the init containers ran (`run_all`'s outcomes; the
+    pod's containers are started by the caller when every one completed). A restarted
+    container keeps its restartCount and lastState."""
+    first = _first_pending(pod)
+    before = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
     statuses = []
     for index, container in enumerate(pod["spec"]["initContainers"]):
-        if index >= len(outcomes):
+        previous = before.get(container["name"], {})
+        if index < first:
+            statuses.append(previous)
+            continue
+        if index - first >= len(outcomes):
             statuses.append(_status(pod, container, _initializing()))
             continue
-        outcome = outcomes[index]
+        outcome = outcomes[index - first]
         terminated = {
             "exitCode": outcome.exit_code,
-            "reason": "Completed" if outcome.exit_code == 0 else "Error",
+            "reason": outcome.reason or ("Completed" if outcome.exit_code == 0 else "Error"),
             "startedAt": outcome.started_at,
             "finishedAt": outcome.finished_at,
             "containerID": _container_id(pod, container),
@@ -146,10 +173,13 @@ def record(pod: Obj, outcomes: list[Outcome]) -> None:
             terminated["message"] = outcome.message
         status = _status(pod, container, {"terminated": terminated})
         status["ready"] = outcome.exit_code == 0  # a completed init container reads ready
+        status["restartCount"] = previous.get("restartCount", 0)
+        if previous.get("lastState"):
+            status["lastState"] = previous["lastState"]
         statuses.append(status)
     pod["status"]["initContainerStatuses"] = statuses
     if any(o.exit_code != 0 for o in outcomes):
-        name = pod["spec"]["initContainers"][len(outcomes) - 1]["name"]
+        name = pod["spec"]["initContainers"][first + len(outcomes) - 1]["name"]
         for condition in pod["status"].get("conditions") or []:
             if condition["type"] == "Initialized":
                 condition["message"] = f"containers with incomplete status: [{name}]"
@@ -158,7 +188,7 @@ def record(pod: Obj, outcomes: list[Outcome]) -> None:
 def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
     began = now()
     argv = [*(container.get("command") or []), *(container.get("args") or [])]
-    shell = SHELLS.get(os.path.basename(argv[0])) if argv else None
+    shell = _shell(argv)
     if shell is None:  # not a shell script: nothing the stand-in can run
         return Outcome(0, "", began, now())
     root = Path(tempfile.mkdtemp(prefix="stand-in-init-"))
@@ -198,6 +228,32 @@ def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
         return Outcome(code, message.decode(errors="replace"), began, now())
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _shell(argv: list[str]) -> str | None:
+    """The shell the command runs (the host's bash or sh), None if it is not one."""
+    return SHELLS.get(os.path.basename(argv[0])) if argv else None
+
+
+def _cannot_start(executable: str) -> Outcome:
+    """What containerd reports when the image lacks the command's executable."""
+    moment = now()
+    message = (
+        "failed to create containerd task: failed to create shim task: OCI runtime create "
+        "failed: runc create failed: unable to start container process: exec: "
+        f'"{executable}": stat {executable}: no such file or directory: unknown'
+    )
+    return Outcome(128, message, moment, moment, reason="StartError")
+
+
+def _first_pending(pod: Obj) -> int:
+    """The index of the first init container that has not completed."""
+    statuses = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
+    for index, container in enumerate(pod["spec"]["initContainers"]):
+        terminated = (statuses.get(container["name"], {}).get("state") or {}).get("terminated")
+        if (terminated or {}).get("exitCode") != 0:
+            return index
+    return len(pod["spec"]["initContainers"])
 
 
 def _shipped(image: str, jupyter_images: frozenset[str]) -> list[str]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from localcloud.kubernetes import rules
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, invalid, required
+from localcloud.kubernetes.timestamps import now
 
 if TYPE_CHECKING:  # the store validates pods with this module: no import cycle at run time
     from localcloud.kubernetes.store import ObjectStore
@@ -87,8 +88,6 @@ def _passed(pod: Obj) -> None:
         if _probe_can_pass(containers.get(status["name"], {})):
             status["ready"] = True
     if all(s.get("ready") for s in pod["status"].get("containerStatuses") or []):
-        from localcloud.kubernetes.store import now
-
         moment = now()
         for condition in pod["status"].get("conditions") or []:
             if condition["type"] in ("ContainersReady", "Ready"):

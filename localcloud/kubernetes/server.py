@@ -23,8 +23,10 @@ from urllib.parse import parse_qs, urlsplit
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
 from localcloud.kubernetes import networking
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.pod_deletion import DeleteOptions
+from localcloud.kubernetes.resources import KINDS, api_version
 from localcloud.kubernetes.selectors import SelectorError
-from localcloud.kubernetes.store import KINDS, DeleteOptions, ObjectStore, api_version
+from localcloud.kubernetes.store import ObjectStore
 
 log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(

@@ -1,6 +1,10 @@
-"""The object store behind the Kubernetes stand-in: core/v1 objects with server-set
-metadata, defaults, status as a subresource, bindings, service IP/port allocation, and the
-API server's error semantics (raised as ApiError with a Status body)."""
+"""The object store behind the Kubernetes stand-in: core/v1 objects under one lock with
+server-set metadata (uid, creationTimestamp, a resourceVersion from one counter), optimistic
+concurrency on writes, status as a subresource, bindings, finalizers, deletion, and the API
+server's error semantics (raised as ApiError with a Status body). What it delegates: the
+served kinds and admission (`resources.py`), Pod Security (`pod_security.py`), defaults and
+Service addresses (`object_defaults.py`), patches (`patches.py`), deletion preconditions and
+graceful pod deletion (`pod_deletion.py`), selectors (`selectors.py`)."""
 
 from __future__ import annotations
 
@@ -9,107 +13,17 @@ import itertools
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from localcloud.kubernetes import (
-    finalizers,
-    networking,
-    pod_security,
-    storage_validation,
-    validation,
-)
+from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.object_defaults import ObjectDefaults
+from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
+from localcloud.kubernetes.resources import KINDS, admit, api_version
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
-
-KINDS = {
-    "namespaces": ("Namespace", False),
-    "nodes": ("Node", False),
-    "pods": ("Pod", True),
-    "services": ("Service", True),
-    "configmaps": ("ConfigMap", True),
-    "secrets": ("Secret", True),
-    "events": ("Event", True),
-    "persistentvolumes": ("PersistentVolume", False),
-    "persistentvolumeclaims": ("PersistentVolumeClaim", True),
-    **networking.RESOURCES,
-}
-NODE_PORT_RANGE = range(30000, 32768)
-DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
-TERMINAL_PHASES = ("Succeeded", "Failed")
-DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def api_version(resource: str) -> str:
-    """The group/version serving `resource`: core `v1` unless another group's."""
-    return networking.GROUP_VERSION if resource in networking.RESOURCES else "v1"
-
-
-def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:
-    """Refuse what kube-apiserver refuses (validation.py); may normalise `obj` in place."""
-    rejection = validation.admit(resource, KINDS[resource][0], obj, current)
-    if rejection is not None:
-        raise rejection
-
-
-@dataclass(frozen=True)
-class DeleteOptions:
-    """What a DELETE may ask for (meta/v1 DeleteOptions): a grace period in seconds (None:
-    the object's own) and UID / resourceVersion preconditions."""
-
-    grace_period_seconds: int | None = None
-    uid: str | None = None
-    resource_version: str | None = None
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime(TIME_FORMAT)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 (also used for strategic-merge patches: lists are replaced)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-def json_patch(target: Obj, operations: list[Obj]) -> Obj:
-    """RFC 6902 add / replace / remove on object paths (what the client sends for lists)."""
-    result = copy.deepcopy(target)
-    for operation in operations:
-        *parents, last = [
-            p.replace("~1", "/").replace("~0", "~")
-            for p in operation["path"].lstrip("/").split("/")
-        ]
-        node: Any = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        op = operation["op"]
-        if isinstance(node, list):
-            index = len(node) if last == "-" else int(last)
-            if op == "add":
-                node.insert(index, operation["value"])
-            elif op == "replace":
-                node[index] = operation["value"]
-            elif op == "remove":
-                node.pop(index)
-        elif op in ("add", "replace"):
-            node[last] = operation["value"]
-        elif op == "remove":
-            node.pop(last, None)
-        else:
-            raise ApiError(422, "Invalid", f"unsupported JSON patch operation {op!r}")
-    return result
 
 
 class ObjectStore:
@@ -117,7 +31,7 @@ class ObjectStore:
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._lock = threading.RLock()
         self._versions = itertools.count(1000)
-        self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
+        self._defaults = ObjectDefaults()  # and the Services' ClusterIP allocator
         self._version_seen = 0
         self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
         self._node_index_version = -1
@@ -145,58 +59,6 @@ class ObjectStore:
             raise ApiError(
                 404, "NotFound", f'namespaces "{namespace}" not found', namespace, "namespaces"
             )
-
-    # -- defaults ------------------------------------------------------------------------
-    def _default_pod(self, pod: Obj) -> None:
-        spec = pod.setdefault("spec", {})
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("schedulerName", "default-scheduler")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
-        pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
-
-    def _used_node_ports(self) -> set[int]:
-        return {
-            port["nodePort"]
-            for (resource, _, _), svc in self._objects.items()
-            if resource == "services"
-            for port in svc["spec"].get("ports", [])
-            if port.get("nodePort")
-        }
-
-    def _default_service(self, service: Obj) -> None:
-        spec = service.setdefault("spec", {})
-        spec.setdefault("type", "ClusterIP")
-        if spec.get("clusterIP") != "None":
-            spec["clusterIP"] = next(self._cluster_ips)
-        spec["clusterIPs"] = [spec["clusterIP"]]
-        used = self._used_node_ports()
-        for port in spec.setdefault("ports", []):
-            port.setdefault("protocol", "TCP")
-            port.setdefault("targetPort", port.get("port"))
-            if spec["type"] not in ("NodePort", "LoadBalancer"):
-                continue
-            requested = port.get("nodePort")
-            if requested:
-                if requested not in NODE_PORT_RANGE:
-                    raise ApiError(
-                        422,
-                        "Invalid",
-                        f"spec.ports[].nodePort: Invalid value: "
-                        f"{requested}: provided port is not in the valid range. "
-                        "The range of valid ports is 30000-32767",
-                    )
-                if requested in used:
-                    raise ApiError(
-                        422,
-                        "Invalid",
-                        f"spec.ports[].nodePort: Invalid value: "
-                        f"{requested}: provided port is already allocated",
-                    )
-            else:
-                port["nodePort"] = next(p for p in NODE_PORT_RANGE if p not in used)
-            used.add(port["nodePort"])
-        service["status"] = {"loadBalancer": {}}
 
     # -- operations ----------------------------------------------------------------------
     def create(self, resource: str, namespace: str, obj: Obj) -> Obj:
@@ -226,18 +88,8 @@ class ObjectStore:
             metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
             if namespaced:
                 metadata["namespace"] = namespace
-            if resource == "pods":
-                self._default_pod(obj)
-            elif resource == "services":
-                self._default_service(obj)
-            elif resource == "namespaces":
-                obj["status"] = {"phase": "Active"}
-                # as the API server labels every namespace (namespaceSelector matches on it)
-                metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
-            elif resource in networking.RESOURCES:
-                networking.default(obj)
-            elif resource in ("persistentvolumes", "persistentvolumeclaims"):
-                storage_validation.default(resource, obj)
+            services = (o for (r, _, _), o in self._objects.items() if r == "services")
+            self._defaults.apply(resource, obj, services)
             self._objects[key] = obj
             return self._stamp(obj)
 
@@ -312,7 +164,7 @@ class ObjectStore:
             updated["status"] = copy.deepcopy(new.get("status", {}))
         else:
             admit(resource, new, current)
-            _refuse_spec_change_while_terminating(current, new)
+            pod_deletion.refuse_spec_change_while_terminating(current, new)
             finalizers.refuse_new_while_deleting(current, new)
             updated = copy.deepcopy(new)
             updated["status"] = copy.deepcopy(current.get("status", {}))
@@ -338,11 +190,7 @@ class ObjectStore:
     ) -> Obj:
         with self._lock:
             current = self.get(resource, namespace, name)
-            patched = (
-                json_patch(current, patch)
-                if isinstance(patch, list)
-                else merge_patch(current, patch)
-            )
+            patched = patches.apply(current, patch)
             patched.setdefault("metadata", {}).pop("resourceVersion", None)
             return self._write(resource, namespace, name, patched, subresource)
 
@@ -391,45 +239,11 @@ class ObjectStore:
             obj = self._objects.get(key)
             if obj is None:
                 raise self._missing(resource, name)
-            meta = obj["metadata"]
-            if options.uid is not None and options.uid != meta["uid"]:
-                raise ApiError(
-                    409,
-                    "Conflict",
-                    f"Precondition failed: UID in precondition: {options.uid}, "
-                    f"UID in object meta: {meta['uid']}",
-                    name,
-                    resource,
-                )
-            if (
-                options.resource_version is not None
-                and options.resource_version != meta["resourceVersion"]
-            ):
-                raise ApiError(
-                    409,
-                    "Conflict",
-                    "Precondition failed: ResourceVersion in precondition: "
-                    f"{options.resource_version}, ResourceVersion in object meta: "
-                    f"{meta['resourceVersion']}",
-                    name,
-                    resource,
-                )
+            pod_deletion.check_preconditions(obj, resource, options)
             if resource == "pods":
-                grace = _pod_grace_seconds(obj, options.grace_period_seconds)
-                if meta.get("deletionTimestamp"):  # already terminating: only shorten
-                    if (
-                        options.grace_period_seconds is None
-                        or grace >= meta["deletionGracePeriodSeconds"]
-                    ):
-                        return copy.deepcopy(obj)
-                    started = _parse_time(meta["deletionTimestamp"]) - timedelta(
-                        seconds=meta["deletionGracePeriodSeconds"]
-                    )
-                else:
-                    started = datetime.now(UTC)
-                meta["deletionTimestamp"] = _format_time(started + timedelta(seconds=grace))
-                meta["deletionGracePeriodSeconds"] = grace
-                if grace > 0:
+                if not pod_deletion.mark_pod_deleted(obj, options):
+                    return copy.deepcopy(obj)
+                if obj["metadata"]["deletionGracePeriodSeconds"] > 0:
                     return self._stamp(obj)
             if finalizers.holds(obj):  # Terminating until its controllers let go
                 finalizers.mark_deleted(obj, now())
@@ -438,7 +252,7 @@ class ObjectStore:
             if resource == "namespaces":
                 for child in [k for k in self._objects if k[1] == name]:
                     del self._objects[child]
-            meta.setdefault("deletionTimestamp", now())
+            obj["metadata"].setdefault("deletionTimestamp", now())
             return self._stamp(obj)
 
     def delete_collection(
@@ -463,34 +277,3 @@ class ObjectStore:
                 for item in listed["items"]
             ]
             return listed
-
-
-def _pod_grace_seconds(pod: Obj, requested: int | None) -> int:
-    """The grace period a pod deletion gets: none for a pod no kubelet runs (unbound or
-    finished), else the request's (negative counts as 1 s), else the pod's own."""
-    if not pod["spec"].get("nodeName") or pod["status"].get("phase") in TERMINAL_PHASES:
-        return 0
-    if requested is not None:
-        return 1 if requested < 0 else requested
-    grace = pod["spec"].get("terminationGracePeriodSeconds")
-    return DEFAULT_GRACE_SECONDS if grace is None else int(grace)
-
-
-def _refuse_spec_change_while_terminating(current: Obj, new: Obj) -> None:
-    if current["metadata"].get("deletionTimestamp") and new.get("spec") != current.get("spec"):
-        raise ApiError(
-            422,
-            "Invalid",
-            f'{current["kind"]} "{current["metadata"]["name"]}" is invalid: spec: Forbidden: '
-            "the object is being deleted; only metadata and status may change",
-            current["metadata"]["name"],
-            current["kind"],
-        )
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.strptime(value, TIME_FORMAT).replace(tzinfo=UTC)
-
-
-def _format_time(moment: datetime) -> str:
-    return moment.strftime(TIME_FORMAT)

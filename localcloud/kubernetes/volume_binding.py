@@ -26,7 +26,8 @@ from localcloud.kubernetes import events, volume_scheduling
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import quantity
 from localcloud.kubernetes.storage_validation import PV_PROTECTION, PVC_PROTECTION
-from localcloud.kubernetes.store import ObjectStore, now
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 COMPONENT = "persistentvolume-controller"

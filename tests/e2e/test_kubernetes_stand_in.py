@@ -310,8 +310,8 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
 ):
     """Our pod's Jupyter check as its init container, through the official client: the pod is
     never Running before the check completed, then its status carries the check's verdict
-    (the image's content is the boundary: `jupyter_images`). A failing init container keeps
-    the pod Pending, and a name shared with a container is refused as kube-apiserver does."""
+    (the image's content is the boundary: `jupyter_images`). A name shared with a container
+    is refused as kube-apiserver does."""
     from gpudev.cluster.objects import SSH_READINESS_PROBE, jupyter_check
 
     run = uuid.uuid4().hex[:6]
@@ -365,28 +365,6 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
         for name in names.values():
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
 
-    failing = _pod(f"init-fails-{run}", 0, "cpu-x86", {"run": f"{run}-f"})
-    failing["spec"]["initContainers"] = [
-        {"name": "check", "image": "x", "command": ["/bin/sh", "-c", "exit 4"]}
-    ]
-    local_cloud.cluster.trusted_scripts |= {"exit 4"}  # the stand-in runs only our scripts
-    core.create_namespaced_pod(NAMESPACE, failing)
-    failed = wait_for(
-        lambda: (
-            (
-                p := core.read_namespaced_pod(f"init-fails-{run}", NAMESPACE)
-            ).status.init_container_statuses
-            and p.status.init_container_statuses[0].state.terminated
-            and p
-        ),
-        message="the failing init container ended",
-    )
-    assert failed.status.init_container_statuses[0].state.terminated.exit_code == 4
-    assert failed.status.phase == "Pending"
-    assert failed.status.container_statuses[0].state.waiting.reason == "PodInitializing"
-    core.delete_namespaced_pod(f"init-fails-{run}", NAMESPACE, grace_period_seconds=0)
-    local_cloud.cluster.trusted_scripts = init_containers.SHIPPED_SCRIPTS
-
     clash = _pod(f"init-clash-{run}", 0, "cpu-x86", {"run": f"{run}-c"})
     clash["spec"]["initContainers"] = [{"name": "gpu-dev", "image": "x"}]
     with pytest.raises(ApiException) as refused:
@@ -397,3 +375,75 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
         "spec.initContainers[0].name",
         'Duplicate value: "gpu-dev"',
     )
+
+
+def test_a_failing_init_container_crash_loops_or_fails_the_pod_by_its_restart_policy(
+    core: client.CoreV1Api, local_cloud: LocalCloud
+):
+    """As the kubelet: with restartPolicy Always (the default) or OnFailure the init container
+    is restarted with a back-off, the pod Pending in Init:CrashLoopBackOff; with Never the pod
+    is Failed. Our pod's Jupyter check in an image with no shell cannot start: the control
+    plane's readiness check reads that as final, with the container's own words."""
+    from gpudev.cluster.objects import jupyter_check
+    from gpudev.cluster.pod_readiness import pods_state
+
+    run = uuid.uuid4().hex[:6]
+    assert local_cloud.cluster is not None
+    local_cloud.cluster.trusted_scripts |= {"exit 4"}  # the stand-in runs only our scripts
+    local_cloud.cluster.shell_less_images = frozenset({"distroless:1"})
+    names = {
+        policy: f"init-fails-{policy.lower()}-{run}" for policy in ("Always", "Never", "OnFailure")
+    }
+    try:
+        for policy, name in names.items():
+            pod = _pod(name, 0, "cpu-x86", {"run": run})
+            pod["spec"]["restartPolicy"] = policy
+            pod["spec"]["initContainers"] = [
+                {"name": "check", "image": "x", "command": ["/bin/sh", "-c", "exit 4"]}
+                if policy != "OnFailure"
+                else jupyter_check("distroless:1", {"PATH": "/usr/bin"})
+            ]
+            core.create_namespaced_pod(NAMESPACE, pod)
+
+        def read(policy: str) -> Any:
+            return json.loads(
+                core.read_namespaced_pod(names[policy], NAMESPACE, _preload_content=False).data
+            )
+
+        def crash_looping(policy: str, restarts: int) -> Any:
+            pod = read(policy)
+            (check,) = pod["status"].get("initContainerStatuses") or [{}]
+            waiting = (check.get("state") or {}).get("waiting") or {}
+            looping = waiting.get("reason") == "CrashLoopBackOff"
+            return looping and check["restartCount"] >= restarts and pod
+
+        looping = wait_for(lambda: crash_looping("Always", 2), message="restarted twice")
+        (check,) = looping["status"]["initContainerStatuses"]
+        assert check["lastState"]["terminated"]["exitCode"] == 4
+        assert check["state"]["waiting"]["message"].startswith("back-off ")
+        assert looping["status"]["phase"] == "Pending"
+        assert looping["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == (
+            "PodInitializing"
+        )
+
+        failed = wait_for(
+            lambda: (pod := read("Never"))["status"]["phase"] == "Failed" and pod,
+            message="the Never pod failed",
+        )
+        (check,) = failed["status"]["initContainerStatuses"]
+        assert check["state"]["terminated"]["exitCode"] == 4 and check["restartCount"] == 0
+
+        no_shell = wait_for(lambda: crash_looping("OnFailure", 1), message="no shell: looping")
+        (check,) = no_shell["status"]["initContainerStatuses"]
+        assert check["lastState"]["terminated"]["reason"] == "StartError"
+        state = pods_state([no_shell], 1)
+        assert state.failed and state.problem is not None
+        assert state.problem.startswith(
+            "init container jupyter-check keeps failing (CrashLoopBackOff, restarted "
+        )
+        assert 'exec: "/bin/bash": stat /bin/bash: no such file or directory' in state.problem
+    finally:
+        local_cloud.cluster.trusted_scripts = init_containers.SHIPPED_SCRIPTS
+        local_cloud.cluster.shell_less_images = frozenset()
+        for name in names.values():
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)

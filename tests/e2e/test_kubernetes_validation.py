@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from localcloud.kubernetes.store import merge_patch
+from localcloud.kubernetes.patches import merge_patch
 
 NAMESPACE = "gpu-dev"
 SUFFIX = {"pods": "pod", "services": "service", "configmaps": "config_map", "secrets": "secret"}

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.lifecycle.conftest import DEV_IMAGE
 from tests.lifecycle.helpers import (
     assert_nothing_left,
     cancel,
@@ -126,6 +127,31 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     (again,) = _volumes(local_cloud, second)
     assert again["SnapshotId"] == saved["SnapshotId"]
     assert again["AvailabilityZone"] == _node_zone(local_cloud, second)
+
+
+def test_a_pod_that_cannot_initialize_fails_at_once_leaving_nothing_but_the_saved_disk(
+    api, local_cloud, disk
+):
+    """Node 0's Jupyter check cannot start (the image has no shell): the kubelet restarts it
+    and it fails again (Init:CrashLoopBackOff). The readiness check ends the reservation
+    with the container's own words (`did not start`, not the ready timeout's `not ready in
+    time`); nothing is left, the allocation is released, the disk saved and free."""
+    local_cloud.cluster.shell_less_images = frozenset({DEV_IMAGE})
+    try:
+        rid = reserve(api, disk_name=disk)["reservation_id"]
+        failed = wait_for_status(api, rid, "failed", timeout=30)
+    finally:
+        local_cloud.cluster.shell_less_images = frozenset()
+    reason = failed["failure_reason"]
+    assert reason.startswith(
+        "the pod did not start: init container jupyter-check keeps failing (CrashLoopBackOff, "
+    ), reason
+    assert 'exec: "/bin/bash": stat /bin/bash: no such file or directory' in reason
+    row = _free(local_cloud, disk)  # its claim goes with the pod (pvc-protection)
+    assert not row["in_use"] and row["lifecycle_error"] is None
+    assert_nothing_left(local_cloud, rid)
+    assert _volumes(local_cloud, rid) == []
+    assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
 
 
 def test_cancel_while_provisioning_with_a_disk_leaks_nothing(api, local_cloud, disk):

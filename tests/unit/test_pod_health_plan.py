@@ -135,3 +135,20 @@ def test_the_inventory_reads_a_kubelet_status():
     assert read.restarts == 2 and read.crash_looping
     assert read.last_oom_at == datetime(2026, 11, 23, 11, 59, tzinfo=UTC)
     assert _pod({"metadata": {"name": "q"}, "status": {"phase": "Running"}}).last_oom_at is None
+
+
+def test_an_init_container_in_crash_loop_back_off_reads_as_crash_looping():
+    item = {
+        "metadata": {"name": "p", "labels": {"gpu-dev/reservation": str(RID)}},
+        "spec": {"nodeName": "gpu-1", "containers": [{"name": "dev"}]},
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {"name": "jupyter-check", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+            ],
+            "containerStatuses": [
+                {"name": "dev", "state": {"waiting": {"reason": "PodInitializing"}}}
+            ],
+        },
+    }
+    assert _pod(item).crash_looping

@@ -85,3 +85,70 @@ def test_a_pull_back_off_is_a_problem_but_not_final():
     state = pods_state([pulling], 1)
     assert not state.ready and not state.failed
     assert state.problem is not None and "could not be pulled" in state.problem
+
+
+def _initializing(init_status: dict[str, Any]) -> dict[str, Any]:
+    return _pod(
+        "gpu-dev-1",
+        "Pending",
+        initContainerStatuses=[{"name": "jupyter-check", "ready": False, **init_status}],
+        containerStatuses=[
+            {"name": "gpu-dev", "ready": False, "state": {"waiting": {"reason": "PodInitializing"}}}
+        ],
+    )
+
+
+START_ERROR = {
+    "exitCode": 128,
+    "reason": "StartError",
+    "message": 'exec: "/bin/bash": stat /bin/bash: no such file or directory',
+}
+
+
+def test_an_init_container_failing_again_after_its_restart_is_final_with_its_last_exit():
+    backing_off = _initializing(
+        {
+            "restartCount": 2,
+            "state": {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": "back-off 20s restarting failed container=jupyter-check",
+                }
+            },
+            "lastState": {"terminated": START_ERROR},
+        }
+    )
+    state = pods_state([backing_off], 1)
+    assert not state.ready and state.failed
+    assert state.problem == (
+        "init container jupyter-check keeps failing (CrashLoopBackOff, restarted 2 times; "
+        'last exit 128: exec: "/bin/bash": stat /bin/bash: no such file or directory)'
+    )
+    # seen between the failure and the kubelet's back-off: as final
+    just_failed_again = _initializing({"restartCount": 1, "state": {"terminated": START_ERROR}})
+    assert pods_state([just_failed_again], 1).failed
+
+
+def test_an_init_container_that_failed_once_or_runs_again_is_not_final():
+    first_failure = _initializing({"restartCount": 0, "state": {"terminated": START_ERROR}})
+    state = pods_state([first_failure], 1)
+    assert not state.failed
+    assert state.problem is not None and state.problem.startswith(
+        "init container jupyter-check failed (exit 128: "
+    )
+    rerun = _initializing(
+        {"restartCount": 1, "state": {"running": {}}, "lastState": {"terminated": START_ERROR}}
+    )
+    assert not pods_state([rerun], 1).failed
+
+
+def test_a_pod_failed_without_a_reason_says_so_without_a_dangling_colon():
+    never = _pod(
+        "gpu-dev-1",
+        "Failed",
+        initContainerStatuses=[{"name": "jupyter-check", "state": {"terminated": START_ERROR}}],
+    )
+    state = pods_state([never], 1)
+    assert state.failed
+    assert state.problem is not None
+    assert state.problem.startswith("pod gpu-dev-1 failed; init container jupyter-check failed")

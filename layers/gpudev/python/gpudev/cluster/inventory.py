@@ -10,7 +10,14 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from gpudev.cluster.vocabulary import GPU_RESOURCE, GPU_TYPE_LABEL, RESERVATION_LABEL, Node, Pod
+from gpudev.cluster.vocabulary import (
+    CRASH_LOOP,
+    GPU_RESOURCE,
+    GPU_TYPE_LABEL,
+    RESERVATION_LABEL,
+    Node,
+    Pod,
+)
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -19,7 +26,6 @@ if TYPE_CHECKING:
 # Failed with reason Evicted, and the availability updater ends its reservation saying so.
 LISTED_PODS = "status.phase!=Succeeded"
 OOM_KILLED = "OOMKilled"
-CRASH_LOOP = "CrashLoopBackOff"
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
 
 
@@ -92,9 +98,10 @@ def _pod(item: dict[str, Any]) -> Pod:
         ),
         restarts=sum(int(s.get("restartCount") or 0) for s in statuses),
         last_oom_at=_last_oom_at(statuses),
+        # an init container too: one run again after the pod's sandbox was recreated
         crash_looping=any(
             ((s.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP
-            for s in statuses
+            for s in [*statuses, *(status.get("initContainerStatuses") or [])]
         ),
         reason=status.get("reason"),
         message=status.get("message"),

@@ -31,6 +31,7 @@ EBS_CSI_DRIVER = "ebs.csi.aws.com"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # Pods that hold (or are about to hold) their node's resources.
 LIVE_POD_PHASES = frozenset({"Running", "Pending"})
+CRASH_LOOP = "CrashLoopBackOff"  # a container waits for its restart after failing again
 
 
 @dataclass(frozen=True)

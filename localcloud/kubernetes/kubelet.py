@@ -1,0 +1,184 @@
+"""The simulated kubelets (one per node, run as one loop): each pod bound to a node (by the
+scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
+(`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
+volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, runs its init
+containers (`init_containers.py`), then runs, with container statuses; a readiness probe
+keeps it not Ready until it passes (`readiness.py`). Terminating pods are stopped and
+deleted after their grace period (`pod_termination.py`)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from typing import Any
+
+from localcloud.kubernetes import init_containers, kubelet_admission, readiness
+from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
+from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
+from localcloud.kubernetes.pod_termination import PodTerminations
+from localcloud.kubernetes.storage_simulation import (
+    StorageSimulation,
+    container_creating,
+    containers_waiting,
+)
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.timestamps import now
+
+log = logging.getLogger("localcloud.cluster")
+Obj = dict[str, Any]
+
+
+class Kubelet:
+    def __init__(
+        self,
+        store: ObjectStore,
+        storage: StorageSimulation,
+        probes: readiness.ReadinessProbes,
+        terminations: PodTerminations,
+        kubelet_delay_seconds: float,
+        jupyter_images: frozenset[str],
+    ):
+        self._store = store
+        self._storage = storage
+        self._probes = probes
+        self._terminations = terminations
+        self.kubelet_delay_seconds = kubelet_delay_seconds
+        self.image_pulls_fail = False  # fault injection: pods never start
+        # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
+        self.jupyter_images = jupyter_images
+        # The init container scripts the stand-in runs (ours; tests may add their own).
+        self.trusted_scripts = init_containers.SHIPPED_SCRIPTS
+        # Images with no shell: an init container's shell command cannot start in them.
+        self.shell_less_images: frozenset[str] = frozenset()
+        self.init_restarts = InitContainerRestarts()  # failed init containers: back-off
+        self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
+
+    def step(self) -> None:
+        pods = sorted(
+            self._store.list("pods", None)["items"],
+            key=lambda p: p["metadata"]["creationTimestamp"],
+        )
+        uids = {p["metadata"]["uid"] for p in pods}
+        for uid in self._bound_seen_at.keys() - uids:
+            del self._bound_seen_at[uid]
+        self.init_restarts.forget_pods_but(uids)
+        self._terminations.step(pods)
+        self._probes.step(pods)
+        nodes = {n["metadata"]["name"]: n for n in self._store.list("nodes", None)["items"]}
+        allocatable = {name: allocatable_gpus(n) for name, n in nodes.items()}
+        used = kubelet_admission.gpus_of_admitted_pods(pods)
+        for pod in pods:
+            node = pod["spec"].get("nodeName")
+            meta = pod["metadata"]
+            if (
+                not node
+                or node not in allocatable  # no kubelet there to run it
+                or pod["status"].get("phase") != "Pending"
+                or meta.get("deletionTimestamp")  # never started: PodTerminations
+            ):
+                continue
+            seen = self._bound_seen_at.setdefault(meta["uid"], time.monotonic())
+            if time.monotonic() - seen < self.kubelet_delay_seconds:
+                continue
+            if not kubelet_admission.admitted(pod):
+                wanted = gpu_request(pod)
+                if used.get(node, 0) + wanted > allocatable[node]:
+                    self._reject(pod, wanted, used.get(node, 0), allocatable[node])
+                    continue
+                used[node] = used.get(node, 0) + wanted
+            if self._storage.waiting_for_volumes(pod, nodes[node]):  # ContainerCreating
+                if not pod["status"].get("containerStatuses"):
+                    self._write(pod, container_creating)
+                continue
+            if self.image_pulls_fail:
+                if not _waiting_for_image(pod):
+                    self._write(pod, _pull_failed)
+                continue
+            if pod["spec"].get("initContainers") and not init_containers.completed(pod):
+                self._initialize(pod)
+                continue
+            if self._write(pod, functools.partial(_start_pod, node=node)):
+                log.info("pod %s/%s running on %s", meta["namespace"], meta["name"], node)
+            self._bound_seen_at.pop(meta["uid"], None)
+
+    def _write(self, pod: Obj, change: Any) -> bool:
+        """Change the pod in the store; False if it went meanwhile."""
+        meta = pod["metadata"]
+        try:
+            self._store.update("pods", meta["namespace"], meta["name"], change)
+        except ApiError:
+            return False
+        return True
+
+    def _initialize(self, pod: Obj) -> None:
+        """One step of a pod's init containers: start them (one kubelet pass: the pod is seen
+        Pending, initializing), then run them and record how they ended (the next pass starts
+        the containers). A failed one is restarted after a back-off, or fails the pod
+        (`init_container_restarts.py`)."""
+        if not init_containers.started(pod):
+            self._write(pod, init_containers.initializing)
+        elif init_containers.failed(pod):
+            self._write(pod, self.init_restarts.after_failure(pod))
+        elif init_containers.backing_off(pod):
+            restart = self.init_restarts.restart_due(pod)
+            if restart is not None:
+                self._write(pod, restart)
+        else:
+            outcomes = init_containers.run_all(
+                pod, self.jupyter_images, self.trusted_scripts, self.shell_less_images
+            )
+            self._write(pod, functools.partial(init_containers.record, outcomes=outcomes))
+
+    def _reject(self, pod: Obj, wanted: int, used: int, capacity: int) -> None:
+        meta = pod["metadata"]
+        message = kubelet_admission.rejection_message(wanted, used, capacity)
+        if self._write(pod, functools.partial(kubelet_admission.reject, message=message)):
+            log.info("pod %s/%s rejected: %s", meta["namespace"], meta["name"], message)
+        self._bound_seen_at.pop(meta["uid"], None)
+
+
+def _waiting_for_image(pod: Obj) -> bool:
+    return any(
+        (s.get("state", {}).get("waiting") or {}).get("reason") == "ImagePullBackOff"
+        for s in pod["status"].get("containerStatuses") or []
+    )
+
+
+def _start_pod(pod: Obj, node: str) -> None:
+    started = now()
+    pod["status"].update(
+        phase="Running",
+        hostIP=fake_ip(node),
+        podIP=fake_ip(pod["metadata"]["name"]),
+        startTime=started,
+        conditions=[
+            {"type": t, "status": "True", "lastTransitionTime": started}
+            for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ],
+        containerStatuses=[
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "ready": True,
+                "restartCount": 0,
+                "imageID": f"docker-pullable://{c.get('image', '')}",
+                "containerID": f"containerd://{pod['metadata']['uid']}-{c['name']}",
+                "started": True,
+                "state": {"running": {"startedAt": started}},
+            }
+            for c in pod["spec"].get("containers", [])
+        ],
+    )
+    readiness.not_ready_yet(pod)
+
+
+def _pull_failed(pod: Obj) -> None:
+    containers_waiting(
+        pod,
+        lambda c: {
+            "reason": "ImagePullBackOff",
+            "message": f'Back-off pulling image "{c.get("image", "")}"',
+        },
+    )

@@ -1,0 +1,162 @@
+"""The simulated EKS nodes: one per InService instance of the Auto Scaling groups in moto,
+named after it, labelled like EKS GPU nodes, with allocatable GPUs/CPU/memory from the GPU
+catalogue and EC2's addresses; and what decides whether a node can take a pod (Ready and
+schedulable, nodeName, nodeSelector, required node affinity)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from localcloud.kubernetes import selectors
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.timestamps import now
+
+log = logging.getLogger("localcloud.cluster")
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    gpu_type: str
+    instance_type: str
+    gpus: int
+    cpus: int
+    memory_gb: int
+    # A node group in a public subnet: its nodes have an ExternalIP and ExternalDNS, as EC2
+    # nodes with a public IPv4 address do; in a private subnet, internal addresses only.
+    public_subnet: bool = False
+
+
+def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape]) -> None:
+    """Make the nodes follow the InService instances of the groups tagged with a GpuType."""
+    wanted: dict[str, Obj] = {}
+    paginator = autoscaling.get_paginator("describe_auto_scaling_groups")
+    for page in paginator.paginate():
+        for group in page["AutoScalingGroups"]:
+            tags = {t["Key"]: t["Value"] for t in group.get("Tags", [])}
+            shape = shapes.get(tags.get("GpuType", ""))
+            if shape is None:
+                continue
+            for instance in group["Instances"]:
+                if instance["LifecycleState"] == "InService":
+                    wanted[instance["InstanceId"]] = node_object(
+                        instance["InstanceId"], instance["AvailabilityZone"], shape
+                    )
+    existing = {n["metadata"]["name"] for n in store.list("nodes", None)["items"]}
+    for name in wanted.keys() - existing:
+        store.create("nodes", "", wanted[name])
+        log.info("node %s joined (%s)", name, wanted[name]["metadata"]["labels"]["GpuType"])
+    for name in existing - wanted.keys():
+        store.delete("nodes", "", name)
+        log.info("node %s left", name)
+
+
+def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
+    capacity = {
+        "cpu": str(shape.cpus),
+        "memory": f"{shape.memory_gb}Gi",
+        "pods": "110",
+        GPU: str(shape.gpus),
+    }
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {
+                "GpuType": shape.gpu_type,
+                "node.kubernetes.io/instance-type": shape.instance_type,
+                "topology.kubernetes.io/zone": zone,
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+            },
+        },
+        "spec": {"providerID": f"aws:///{zone}/{name}"},
+        "status": {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "lastTransitionTime": now(),
+                }
+            ],
+            "addresses": _addresses(name, zone, shape.public_subnet),
+        },
+    }
+
+
+def gpu_request(pod: Obj) -> int:
+    """The GPUs a pod's containers ask for (requests, else limits)."""
+    return sum(
+        int(
+            (
+                c.get("resources", {}).get("requests") or c.get("resources", {}).get("limits") or {}
+            ).get(GPU, 0)
+        )
+        for c in pod["spec"].get("containers", [])
+    )
+
+
+def allocatable_gpus(node: Obj) -> int:
+    return int(node["status"]["allocatable"].get(GPU, 0))
+
+
+def node_accepts(node: Obj, pod: Obj) -> bool:
+    labels = node["metadata"].get("labels", {})
+    spec = pod["spec"]
+    if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
+        return False
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (
+        (spec.get("affinity") or {})
+        .get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )
+    terms = required.get("nodeSelectorTerms") or []
+    return not terms or any(
+        all(selectors.expression_matches(labels, e) for e in term.get("matchExpressions", []))
+        for term in terms
+    )
+
+
+def node_is_ready(node: Obj) -> bool:
+    ready = any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in node.get("status", {}).get("conditions", [])
+    )
+    return ready and not node["spec"].get("unschedulable")
+
+
+def fake_ip(name: str) -> str:
+    digest = sum(name.encode())
+    return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
+
+
+def _addresses(name: str, zone: str, public: bool) -> list[dict[str, str]]:
+    """A node's addresses as the EC2 cloud provider reports them (the order EKS shows),
+    with EC2's DNS names for the zone's region."""
+    region = zone[:-1]
+    internal_domain, public_domain = (
+        ("ec2.internal", "compute-1.amazonaws.com")
+        if region == "us-east-1"
+        else (f"{region}.compute.internal", f"{region}.compute.amazonaws.com")
+    )
+    internal = fake_ip(name)
+    addresses = [
+        {"type": "InternalIP", "address": internal},
+        {"type": "InternalDNS", "address": f"ip-{internal.replace('.', '-')}.{internal_domain}"},
+        {"type": "Hostname", "address": name},
+    ]
+    if public:
+        digest = sum(name.encode()) * 7
+        external = f"54.{digest % 250 + 1}.{(digest // 250) % 250}.{len(name) + 10}"
+        addresses[1:1] = [
+            {"type": "ExternalIP", "address": external},
+            {"type": "ExternalDNS", "address": f"ec2-{external.replace('.', '-')}.{public_domain}"},
+        ]
+    return addresses

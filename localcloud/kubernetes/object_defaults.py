@@ -1,0 +1,96 @@
+"""What the API server fills in on create: a pod's defaulted spec fields and initial status,
+a Service's ClusterIP and NodePorts (allocated here, a requested NodePort checked against
+the range and the ports in use), a namespace's phase and `kubernetes.io/metadata.name`
+label, and the networking and storage kinds' defaults."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import Any
+
+from localcloud.kubernetes import networking, storage_validation
+from localcloud.kubernetes.errors import ApiError
+
+Obj = dict[str, Any]
+NODE_PORT_RANGE = range(30000, 32768)
+DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
+
+
+class ObjectDefaults:
+    """Defaults for new objects; holds the ClusterIP allocator (one per store)."""
+
+    def __init__(self) -> None:
+        self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
+
+    def apply(self, resource: str, obj: Obj, services: Iterable[Obj]) -> None:
+        """Fill in `obj` (new, validated) in place; `services`: the store's Services, whose
+        NodePorts are taken."""
+        metadata = obj["metadata"]
+        if resource == "pods":
+            default_pod(obj)
+        elif resource == "services":
+            self._default_service(obj, _node_ports(services))
+        elif resource == "namespaces":
+            obj["status"] = {"phase": "Active"}
+            # as the API server labels every namespace (namespaceSelector matches on it)
+            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
+        elif resource in networking.RESOURCES:
+            networking.default(obj)
+        elif resource in ("persistentvolumes", "persistentvolumeclaims"):
+            storage_validation.default(resource, obj)
+
+    def _default_service(self, service: Obj, used: set[int]) -> None:
+        spec = service.setdefault("spec", {})
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("clusterIP") != "None":
+            spec["clusterIP"] = next(self._cluster_ips)
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        for port in spec.setdefault("ports", []):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+            if spec["type"] not in ("NodePort", "LoadBalancer"):
+                continue
+            requested = port.get("nodePort")
+            if requested:
+                _check_node_port(requested, used)
+            else:
+                port["nodePort"] = next(p for p in NODE_PORT_RANGE if p not in used)
+            used.add(port["nodePort"])
+        service["status"] = {"loadBalancer": {}}
+
+
+def default_pod(pod: Obj) -> None:
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+    pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
+
+
+def _node_ports(services: Iterable[Obj]) -> set[int]:
+    return {
+        port["nodePort"]
+        for service in services
+        for port in service["spec"].get("ports", [])
+        if port.get("nodePort")
+    }
+
+
+def _check_node_port(requested: int, used: set[int]) -> None:
+    if requested not in NODE_PORT_RANGE:
+        raise ApiError(
+            422,
+            "Invalid",
+            f"spec.ports[].nodePort: Invalid value: "
+            f"{requested}: provided port is not in the valid range. "
+            "The range of valid ports is 30000-32767",
+        )
+    if requested in used:
+        raise ApiError(
+            422,
+            "Invalid",
+            f"spec.ports[].nodePort: Invalid value: "
+            f"{requested}: provided port is already allocated",
+        )
