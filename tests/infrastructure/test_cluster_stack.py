@@ -111,6 +111,20 @@ def test_the_public_endpoint_answers_the_listed_networks_only():
     assert config["PublicAccessCidrs"] == ["198.51.100.0/24", "203.0.113.7/32"]
 
 
+def test_every_function_that_calls_the_api_server_runs_in_the_vpc(template: Template):
+    """What the private-only default relies on: in the cluster's VPC (`gpudev:vpcId`, from
+    `MainStackContext`) these functions reach the private endpoint; outside any VPC they
+    could not."""
+    functions = template.find_resources("AWS::Lambda::Function").values()
+    callers = [
+        f["Properties"]
+        for f in functions
+        if "EKS_CLUSTER_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert len(callers) == 4  # reservation tasks, allocator, availability updater, sweeper
+    assert all(caller["VpcConfig"]["SubnetIds"] for caller in callers)
+
+
 def test_the_add_ons_network_policy_and_the_ebs_driver_identity(cluster: Template):
     cluster.has_resource_properties(
         "AWS::EKS::Addon",
