@@ -21,6 +21,8 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from gpudev.identity import AdminRole, RolePattern
+
 ALLOWED_ROLES_CONTEXT = "gpudev:allowedRoles"
 ORGANIZATION_CONTEXT = "gpudev:organizationId"
 ADMIN_ROLES_CONTEXT = "gpudev:adminRoles"
@@ -52,7 +54,9 @@ class ApiAccess:
         organization = scope.node.try_get_context(ORGANIZATION_CONTEXT) or None
         if organization is not None and not _ORGANIZATION.match(str(organization)):
             raise ValueError(f"{ORGANIZATION_CONTEXT}: {organization!r} is not o-xxxxxxxxxx")
-        return cls(roles, organization, _admin_roles(scope))
+        admin_roles = _admin_roles(scope)
+        _require_admin_roles_allowed(roles, admin_roles)
+        return cls(roles, organization, admin_roles)
 
     def environment(self) -> dict[str, str]:
         """The API function's settings (gpudev.settings.ApiSettings)."""
@@ -161,3 +165,27 @@ def _admin_roles(scope: Construct) -> tuple[str, ...]:
                 "AWSReservedSSO_GpuDevAdmins_*"
             )
     return roles
+
+
+def _require_admin_roles_allowed(allowed: tuple[str, ...], admins: tuple[str, ...]) -> None:
+    """With allowed roles set, the resource policy and the API function refuse every other
+    role's sessions on every route, the operator routes included: an admin role missing
+    from them would be refused without a word. Stop the synth naming the entry to add
+    rather than admit it implicitly: `gpudev:allowedRoles` stays the one list of who may
+    call, and an admin role in it may use every route, which is the operator's choice.
+    (The role ARN's account is checked by the account and organisation statements.)"""
+    if not allowed:
+        return
+    patterns = [RolePattern.parse(entry) for entry in allowed]
+    missing = [
+        admin
+        for admin in admins
+        if not any(pattern.covers(AdminRole.parse(admin).role) for pattern in patterns)
+    ]
+    if missing:
+        entries = ", ".join(str(AdminRole.parse(admin).role) for admin in missing)
+        raise ValueError(
+            f"{ADMIN_ROLES_CONTEXT}: {', '.join(missing)} not allowed by "
+            f"{ALLOWED_ROLES_CONTEXT}, so the API would refuse its sessions on every route, "
+            f"the operator routes included; add {entries} to {ALLOWED_ROLES_CONTEXT}"
+        )

@@ -7,6 +7,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from cdk_app.cluster_stack import ClusterStack, wants_cluster
 from cdk_app.nag import acknowledge_cluster_findings, acknowledge_findings
+from cdk_app.network import VPC_CONTEXT
 from cdk_app.stack import GpuDevStack
 
 
@@ -23,6 +24,13 @@ def build_app(
         cluster = ClusterStack(app, "GpuDevCluster", description="gpu-dev: the EKS cluster")
         acknowledge_cluster_findings(cluster)
         stack.add_stack_dependency(cluster)  # its access entries need the cluster
+        if not app.node.try_get_context(VPC_CONTEXT):
+            cdk.Annotations.of(stack).add_warning_v2(
+                "gpudev:functionsOutsideTheClusterVpc",
+                f"{VPC_CONTEXT} is not set: the functions get a VPC of their own, from which "
+                "the cluster's private endpoint is out of reach. Deploy GpuDev with the "
+                "GpuDevCluster output MainStackContext (docs/deploy.md, Starting from nothing).",
+            )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack
 

@@ -20,6 +20,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
 from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, eks_cluster_name, id_list, own_vpc
@@ -28,6 +29,7 @@ from cdk_app.node_groups import NodeGroupSpec, node_group_specs
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
 ADMIN_ROLES_CONTEXT = "gpudev:clusterAdminRoleArns"
 NODE_PORT_CIDRS_CONTEXT = "gpudev:nodePortCidrs"
+ENDPOINT_PUBLIC_CIDRS_CONTEXT = "gpudev:clusterEndpointPublicCidrs"
 KUBERNETES_VERSION_CONTEXT = "gpudev:kubernetesVersion"
 NODE_PORTS = (30000, 32767)  # Kubernetes' NodePort range: SSH reaches a dev pod through one
 NODE_DISK_GIB = 200  # PyTorch images are several GiB; the default 20 GiB fills up
@@ -58,14 +60,40 @@ def _admin_roles(scope: Construct) -> list[str]:
     return roles
 
 
-def _node_port_cidrs(scope: Construct) -> list[str]:
-    cidrs = id_list(scope, NODE_PORT_CIDRS_CONTEXT, "", required=False)
-    for cidr in cidrs:
+def _networks(scope: Construct, key: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """A context list of CIDRs (an address alone is its /32 or /128), host bits unset."""
+    networks = []
+    for cidr in id_list(scope, key, "", required=False):
         try:
-            ipaddress.ip_network(cidr)
-        except ValueError:
-            raise ValueError(f"context {NODE_PORT_CIDRS_CONTEXT}: {cidr!r} is not a CIDR") from None
-    return cidrs
+            networks.append(ipaddress.ip_network(cidr))
+        except ValueError as error:
+            raise ValueError(f"context {key}: {cidr!r} is not a CIDR ({error})") from None
+    return networks
+
+
+def _node_port_cidrs(scope: Construct) -> list[str]:
+    return [str(network) for network in _networks(scope, NODE_PORT_CIDRS_CONTEXT)]
+
+
+def _endpoint_public_cidrs(scope: Construct) -> list[str]:
+    """The networks the operators run kubectl from, the only ones the API server's public
+    endpoint answers; none (the default): no public endpoint. The nodes and the main
+    stack's functions (deployed into this VPC with `MainStackContext`, admitted on 443 by
+    the cluster security group) reach the private endpoint from inside the VPC."""
+    key = ENDPOINT_PUBLIC_CIDRS_CONTEXT
+    networks = _networks(scope, key)
+    for network in networks:
+        if network.version != 4:
+            raise ValueError(
+                f"context {key}: {network} is IPv6; an IPv4 cluster's public endpoint "
+                "takes IPv4 CIDRs only"
+            )
+        if network.prefixlen == 0:
+            raise ValueError(
+                f"context {key}: {network} is the whole internet; list the networks "
+                "operators run kubectl from, or none for the private endpoint only"
+            )
+    return [str(network) for network in networks]
 
 
 def _managed(name: str) -> iam.IManagedPolicy:
@@ -79,6 +107,7 @@ class ClusterStack(Stack):
         specs = node_group_specs(self)  # validate every context value before building
         admins = _admin_roles(self)
         node_port_cidrs = _node_port_cidrs(self)
+        self.endpoint_public_cidrs = _endpoint_public_cidrs(self)
 
         vpc, functions, database = own_vpc(self)
         public = vpc.select_subnets(subnet_type=ec2.SubnetType.PUBLIC)
@@ -173,7 +202,8 @@ class ClusterStack(Stack):
             managed_policies=[_managed("AmazonEKSClusterPolicy")],
         )
         version = self.node.try_get_context(KUBERNETES_VERSION_CONTEXT)
-        return eks.CfnCluster(
+        public_cidrs = self.endpoint_public_cidrs
+        cluster = eks.CfnCluster(
             self,
             "Cluster",
             name=self.cluster_name,
@@ -185,8 +215,9 @@ class ClusterStack(Stack):
             ),
             resources_vpc_config=eks.CfnCluster.ResourcesVpcConfigProperty(
                 subnet_ids=subnet_ids,
-                endpoint_public_access=True,
                 endpoint_private_access=True,
+                endpoint_public_access=bool(public_cidrs),
+                public_access_cidrs=public_cidrs or None,
             ),
             logging=eks.CfnCluster.LoggingProperty(
                 cluster_logging=eks.CfnCluster.ClusterLoggingProperty(
@@ -197,6 +228,9 @@ class ClusterStack(Stack):
                 )
             ),
         )
+        if public_cidrs:
+            acknowledge_public_endpoint(cluster, public_cidrs)
+        return cluster
 
     def _node_group(
         self, spec: NodeGroupSpec, role: iam.Role, subnet_ids: list[str], vpc_cni: eks.CfnAddon

@@ -110,13 +110,21 @@ CLUSTER_ACKNOWLEDGED: dict[str, str] = {
         "The EBS CSI driver's documented policy, its creates and deletes conditioned on the "
         "driver's own tags; assumed only by its controller's service account (pod identity)."
     ),
-    "AwsSolutions::AwsSolutions-EKS1": (
-        "Operators run kubectl from their machines and the main stack's functions may run "
-        "outside the cluster's VPC; every request is authenticated by IAM and authorized by "
-        "access entries. The private endpoint is on too, for the functions placed in the "
-        "cluster's VPC (docs/deploy.md, Starting from nothing)."
-    ),
 }
+
+
+def acknowledge_public_endpoint(cluster: IConstruct, cidrs: list[str]) -> None:
+    """EKS1 (a public API server endpoint) on the cluster alone, and only when the operator
+    listed networks in `gpudev:clusterEndpointPublicCidrs`: by default it is off."""
+    Validations.of(cluster).acknowledge(
+        Acknowledgment(
+            id="AwsSolutions::AwsSolutions-EKS1",
+            reason="Public endpoint asked for in gpudev:clusterEndpointPublicCidrs and open "
+            f"to {', '.join(cidrs)} only: operators' kubectl. Every request is still "
+            "authenticated by IAM and authorized by access entries; the nodes and the "
+            "functions use the private endpoint.",
+        )
+    )
 
 
 def acknowledge_cluster_findings(stack: Stack) -> None:

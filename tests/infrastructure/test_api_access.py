@@ -3,6 +3,7 @@ policy, public paths for anyone, and ALLOWED_ROLES from CDK context, path includ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from aws_cdk.assertions import Template
 from tests.support.certificates import synth_context
 
 SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
-ADMIN_ROLE = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Ops_*"
+OPS_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_Ops_*"
+ADMIN_ROLE = f"arn:aws:iam::123456789012:role/{OPS_ROLE}"
 
 
 def _policy(template: Template) -> dict[str, Any]:
@@ -81,7 +83,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
     app, stack = build_app(
         outdir=str(outdir),
         context={
-            "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers"],
+            "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers", OPS_ROLE, "Ops"],
             "gpudev:organizationId": "o-abcdefghij",
             "gpudev:adminRoles": [ADMIN_ROLE, "arn:aws:iam::210987654321:role/Ops"],
             **synth_context(tmp_path_factory.mktemp("certs")),
@@ -93,7 +95,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
 
 def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: Template):
     environment = _api_environment(with_context)
-    assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers"
+    assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers,{OPS_ROLE},Ops"
     assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
     assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},arn:aws:iam::210987654321:role/Ops"
     statements = _statements(with_context)
@@ -123,13 +125,8 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     assert roles["Condition"]["Null"] == {"aws:PrincipalAccount": "false"}
     arns = roles["Condition"]["ArnNotLike"]["aws:PrincipalArn"]
     assert arns == [
-        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::*:role/{SSO_ROLE}"]]},
-        {
-            "Fn::Join": [
-                "",
-                ["arn:", {"Ref": "AWS::Partition"}, ":iam::*:role/teams/ml/Researchers"],
-            ]
-        },
+        {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::*:role/{role}"]]}
+        for role in (SSO_ROLE, "teams/ml/Researchers", OPS_ROLE, "Ops")
     ]
 
 
@@ -152,3 +149,54 @@ def test_malformed_access_context_fails_the_synth_with_the_expected_form(
     app = cdk.App(context=context)
     with pytest.raises(ValueError, match=message):
         ApiAccess.from_context(app)
+
+
+SSO = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_"
+ADMIN_ARN = "arn:aws:iam::123456789012:role/"
+
+
+@pytest.mark.parametrize(
+    ("allowed", "admin"),
+    [
+        ([], "Anyone"),  # no allowed roles: every role of the account may call
+        (["Ops"], "Ops"),
+        (["Ops*"], "Ops"),
+        (["Ops*"], "OpsOnCall*"),  # a prefix within the allowed prefix
+        ([f"{SSO}GpuDevUsers_*"], f"{SSO}GpuDevUsers_*"),
+        ([f"{SSO}GpuDevUsers_*"], f"{SSO}GpuDevUsers_0123456789abcdef"),
+    ],
+)
+def test_an_admin_role_the_allowed_roles_admit_synthesizes(allowed: list[str], admin: str):
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    context = {"gpudev:allowedRoles": allowed, "gpudev:adminRoles": [ADMIN_ARN + admin]}
+    assert ApiAccess.from_context(cdk.App(context=context)).admin_roles == (ADMIN_ARN + admin,)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "admin", "entry"),
+    [
+        (["GpuDevUsers"], "Ops", "Ops"),
+        (["Ops"], "Ops*", "Ops\\*"),  # every Ops… role is more than the one Ops
+        (["ops/Ops"], "Ops", "Ops"),  # another path: the resource policy compares it
+        (["Ops"], "ops/Ops", "ops/Ops"),
+        # a permission set's prefix admits its own hash only, not another set's roles
+        ([f"{SSO}GpuDevUsers_*"], f"{SSO}GpuDevUsers_Ops_*", f"{SSO}GpuDevUsers_Ops_\\*"),
+    ],
+)
+def test_an_admin_role_outside_the_allowed_roles_stops_the_synth_naming_it(
+    allowed: list[str], admin: str, entry: str
+):
+    """Without the check the API's resource policy and function refuse the operator's
+    sessions on every route, with API Gateway's explicit deny as the only word."""
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    context = {"gpudev:allowedRoles": allowed, "gpudev:adminRoles": [ADMIN_ARN + admin]}
+    with pytest.raises(ValueError) as raised:
+        ApiAccess.from_context(cdk.App(context=context))
+    assert str(raised.value).startswith(f"gpudev:adminRoles: {ADMIN_ARN}{admin} not allowed by")
+    assert re.search(f"add {entry} to gpudev:allowedRoles$", str(raised.value))

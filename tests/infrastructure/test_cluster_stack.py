@@ -12,7 +12,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 
 from cdk_app.cluster_stack import ClusterStack
@@ -59,7 +59,10 @@ def _node_groups(template: Template) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_the_cluster_has_access_entries_both_endpoints_and_an_admin(cluster: Template):
+def test_the_cluster_has_access_entries_a_private_endpoint_only_and_an_admin(cluster: Template):
+    """By default nothing outside the VPC reaches the API server: the nodes and the main
+    stack's functions (deployed into this VPC) use the private endpoint, which resolves
+    inside the VPC only with its DNS support and hostnames on."""
     cluster.has_resource_properties(
         "AWS::EKS::Cluster",
         {
@@ -69,9 +72,16 @@ def test_the_cluster_has_access_entries_both_endpoints_and_an_admin(cluster: Tem
                 "BootstrapClusterCreatorAdminPermissions": False,
             },
             "ResourcesVpcConfig": Match.object_like(
-                {"EndpointPublicAccess": True, "EndpointPrivateAccess": True}
+                {
+                    "EndpointPublicAccess": False,
+                    "EndpointPrivateAccess": True,
+                    "PublicAccessCidrs": Match.absent(),
+                }
             ),
         },
+    )
+    cluster.has_resource_properties(
+        "AWS::EC2::VPC", {"EnableDnsHostnames": True, "EnableDnsSupport": True}
     )
     cluster.has_resource_properties(
         "AWS::EKS::AccessEntry",
@@ -88,6 +98,31 @@ def test_the_cluster_has_access_entries_both_endpoints_and_an_admin(cluster: Tem
             ],
         },
     )
+
+
+def test_the_public_endpoint_answers_the_listed_networks_only():
+    """cdk-nag runs here too: its EKS1 finding is acknowledged only on this cluster, for
+    the listed networks (the default template above passes it without one)."""
+    context = {**CONTEXT, "gpudev:clusterEndpointPublicCidrs": "198.51.100.0/24,203.0.113.7"}
+    template = _cluster_template(context)
+    ((_, cluster),) = template.find_resources("AWS::EKS::Cluster").items()
+    config = cluster["Properties"]["ResourcesVpcConfig"]
+    assert (config["EndpointPublicAccess"], config["EndpointPrivateAccess"]) == (True, True)
+    assert config["PublicAccessCidrs"] == ["198.51.100.0/24", "203.0.113.7/32"]
+
+
+def test_every_function_that_calls_the_api_server_runs_in_the_vpc(template: Template):
+    """What the private-only default relies on: in the cluster's VPC (`gpudev:vpcId`, from
+    `MainStackContext`) these functions reach the private endpoint; outside any VPC they
+    could not."""
+    functions = template.find_resources("AWS::Lambda::Function").values()
+    callers = [
+        f["Properties"]
+        for f in functions
+        if "EKS_CLUSTER_NAME" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert len(callers) == 4  # reservation tasks, allocator, availability updater, sweeper
+    assert all(caller["VpcConfig"]["SubnetIds"] for caller in callers)
 
 
 def test_the_add_ons_network_policy_and_the_ebs_driver_identity(cluster: Template):
@@ -208,6 +243,22 @@ def test_the_catalogue_matches_the_gpu_type_migration():
         ({"gpudev:nodeGroups": "{t4}"}, "gpudev:nodeGroups: not JSON"),
         ({"gpudev:nodePortCidrs": "198.51.100.7"}, None),  # one address (a /32): accepted
         ({"gpudev:nodePortCidrs": "10.0.0.0/33"}, "nodePortCidrs: '10.0.0.0/33' is not"),
+        (
+            {"gpudev:clusterEndpointPublicCidrs": '["198.51.100.0/24", "198.51.100.300/32"]'},
+            "clusterEndpointPublicCidrs: '198.51.100.300/32' is not a CIDR",
+        ),
+        (
+            {"gpudev:clusterEndpointPublicCidrs": "198.51.100.1/24"},
+            "clusterEndpointPublicCidrs: '198.51.100.1/24' is not a CIDR .*host bits set",
+        ),
+        (
+            {"gpudev:clusterEndpointPublicCidrs": "2001:db8::/32"},
+            "clusterEndpointPublicCidrs: 2001:db8::/32 is IPv6",
+        ),
+        (
+            {"gpudev:clusterEndpointPublicCidrs": ["0.0.0.0/0"]},
+            "clusterEndpointPublicCidrs: 0.0.0.0/0 is the whole internet",
+        ),
     ],
 )
 def test_a_wrong_cluster_choice_fails_at_synth_naming_the_key(
@@ -240,6 +291,10 @@ def test_the_app_has_the_cluster_stack_only_when_asked(
     assert isinstance(cluster, ClusterStack)
     assert main.dependencies == [cluster]  # `cdk deploy` makes the cluster first
     app.synth()  # both stacks, cdk-nag over the whole app
+    # without gpudev:vpcId the functions could not reach the private endpoint: said at synth
+    Annotations.from_stack(main).has_warning(
+        "/GpuDev", Match.string_like_regexp("gpudev:vpcId is not set.*MainStackContext")
+    )
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["artifacts"]["GpuDev"]["dependencies"][0] == "GpuDevCluster"
     with pytest.raises(ValueError, match="gpudev:createCluster: true or false"):

@@ -6,11 +6,15 @@ import base64
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from botocore.exceptions import ClientError
 
+from gpudev.aws import aws_clients
 from gpudev.cluster.vocabulary import KINDS, RESERVATION_LABEL
 from localcloud.aws import SSO_PROFILE, SSO_SESSION_NAME
 from localcloud.stack import LocalCloud
@@ -209,3 +213,42 @@ def stop_execution(cloud: LocalCloud, reservation_id: str) -> None:
     while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":
         assert time.monotonic() < deadline, "the execution did not stop"
         time.sleep(0.1)
+
+
+# AWS says ABORTED; moto ends a stopped execution parked on a token FAILED when its wait ends.
+STOPPED_REASON = re.compile(
+    r"its execution ended \((ABORTED|FAILED)\) without tearing down; cleaned up by the sweeper"
+)
+
+
+def task_token(cloud: LocalCloud, reservation_id: str) -> str:
+    """The token the reservation's execution is parked on."""
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT task_token FROM reservations WHERE reservation_id = %s", (reservation_id,)
+        ).fetchone()
+    assert row and row[0], "parked"
+    return str(row[0])
+
+
+@contextmanager
+def throttled_send_task_success(token: str) -> Iterator[list[str]]:
+    """SendTaskSuccess to `token` is refused with ThrottlingException, as Step Functions
+    refuses it when the account's token bucket is empty, by the functions' own client."""
+    client = aws_clients().stepfunctions
+    event = f"before-parameter-build.{client.meta.service_model.service_id.hyphenize()}"
+    refused: list[str] = []
+
+    def throttle(params: dict[str, Any], **_: Any) -> None:
+        if params.get("taskToken") == token:
+            refused.append(token)
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                "SendTaskSuccess",
+            )
+
+    client.meta.events.register(f"{event}.SendTaskSuccess", throttle, unique_id="test-throttle")
+    try:
+        yield refused
+    finally:
+        client.meta.events.unregister(f"{event}.SendTaskSuccess", unique_id="test-throttle")

@@ -32,6 +32,7 @@ import pytest
 
 from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
+    STOPPED_REASON,
     allocated_slots,
     assert_nothing_left,
     cancel,
@@ -40,10 +41,12 @@ from tests.lifecycle.helpers import (
     reserve,
     secret_data,
     show,
+    stop_execution,
+    sweep,
+    task_token,
+    throttled_send_task_success,
     wait_for_status,
 )
-from tests.lifecycle.test_sweeper import STOPPED_REASON, stop_execution, sweep
-from tests.lifecycle.test_transient_faults import _throttled_send_task_success, _token
 from tests.support.api import ApiClient
 from tests.support.waiting import wait_for
 
@@ -471,7 +474,7 @@ def _database_killed_while_active(r: Run) -> str:
 def _throttled_wake_for_a_change(r: Run) -> str:
     rid = r.active(hours=0.6)  # its next checkpoint is seconds away
     before = r.expiry(rid)
-    with _throttled_send_task_success(_token(r.cloud, rid)) as refused:
+    with throttled_send_task_success(task_token(r.cloud, rid)) as refused:
         reply = r.api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 1})
         assert reply.status == 202, reply.body
         # The job fails (back on the queue in 180 s); the next checkpoint applies it.
@@ -526,7 +529,7 @@ def _database_killed_in_tear_down(r: Run) -> str:
 
 def _throttled_wake_for_a_cancel(r: Run) -> str:
     rid = r.active(hours=0.6)  # its next checkpoint is seconds away
-    with _throttled_send_task_success(_token(r.cloud, rid)) as refused:
+    with throttled_send_task_success(task_token(r.cloud, rid)) as refused:
         cancel(r.api, rid)
         outcome = r.ended(rid)
     assert refused

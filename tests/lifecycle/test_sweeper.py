@@ -3,7 +3,6 @@ repaired by one run (invoked by hand, as EventBridge would every 5 minutes)."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import Any
@@ -12,6 +11,7 @@ import psycopg
 
 from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
+    STOPPED_REASON,
     allocated_slots,
     assert_nothing_left,
     h100s_full_and_one_queued,
@@ -21,11 +21,6 @@ from tests.lifecycle.helpers import (
     stop_execution,
     sweep,
     wait_for_status,
-)
-
-# AWS says ABORTED; moto ends a stopped execution parked on a token FAILED when its wait ends.
-STOPPED_REASON = re.compile(
-    r"its execution ended \((ABORTED|FAILED)\) without tearing down; cleaned up by the sweeper"
 )
 
 

@@ -13,16 +13,16 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from botocore.exceptions import ClientError
 from psycopg import sql
 
-from gpudev.aws import aws_clients
 from tests.lifecycle.helpers import (
     cancel,
     execution_history,
     objects_of,
     reserve,
     show,
+    task_token,
+    throttled_send_task_success,
     wait_for_status,
 )
 from tests.support.databases import fetch_value
@@ -40,15 +40,6 @@ def _control_expiry(cloud: Any, reservation_id: str) -> str:
         if c["metadata"]["name"].endswith("-control")
     ]
     return str(config_map["data"]["expires_at"])
-
-
-def _token(cloud: Any, reservation_id: str) -> str:
-    with psycopg.connect(cloud.database_url) as conn:
-        row = conn.execute(
-            "SELECT task_token FROM reservations WHERE reservation_id = %s", (reservation_id,)
-        ).fetchone()
-    assert row and row[0], "parked"
-    return str(row[0])
 
 
 def test_kubernetes_500s_outlasting_the_checkpoints_retries_leave_it_active_and_applied_later(
@@ -111,7 +102,7 @@ def test_a_database_failover_during_a_checkpoint_leaves_the_reservation_active(a
     wait_for_status(api, rid, "active")
     wait_for(lambda: "Active until the next checkpoint" in execution_history(local_cloud, rid))
     checkpoints = execution_history(local_cloud, rid).count(CHECKPOINT)
-    token = _token(local_cloud, rid)
+    token = task_token(local_cloud, rid)
     failures = ATTEMPTS_PER_CHECKPOINT + 3  # the checkpoint's retries, then the park's first
 
     with _read_only_writes_to(local_cloud.database_url, rid, failures) as budget:
@@ -138,29 +129,6 @@ def test_a_database_failover_during_a_checkpoint_leaves_the_reservation_active(a
     assert "Record the failure" not in history and "Tear down" not in history
 
 
-@contextmanager
-def _throttled_send_task_success(token: str) -> Iterator[list[str]]:
-    """SendTaskSuccess to `token` is refused with ThrottlingException, as Step Functions
-    refuses it when the account's token bucket is empty, by the functions' own client."""
-    client = aws_clients().stepfunctions
-    event = f"before-parameter-build.{client.meta.service_model.service_id.hyphenize()}"
-    refused: list[str] = []
-
-    def throttle(params: dict[str, Any], **_: Any) -> None:
-        if params.get("taskToken") == token:
-            refused.append(token)
-            raise ClientError(
-                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
-                "SendTaskSuccess",
-            )
-
-    client.meta.events.register(f"{event}.SendTaskSuccess", throttle, unique_id="test-throttle")
-    try:
-        yield refused
-    finally:
-        client.meta.events.unregister(f"{event}.SendTaskSuccess", unique_id="test-throttle")
-
-
 def _granted(cloud: Any, reservation_id: str) -> bool:
     statement = "SELECT granted_at IS NOT NULL FROM reservations WHERE reservation_id = %s"
     return bool(fetch_value(cloud.database_url, statement, reservation_id))
@@ -173,7 +141,7 @@ def test_a_grant_that_cannot_be_signalled_never_fails_another_reservations_task(
     waiting = reserve(api, gpu_type="h100", gpu_count=8)["reservation_id"]
     wait_for(lambda: show(api, waiting)["queue_position"], message="queued")
 
-    with _throttled_send_task_success(_token(local_cloud, waiting)) as refused:
+    with throttled_send_task_success(task_token(local_cloud, waiting)) as refused:
         cancel(api, holders[0])
         wait_for(lambda: _granted(local_cloud, waiting), timeout=20, message="granted")
         # Passes inside other reservations' tasks meet the throttled grant: a park for

@@ -118,6 +118,19 @@ class RolePattern:
             return bool(_SSO_ROLE_HASH.match(role_name[len(self.name) :]))
         return True
 
+    def covers(self, other: RolePattern) -> bool:
+        """Whether every role `other` matches is matched by this pattern too (same path;
+        `matches` for a name, a prefix within a prefix for a pattern)."""
+        if other.path != self.path:
+            return False
+        if not other.prefix:
+            return self.matches(other.name)
+        if other.name == self.name:
+            return self.prefix
+        # a longer prefix within ours, unless ours admits only a permission set's hash
+        hashed = self.name.startswith(SSO_ROLE_PREFIX) and self.name.endswith("_")
+        return self.prefix and not hashed and other.name.startswith(self.name)
+
     def __str__(self) -> str:
         return f"{self.path.lstrip('/')}{self.name}{'*' if self.prefix else ''}"
 
