@@ -6,8 +6,8 @@
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
-Tests tune it through `image_pulls_fail`, `jupyter_images`, `shell_less_images`,
-`trusted_scripts` (the kubelet's) and `probes.probes_fail`."""
+Tests tune it through the kubelet's settings (`kubelet.image_pulls_fail`,
+`jupyter_images`, `shell_less_images`, `trusted_scripts`) and `probes.probes_fail`."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class SimulatedCluster(BackgroundWork):
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._terminations = PodTerminations(store, self.storage, termination_seconds_scale)
         self._scheduler = Scheduler(store, self.storage)
-        self._kubelet = Kubelet(
+        self.kubelet = Kubelet(
             store,
             self.storage,
             self.probes,
@@ -72,46 +72,9 @@ class SimulatedCluster(BackgroundWork):
                     last_sync = time.monotonic()
                 self.storage.step()
                 self._scheduler.schedule()
-                self._kubelet.step()
+                self.kubelet.step()
             except Exception:
                 log.exception("simulated cluster step failed")
 
     def sync_nodes(self) -> None:
         sync_nodes(self.store, self._autoscaling, self._shapes)
-
-    # -- what tests tune (the kubelet's settings) -----------------------------------------
-    @property
-    def image_pulls_fail(self) -> bool:
-        """Fault injection: admitted pods stay Pending in ImagePullBackOff."""
-        return self._kubelet.image_pulls_fail
-
-    @image_pulls_fail.setter
-    def image_pulls_fail(self, value: bool) -> None:
-        self._kubelet.image_pulls_fail = value
-
-    @property
-    def jupyter_images(self) -> frozenset[str]:
-        """The images whose PATH has jupyter-lab (init containers see it)."""
-        return self._kubelet.jupyter_images
-
-    @jupyter_images.setter
-    def jupyter_images(self, value: frozenset[str]) -> None:
-        self._kubelet.jupyter_images = value
-
-    @property
-    def trusted_scripts(self) -> frozenset[str]:
-        """The init container scripts the stand-in runs (ours; tests may add their own)."""
-        return self._kubelet.trusted_scripts
-
-    @trusted_scripts.setter
-    def trusted_scripts(self, value: frozenset[str]) -> None:
-        self._kubelet.trusted_scripts = value
-
-    @property
-    def shell_less_images(self) -> frozenset[str]:
-        """Images with no shell: a shell init container cannot start (StartError)."""
-        return self._kubelet.shell_less_images
-
-    @shell_less_images.setter
-    def shell_less_images(self, value: frozenset[str]) -> None:
-        self._kubelet.shell_less_images = value

@@ -316,7 +316,7 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
 
     run = uuid.uuid4().hex[:6]
     assert local_cloud.cluster is not None
-    local_cloud.cluster.jupyter_images = frozenset({"gpu-dev:with-jupyter"})
+    local_cloud.cluster.kubelet.jupyter_images = frozenset({"gpu-dev:with-jupyter"})
     names: dict[str, str] = {}
     try:
         for image in ("gpu-dev:with-jupyter", "pytorch/pytorch:latest"):
@@ -361,7 +361,7 @@ def test_init_containers_run_before_the_pod_is_ready_and_report_through_their_st
             "jupyter=unavailable: no jupyter-lab on PATH ("
         )
     finally:
-        local_cloud.cluster.jupyter_images = frozenset()
+        local_cloud.cluster.kubelet.jupyter_images = frozenset()
         for name in names.values():
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
 
@@ -389,8 +389,8 @@ def test_a_failing_init_container_crash_loops_or_fails_the_pod_by_its_restart_po
 
     run = uuid.uuid4().hex[:6]
     assert local_cloud.cluster is not None
-    local_cloud.cluster.trusted_scripts |= {"exit 4"}  # the stand-in runs only our scripts
-    local_cloud.cluster.shell_less_images = frozenset({"distroless:1"})
+    local_cloud.cluster.kubelet.trusted_scripts |= {"exit 4"}  # the stand-in runs only our scripts
+    local_cloud.cluster.kubelet.shell_less_images = frozenset({"distroless:1"})
     names = {
         policy: f"init-fails-{policy.lower()}-{run}" for policy in ("Always", "Never", "OnFailure")
     }
@@ -443,7 +443,7 @@ def test_a_failing_init_container_crash_loops_or_fails_the_pod_by_its_restart_po
         )
         assert 'exec: "/bin/bash": stat /bin/bash: no such file or directory' in state.problem
     finally:
-        local_cloud.cluster.trusted_scripts = init_containers.SHIPPED_SCRIPTS
-        local_cloud.cluster.shell_less_images = frozenset()
+        local_cloud.cluster.kubelet.trusted_scripts = init_containers.SHIPPED_SCRIPTS
+        local_cloud.cluster.kubelet.shell_less_images = frozenset()
         for name in names.values():
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)

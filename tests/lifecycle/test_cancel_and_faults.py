@@ -50,7 +50,7 @@ def test_cancel_while_queued(api, local_cloud):
 
 
 def test_cancel_while_preparing(api, local_cloud):
-    local_cloud.cluster.image_pulls_fail = True
+    local_cloud.cluster.kubelet.image_pulls_fail = True
     rid = reserve(api)["reservation_id"]
     wait_for_status(api, rid, "preparing")
     wait_for(lambda: objects_of(local_cloud, rid)["pods"], message="pod created")
@@ -88,7 +88,7 @@ def test_pod_creation_that_always_fails_ends_failed_with_nothing_left(api, local
 
 
 def test_a_pod_that_never_becomes_ready_fails_after_the_timeout(api, local_cloud):
-    local_cloud.cluster.image_pulls_fail = True
+    local_cloud.cluster.kubelet.image_pulls_fail = True
     rid = reserve(api)["reservation_id"]
     failed = wait_for_status(api, rid, "failed", timeout=30)
     assert "the pod was not ready in time" in failed["failure_reason"]

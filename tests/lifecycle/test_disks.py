@@ -136,12 +136,12 @@ def test_a_pod_that_cannot_initialize_fails_at_once_leaving_nothing_but_the_save
     and it fails again (Init:CrashLoopBackOff). The readiness check ends the reservation
     with the container's own words (`did not start`, not the ready timeout's `not ready in
     time`); nothing is left, the allocation is released, the disk saved and free."""
-    local_cloud.cluster.shell_less_images = frozenset({DEV_IMAGE})
+    local_cloud.cluster.kubelet.shell_less_images = frozenset({DEV_IMAGE})
     try:
         rid = reserve(api, disk_name=disk)["reservation_id"]
         failed = wait_for_status(api, rid, "failed", timeout=30)
     finally:
-        local_cloud.cluster.shell_less_images = frozenset()
+        local_cloud.cluster.kubelet.shell_less_images = frozenset()
     reason = failed["failure_reason"]
     assert reason.startswith(
         "the pod did not start: init container jupyter-check keeps failing (CrashLoopBackOff, "
@@ -155,7 +155,7 @@ def test_a_pod_that_cannot_initialize_fails_at_once_leaving_nothing_but_the_save
 
 
 def test_cancel_while_provisioning_with_a_disk_leaks_nothing(api, local_cloud, disk):
-    local_cloud.cluster.image_pulls_fail = True
+    local_cloud.cluster.kubelet.image_pulls_fail = True
     rid = reserve(api, disk_name=disk)["reservation_id"]
     wait_for_status(api, rid, "preparing")
     wait_for(lambda: objects_of(local_cloud, rid)["persistentvolumeclaims"], message="claim")
@@ -277,7 +277,7 @@ def test_the_reconciler_at_every_step_changes_nothing_the_lifecycle_owns(
     api, local_cloud, disk, failing_snapshots
 ):
     # Taken, volume attached, pod held in provisioning (its image never pulls).
-    local_cloud.cluster.image_pulls_fail = True
+    local_cloud.cluster.kubelet.image_pulls_fail = True
     rid = reserve(api, disk_name=disk)["reservation_id"]
     wait_for_status(api, rid, "preparing")
     wait_for(lambda: objects_of(local_cloud, rid)["persistentvolumeclaims"], message="claim")

@@ -11,7 +11,7 @@ from tests.support.waiting import wait_for
 
 
 def test_an_image_without_jupyter_gives_the_reason_never_a_url(api, local_cloud):
-    local_cloud.cluster.jupyter_images = frozenset()  # this image has no jupyter-lab
+    local_cloud.cluster.kubelet.jupyter_images = frozenset()  # this image has no jupyter-lab
     rid = reserve(api, github_user="alice", jupyter=True)["reservation_id"]
     active = wait_for_status(api, rid, "active")
     assert (active["jupyter_enabled"], active["jupyter_available"]) == (True, False)

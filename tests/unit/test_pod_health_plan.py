@@ -109,11 +109,18 @@ def test_other_pods_and_other_reservations_are_not_confused():
     assert plan_pod_health([watched()], [NODE], [pod(), other], LISTED) == []
 
 
-def test_the_inventory_reads_a_kubelet_status():
-    item = {
+def listed_pod(status: dict[str, Any]) -> dict[str, Any]:
+    """A pod of reservation RID on gpu-1 as the API server lists it, with this status."""
+    return {
         "metadata": {"name": "p", "labels": {"gpu-dev/reservation": str(RID)}},
         "spec": {"nodeName": "gpu-1", "containers": [{"name": "dev"}]},
-        "status": {
+        "status": status,
+    }
+
+
+def test_the_inventory_reads_a_kubelet_status():
+    item = listed_pod(
+        {
             "phase": "Running",
             "containerStatuses": [
                 {
@@ -129,8 +136,8 @@ def test_the_inventory_reads_a_kubelet_status():
                     "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 }
             ],
-        },
-    }
+        }
+    )
     read = _pod(item)
     assert read.restarts == 2 and read.crash_looping
     assert read.last_oom_at == datetime(2026, 11, 23, 11, 59, tzinfo=UTC)
@@ -138,10 +145,8 @@ def test_the_inventory_reads_a_kubelet_status():
 
 
 def test_an_init_container_in_crash_loop_back_off_reads_as_crash_looping():
-    item = {
-        "metadata": {"name": "p", "labels": {"gpu-dev/reservation": str(RID)}},
-        "spec": {"nodeName": "gpu-1", "containers": [{"name": "dev"}]},
-        "status": {
+    item = listed_pod(
+        {
             "phase": "Pending",
             "initContainerStatuses": [
                 {"name": "jupyter-check", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
@@ -149,6 +154,6 @@ def test_an_init_container_in_crash_loop_back_off_reads_as_crash_looping():
             "containerStatuses": [
                 {"name": "dev", "state": {"waiting": {"reason": "PodInitializing"}}}
             ],
-        },
-    }
+        }
+    )
     assert _pod(item).crash_looping
