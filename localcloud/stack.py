@@ -8,6 +8,7 @@ with its simulated cluster, and the SigV4-verifying API gateway.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -296,6 +297,13 @@ class LocalCloud:
         ).start()
         self._signal_stop.append(self.ticker.signal_stop)
         self._on_stop("ticker", self._drained(self.ticker.stop))
+
+        # What the start made (moto's and botocore's models, the stand-in, the handlers'
+        # modules) lives as long as the cloud: out of the collector's full passes, which
+        # otherwise walk it all and stall every thread of this process (the gateway's too)
+        # for up to a second (bench/api_load.py). Thawed at stop, so it can go then.
+        gc.freeze()
+        self._on_stop("garbage collector", gc.unfreeze)
 
     def _lifecycle_environment(self) -> dict[str, str]:
         keys_file = self.state_dir / "github_keys.json"
