@@ -321,9 +321,9 @@ def report(
     if not rate and throughput:
         print(
             f"  Little's law: {clients} clients / {throughput:.0f} requests/s ="
-            f" {clients / throughput * 1000:.1f} ms mean latency, whatever the server does"
-            f" with them; p99 ≤ 50 ms with {clients} closed-loop clients needs over"
-            f" {clients / 0.05:.0f} requests/s"
+            f" {clients / throughput * 1000:.1f} ms mean latency, whatever the server does;"
+            f" a mean of 50 ms with {clients} closed-loop clients needs"
+            f" {clients / 0.05:.0f} requests/s (and p99 ≤ 50 ms more than that)"
         )
     print(
         f"  {'route':13} {'n':>5}  {'p50':>6} {'p95':>6} {'p99':>6} ms client"
