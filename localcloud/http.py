@@ -1,8 +1,14 @@
 """A threaded HTTP server on 127.0.0.1 that hands each raw request to one function; the local
-API gateway and the Kubernetes stand-in are both built on it."""
+API gateway and the Kubernetes stand-in are both built on it.
+
+Connections are kept alive (HTTP/1.1): a client's next request reuses its connection and the
+thread serving it, as API Gateway and the Kubernetes API keep theirs. A stop closes the
+connections that are open, so no client keeps talking to a server that has stopped."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +34,28 @@ class _Server(ThreadingHTTPServer):
     # (20 CLI clients at once, bench/api_load.py) was reset or left for a 1 s SYN retry,
     # which API Gateway and the Kubernetes API never do.
     request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def opened(self, connection: socket.socket) -> None:
+        with self._open_lock:
+            self._open.add(connection)
+
+    def closed(self, connection: socket.socket) -> None:
+        with self._open_lock:
+            self._open.discard(connection)
+
+    def end_connections(self) -> None:
+        """Each open connection reads end-of-file: an idle one closes now, one being served
+        closes once its answer is sent."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # closed meanwhile
+                connection.shutdown(socket.SHUT_RD)
 
 
 class LocalHttpServer:
@@ -55,11 +83,13 @@ class LocalHttpServer:
 
     def stop(self) -> None:
         """Stop accepting and close the listening socket, within one poll interval; requests
-        being handled are left to finish on their own threads."""
+        being handled are left to finish on their own threads, then their connections close,
+        as idle kept-alive ones do at once."""
         if self._thread is not None:  # shutdown() waits forever for a loop that never ran
             self._server.shutdown()
             self._thread = None
         self._server.server_close()
+        self._server.end_connections()
 
 
 class HttpService:
@@ -83,6 +113,17 @@ def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPReques
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body leave together: no 40 ms ACK wait
+        server: _Server
+
+        def setup(self) -> None:
+            super().setup()
+            self.server.opened(self.connection)
+
+        def finish(self) -> None:
+            try:
+                super().finish()
+            finally:
+                self.server.closed(self.connection)
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

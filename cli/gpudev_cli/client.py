@@ -4,9 +4,11 @@ environment, profiles, SSO) and sends it with urllib. The CLI calls the API thro
 so do `python -m localcloud.call`, the tests and `bench/`. The local gateway's verifier
 (`localcloud/sigv4.py`) is written independently of it, so the e2e tier proves it right.
 
-botocore is imported when a session is made or a request signed, urllib's HTTP client when a
+botocore is imported when a session is made or a request signed, the HTTP client when a
 request is sent, never with the module: `gpu-dev --help` does not pay for them, and nothing
-here needs boto3 (bench/cold_start.py).
+here needs boto3 (bench/cold_start.py). A client keeps its connection open between requests
+(HTTP/1.1 keep-alive, as botocore's clients do): `--watch` and `reserve`'s wait pay one TCP
+and TLS handshake, not one per request.
 
 `call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
 body of a successful answer and turns anything else into one clear line (`CliError`)."""
@@ -14,12 +16,16 @@ body of a successful answer and turns anything else into one clear line (`CliErr
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from http.client import HTTPConnection
+
     from botocore.credentials import Credentials, ReadOnlyCredentials
     from botocore.session import Session
 
@@ -75,6 +81,7 @@ class SigV4Client:
         self.session = session
         self.region = region or session.get_config_variable("region") or DEFAULT_REGION
         self.timeout_seconds = timeout_seconds
+        self._kept = threading.local()  # each thread its own connection: one request at a time
 
     def credentials(self) -> ReadOnlyCredentials:
         """The session's current keys (refreshed when they are temporary)."""
@@ -122,24 +129,56 @@ class SigV4Client:
     def send(
         self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
     ) -> Reply:
-        """Sends exactly what it is given: tests break signed requests with it."""
-        import urllib.error
-        import urllib.request
+        """Sends exactly what it is given: tests break signed requests with it. The connection
+        stays open for the next request; one the server closed while it was idle is replaced
+        before it is used, and a request it lost unanswered is sent once more on a new one
+        (as botocore retries a connection error: the server never answered it)."""
+        import http.client
 
-        request = urllib.request.Request(
-            self.api_url + path, data=body, method=method, headers=headers
-        )
+        kept = self._kept_connection()
+        reused = kept is not None and not _closed_by_peer(kept)
+        if not reused:
+            self.close()
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
-                return Reply(response.status, dict(response.headers), _parsed(response.read()))
-        except urllib.error.HTTPError as error:
-            return Reply(error.code, dict(error.headers), _parsed(error.read()))
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
+            try:
+                return self._exchange(method, path, headers, body)
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.close()
+                if not reused:
+                    raise
+                return self._exchange(method, path, headers, body)
+        except (OSError, http.client.HTTPException) as error:
+            self.close()
+            reason = getattr(error, "reason", None) or error
             raise CliError(
                 f"cannot reach the gpu-dev API at {self.api_url} ({reason}); "
                 "check --api-url / GPU_DEV_API_URL"
             ) from None
+
+    def _exchange(
+        self, method: str, path: str, headers: dict[str, str], body: bytes | None
+    ) -> Reply:
+        connection = self._kept_connection()
+        if connection is None:
+            connection = self._kept.connection = _connect(self.api_url, self.timeout_seconds)
+        target = urlsplit(self.api_url).path.rstrip("/") + path
+        connection.request(method, target, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read()
+        if response.will_close:
+            self.close()
+        return Reply(response.status, dict(response.headers), _parsed(data))
+
+    def _kept_connection(self) -> HTTPConnection | None:
+        connection: HTTPConnection | None = getattr(self._kept, "connection", None)
+        return connection
+
+    def close(self) -> None:
+        """Close this thread's kept connection, if any (its next request opens a new one)."""
+        connection = self._kept_connection()
+        if connection is not None:
+            connection.close()
+            self._kept.connection = None
 
     def call(self, method: str, path: str, body: Any = None, signed: bool = True) -> Reply:
         """`body` as JSON, signed with the session's keys (or not at all)."""
@@ -156,6 +195,33 @@ class SigV4Client:
         if reply.status >= 400:
             raise CliError(describe_failure(reply))
         return reply.body
+
+
+def _connect(api_url: str, timeout_seconds: float | None) -> HTTPConnection:
+    """A connection to the API's host (HTTPS verifies the server, as urllib's default did);
+    opened lazily by its first request."""
+    import http.client
+
+    split = urlsplit(api_url)
+    if split.scheme == "https":
+        return http.client.HTTPSConnection(split.netloc, timeout=timeout_seconds)
+    if split.scheme == "http":
+        return http.client.HTTPConnection(split.netloc, timeout=timeout_seconds)
+    raise CliError(f"the gpu-dev API URL must be http:// or https://, not {api_url!r}")
+
+
+def _closed_by_peer(connection: HTTPConnection) -> bool:
+    """Whether an idle kept connection is readable: the server closed it (or sent what an
+    idle HTTP/1.1 connection never gets). Either way it is not used again."""
+    import select
+
+    if connection.sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([connection.sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _parsed(raw: bytes) -> Any:

@@ -2,7 +2,11 @@
 
 Sized for Lambda (one request at a time per environment): a couple of connections,
 reused across warm invocations and checked before reuse so an Aurora failover or an idle
-timeout costs one reconnect, not a failed request.
+timeout costs one reconnect, not a failed request. The check is a round trip only for a
+connection that sat in the pool `CHECK_IDLE_SECONDS` or more (wall time, so the time a
+frozen environment slept counts) or whose socket shows the server closed it; one returned
+moments ago by the previous request goes out without one (`RecentUseCheck`, and the
+reasoning about failovers in docs/decisions.md).
 
 How a connection logs in (docs/architecture.md "Security model / Database"):
 
@@ -23,10 +27,13 @@ limits surface as `DatabaseBusy` / `DatabaseUnavailable` (db/constraints.py).
 from __future__ import annotations
 
 import json
+import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from gpudev.settings import DatabaseSettings, database_settings
 
@@ -114,18 +121,79 @@ def connect_kwargs(
     return kwargs
 
 
+# A connection back in the pool for less than this is reused without a round trip (unless its
+# socket shows the server closed it). Well under the shortest time an Aurora failover leaves
+# the cluster without a writer, so a connection it broke is always older than this by the
+# time a new writer could have served the request (docs/decisions.md, 2026-11-24).
+CHECK_IDLE_SECONDS = 2.0
+
+
+class RecentUseCheck:
+    """The pool's check before it hands out a connection: `SELECT`-free when the connection
+    was returned (or opened) less than `idle_seconds` ago by `clock` (wall time: a frozen
+    Lambda environment's sleep counts as idle, and a clock stepped back checks) and nothing
+    has arrived on its socket; otherwise psycopg_pool's round trip, whose failure makes the
+    pool discard the connection and take another."""
+
+    def __init__(
+        self, idle_seconds: float = CHECK_IDLE_SECONDS, clock: Callable[[], float] = time.time
+    ):
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._settled_at: WeakKeyDictionary[psycopg.Connection[Any], float] = WeakKeyDictionary()
+
+    def settled(self, conn: psycopg.Connection[Any]) -> None:
+        """A new connection (the pool's `configure`) or one given back to the pool."""
+        self._settled_at[conn] = self._clock()
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        from psycopg_pool import ConnectionPool
+
+        settled_at = self._settled_at.get(conn)
+        idle = None if settled_at is None else self._clock() - settled_at
+        if idle is None or not 0 <= idle < self.idle_seconds or _closed_by_server(conn):
+            ConnectionPool.check_connection(conn)
+
+
+def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection's socket has anything to read: the server's goodbye (a
+    terminated backend's FATAL message, its end-of-file or reset). An idle connection of ours
+    is sent nothing else (no LISTEN), so anything there means: check it."""
+    from psycopg.pq import ConnStatus
+
+    if conn.closed or conn.broken or conn.pgconn.status != ConnStatus.OK:
+        return True
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 def open_pool(
-    settings: DatabaseSettings, token_factory: TokenFactory | None = None
+    settings: DatabaseSettings,
+    token_factory: TokenFactory | None = None,
+    check: RecentUseCheck | None = None,
 ) -> ConnectionPool:
     from psycopg_pool import ConnectionPool
 
-    return ConnectionPool(
+    recent_use = check or RecentUseCheck()
+
+    class Pool(ConnectionPool):
+        def putconn(self, conn: psycopg.Connection[Any]) -> None:
+            # Not the pool's `reset` hook: with one, the pool returns connections on its
+            # worker thread, which a Lambda environment may freeze before it runs.
+            recent_use.settled(conn)
+            super().putconn(conn)
+
+    return Pool(
         conninfo(settings),
         min_size=1,
         max_size=settings.db_pool_max_size,
         kwargs=lambda: connect_kwargs(settings, token_factory),
         timeout=settings.db_pool_timeout_seconds,
-        check=ConnectionPool.check_connection,
+        configure=recent_use.settled,
+        check=recent_use.check,
         open=True,
         name="gpudev",
     )

@@ -1,0 +1,104 @@
+"""The CLI's client keeps its connection between requests (HTTP/1.1 keep-alive), replaces one
+the server closed, and sends a request once more when a kept connection was lost before any
+answer came; a local server's stop closes the connections it kept open."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import botocore.session
+import pytest
+
+from gpudev_cli.client import CliError, SigV4Client
+from localcloud.http import LocalHttpServer, RawRequest, Reply
+
+
+class Recorder:
+    """A server's handler that answers 200 and records which connection (its thread) and
+    path each request came on."""
+
+    def __init__(self, name: str = "first") -> None:
+        self.name = name
+        self.seen: list[tuple[int, str]] = []
+
+    def __call__(self, request: RawRequest) -> Reply:
+        self.seen.append((threading.get_ident(), request.raw_path))
+        return 200, {}, f'{{"server": "{self.name}"}}'.encode()
+
+
+def _client(url: str) -> SigV4Client:
+    return SigV4Client(url, botocore.session.Session(), "us-east-2", timeout_seconds=5)
+
+
+def test_requests_of_one_client_share_one_connection():
+    recorder = Recorder()
+    server = LocalHttpServer(recorder, "test")
+    server.start()
+    try:
+        client = _client(server.url)
+        for path in ("/a", "/b", "/c"):
+            assert client.send("GET", path, {}).status == 200
+        assert [path for _, path in recorder.seen] == ["/a", "/b", "/c"]
+        assert len({connection for connection, _ in recorder.seen}) == 1
+    finally:
+        server.stop()
+
+
+def test_a_stop_closes_kept_connections_and_the_next_request_reaches_the_new_server():
+    first = Recorder("first")
+    server = LocalHttpServer(first, "test")
+    server.start()
+    port = int(server.url.rsplit(":", 1)[1])
+    client = _client(server.url)
+    assert client.send("GET", "/before", {}).body == {"server": "first"}
+    server.stop()
+    second = Recorder("second")
+    restarted = LocalHttpServer(second, "test", port)
+    restarted.start()
+    try:
+        assert client.send("GET", "/after", {}).body == {"server": "second"}
+        assert first.seen[-1][1] == "/before" and [p for _, p in second.seen] == ["/after"]
+    finally:
+        restarted.stop()
+
+
+def _server_losing_the_second_request() -> tuple[socket.socket, list[bytes]]:
+    """A raw HTTP/1.1 server: it answers its first connection's first request with keep-alive,
+    then reads the next request on that connection and closes it unanswered (a server that
+    closed an idle connection as the request was on its way); later connections are answered."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    received: list[bytes] = []
+
+    def answer(connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+    def serve() -> None:
+        first, _ = listener.accept()
+        with first:
+            received.append(first.recv(65536))
+            answer(first)
+            received.append(first.recv(65536))  # lost: closed without an answer
+        second, _ = listener.accept()
+        with second:
+            received.append(second.recv(65536))
+            answer(second)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, received
+
+
+def test_a_request_lost_on_a_kept_connection_is_sent_again_on_a_new_one():
+    listener, received = _server_losing_the_second_request()
+    with listener:
+        client = _client(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        assert client.send("GET", "/one", {}).status == 200
+        assert client.send("POST", "/two", {}, b"{}").status == 200
+    assert [r.split(b" ")[1] for r in received] == [b"/one", b"/two", b"/two"]
+
+
+def test_an_unreachable_api_is_one_clear_error():
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+    with pytest.raises(CliError, match="cannot reach the gpu-dev API"):
+        _client(f"http://127.0.0.1:{port}").send("GET", "/v1/me", {})
