@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+# Methods whose repetition changes nothing more (RFC 9110 §9.2.2): resent after a lost answer.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
 if TYPE_CHECKING:
     from http.client import HTTPConnection
 
@@ -131,8 +134,9 @@ class SigV4Client:
     ) -> Reply:
         """Sends exactly what it is given: tests break signed requests with it. The connection
         stays open for the next request; one the server closed while it was idle is replaced
-        before it is used, and a request it lost unanswered is sent once more on a new one
-        (as botocore retries a connection error: the server never answered it)."""
+        before it is used. A request a kept connection lost unanswered may still have been
+        applied, so only an idempotent one (GET, PUT, DELETE) is sent once more, on a new
+        connection; a lost POST (an extension adds hours) is an error that says so."""
         import http.client
 
         kept = self._kept_connection()
@@ -146,6 +150,12 @@ class SigV4Client:
                 self.close()
                 if not reused:
                     raise
+                if method not in IDEMPOTENT_METHODS:
+                    raise CliError(
+                        f"the connection to the gpu-dev API was lost before it answered {method} "
+                        f"{path}; it may have been applied: check (e.g. `gpu-dev list`) before "
+                        "trying again"
+                    ) from None
                 return self._exchange(method, path, headers, body)
         except (OSError, http.client.HTTPException) as error:
             self.close()

@@ -1,11 +1,13 @@
 """The CLI's client keeps its connection between requests (HTTP/1.1 keep-alive), replaces one
-the server closed, and sends a request once more when a kept connection was lost before any
-answer came; a local server's stop closes the connections it kept open."""
+the server closed, and sends an idempotent request once more when a kept connection was lost
+before any answer came (a POST: a clear error instead); a local server's stop closes the
+connections it kept open."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable, Iterator
 
 import botocore.session
 import pytest
@@ -27,16 +29,26 @@ class Recorder:
         return 200, {}, f'{{"server": "{self.name}"}}'.encode()
 
 
-def _client(url: str) -> SigV4Client:
-    return SigV4Client(url, botocore.session.Session(), "us-east-2", timeout_seconds=5)
+@pytest.fixture
+def clients() -> Iterator[Callable[[str], SigV4Client]]:
+    """Clients for a URL; their kept connections are closed after the test."""
+    made: list[SigV4Client] = []
+
+    def make(url: str) -> SigV4Client:
+        made.append(SigV4Client(url, botocore.session.Session(), "us-east-2", timeout_seconds=5))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
 
 
-def test_requests_of_one_client_share_one_connection():
+def test_requests_of_one_client_share_one_connection(clients: Callable[[str], SigV4Client]):
     recorder = Recorder()
     server = LocalHttpServer(recorder, "test")
     server.start()
     try:
-        client = _client(server.url)
+        client = clients(server.url)
         for path in ("/a", "/b", "/c"):
             assert client.send("GET", path, {}).status == 200
         assert [path for _, path in recorder.seen] == ["/a", "/b", "/c"]
@@ -45,12 +57,14 @@ def test_requests_of_one_client_share_one_connection():
         server.stop()
 
 
-def test_a_stop_closes_kept_connections_and_the_next_request_reaches_the_new_server():
+def test_a_stop_closes_kept_connections_and_the_next_request_reaches_the_new_server(
+    clients: Callable[[str], SigV4Client],
+):
     first = Recorder("first")
     server = LocalHttpServer(first, "test")
     server.start()
     port = int(server.url.rsplit(":", 1)[1])
-    client = _client(server.url)
+    client = clients(server.url)
     assert client.send("GET", "/before", {}).body == {"server": "first"}
     server.stop()
     second = Recorder("second")
@@ -88,17 +102,32 @@ def _server_losing_the_second_request() -> tuple[socket.socket, list[bytes]]:
     return listener, received
 
 
-def test_a_request_lost_on_a_kept_connection_is_sent_again_on_a_new_one():
+def test_an_idempotent_request_lost_on_a_kept_connection_is_sent_again_on_a_new_one(
+    clients: Callable[[str], SigV4Client],
+):
     listener, received = _server_losing_the_second_request()
     with listener:
-        client = _client(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        client = clients(f"http://127.0.0.1:{listener.getsockname()[1]}")
         assert client.send("GET", "/one", {}).status == 200
-        assert client.send("POST", "/two", {}, b"{}").status == 200
+        assert client.send("PUT", "/two", {}, b"{}").status == 200
     assert [r.split(b" ")[1] for r in received] == [b"/one", b"/two", b"/two"]
 
 
-def test_an_unreachable_api_is_one_clear_error():
+def test_a_post_lost_on_a_kept_connection_is_not_sent_twice_and_the_error_says_so(
+    clients: Callable[[str], SigV4Client],
+):
+    """The server may have applied it (an extension would add its hours twice)."""
+    listener, received = _server_losing_the_second_request()
+    with listener:
+        client = clients(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        assert client.send("GET", "/one", {}).status == 200
+        with pytest.raises(CliError, match="may have been applied"):
+            client.send("POST", "/two", {}, b"{}")
+    assert [r.split(b" ")[1] for r in received] == [b"/one", b"/two"]
+
+
+def test_an_unreachable_api_is_one_clear_error(clients: Callable[[str], SigV4Client]):
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
     with pytest.raises(CliError, match="cannot reach the gpu-dev API"):
-        _client(f"http://127.0.0.1:{port}").send("GET", "/v1/me", {})
+        clients(f"http://127.0.0.1:{port}").send("GET", "/v1/me", {})
