@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from gpudev.allocation.values import Decisions, Holding, Request, expected_end
 from gpudev.cluster.vocabulary import Node, Pod
-from gpudev.repositories.allocations import HeldSlots, QueueColumns, QueueWait, SeenNode
+from gpudev.repositories.allocations import HeldSlots, QueueColumns, QueueWaits, SeenNode
 from gpudev.settings import LifecycleSettings
 
 CPU_SLOTS_PER_NODE = 3
@@ -101,10 +101,11 @@ def whole_microseconds(epoch_seconds: float) -> float:
     return datetime.fromtimestamp(epoch_seconds, UTC).timestamp()
 
 
-def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> list[QueueWait]:
+def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> QueueWaits:
     """The waits whose position or estimated start differs from what the queue read returned
     (the previous pass's): only these are sent. ETAs are in real seconds (durations are
-    `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock."""
+    `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock. Many
+    waits share an ETA (the end time they wait for), so each start is made once."""
     recorded = dict(
         zip(
             waiting.reservation_ids,
@@ -113,9 +114,15 @@ def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> li
         )
     )
     moment = datetime.fromtimestamp
-    changed = []
+    starts: dict[float | None, datetime | None] = {}
+    changed = QueueWaits([], [], [])
     for reservation_id, position, eta in decisions.waits:
-        starts_at = None if eta is None else moment(now + eta, UTC)
+        try:
+            starts_at = starts[eta]
+        except KeyError:
+            starts_at = starts[eta] = None if eta is None else moment(now + eta, UTC)
         if recorded.get(reservation_id) != (position, starts_at):
-            changed.append(QueueWait(reservation_id, position, starts_at))
+            changed.reservation_ids.append(reservation_id)
+            changed.positions.append(position)
+            changed.starts_at.append(starts_at)
     return changed
