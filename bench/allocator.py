@@ -176,7 +176,12 @@ def _end_early(conn: Any) -> None:
 
 def _naive(conn: Any) -> tuple[int, int]:
     """Per reservation: read free slots of its type, then grant slot by slot or record a
-    position (a 15-minutes-per-position guess, as the reference does)."""
+    position (a 15-minutes-per-position guess, as the reference does); one transaction."""
+    with conn.transaction():
+        return _naive_pass(conn)
+
+
+def _naive_pass(conn: Any) -> tuple[int, int]:
     queue = conn.execute(
         "SELECT reservation_id, gpu_count, total_nodes FROM reservations"
         " WHERE status = 'queued' AND granted_at IS NULL ORDER BY created_at"
@@ -254,9 +259,11 @@ Run = Callable[[Any], tuple[int, int]]
 
 
 def _measure(url: str, runs: list[Run | tuple[Callable[[Any], None], Run]]) -> list[Measured]:
-    """Each run timed on the same connection; a (prepare, run) pair prepares untimed."""
+    """Each run timed on the same connection; a (prepare, run) pair prepares untimed. The
+    connection is in autocommit, like the allocator function's (`autocommit_connection`):
+    a pass commits its own transaction, so the next pass (and page pruning) sees it done."""
     results = []
-    with psycopg.connect(url) as raw:
+    with psycopg.connect(url, autocommit=True) as raw:
         for entry in runs:
             if isinstance(entry, tuple):
                 prepare, run = entry
