@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from gpudev.allocation.service import Allocator, AllocatorReport
+from gpudev.allocation.service import Allocator, AllocatorReport, release_allocation
 from gpudev.cluster.vocabulary import Node
 from gpudev.reservations.schemas import ReservationView
 from gpudev.reservations.service import find_reservation
@@ -208,3 +208,42 @@ def test_the_pass_after_a_grant_reads_back_the_end_the_granting_pass_planned(
             (3, None),
         ]
         assert moved[2] == recorded[2]  # the one that never fits was not rewritten
+
+
+def _pages(conn: psycopg.Connection[Any], ids: list[uuid.UUID]) -> list[int]:
+    """The heap page each row's live version is on."""
+    return [
+        row[0]
+        for rid in ids
+        if (
+            row := conn.execute(
+                "SELECT (ctid::text::point)[0]::int FROM reservations WHERE reservation_id = %s",
+                (rid,),
+            ).fetchone()
+        )
+    ]
+
+
+def test_rewriting_every_start_keeps_each_row_on_its_page(fresh_database: str):
+    """A pass that moves every start (the first one, and one after the reservation at the
+    front ended early) rewrites each waiting row on its own page, a heap-only update that
+    touches no index: migration 0024 leaves room on a page for a new version of every row
+    on it (at 0019's fillfactor 70 most rows moved to other pages)."""
+    settings = LifecycleSettings()
+    now = datetime.now(UTC)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        _busy_node(conn, now, now + timedelta(hours=1))
+        queued = [_insert(conn, 8, 1, 1) for _ in range(300)]  # one behind the other
+        pages = _pages(conn, queued)
+        assert len(set(pages)) >= 10  # the queue spans pages
+
+        first = _pass(conn, settings, now.timestamp())
+        assert first.waits_written == 300
+        assert _pages(conn, queued) == pages
+
+        active = conn.execute("SELECT reservation_id FROM reservations WHERE status = 'active'")
+        release_allocation(conn, (active.fetchone() or ())[0])
+        after_early_end = _pass(conn, settings, now.timestamp() + 60)
+        assert after_early_end.granted == [queued[0]]
+        assert after_early_end.waits_written == 299  # every start moved, and every position
+        assert _pages(conn, queued[1:]) == pages[1:]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 import uuid
 
-from gpudev.allocation.plan import Holding, NodeCapacity, Request, expected_end, plan
+from gpudev.allocation.plan import plan
+from gpudev.allocation.values import Holding, NodeCapacity, Request, expected_end
 
 NOW = 1_000.0
 PROBE_SECONDS = 100.0

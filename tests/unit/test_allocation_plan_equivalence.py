@@ -4,7 +4,7 @@ same positions and ETAs, on random clusters and queues of several GPU types, CPU
 partly free nodes, multinode requests and releases at equal times.
 
 The current planner holds a placed request's capacity until its expected end
-(`plan.expected_end`: the provisioning allowance, then the duration), as the service does for
+(`values.expected_end`: the provisioning allowance, then the duration), as the service does for
 a granted reservation read back from its row; the reference holds it for its duration. So
 the reference is given each request's duration plus the allowance: the same end times, hence
 the same decisions to compare. (The probe, which the reference does not have, takes nothing.)"""
@@ -15,6 +15,7 @@ import random
 import uuid
 
 from gpudev.allocation import plan as current
+from gpudev.allocation import values
 from tests.unit import allocation_plan_reference as reference
 
 NOW = 10_000.0
@@ -46,9 +47,9 @@ def _decide(module, nodes, holdings, queue, allowance):  # type: ignore[no-untyp
         # the current planner also decides a probe request per type (a new request's ETA),
         # at the back of each queue: it must change no real decision, so it is left in here
         decisions = current.plan(
-            [current.NodeCapacity(*n) for n in nodes],
-            [current.Holding(*h) for h in holdings],
-            [current.Request(*r) for r in queue],
+            [values.NodeCapacity(*n) for n in nodes],
+            [values.Holding(*h) for h in holdings],
+            [values.Request(*r) for r in queue],
             NOW,
             8 * 3600.0,
             allowance,

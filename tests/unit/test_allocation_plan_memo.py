@@ -9,6 +9,7 @@ import random
 import uuid
 
 from gpudev.allocation import plan as current
+from gpudev.allocation import values
 from gpudev.allocation.memo import PlanMemo
 from tests.unit.test_allocation_plan_equivalence import NOW, _scenario
 
@@ -17,9 +18,9 @@ PROBE_SECONDS = 8 * 3600.0
 
 def _plan(nodes, holdings, queue, now, allowance, memo=None):  # type: ignore[no-untyped-def]
     return current.plan(
-        [current.NodeCapacity(*n) for n in nodes],
-        [current.Holding(*h) for h in holdings],
-        [current.Request(*r) for r in queue],
+        [values.NodeCapacity(*n) for n in nodes],
+        [values.Holding(*h) for h in holdings],
+        [values.Request(*r) for r in queue],
         now,
         PROBE_SECONDS,
         allowance,

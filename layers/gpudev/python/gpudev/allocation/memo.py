@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from gpudev.allocation.plan import TypeDecisions, Wait
+from gpudev.allocation.values import TypeDecisions, Wait
 
 
 class _Entry(NamedTuple):

@@ -4,93 +4,39 @@ and an ETA.
 Per GPU type, first come first served by creation time, with EASY backfill. The head of the
 queue that cannot start now gets a reserved start, the shadow time: the earliest moment it
 fits once running reservations end at their known end times. A later request may start now
-only if its expected end comes before the shadow time or it runs on capacity the head will
-not need then, so backfill never delays the head. Multinode requests take whole free nodes,
-all at once or not at all. A slot is one GPU on a GPU node and one user on a CPU node (three
-per node).
+only if its expected end (values.py) comes before the shadow time or it runs on capacity the
+head will not need then, so backfill never delays the head. Multinode requests take whole
+free nodes, all at once or not at all. A slot is one GPU on a GPU node and one user on a CPU
+node (three per node).
 
-A reservation's expected end (`expected_end`) is its grant time plus the provisioning
-allowance plus its duration: the one definition, used for what this pass grants, for
-backfill, in the ETA replay, and by the service for a granted reservation's holding read
-back from its row, so a grant's end is the same number in the pass that grants and in every
-pass after. ETAs replay the end times for the whole queue in order, each request holding its
-capacity once placed until its expected end. The same pass answers "how long would a new
-request wait?" per GPU type (what `avail` and `status` show): a one-slot probe request put
-at the back of each type's queue, decided like any other (0 when it would start now), then
-dropped; being last, it changes nobody's decision.
+ETAs replay the end times for the whole queue in order (replay.py). The same pass answers
+"how long would a new request wait?" per GPU type (what `avail` and `status` show): a
+one-slot probe request put at the back of each type's queue, decided like any other (0 when
+it would start now), then dropped; being last, it changes nobody's decision.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from gpudev.allocation import replay
 from gpudev.allocation.pool import Pool
+from gpudev.allocation.values import (
+    PROBE,
+    Decisions,
+    Grant,
+    Holding,
+    NodeCapacity,
+    Request,
+    TypeDecisions,
+    expected_end,
+)
 
 if TYPE_CHECKING:
     from gpudev.allocation.memo import PlanMemo
-
-
-class NodeCapacity(NamedTuple):
-    name: str
-    gpu_type: str
-    slots: int
-    free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
-
-
-class Holding(NamedTuple):
-    """Slots of a node that a live reservation holds until `ends_at` (epoch seconds)."""
-
-    node: str
-    slots: int
-    ends_at: float
-
-
-class Request(NamedTuple):
-    reservation_id: str  # a UUID as text
-    gpu_type: str
-    slots_per_node: int
-    nodes: int
-    duration_seconds: float
-
-
-class Grant(NamedTuple):
-    reservation_id: str  # a UUID as text
-    placements: tuple[tuple[str, tuple[int, ...]], ...]  # (node, slots) per rank
-
-
-class Wait(NamedTuple):
-    reservation_id: str  # a UUID as text
-    position: int
-    eta_seconds: float | None  # None: it cannot fit even on an empty cluster
-
-
-class TypeDecisions(NamedTuple):
-    grants: list[Grant]  # real reservations only
-    waits: list[Wait]
-    probe_eta: float | None  # a new request's ETA (0.0: it would start now; None: never)
-
-
-@dataclass
-class Decisions:
-    grants: list[Grant] = field(default_factory=list)
-    waits: list[Wait] = field(default_factory=list)
-    # per GPU type with nodes or a queue: a new one-slot request's ETA (None: never fits)
-    next_request_waits: dict[str, float | None] = field(default_factory=dict)
-
-
-def expected_end(granted_at: float, duration_seconds: float, allowance_seconds: float) -> float:
-    """When a reservation granted at `granted_at` (epoch seconds) is expected to give its
-    capacity back until it is active (then its expiry tells): the provisioning allowance
-    (how long it may take to become ready), then its whole duration."""
-    return granted_at + (allowance_seconds + duration_seconds)
-
-
-PROBE = "probe"  # the probe request's id; never a reservation's (a UUID as text)
 
 
 def plan(
@@ -197,7 +143,7 @@ def _plan_type(
                 grant(request, placement)
                 continue
             head_blocked = True
-            shadow, spare = _shadow(pool, releases, request)
+            shadow, spare = replay.shadow(pool, releases, request)
             still_waiting.append(request)
             continue
         need = request.slots_per_node
@@ -229,91 +175,7 @@ def _plan_type(
             for node in placement:
                 spare[node] -= need
 
-    decisions.waits.extend(_etas(pool, releases, still_waiting, now, allowance_seconds))
-
-
-def _fit_after_release(pool: Pool, request: Request, released: int) -> list[int]:
-    """`pool.fit(request)` when it did not fit before `released` got slots back (no other
-    node's free count changed): then only that node can take a single-node request, and a
-    multinode one can fit only if that node is now whole (free, with as many slots as it
-    asks per node)."""
-    need = request.slots_per_node
-    if request.nodes == 1:
-        return [released] if pool.free[released] >= need else []
-    if pool.free[released] == need == pool.capacity[released]:
-        return pool.fit(request)
-    return []
-
-
-def _shadow(
-    pool: Pool, releases: list[tuple[float, int, int]], head: Request
-) -> tuple[float | None, list[int]]:
-    """When the head first fits as reservations end, and per node what it leaves spare
-    then; (None, []) if it never fits, when there is nothing to protect."""
-    simulated = pool.copy()
-    for ends_at, node, slots in sorted(releases):
-        simulated.give(node, slots)
-        placement = _fit_after_release(simulated, head, node)
-        if placement:
-            spare = list(simulated.free)
-            for taken in placement:
-                spare[taken] -= head.slots_per_node
-            return ends_at, spare
-    return None, []
-
-
-def _etas(
-    pool: Pool,
-    releases: list[tuple[float, int, int]],
-    queue: list[Request],
-    now: float,
-    allowance_seconds: float,
-) -> list[Wait]:
-    """Replays the queue in order on the known end times: each request starts when it
-    first fits and then holds its capacity until its expected end. (The hot loop of a pass:
-    a single-node request's fit, and its fit after a release (`_fit_after_release`), are
-    inlined.)"""
-    simulated = pool.copy()
-    free, buckets, largest = simulated.free, simulated.buckets, simulated.largest
-    fit, give, take = simulated.fit, simulated.give, simulated.take
-    events = list(releases)
-    heapq.heapify(events)
-    pop, push = heapq.heappop, heapq.heappush
-    clock = now
-    waits: list[Wait] = []
-    append = waits.append
-    for position, request in enumerate(queue, start=1):
-        need = request.slots_per_node
-        if request.nodes == 1:
-            placement = []
-            for count in range(need, largest + 1):
-                if buckets[count]:
-                    placement = [buckets[count][0]]
-                    break
-            while not placement and events:
-                ends_at, node, slots = pop(events)
-                if ends_at > clock:
-                    clock = ends_at
-                give(node, slots)
-                if free[node] >= need:
-                    placement = [node]
-        else:
-            placement = fit(request)
-            while not placement and events:
-                ends_at, node, slots = pop(events)
-                if ends_at > clock:
-                    clock = ends_at
-                give(node, slots)
-                placement = _fit_after_release(simulated, request, node)
-        if not placement:
-            append(Wait(request.reservation_id, position, None))
-            continue
-        ends = expected_end(clock, request.duration_seconds, allowance_seconds)
-        for node in placement:
-            take(node, need)
-            push(events, (ends, node, need))
-        append(Wait(request.reservation_id, position, clock - now))  # the clock never goes back
-    return waits
+    decisions.waits.extend(replay.etas(pool, releases, still_waiting, now, allowance_seconds))
 
 
 def eta_minutes(eta_seconds: float | None, seconds_per_hour: float) -> int | None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpudev.allocation.plan import Request
+    from gpudev.allocation.values import Request
 
 
 class Pool:

@@ -3,9 +3,8 @@ sync the nodes, decide (plan.py), write the grants and the positions and estimat
 of the waiting reservations whose position or start changed; after commit, tell each granted
 execution through its task token.
 
-An estimated start is a moment (now + the plan's ETA), so it holds still while time passes
-and a pass writes only what the plan moved; readers turn it into clock minutes from their own
-now (`reservations/schemas.py`). A new request's wait per GPU type stays in clock minutes
+The pass reads and writes through rows.py (estimated starts are moments, written only
+when the plan moved them). A new request's wait per GPU type stays in clock minutes
 (`gpu_types.estimated_wait_minutes`: one row per type).
 
 A grant is written before it is signalled. A send that fails for a transient reason is
@@ -28,34 +27,25 @@ from uuid import UUID
 import psycopg
 
 from gpudev.allocation.memo import PlanMemo
-from gpudev.allocation.plan import (
-    Decisions,
-    Holding,
-    NodeCapacity,
-    Request,
-    eta_minutes,
-    expected_end,
-    plan,
+from gpudev.allocation.plan import eta_minutes, plan
+from gpudev.allocation.rows import (
+    changed_waits,
+    holding,
+    node_rows,
+    outside_allocations,
+    released_pod_holdings,
+    requests,
+    whole_microseconds,
 )
+from gpudev.allocation.values import Decisions, NodeCapacity
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import AllocationsRepository, ReservationsRepository
-from gpudev.repositories.allocations import (
-    HeldSlots,
-    NodeState,
-    QueueColumns,
-    QueueWait,
-    SeenNode,
-    SlotGrant,
-    TypeWait,
-)
+from gpudev.repositories.allocations import NodeState, QueueColumns, SlotGrant, TypeWait
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Signals, Wake
 
-CPU_SLOTS_PER_NODE = 3
-RELEASED_POD_GRACE_SECONDS = 30.0  # Kubernetes' default terminationGracePeriodSeconds
-LIVE_PHASES = ("Pending", "Running")
 # The plans of this execution environment's passes: a warm environment's next pass reuses a
 # GPU type's plan when nothing it depends on changed (memo.py).
 PLANS = PlanMemo()
@@ -75,107 +65,6 @@ class AllocatorReport:
     released_dead: int = 0
     signal_failures: int = 0  # sends that failed for a transient reason: retried next pass
     waits_written: int = 0  # waiting reservations whose position or estimated start changed
-
-
-def node_rows(
-    nodes: list[Node], pods: list[Pod], cpu_types: set[str]
-) -> tuple[list[SeenNode], dict[str, list[Pod]]]:
-    """Node rows for the database, and per node the live pods on it."""
-    live: dict[str, list[Pod]] = {}
-    for pod in pods:
-        if pod.node_name and pod.phase in LIVE_PHASES:
-            live.setdefault(pod.node_name, []).append(pod)
-    rows = []
-    for node in nodes:
-        if not node.gpu_type:
-            continue
-        cpu = node.gpu_type in cpu_types
-        rows.append(
-            SeenNode(
-                name=node.name,
-                gpu_type=node.gpu_type,
-                slots=CPU_SLOTS_PER_NODE if cpu else node.allocatable_gpus,
-                schedulable=node.schedulable and not node.tainted,
-                node_ip=node.internal_ip,
-                external_address=node.external_address,
-            )
-        )
-    return rows, live
-
-
-def outside_allocations(pods: list[Pod], holders: set[str]) -> list[Pod]:
-    """Live pods on a node that use GPUs without an allocation there: other workloads' pods,
-    and pods of reservations that no longer hold the node (a released reservation's pod is
-    Terminating for its grace period, and the kubelet refuses a new pod until it is gone)."""
-    return [p for p in pods if p.reservation_id not in holders and p.gpu_requests]
-
-
-def released_pod_holdings(node: str, pods: list[Pod], now: float) -> list[Holding]:
-    """GPUs of a released reservation's pods come back when the pods are gone: by their
-    deletion deadline, or within a grace period if not deleted yet. (Other workloads' pods
-    have no known end, so they are not holdings: their GPUs are simply not free.)"""
-    return [
-        Holding(node, p.gpu_requests, p.terminating_until or now + RELEASED_POD_GRACE_SECONDS)
-        for p in pods
-        if p.reservation_id is not None
-    ]
-
-
-def requests(waiting: QueueColumns, settings: LifecycleSettings) -> list[Request]:
-    """The queue as the planner's requests, in the same order."""
-    per_node = [
-        1 if gpus == 0 else gpus // nodes
-        for gpus, nodes in zip(waiting.gpu_counts, waiting.total_nodes, strict=True)
-    ]
-    durations = [hours * settings.seconds_per_hour for hours in waiting.duration_hours]
-    return list(
-        map(
-            Request,
-            waiting.reservation_ids,
-            waiting.gpu_types,
-            per_node,
-            waiting.total_nodes,
-            durations,
-        )
-    )
-
-
-def _holding(row: HeldSlots, settings: LifecycleSettings) -> Holding:
-    if row.expires_at is not None:
-        ends = row.expires_at.timestamp()
-    else:  # granted, not active yet: the end the pass that granted it planned
-        ends = expected_end(
-            row.granted_at.timestamp(),
-            row.duration_hours * settings.seconds_per_hour,
-            settings.ready_timeout_seconds,
-        )
-    return Holding(row.node_name, row.slots, ends)
-
-
-def whole_microseconds(epoch_seconds: float) -> float:
-    """The moment as PostgreSQL stores it (a timestamptz has microseconds), so that a time
-    the pass plans from (its now, a grant's time) reads back as the same number."""
-    return datetime.fromtimestamp(epoch_seconds, UTC).timestamp()
-
-
-def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> list[QueueWait]:
-    """The waits whose position or estimated start differs from what the queue read returned
-    (the previous pass's): only these are sent. ETAs are in real seconds (durations are
-    `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock."""
-    recorded = dict(
-        zip(
-            waiting.reservation_ids,
-            zip(waiting.queue_positions, waiting.estimated_starts_at, strict=True),
-            strict=True,
-        )
-    )
-    moment = datetime.fromtimestamp
-    changed = []
-    for reservation_id, position, eta in decisions.waits:
-        starts_at = None if eta is None else moment(now + eta, UTC)
-        if recorded.get(reservation_id) != (position, starts_at):
-            changed.append(QueueWait(reservation_id, position, starts_at))
-    return changed
 
 
 def release_allocation(conn: psycopg.Connection[Any], reservation_id: UUID) -> int:
@@ -221,7 +110,7 @@ class Allocator:
                     )
                 )
                 holdings += released_pod_holdings(n.node_name, outside, now)
-            holdings += [_holding(h, self._settings) for h in self._allocations.holdings()]
+            holdings += [holding(h, self._settings) for h in self._allocations.holdings()]
             waiting = self._allocations.queue()
             queue = requests(waiting, self._settings)
             probe_seconds = NEXT_REQUEST_HOURS * self._settings.seconds_per_hour

@@ -6,7 +6,8 @@ granted and signalled times). Its only writer is the allocator
 Rows are frozen dataclasses rather than pydantic models: a pass reads every node and every
 queued reservation, and psycopg already gives typed values. The queue is read as columns
 (`QueueColumns`), not one object per row: at 100,000 queued (`bench/allocator.py`) the row
-objects cost a quarter of a pass.
+objects cost a quarter of a pass; the waits to record are written from columns too
+(`QueueWaits`).
 """
 
 from __future__ import annotations
@@ -83,10 +84,13 @@ class SlotGrant:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueWait:
-    reservation_id: str  # as text (QueueColumns)
-    position: int
-    starts_at: datetime | None  # the estimated start; None: it never fits
+class QueueWaits:
+    """Waiting reservations' positions and estimated starts to record, as columns (row i of
+    each is one reservation), like the queue they were planned from (`QueueColumns`)."""
+
+    reservation_ids: list[str]  # as text (QueueColumns)
+    positions: list[int]
+    starts_at: list[datetime | None]  # the estimated start; None: it never fits
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +144,16 @@ class AllocationsRepository:
             },
         )
 
-    def record_waits(self, waits: Sequence[QueueWait]) -> int:
+    def record_waits(self, waits: QueueWaits) -> int:
         """Queue positions and estimated starts, written only where they changed; the number
         of rows written."""
         return self._conn.execute(
             query("allocation/record_waits"),
-            column_arrays(
-                waits, reservation_ids="reservation_id", positions="position", starts_at="starts_at"
-            ),
+            {
+                "reservation_ids": waits.reservation_ids,
+                "positions": waits.positions,
+                "starts_at": waits.starts_at,
+            },
         ).rowcount
 
     def record_type_waits(self, waits: Sequence[TypeWait]) -> None:

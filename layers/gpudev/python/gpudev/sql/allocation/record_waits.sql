@@ -1,5 +1,7 @@
 -- Waiting reservations' queue positions and estimated starts (NULL: it never fits), written
 -- only where either changed: a start is a moment, so it holds still while time passes.
+-- Joined with the waiting rows only (the queue's own conditions), not the table's history:
+-- the join reads the queue through an index instead of every reservation ever made.
 UPDATE reservations r SET
     queue_position = w.position,
     estimated_start_at = w.starts_at,
@@ -7,5 +9,5 @@ UPDATE reservations r SET
         || r.gpu_type || ' queue'
 FROM unnest(%(reservation_ids)b::uuid[], %(positions)b::int[], %(starts_at)b::timestamptz[])
     AS w (reservation_id, position, starts_at)
-WHERE r.reservation_id = w.reservation_id
+WHERE r.reservation_id = w.reservation_id AND r.status = 'queued' AND r.granted_at IS NULL
   AND (r.queue_position, r.estimated_start_at) IS DISTINCT FROM (w.position, w.starts_at)

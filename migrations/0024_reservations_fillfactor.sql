@@ -1,0 +1,15 @@
+-- Room on every page of reservations for a new version of every row on it, so that the
+-- allocator's rewrite of the whole queue (its first pass, or a pass after an early end at the
+-- front moved every start behind it) is heap-only: no indexed column changes, and a
+-- heap-only update needs the new version on the same page. At fillfactor 70 (0019) a page
+-- had room for about half its rows' new versions (a written row grows by its detail text):
+-- the rest moved to new pages and inserted into each of the table's nine indexes
+-- (bench/allocator.py at 100,000 queued: 33% of a first pass's updates heap-only, 62% of a
+-- later full rewrite's; 740,000 WAL records and 1.5-4.3 s in that one UPDATE). At 40 a first
+-- pass is all heap-only (0.6 s) and a later full rewrite 94% (a pruned page keeps a
+-- redirect line pointer per row); at 35 both are all heap-only. The table is larger on new
+-- pages (54 MB at 100,000 queued against 27 MB), but at 70 the moved rows had grown it to
+-- 49 MB after one rewrite and 62 MB after two; at 35 it stays at 54 MB.
+-- New pages only: existing pages keep their rows and gain the room as rows move (no
+-- rewrite of the table, no lock beyond the ALTER's own).
+ALTER TABLE reservations SET (fillfactor = 35);
