@@ -7,7 +7,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from cdk_app.cluster_stack import ClusterStack, wants_cluster
 from cdk_app.nag import acknowledge_cluster_findings, acknowledge_findings
-from cdk_app.network import VPC_CONTEXT
+from cdk_app.network import CLUSTER_SECURITY_GROUP_CONTEXT, VPC_CONTEXT
 from cdk_app.stack import GpuDevStack
 
 
@@ -24,15 +24,32 @@ def build_app(
         cluster = ClusterStack(app, "GpuDevCluster", description="gpu-dev: the EKS cluster")
         acknowledge_cluster_findings(cluster)
         stack.add_stack_dependency(cluster)  # its access entries need the cluster
-        if not app.node.try_get_context(VPC_CONTEXT):
+        unreachable = cluster_endpoint_out_of_reach(app)
+        if unreachable:
             cdk.Annotations.of(stack).add_warning_v2(
-                "gpudev:functionsOutsideTheClusterVpc",
-                f"{VPC_CONTEXT} is not set: the functions get a VPC of their own, from which "
-                "the cluster's private endpoint is out of reach. Deploy GpuDev with the "
-                "GpuDevCluster output MainStackContext (docs/deploy.md, Starting from nothing).",
+                "gpudev:functionsOutsideTheClusterVpc", unreachable
             )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack
+
+
+def cluster_endpoint_out_of_reach(app: cdk.App) -> str | None:
+    """Why the functions could not reach the cluster stack's private endpoint, if they could
+    not: outside its VPC, or in it without the rule its security group needs (HTTPS from
+    the functions'; the cluster security group admits only its own members otherwise)."""
+    missing = [
+        key
+        for key in (VPC_CONTEXT, CLUSTER_SECURITY_GROUP_CONTEXT)
+        if not app.node.try_get_context(key)
+    ]
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} not set: the functions cannot reach the cluster's private "
+        "endpoint (outside its VPC, or not admitted on 443 by its security group). Deploy "
+        "GpuDev with the GpuDevCluster output MainStackContext (docs/deploy.md, Starting "
+        "from nothing)."
+    )
 
 
 if __name__ == "__main__":

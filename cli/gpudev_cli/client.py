@@ -8,7 +8,8 @@ botocore is imported when a session is made or a request signed, the HTTP client
 request is sent, never with the module: `gpu-dev --help` does not pay for them, and nothing
 here needs boto3 (bench/cold_start.py). A client keeps its connection open between requests
 (HTTP/1.1 keep-alive, as botocore's clients do): `--watch` and `reserve`'s wait pay one TCP
-and TLS handshake, not one per request.
+and TLS handshake, not one per request. It goes through the proxy the environment names
+(`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`), as urllib and botocore do.
 
 `call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
 body of a successful answer and turns anything else into one clear line (`CliError`)."""
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+
+from gpudev_cli.http_route import route_to
 
 # Methods whose repetition changes nothing more (RFC 9110 §9.2.2): resent after a lost answer.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -170,9 +172,16 @@ class SigV4Client:
     ) -> Reply:
         connection = self._kept_connection()
         if connection is None:
-            connection = self._kept.connection = _connect(self.api_url, self.timeout_seconds)
-        target = urlsplit(self.api_url).path.rstrip("/") + path
-        connection.request(method, target, body=body, headers=headers)
+            try:
+                route = route_to(self.api_url)
+            except ValueError as error:
+                raise CliError(str(error)) from None
+            connection = self._kept.connection = route.connect(self.timeout_seconds)
+            self._kept.route = route
+        route = self._kept.route
+        connection.request(
+            method, route.target_prefix + path, body=body, headers=headers | route.headers
+        )
         response = connection.getresponse()
         data = response.read()
         if response.will_close:
@@ -205,19 +214,6 @@ class SigV4Client:
         if reply.status >= 400:
             raise CliError(describe_failure(reply))
         return reply.body
-
-
-def _connect(api_url: str, timeout_seconds: float | None) -> HTTPConnection:
-    """A connection to the API's host (HTTPS verifies the server, as urllib's default did);
-    opened lazily by its first request."""
-    import http.client
-
-    split = urlsplit(api_url)
-    if split.scheme == "https":
-        return http.client.HTTPSConnection(split.netloc, timeout=timeout_seconds)
-    if split.scheme == "http":
-        return http.client.HTTPConnection(split.netloc, timeout=timeout_seconds)
-    raise CliError(f"the gpu-dev API URL must be http:// or https://, not {api_url!r}")
 
 
 def _closed_by_peer(connection: HTTPConnection) -> bool:

@@ -164,6 +164,7 @@ ADMIN_ARN = "arn:aws:iam::123456789012:role/"
         (["Ops*"], "OpsOnCall*"),  # a prefix within the allowed prefix
         ([f"{SSO}GpuDevUsers_*"], f"{SSO}GpuDevUsers_*"),
         ([f"{SSO}GpuDevUsers_*"], f"{SSO}GpuDevUsers_0123456789abcdef"),
+        ([f"{SSO}*"], f"{SSO}GpuDevAdmins_*"),  # every permission set's roles
     ],
 )
 def test_an_admin_role_the_allowed_roles_admit_synthesizes(allowed: list[str], admin: str):

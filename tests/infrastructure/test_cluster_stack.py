@@ -293,7 +293,10 @@ def test_the_app_has_the_cluster_stack_only_when_asked(
     app.synth()  # both stacks, cdk-nag over the whole app
     # without gpudev:vpcId the functions could not reach the private endpoint: said at synth
     Annotations.from_stack(main).has_warning(
-        "/GpuDev", Match.string_like_regexp("gpudev:vpcId is not set.*MainStackContext")
+        "/GpuDev",
+        Match.string_like_regexp(
+            "gpudev:vpcId and gpudev:clusterSecurityGroupId not set.*MainStackContext"
+        ),
     )
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["artifacts"]["GpuDev"]["dependencies"][0] == "GpuDevCluster"
@@ -319,3 +322,25 @@ def test_by_default_a_t4_group_scaled_to_zero_and_one_cpu_node():
         "pytorch-gpu-dev-gpu-nodes-t4": {"MinSize": 0, "MaxSize": 2, "DesiredSize": 0},
         "pytorch-gpu-dev-cpu-nodes-cpu-x86": {"MinSize": 1, "MaxSize": 2, "DesiredSize": 1},
     }
+
+
+@pytest.mark.parametrize(
+    ("context", "missing"),
+    [
+        ({}, "gpudev:vpcId and gpudev:clusterSecurityGroupId not set"),
+        # in the cluster's VPC, but its security group admits only its own members
+        ({"gpudev:vpcId": "vpc-0abc"}, "gpudev:clusterSecurityGroupId not set"),
+        ({"gpudev:vpcId": "vpc-0abc", "gpudev:clusterSecurityGroupId": "sg-0def"}, None),
+    ],
+)
+def test_functions_that_cannot_reach_the_private_endpoint_are_said_at_synth(
+    context: dict[str, str], missing: str | None
+):
+    from cdk_app.app import cluster_endpoint_out_of_reach
+
+    said = cluster_endpoint_out_of_reach(cdk.App(context=context))
+    if missing is None:
+        assert said is None
+    else:
+        assert said is not None and said.startswith(missing + ":")
+        assert "MainStackContext" in said

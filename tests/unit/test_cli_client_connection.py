@@ -127,3 +127,77 @@ def test_an_unreachable_api_is_one_clear_error(clients: Callable[[str], SigV4Cli
         port = taken.getsockname()[1]
     with pytest.raises(CliError, match="cannot reach the gpu-dev API"):
         clients(f"http://127.0.0.1:{port}").send("GET", "/v1/me", {})
+
+
+def _proxy(answer: bytes) -> tuple[socket.socket, list[bytes]]:
+    """A raw forward proxy's listener: it records the head of each request on its first
+    connection and gives `answer` to each (keep-alive for a 200)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    heads: list[bytes] = []
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            while head := connection.recv(65536):
+                heads.append(head)
+                connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, heads
+
+
+@pytest.fixture
+def proxy_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    return monkeypatch
+
+
+def test_plain_http_goes_through_the_environments_proxy_with_its_credentials(
+    clients: Callable[[str], SigV4Client], proxy_environment: pytest.MonkeyPatch
+):
+    listener, heads = _proxy(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    with listener:
+        port = listener.getsockname()[1]
+        proxy_environment.setenv("HTTP_PROXY", f"http://dev:p%40ss@127.0.0.1:{port}")
+        client = clients("http://api.example.invalid/prod")
+        assert client.send("GET", "/v1/me", {}).status == 200
+        assert client.send("GET", "/v1/disks", {}).status == 200
+    lines = [head.decode().split("\r\n") for head in heads]
+    assert [request[0] for request in lines] == [
+        "GET http://api.example.invalid/prod/v1/me HTTP/1.1",
+        "GET http://api.example.invalid/prod/v1/disks HTTP/1.1",
+    ]
+    assert "Host: api.example.invalid" in lines[0]
+    assert "Proxy-Authorization: Basic ZGV2OnBAc3M=" in lines[0]  # dev:p@ss
+
+
+def test_https_goes_through_a_connect_tunnel_and_a_refusal_is_one_clear_error(
+    clients: Callable[[str], SigV4Client], proxy_environment: pytest.MonkeyPatch
+):
+    listener, heads = _proxy(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+    with listener:
+        port = listener.getsockname()[1]
+        proxy_environment.setenv("HTTPS_PROXY", f"127.0.0.1:{port}")
+        client = clients("https://abc123.execute-api.us-east-2.amazonaws.com/prod")
+        with pytest.raises(CliError, match=r"cannot reach the gpu-dev API.*407"):
+            client.send("GET", "/v1/me", {})
+    assert heads[0].startswith(b"CONNECT abc123.execute-api.us-east-2.amazonaws.com:443 ")
+
+
+def test_a_host_in_no_proxy_is_reached_directly(
+    clients: Callable[[str], SigV4Client], proxy_environment: pytest.MonkeyPatch
+):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        closed_port = taken.getsockname()[1]
+    proxy_environment.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port}")
+    proxy_environment.setenv("NO_PROXY", "127.0.0.1")
+    recorder = Recorder()
+    server = LocalHttpServer(recorder, "test")
+    server.start()
+    try:
+        assert clients(server.url).send("GET", "/direct", {}).status == 200
+    finally:
+        server.stop()
+    assert [path for _, path in recorder.seen] == ["/direct"]

@@ -75,6 +75,12 @@ SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
         (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_ReadOnly_0123abcd4567ef89", False),
         (SSO_ROLE, "AWSReservedSSO_GpuDevUsers_0123ABCD4567EF89", False),
         ("Ops*", "Ops_anything", True),  # a prefix outside Identity Center stays a prefix
+        # every permission set's roles: the prefix names no set, so no hash rule
+        (
+            "aws-reserved/sso.amazonaws.com/AWSReservedSSO_*",
+            "AWSReservedSSO_GpuDevUsers_0123abcd4567ef89",
+            True,
+        ),
         (SSO_ROLE, "AWSReservedSSO_GpuDevAdmins_0123abcd4567ef89", False),
         (SSO_ROLE, "XAWSReservedSSO_GpuDevUsers_0123", False),
         (

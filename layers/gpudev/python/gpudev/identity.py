@@ -112,11 +112,22 @@ class RolePattern:
             return role_name == self.name
         if not role_name.startswith(self.name):
             return False
-        if self.name.startswith(SSO_ROLE_PREFIX) and self.name.endswith("_"):
+        if self.names_one_permission_set:
             # A permission set's role is its name plus "_" and a 16-hex-digit hash: the prefix
             # of GpuDevAdmins_ must not admit GpuDevAdmins_ReadOnly_<hash>, another set.
             return bool(_SSO_ROLE_HASH.match(role_name[len(self.name) :]))
         return True
+
+    @property
+    def names_one_permission_set(self) -> bool:
+        """`AWSReservedSSO_<set>_*`: one permission set's roles (its hash follows). Not
+        `AWSReservedSSO_*` alone, which is every permission set's."""
+        return (
+            self.prefix
+            and self.name.startswith(SSO_ROLE_PREFIX)
+            and self.name.endswith("_")
+            and len(self.name) > len(SSO_ROLE_PREFIX)
+        )
 
     def covers(self, other: RolePattern) -> bool:
         """Whether every role `other` matches is matched by this pattern too (same path;
@@ -128,8 +139,9 @@ class RolePattern:
         if other.name == self.name:
             return self.prefix
         # a longer prefix within ours, unless ours admits only a permission set's hash
-        hashed = self.name.startswith(SSO_ROLE_PREFIX) and self.name.endswith("_")
-        return self.prefix and not hashed and other.name.startswith(self.name)
+        return (
+            self.prefix and not self.names_one_permission_set and other.name.startswith(self.name)
+        )
 
     def __str__(self) -> str:
         return f"{self.path.lstrip('/')}{self.name}{'*' if self.prefix else ''}"
