@@ -132,13 +132,20 @@ class SigV4Client:
         return dict(request.headers.items())
 
     def send(
-        self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes | None = None,
+        *,
+        repeatable: bool | None = None,
     ) -> Reply:
         """Sends exactly what it is given: tests break signed requests with it. The connection
         stays open for the next request; one the server closed while it was idle is replaced
         before it is used. A request a kept connection lost unanswered may still have been
-        applied, so only an idempotent one (GET, PUT, DELETE) is sent once more, on a new
-        connection; a lost POST (an extension adds hours) is an error that says so."""
+        applied, so only a `repeatable` one (by default: an idempotent method, GET, PUT,
+        DELETE) is sent once more, on a new connection; another lost POST (an extension adds
+        hours) is an error that says so."""
         import http.client
 
         kept = self._kept_connection()
@@ -152,7 +159,7 @@ class SigV4Client:
                 self.close()
                 if not reused:
                     raise
-                if method not in IDEMPOTENT_METHODS:
+                if not (method in IDEMPOTENT_METHODS if repeatable is None else repeatable):
                     raise CliError(
                         f"the connection to the gpu-dev API was lost before it answered {method} "
                         f"{path}; it may have been applied: check (e.g. `gpu-dev list`) before "
@@ -200,14 +207,17 @@ class SigV4Client:
             self._kept.connection = None
 
     def call(self, method: str, path: str, body: Any = None, signed: bool = True) -> Reply:
-        """`body` as JSON, signed with the session's keys (or not at all)."""
+        """`body` as JSON, signed with the session's keys (or not at all). A body carrying a
+        `client_request_id` (reserve's) is repeatable: the API applies it once however often
+        it arrives."""
         data = json.dumps(body).encode() if body is not None else None
         headers = (
             self.signed_headers(method, path, data)
             if signed
             else {"Content-Type": "application/json"}
         )
-        return self.send(method, path, headers, data)
+        keyed = isinstance(body, dict) and "client_request_id" in body
+        return self.send(method, path, headers, data, repeatable=True if keyed else None)
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         reply = self.call(method, path, body)

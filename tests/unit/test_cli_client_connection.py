@@ -122,6 +122,27 @@ def test_a_request_lost_on_a_kept_connection_is_sent_again_only_when_idempotent(
     assert [r.split(b" ")[1] for r in received] == [b"/one", b"/two"] + [b"/two"] * resent
 
 
+@pytest.mark.parametrize(
+    ("body", "resent"),
+    [({"gpu_type": "h100", "client_request_id": "5f0c"}, True), ({"hours": 2}, False)],
+)
+def test_a_lost_post_is_sent_again_only_when_it_carries_its_request_id(
+    clients: Callable[[str], SigV4Client], body: dict[str, object], resent: bool
+):
+    """Reserve's body carries a `client_request_id`, which the API applies once: safe to
+    send again; an extension's is not."""
+    listener, received = _server_losing_the_second_request()
+    with listener:
+        client = clients(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        assert client.call("GET", "/one", signed=False).status == 200
+        if resent:
+            assert client.call("POST", "/two", body, signed=False).status == 200
+        else:
+            with pytest.raises(CliError, match="may have been applied"):
+                client.call("POST", "/two", body, signed=False)
+    assert [r.split(b" ")[1] for r in received] == [b"/one", b"/two"] + [b"/two"] * resent
+
+
 def test_an_unreachable_api_is_one_clear_error(clients: Callable[[str], SigV4Client]):
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]

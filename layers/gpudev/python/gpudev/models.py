@@ -96,7 +96,7 @@ class ReservationShown(Row):
     disk_name: str | None
     jupyter_enabled: bool
     profiling: bool
-    # The view leaves it out unless node 0's Jupyter check said the pod's image has it.
+    # The view leaves it out when node 0's Jupyter check said the pod's image lacks it.
     jupyter_url: str | None
     # What the check said (0021): null until the pod said; false with the reason in
     # jupyter_error.
