@@ -23,6 +23,11 @@ def _invoke(cloud, function: str, event_file: str):
 
 
 def test_each_reservation_task_event_is_accepted(local_cloud):
+    # The events play the state machine by hand, the allocation included: no scheduled
+    # allocator pass may grant the reservation once `wait_while_active` parks its token (it
+    # did, under load: two nodes for a one-node reservation).
+    local_cloud.ticker.pause("Allocator")
+    _invoke(local_cloud, "Allocator", "allocator/scheduled.json")  # the nodes, synced once
     insert_pending_reservation(local_cloud.database_url, RID)
     start = _invoke(local_cloud, "ReservationTasks", "reservation_tasks/start.json")
     assert start["outcome"] == "queue" and start["queue_timeout_seconds"] > 0

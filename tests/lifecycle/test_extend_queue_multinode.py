@@ -100,8 +100,9 @@ def test_queue_order_positions_and_etas(api, local_cloud):
 
 
 def test_backfill_never_delays_the_head(api, local_cloud):
-    # node A: 8 of 8 GPUs for an hour; node B: 4 of 8 GPUs for 0.6 h (21.6 s)
-    full = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]
+    # node A: 8 of 8 GPUs for 2 h (72 s: past the head's start however loaded the machine,
+    # else node A frees and `delaying` rightly gets it); node B: 4 of 8 GPUs for 0.6 h (21.6 s)
+    full = reserve(api, gpu_type="h100", gpu_count=8, hours=2)["reservation_id"]
     wait_for_status(api, full, "active")
     half = reserve(api, gpu_type="h100", gpu_count=4, hours=0.6)["reservation_id"]
     wait_for_status(api, half, "active")
