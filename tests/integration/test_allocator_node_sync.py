@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from gpudev.allocation.service import Allocator, release_allocation
 from gpudev.cluster.vocabulary import Node
@@ -63,10 +64,10 @@ def _held(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> list[tupl
 
 def _versions(conn: psycopg.Connection[Any], table: str) -> dict[str, list[str]]:
     """Each row's physical version (ctid, xmin, xmax), by node: a write changes it."""
-    rows = conn.execute(
-        f"SELECT node_name, ctid::text || '/' || xmin::text || '/' || xmax::text FROM {table}"
-        " ORDER BY 2"
-    ).fetchall()
+    statement = sql.SQL(
+        "SELECT node_name, ctid::text || '/' || xmin::text || '/' || xmax::text FROM {} ORDER BY 2"
+    ).format(sql.Identifier(table))
+    rows = conn.execute(statement).fetchall()
     versions: dict[str, list[str]] = {}
     for node, version in rows:
         versions.setdefault(node, []).append(version)
