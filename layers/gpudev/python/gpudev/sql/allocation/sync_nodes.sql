@@ -1,5 +1,9 @@
--- The cluster's nodes as this pass saw them: upserted with their slot counts, slots added
--- (and unallocated surplus slots removed), nodes no longer listed made unschedulable.
+-- The cluster's nodes as this pass saw them, writing only what changed: a node new or changed
+-- (type, slots, schedulable, addresses) is upserted and gets the slots it lacks; nodes no
+-- longer listed are made unschedulable; an unallocated slot at or past a seen node's count
+-- is removed, changed or not (a surplus slot allocated when its node shrank goes once freed).
+-- `seen_at` (when a pass last saw the node) is refreshed only when older than 10 minutes,
+-- so an unchanged node costs no row version: it is exact to within 10 minutes.
 WITH seen AS (
     SELECT s.* FROM unnest(
         %(name)b::text[], %(gpu_type)b::text[], %(slots)b::int[], %(schedulable)b::boolean[],
@@ -7,11 +11,20 @@ WITH seen AS (
     ) AS s (node_name, gpu_type, slots, schedulable, node_ip, external_address)
     JOIN gpu_types USING (gpu_type)
 ),
+changed AS (
+    SELECT s.* FROM seen s
+    LEFT JOIN cluster_nodes n USING (node_name)
+    WHERE n.node_name IS NULL
+       OR (n.gpu_type, n.slots, n.schedulable, n.node_ip, n.external_address)
+          IS DISTINCT FROM (s.gpu_type, s.slots, s.schedulable, s.node_ip, s.external_address)
+       OR n.seen_at < now() - interval '10 minutes'
+),
 upserted AS (
     INSERT INTO cluster_nodes (
         node_name, gpu_type, slots, schedulable, node_ip, external_address, seen_at
     )
-    SELECT node_name, gpu_type, slots, schedulable, node_ip, external_address, now() FROM seen
+    SELECT node_name, gpu_type, slots, schedulable, node_ip, external_address, now()
+    FROM changed
     ON CONFLICT (node_name) DO UPDATE SET
         gpu_type = excluded.gpu_type, slots = excluded.slots,
         schedulable = excluded.schedulable, node_ip = excluded.node_ip,
@@ -30,8 +43,8 @@ added AS (
     RETURNING node_name
 )
 DELETE FROM node_slots ns
-USING upserted u
-WHERE ns.node_name = u.node_name AND ns.slot >= u.slots
+USING seen s
+WHERE ns.node_name = s.node_name AND ns.slot >= s.slots
   AND NOT EXISTS (
       SELECT 1 FROM allocations a WHERE a.node_name = ns.node_name AND a.slot = ns.slot
   )
