@@ -39,6 +39,10 @@ class _Server(ThreadingHTTPServer):
         super().__init__(address, handler)
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
+        # Set by a stop: a request read after it is not served (its connection closes
+        # unanswered, as a stopped server's would), even one that raced the stop's
+        # end_connections into a kept connection's buffer.
+        self.stopping = False
 
     def opened(self, connection: socket.socket) -> None:
         with self._open_lock:
@@ -85,6 +89,7 @@ class LocalHttpServer:
         """Stop accepting and close the listening socket, within one poll interval; requests
         being handled are left to finish on their own threads, then their connections close,
         as idle kept-alive ones do at once."""
+        self._server.stopping = True
         if self._thread is not None:  # shutdown() waits forever for a loop that never ran
             self._server.shutdown()
             self._thread = None
@@ -126,6 +131,9 @@ def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPReques
                 self.server.closed(self.connection)
 
         def _serve(self) -> None:
+            if self.server.stopping:
+                self.close_connection = True
+                return
             length = int(self.headers.get("Content-Length") or 0)
             request = RawRequest(
                 self.command,

@@ -14,6 +14,7 @@ from psycopg import sql
 from gpudev.allocation.service import Allocator, release_allocation
 from gpudev.cluster.vocabulary import Node
 from gpudev.settings import LifecycleSettings
+from tests.support.databases import queued_h100
 from tests.support.signals import AcceptingSignals
 
 
@@ -24,17 +25,6 @@ def _node(name: str, gpus: int = 8, *, ip: str = "10.0.0.1") -> Node:
 def _pass(conn: psycopg.Connection[Any], nodes: list[Node]) -> list[uuid.UUID]:
     report = Allocator(conn, AcceptingSignals(), LifecycleSettings()).run(nodes, [], set())  # type: ignore[arg-type]
     return report.granted
-
-
-def _queue(conn: psycopg.Connection[Any], gpus: int) -> uuid.UUID:
-    reservation_id = uuid.uuid4()
-    conn.execute(
-        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
-        " total_nodes, duration_hours, task_token)"
-        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, 1, 'token')",
-        (reservation_id, gpus),
-    )
-    return reservation_id
 
 
 def _end(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> None:
@@ -125,7 +115,7 @@ def test_seen_at_is_refreshed_once_older_than_ten_minutes(fresh_database):
 def test_a_surplus_slot_held_at_a_shrink_goes_once_freed_and_is_never_granted(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         _alice(conn)
-        first = _queue(conn, 8)
+        first = queued_h100(conn, 8)
         assert _pass(conn, [_node("h100-0")]) == [first]
 
         _pass(conn, [_node("h100-0", 4)])  # shrinks while every slot is held
@@ -133,8 +123,8 @@ def test_a_surplus_slot_held_at_a_shrink_goes_once_freed_and_is_never_granted(fr
         assert _held(conn, first) == [("h100-0", s) for s in range(8)]
 
         _end(conn, first)
-        whole = _queue(conn, 8)  # needs the slots the node no longer has
-        half = _queue(conn, 4)
+        whole = queued_h100(conn, 8)  # needs the slots the node no longer has
+        half = queued_h100(conn, 4)
         # Nothing about the node changed since the shrink: the freed surplus still goes.
         assert _pass(conn, [_node("h100-0", 4)]) == [half]
         assert _slots(conn, "h100-0") == [0, 1, 2, 3]
@@ -162,7 +152,7 @@ def test_a_node_gone_is_unschedulable_and_one_back_is_schedulable_again(fresh_da
         _pass(conn, [_node("h100-0", 4)])  # still gone: not written again
         assert _versions(conn, "cluster_nodes")["h100-1"] == gone_version
 
-        first, second = _queue(conn, 4), _queue(conn, 4)
+        first, second = queued_h100(conn, 4), queued_h100(conn, 4)
         assert _pass(conn, [_node("h100-0", 4)]) == [first]  # nothing granted on the gone node
         assert _pass(conn, [_node("h100-0", 4), _node("h100-1", 4)]) == [second]
         assert conn.execute(schedulable).fetchall() == [("h100-0", True), ("h100-1", True)]

@@ -3,9 +3,6 @@ the pass, and is sent again by the next pass."""
 
 from __future__ import annotations
 
-import uuid
-from typing import Any
-
 import psycopg
 from botocore.exceptions import ClientError
 
@@ -14,6 +11,7 @@ from gpudev.cluster.vocabulary import Node
 from gpudev.db.queries import query
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Wake
+from tests.support.databases import queued_h100
 
 NODES = [Node("h100-0", "h100", True, False, 8), Node("h100-1", "h100", True, False, 8)]
 
@@ -36,21 +34,10 @@ class ThrottledFor:
         return True
 
 
-def _queue(conn: psycopg.Connection[Any], token: str) -> uuid.UUID:
-    reservation_id = uuid.uuid4()
-    conn.execute(
-        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
-        " total_nodes, duration_hours, task_token) VALUES (%s, 'alice', 'queued', 'h100', 8,"
-        " 1, 1, %s)",
-        (reservation_id, token),
-    )
-    return reservation_id
-
-
 def test_a_throttled_signal_is_logged_and_retried_by_the_next_pass(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        first, second = _queue(conn, "first"), _queue(conn, "second")
+        first, second = queued_h100(conn, token="first"), queued_h100(conn, token="second")
         signals = ThrottledFor("first")
         report = Allocator(conn, signals, LifecycleSettings()).run(NODES, [], set())  # type: ignore[arg-type]
         assert sorted(report.granted) == sorted([first, second])
@@ -67,7 +54,11 @@ def test_the_pass_reports_how_long_each_granted_reservation_waited(fresh_databas
     clock: a reservation submitted 90 s ago waited about 90 s; one still queued is not one."""
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        waited, fresh, left = _queue(conn, "waited"), _queue(conn, "fresh"), _queue(conn, "left")
+        waited, fresh, left = (
+            queued_h100(conn, token="waited"),
+            queued_h100(conn, token="fresh"),
+            queued_h100(conn, token="left"),
+        )
         conn.execute(
             "UPDATE reservations SET created_at = now() - interval '90 seconds'"
             " WHERE reservation_id = %s",

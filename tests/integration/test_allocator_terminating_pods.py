@@ -14,20 +14,10 @@ import psycopg
 from gpudev.allocation.service import Allocator
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.settings import LifecycleSettings
+from tests.support.databases import queued_h100
 from tests.support.signals import AcceptingSignals
 
 NODE = Node("h100-0", "h100", True, False, 8)
-
-
-def _queue(conn: psycopg.Connection[Any], gpus: int, hours: float = 1) -> uuid.UUID:
-    reservation_id = uuid.uuid4()
-    conn.execute(
-        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
-        " total_nodes, duration_hours, task_token)"
-        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, %s, 'token')",
-        (reservation_id, gpus, hours),
-    )
-    return reservation_id
 
 
 def _pass(conn: psycopg.Connection[Any], pods: list[Pod]) -> list[uuid.UUID]:
@@ -48,7 +38,7 @@ def _pod(reservation_id: uuid.UUID | None, gpus: int) -> Pod:
 def test_the_node_of_a_released_reservation_waits_for_its_terminating_pod(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        first = _queue(conn, 8)
+        first = queued_h100(conn, 8)
         assert _pass(conn, []) == [first]
         conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (first,))
         conn.execute(
@@ -56,7 +46,7 @@ def test_the_node_of_a_released_reservation_waits_for_its_terminating_pod(fresh_
             " task_token = NULL WHERE reservation_id = %s",
             (first,),
         )
-        second = _queue(conn, 8)
+        second = queued_h100(conn, 8)
         terminating = _pod(first, 8)  # still Running, deletionTimestamp set
         assert _pass(conn, [terminating]) == []
         assert _pass(conn, []) == [second]
@@ -65,11 +55,11 @@ def test_the_node_of_a_released_reservation_waits_for_its_terminating_pod(fresh_
 def test_a_holders_own_pod_does_not_count_against_the_node(fresh_database):
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
-        first = _queue(conn, 4)
+        first = queued_h100(conn, 4)
         assert _pass(conn, []) == [first]
-        second = _queue(conn, 4)
+        second = queued_h100(conn, 4)
         assert _pass(conn, [_pod(first, 4)]) == [second]
-        third = _queue(conn, 1)
+        third = queued_h100(conn, 1)
         assert _pass(conn, [_pod(first, 4), _pod(second, 4)]) == []
         conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (second,))
         assert _pass(conn, [_pod(first, 4), _pod(None, 3)]) == [third]
@@ -85,9 +75,11 @@ def test_a_terminating_pods_gpus_count_as_coming_back_so_backfill_never_delays_t
         conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
         released = uuid.uuid4()
         terminating = Pod("pod-released", NODE.name, "Running", 4, str(released), time.time() + 10)
-        head = _queue(conn, 8)
-        long = _queue(conn, 1, hours=1)  # 2 + 36 s: would still hold a GPU when the head can start
-        short = _queue(conn, 1, hours=0.1)  # 2 + 3.6 s: done before the terminating pod is gone
+        head = queued_h100(conn, 8)
+        # 2 + 36 s: would still hold a GPU when the head can start
+        long = queued_h100(conn, 1, hours=1)
+        # 2 + 3.6 s: done before the terminating pod is gone
+        short = queued_h100(conn, 1, hours=0.1)
         report = Allocator(conn, AcceptingSignals(), settings).run([NODE], [terminating], set())  # type: ignore[arg-type]
         assert report.granted == [short]
         waits = dict(

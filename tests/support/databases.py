@@ -4,6 +4,7 @@ lifecycle tiers (tests/support/clouds.py) use them."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import psycopg
@@ -80,3 +81,18 @@ def queued_changes(conn: psycopg.Connection[Any], reservation_id: object) -> int
         (str(reservation_id),),
     ).fetchone()
     return int(row[0]) if row else 0
+
+
+def queued_h100(
+    conn: psycopg.Connection[Any], gpus: int = 8, hours: float = 1, token: str = "token"
+) -> uuid.UUID:
+    """A one-node h100 reservation of alice's, queued and parked on `token` (what the
+    allocator's queue reads); its id."""
+    reservation_id = uuid.uuid4()
+    conn.execute(
+        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+        " total_nodes, duration_hours, task_token)"
+        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, %s, %s)",
+        (reservation_id, gpus, hours, token),
+    )
+    return reservation_id
