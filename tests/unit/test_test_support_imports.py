@@ -30,7 +30,7 @@ def _misplaced(path: Path, own_tier: str | None) -> set[str]:
 
 
 def test_bench_imports_test_helpers_only_from_tests_support():
-    found = {p.name: _misplaced(p, None) for p in (ROOT / "bench").glob("*.py")}
+    found = {str(p.relative_to(ROOT)): _misplaced(p, None) for p in (ROOT / "bench").rglob("*.py")}
     assert {name: modules for name, modules in found.items() if modules} == {}
 
 
