@@ -129,8 +129,9 @@ def main() -> int:
         parser.error("--profile sees the cloud's process only: not with --api-processes")
 
     from gpudev.db.pool import connection_pool
+    from localcloud.options import Ports
     from localcloud.postgres import free_port
-    from localcloud.stack import LocalCloud, Options, Ports
+    from localcloud.stack import LocalCloud, Options
 
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
     os.environ[COUNT_STATEMENTS_VARIABLE] = "1"  # API processes count their own statements

@@ -42,8 +42,9 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from localcloud.options import Ports  # noqa: E402
 from localcloud.postgres import free_port  # noqa: E402
-from localcloud.stack import LocalCloud, Options, Ports  # noqa: E402
+from localcloud.stack import LocalCloud, Options  # noqa: E402
 from tests.support.api import ApiClient  # noqa: E402
 
 SQL = Path(__file__).resolve().parent / "sql" / "soak"

@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from localcloud.options import Ports
 from localcloud.postgres import PostgresError
-from localcloud.stack import STOP_BUDGET_SECONDS, LocalCloud, Options, Ports
+from localcloud.stack import LocalCloud, Options
+from localcloud.stop_sequence import STOP_BUDGET_SECONDS
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".local"

@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from localcloud.options import Ports
 from localcloud.postgres import PortInUse
-from localcloud.stack import LocalCloud, Options, Ports
+from localcloud.stack import LocalCloud, Options
 
 
 def test_a_port_in_use_is_a_clear_error_and_nothing_is_left_running(tmp_path: Path):

@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localcloud.options import Ports
 from localcloud.postgres import free_port
-from localcloud.stack import LocalCloud, Options, Ports
+from localcloud.stack import LocalCloud, Options
 from tests.support.api import ApiClient
 
 # Threads our components name; moto's and the servers' request threads are anonymous.

@@ -1,0 +1,47 @@
+"""What a local cloud is started with: its ports and the knobs tests and `make run` turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcloud.seed import DEFAULT_DESCRIPTION
+
+
+@dataclass(frozen=True)
+class Ports:
+    api: int = 0
+    aws: int = 0
+    postgres: int = 0
+    kubernetes: int = 0
+
+
+@dataclass(frozen=True)
+class Options:
+    ports: Ports = Ports()
+    database_url: str | None = None  # use this server instead of starting one
+    tick_seconds: float | None = 10.0  # every schedule fires this often (None: real periods)
+    kubelet_delay_seconds: float = 2.0  # bound pod -> Running
+    # Running -> Ready: the pods' readiness probe (sshd answering) passes after this long.
+    probe_seconds: float = 2.0
+    # A deleted pod stays Terminating for its grace period times this (our pods: 10 s -> 2 s).
+    termination_seconds_scale: float = 0.2
+    # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
+    seconds_per_hour: float = 3600.0
+    ready_timeout_seconds: float = 600.0
+    ready_poll_seconds: int = 2
+    ready_watch_seconds: float = 10.0  # `Is the pod ready?` watches this long per call
+    # New EBS snapshots stay `pending` this long on the lifecycle's clock (moto: at once).
+    snapshot_seconds: float = 0.0
+    cluster_description: Path = DEFAULT_DESCRIPTION
+    # The dev pods' image (None: the settings' default, the public PyTorch image) and the
+    # images whose PATH has jupyter-lab, as the pods' Jupyter check finds it (the public
+    # PyTorch image has none; an image built from deploy/dev-image has it).
+    pod_image: str | None = None
+    jupyter_images: tuple[str, ...] = ()
+    # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
+    max_live_reservations_per_user: int | None = None
+    max_gpus_per_user: int | None = None
+    # The API function's execution environments as this many OS processes of their own, as
+    # Lambda runs them (localcloud/processes.py); 0: in this process, as every function.
+    api_processes: int = 0
