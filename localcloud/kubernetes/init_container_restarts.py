@@ -2,65 +2,39 @@
 containers" and "Pod lifecycle"): with the pod's restartPolicy Never the pod is Failed; with
 Always or OnFailure it restarts that init container until it succeeds: at once after its
 first failure, then after an exponential back-off (10 s doubling, capped at 5 min, in the
-real kubelet; `BackOff`, compressed for tests, here), during which its status waits with
+real kubelet; `restart_back_off.py`, compressed for tests, here), during which its status waits with
 reason CrashLoopBackOff (`back-off 10s restarting failed container=…`), `lastState` is the
 failed run and `restartCount` counts the restarts. The pod stays Pending, `Initialized`
 False, until every init container completed (`kubectl` shows `Init:CrashLoopBackOff`)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from localcloud.kubernetes.init_containers import CRASH_LOOP
+from localcloud.kubernetes.restart_back_off import BackOff, RestartBackOff
 from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 Change = Callable[[Obj], None]
 
 
-@dataclass(frozen=True)
-class BackOff:
-    """The kubelet's restart back-off (10 s and 300 s there), scaled down by 50."""
-
-    initial_seconds: float = 0.2
-    max_seconds: float = 6.0
-
-
 class InitContainerRestarts:
     def __init__(self, back_off: BackOff = BackOff()):
-        self.back_off = back_off
-        # (pod uid, container) -> the back-off its next failure waits, once it failed
-        self._next_delay: dict[tuple[str, str], float] = {}
-        self._restart_at: dict[tuple[str, str], float] = {}  # when a waiting one restarts
+        self.restarts = RestartBackOff(back_off)
 
     def forget_pods_but(self, uids: set[str]) -> None:
-        for seen in (self._next_delay, self._restart_at):
-            for key in [k for k in seen if k[0] not in uids]:
-                del seen[key]
+        self.restarts.forget_pods_but(uids)
 
     def after_failure(self, pod: Obj) -> Change:
         """The status change for a pod whose init container has just failed."""
         if pod["spec"].get("restartPolicy") == "Never":
             return _pod_failed
         name = _failed_container(pod)
-        key = (pod["metadata"]["uid"], name)
-        delay = self._next_delay.get(key)
-        self._next_delay[key] = (
-            self.back_off.initial_seconds
-            if delay is None
-            else min(delay * 2, self.back_off.max_seconds)
-        )
-        if delay is None:  # the first failure: restarted at once
+        message = self.restarts.after_failure(pod, name)
+        if message is None:  # the first failure: restarted at once
             return _restart
-        self._restart_at[key] = time.monotonic() + delay
-        meta = pod["metadata"]
-        message = (
-            f"back-off {_duration(delay)} restarting failed container={name} "
-            f"pod={meta['name']}_{meta.get('namespace', '')}({meta['uid']})"
-        )
 
         def wait(obj: Obj) -> None:
             for status in obj["status"].get("initContainerStatuses") or []:
@@ -77,8 +51,7 @@ class InitContainerRestarts:
         """The restart of a waiting init container once its back-off has passed."""
         for status in pod["status"].get("initContainerStatuses") or []:
             if ((status.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP:
-                key = (pod["metadata"]["uid"], status["name"])
-                if time.monotonic() >= self._restart_at.get(key, 0.0):
+                if self.restarts.due(pod, status["name"]):
                     return _restart
         return None
 
@@ -110,12 +83,3 @@ def _restart(pod: Obj) -> None:
 def _pod_failed(pod: Obj) -> None:
     """restartPolicy Never: the pod ends Failed, its init container's status kept."""
     pod["status"]["phase"] = "Failed"
-
-
-def _duration(seconds: float) -> str:
-    """As Go prints a time.Duration: 10s, 2m40s, 200ms."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    if seconds < 60:
-        return f"{seconds:g}s"
-    return f"{int(seconds // 60)}m{seconds % 60:g}s"

@@ -134,8 +134,8 @@ def run_all(
     outcomes: list[Outcome] = []
     for container in pod["spec"]["initContainers"][_first_pending(pod) :]:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
-        if argv and container.get("image", "") in shell_less_images and _shell(argv):
-            outcome = _cannot_start(argv[0])
+        if argv and container.get("image", "") in shell_less_images and shell_of(argv):
+            outcome = cannot_start(argv[0])
         elif argv[-1:] and argv[-1] in trusted:
             outcome = run(container, jupyter_images)
         else:
@@ -188,7 +188,7 @@ def record(pod: Obj, outcomes: list[Outcome]) -> None:
 def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
     began = now()
     argv = [*(container.get("command") or []), *(container.get("args") or [])]
-    shell = _shell(argv)
+    shell = shell_of(argv)
     if shell is None:  # not a shell script: nothing the stand-in can run
         return Outcome(0, "", began, now())
     root = Path(tempfile.mkdtemp(prefix="stand-in-init-"))
@@ -218,24 +218,28 @@ def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
         except subprocess.TimeoutExpired as timeout:
             code, log = 137, (timeout.stdout or b"") + (timeout.stderr or b"")
         message = message_file.read_bytes()[-MAX_MESSAGE_BYTES:]
-        if (
-            not message
-            and code != 0
-            and container.get("terminationMessagePolicy") == ("FallbackToLogsOnError")
-        ):
-            lines = log.splitlines(keepends=True)[-MAX_LOG_MESSAGE_LINES:]
-            message = b"".join(lines)[-MAX_LOG_MESSAGE_BYTES:]
+        if not message and code != 0:
+            message = fallback_message(container, log)
         return Outcome(code, message.decode(errors="replace"), began, now())
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _shell(argv: list[str]) -> str | None:
+def fallback_message(container: Obj, log: bytes) -> bytes:
+    """A failed container's message when it wrote none: with `FallbackToLogsOnError`, its
+    log's tail (the last 80 lines, at most 2048 bytes), else nothing."""
+    if container.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+        return b""
+    lines = log.splitlines(keepends=True)[-MAX_LOG_MESSAGE_LINES:]
+    return b"".join(lines)[-MAX_LOG_MESSAGE_BYTES:]
+
+
+def shell_of(argv: list[str]) -> str | None:
     """The shell the command runs (the host's bash or sh), None if it is not one."""
     return SHELLS.get(os.path.basename(argv[0])) if argv else None
 
 
-def _cannot_start(executable: str) -> Outcome:
+def cannot_start(executable: str) -> Outcome:
     """What containerd reports when the image lacks the command's executable."""
     moment = now()
     message = (

@@ -3,7 +3,9 @@ scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
 (`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
 volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, runs its init
 containers (`init_containers.py`), then runs, with container statuses; a readiness probe
-keeps it not Ready until it passes (`readiness.py`). Terminating pods are stopped and
+keeps it not Ready until it passes (`readiness.py`); a container that exits (its image in
+`crashing_images` or shell-less) is restarted with a back-off by the restart policy
+(`container_restarts.py`). Terminating pods are stopped and
 deleted after their grace period (`pod_termination.py`)."""
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from typing import Any
 
 from localcloud.kubernetes import init_containers, kubelet_admission, readiness
+from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
@@ -50,9 +53,12 @@ class Kubelet:
         self.jupyter_images = jupyter_images
         # The init container scripts the stand-in runs (ours; tests may add their own).
         self.trusted_scripts = init_containers.SHIPPED_SCRIPTS
-        # Images with no shell: an init container's shell command cannot start in them.
+        # Images with no shell: a container's shell command cannot start in them.
         self.shell_less_images: frozenset[str] = frozenset()
+        # Images whose containers exit at once, how (no runtime here: tests say why).
+        self.crashing_images: dict[str, Crash] = {}
         self.init_restarts = InitContainerRestarts()  # failed init containers: back-off
+        self.restarts = ContainerRestarts()  # containers that exited: back-off
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
 
     def step(self) -> None:
@@ -64,6 +70,7 @@ class Kubelet:
         for uid in self._bound_seen_at.keys() - uids:
             del self._bound_seen_at[uid]
         self.init_restarts.forget_pods_but(uids)
+        self.restarts.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
         nodes = {n["metadata"]["name"]: n for n in self._store.list("nodes", None)["items"]}
@@ -72,12 +79,12 @@ class Kubelet:
         for pod in pods:
             node = pod["spec"].get("nodeName")
             meta = pod["metadata"]
-            if (
-                not node
-                or node not in allocatable  # no kubelet there to run it
-                or pod["status"].get("phase") != "Pending"
-                or meta.get("deletionTimestamp")  # never started: PodTerminations
-            ):
+            if not node or node not in allocatable or meta.get("deletionTimestamp"):
+                continue  # no kubelet there to run it; deleted: PodTerminations
+            if pod["status"].get("phase") == "Running":
+                self._run(pod)
+                continue
+            if pod["status"].get("phase") != "Pending":
                 continue
             seen = self._bound_seen_at.setdefault(meta["uid"], time.monotonic())
             if time.monotonic() - seen < self.kubelet_delay_seconds:
@@ -111,6 +118,12 @@ class Kubelet:
         except ApiError:
             return False
         return True
+
+    def _run(self, pod: Obj) -> None:
+        """One step of a running pod's containers: those that exit, and their restarts."""
+        change = self.restarts.change(pod, self.crashing_images, self.shell_less_images)
+        if change is not None:
+            self._write(pod, change)
 
     def _initialize(self, pod: Obj) -> None:
         """One step of a pod's init containers: start them (one kubelet pass: the pod is seen

@@ -3,7 +3,8 @@ ready, and its pod is `Ready` only once the probe passes. A container without on
 as soon as it runs.
 
 The simulated probe passes `probe_seconds` (real seconds, on the local cloud's compressed
-clock) after the container started, and never while `probes_fail` is set (fault injection:
+clock) after the pod's containers are all running (again, after a restart), never for a
+container that is not running, and never while `probes_fail` is set (fault injection:
 sshd never answers) or when it names a port the container does not declare (the kubelet
 cannot resolve a named port, and such a probe fails for ever). Probes are validated as the
 API server does (`ValidateProbe`, the fields our manifests use).
@@ -85,7 +86,7 @@ def _probe_can_pass(container: Obj) -> bool:
 def _passed(pod: Obj) -> None:
     containers = {c["name"]: c for c in pod["spec"].get("containers", [])}
     for status in pod["status"].get("containerStatuses") or []:
-        if _probe_can_pass(containers.get(status["name"], {})):
+        if _running(status) and _probe_can_pass(containers.get(status["name"], {})):
             status["ready"] = True
     if all(s.get("ready") for s in pod["status"].get("containerStatuses") or []):
         moment = now()
@@ -111,6 +112,8 @@ class ReadinessProbes:
             meta, status = pod["metadata"], pod["status"]
             if status.get("phase") != "Running" or not probed(pod) or _ready(pod):
                 continue
+            if not all(_running(s) for s in status.get("containerStatuses") or []):
+                continue  # exited or waiting to restart: probed again once it runs
             waiting.add(meta["uid"])
             since = self._running_since.setdefault(meta["uid"], moment)
             if self.probes_fail or moment - since < self.probe_seconds:
@@ -126,3 +129,7 @@ def _ready(pod: Obj) -> bool:
         c["type"] == "Ready" and c["status"] == "True"
         for c in pod["status"].get("conditions") or []
     )
+
+
+def _running(status: Obj) -> bool:
+    return "running" in (status.get("state") or {})

@@ -12,6 +12,7 @@ import pytest
 
 from gpudev.cluster import home_listing, objects
 from gpudev.cluster.names import Placement
+from gpudev.cluster.vocabulary import STARTUP_FAILED
 from tests.unit.test_manifest_drift import _catalogue, _reservation
 
 T4 = next(t for t in _catalogue() if t.gpu_type == "t4")
@@ -56,6 +57,9 @@ def test_a_stopped_pods_listing_is_its_termination_message():
     assert home_listing.listing_of(_pod({"terminated": {"exitCode": 137}})) is None
     assert home_listing.listing_of(_pod({"waiting": {"reason": "ImagePullBackOff"}})) is None
     assert home_listing.without_finalizer(stopped)["metadata"]["finalizers"] == ["other"]
+    # deleted between two crashes at startup: the message is the startup script's reason
+    crashed = _pod({"terminated": {"exitCode": 1, "message": f"{STARTUP_FAILED}no sshd\n"}})
+    assert home_listing.stopped(crashed) and home_listing.listing_of(crashed) is None
 
 
 def test_a_running_pod_is_waited_for_until_its_node_is_judged_gone():

@@ -47,14 +47,129 @@ def test_running_is_not_ready_until_the_ready_condition_says_so():
     assert not pods_state([without_conditions], 1).ready
 
 
-def test_a_crash_is_said_instead_of_the_probe():
-    crashing = _pod(
+NO_SSHD = {
+    "exitCode": 1,
+    "reason": "Error",
+    "message": "installing openssh-server sudo (the dev image has them: deploy/dev-image)\n"
+    "no sshd in this image, and apt-get could not install it\n",
+    "startedAt": "2026-11-24T08:00:01Z",
+    "finishedAt": "2026-11-24T08:00:02Z",
+    "containerID": "containerd://u-1-gpu-dev",
+}
+JUPYTER_CHECKED = {
+    "name": "jupyter-check",
+    "ready": True,
+    "restartCount": 0,
+    "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+}
+
+
+def _dev_container(name: str = "gpu-dev", **status: Any) -> dict[str, Any]:
+    return {"name": name, "image": "img", "ready": False, "started": False, **status}
+
+
+def _crashing(*containers: dict[str, Any]) -> dict[str, Any]:
+    """A pod of a starting reservation as the kubelet writes it while a container of it
+    crashes: Running, not Ready, its init container completed."""
+    return _pod(
         "gpu-dev-1",
         "Running",
         conditions=_conditions("False"),
-        containerStatuses=[{"ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+        initContainerStatuses=[JUPYTER_CHECKED],
+        containerStatuses=list(containers),
     )
-    assert pods_state([crashing], 1).problem == "the container keeps crashing (CrashLoopBackOff)"
+
+
+def test_a_dev_container_crashing_again_after_its_restart_is_final_with_its_words():
+    looping = _crashing(
+        _dev_container(
+            restartCount=3,
+            state={
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": "back-off 40s restarting failed container=gpu-dev "
+                    "pod=gpu-dev-1_gpu-dev(u-1)",
+                }
+            },
+            lastState={"terminated": NO_SSHD},
+        )
+    )
+    state = pods_state([looping], 1)
+    assert not state.ready and state.failed
+    assert state.problem == (
+        "container gpu-dev keeps crashing (CrashLoopBackOff, restarted 3 times; last exit 1: "
+        "installing openssh-server sudo (the dev image has them: deploy/dev-image)\n"
+        "no sshd in this image, and apt-get could not install it)"
+    )
+    # between its second exit and the kubelet's back-off: as final
+    exited_again = _crashing(
+        _dev_container(
+            restartCount=1, state={"terminated": NO_SSHD}, lastState={"terminated": NO_SSHD}
+        )
+    )
+    state = pods_state([exited_again], 1)
+    assert state.failed and state.problem is not None
+    assert state.problem.startswith("container gpu-dev keeps crashing (CrashLoopBackOff, ")
+    assert "restarted once; last exit 1: " in state.problem
+
+
+def test_a_dev_container_that_crashed_once_or_runs_again_is_not_final():
+    first_crash = _crashing(_dev_container(restartCount=0, state={"terminated": NO_SSHD}))
+    state = pods_state([first_crash], 1)
+    assert not state.ready and not state.failed
+    assert state.problem is not None and state.problem.startswith(
+        "container gpu-dev exited (exit 1: installing openssh-server"
+    )
+    assert state.problem.endswith("apt-get could not install it); restarting it")
+    running_again = _crashing(
+        _dev_container(restartCount=1, state={"running": {}}, lastState={"terminated": NO_SSHD})
+    )
+    state = pods_state([running_again], 1)
+    assert not state.failed
+    assert state.problem == "pod gpu-dev-1 runs but SSH is not answering yet"
+
+
+def test_a_crash_looping_second_container_is_final_and_named():
+    sidecar = _crashing(
+        _dev_container(ready=False, started=True, restartCount=0, state={"running": {}}),
+        _dev_container(
+            "log-shipper",
+            restartCount=2,
+            state={"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s"}},
+            lastState={"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+        ),
+    )
+    state = pods_state([sidecar], 1)
+    assert state.failed
+    assert state.problem == (
+        "container log-shipper keeps crashing (CrashLoopBackOff, restarted 2 times; "
+        "last exit 137: OOMKilled)"
+    )
+
+
+def test_a_long_termination_message_shows_its_tail():
+    said = "x" * 500 + " the end"
+    looping = _crashing(
+        _dev_container(
+            restartCount=1,
+            state={"waiting": {"reason": "CrashLoopBackOff"}},
+            lastState={"terminated": {"exitCode": 2, "reason": "Error", "message": said}},
+        )
+    )
+    problem = pods_state([looping], 1).problem
+    assert problem is not None and problem.endswith("last exit 2: …" + said[-200:] + ")")
+
+
+def test_a_pod_whose_containers_all_exited_0_is_final():
+    done = _pod(
+        "gpu-dev-1",
+        "Succeeded",
+        containerStatuses=[
+            _dev_container(state={"terminated": {"exitCode": 0, "reason": "Completed"}})
+        ],
+    )
+    state = pods_state([done], 1)
+    assert state.failed and state.problem == "pod gpu-dev-1 ended: its containers exited 0"
 
 
 def test_a_pod_refused_by_the_kubelet_is_a_final_failure_with_its_reason():

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from localcloud.kubernetes import init_containers
-from localcloud.kubernetes.init_container_restarts import BackOff, InitContainerRestarts
+from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
+from localcloud.kubernetes.restart_back_off import BackOff
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpudev.cluster import objects
+from gpudev.cluster.vocabulary import STARTUP_FAILED
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -353,9 +354,14 @@ def test_missing_sshd_and_sudo_are_installed_from_the_images_package_manager(san
     (sandbox.bin / "sudo").unlink()
     done = sandbox.run()
     assert "apt-get install -y -qq --no-install-recommends openssh-server sudo" in sandbox.calls()
-    # the stubbed apt-get installed nothing: no sshd to become, said plainly
+    # the stubbed apt-get installed nothing: no sshd to become, said plainly, and in the
+    # termination message the kubelet keeps (the reservation's failure reason shows it)
     assert done.returncode == 1
     assert "no sshd in this image" in done.stderr
+    assert sandbox.file("/dev/termination-log") == (
+        f"{STARTUP_FAILED}no sshd in this image, and apt-get could not install "
+        "openssh-server (the dev image has it: deploy/dev-image)\n"
+    )
 
 
 def test_nothing_is_written_outside_the_sandbox(sandbox: Sandbox, tmp_path: Path):

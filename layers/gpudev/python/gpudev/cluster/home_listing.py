@@ -16,6 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from gpudev.cluster.vocabulary import STARTUP_FAILED
+
 # Keeps a stopped pod of a reservation with a disk until its listing is read.
 LISTING_FINALIZER = "gpu-dev.pytorch.org/home-listing"
 # The kubelet keeps at most 4096 bytes of a termination message; the hook writes less.
@@ -60,10 +62,11 @@ def stopped(pod: dict[str, Any], now: datetime | None = None) -> bool:
 
 def listing_of(pod: dict[str, Any]) -> str | None:
     """The listing the stopped container left in its termination message; None when it
-    left none (never started, killed without its hook)."""
+    left none (never started, killed without its hook, or it had crashed at startup: then
+    the message is the startup script's reason, STARTUP_FAILED)."""
     for status in pod.get("status", {}).get("containerStatuses") or []:
         terminated = (status.get("state") or {}).get("terminated") or {}
-        if "message" in terminated:
+        if "message" in terminated and not terminated["message"].startswith(STARTUP_FAILED):
             return str(terminated["message"])
     return None
 

@@ -12,7 +12,6 @@ WAITING_FAILURES = {
     "ErrImagePull": "the image could not be pulled",
     "ImagePullBackOff": "the image could not be pulled",
     "InvalidImageName": "the image name is invalid",
-    "CrashLoopBackOff": "the container keeps crashing",
     "CreateContainerConfigError": "the container could not be configured",
 }
 
@@ -29,8 +28,8 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
     """Ready when every expected pod has the `Ready` condition, which a pod with our
     readiness probe gets only once sshd answers (Running is not enough); otherwise the most
     telling reason it is not (unschedulable, image pull, crash, SSH not answering yet).
-    Final (`failed`): a pod that ended (phase Failed), or an init container the kubelet
-    restarted that failed again (Init:CrashLoopBackOff)."""
+    Final (`failed`): a pod that ended (phase Failed or Succeeded), or a container, init or
+    not, that the kubelet restarted and that failed again (CrashLoopBackOff)."""
     if len(pods) < expected:
         return PodsState(False, f"{len(pods)} of {expected} pods exist")
     problems: list[str] = []
@@ -39,34 +38,38 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
     for pod in pods:
         status = pod.get("status", {})
         known = len(problems)
-        if status.get("phase") == "Failed":
+        if status.get("phase") in ("Failed", "Succeeded"):  # Succeeded: its command ended
             failed = True
             why = f"{status.get('reason') or ''} {status.get('message') or ''}".strip()
-            problems.append(f"pod {pod['metadata']['name']} failed" + (f": {why}" if why else ""))
+            ended = "failed" if status["phase"] == "Failed" else "ended: its containers exited 0"
+            problems.append(f"pod {pod['metadata']['name']} {ended}" + (f": {why}" if why else ""))
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
                 problems.append(f"unschedulable: {condition.get('message', '')}")
         for init in status.get("initContainerStatuses") or []:
-            state, restarted = init.get("state") or {}, int(init.get("restartCount") or 0)
-            ended = state.get("terminated") or {}
-            if (state.get("waiting") or {}).get("reason") == CRASH_LOOP or (
-                restarted and ended.get("exitCode") not in (None, 0)
-            ):
+            if _failing_again(init):
                 # It failed again after the kubelet restarted it: it will not heal by itself
                 # (ours is the Jupyter check, a script of shell builtins against the pod's
                 # own image), and the pod would hold its GPUs until the ready timeout: final.
                 failed = True
-                last = ended or (init.get("lastState") or {}).get("terminated") or {}
-                problems.append(
-                    f"init container {init.get('name')} keeps failing ({CRASH_LOOP}, "
-                    f"restarted {restarted} times; last {_exit(last)})"
-                )
-            elif ended.get("exitCode") not in (None, 0):  # the kubelet restarts it at once
+                problems.append(f"init container {init.get('name')} keeps failing {_loop(init)}")
+            elif ended := _failed_run(init):  # the kubelet restarts it at once
                 problems.append(f"init container {init.get('name')} failed ({_exit(ended)})")
-        containers = status.get("containerStatuses") or []
-        for container in containers:
+        for container in status.get("containerStatuses") or []:
             waiting = (container.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in WAITING_FAILURES:
+            if _failing_again(container):
+                # The dev container (the startup script, then sshd) crashed again right
+                # after its restart: what it needs (image, mounts, keys) does not change
+                # between runs, so it will not heal either: final, as for init containers.
+                failed = True
+                problems.append(
+                    f"container {container.get('name')} keeps crashing {_loop(container)}"
+                )
+            elif ended := _failed_run(container):  # its first crash: restarted at once
+                problems.append(
+                    f"container {container.get('name')} exited ({_exit(ended)}); restarting it"
+                )
+            elif waiting.get("reason") in WAITING_FAILURES:
                 problems.append(
                     f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
                     f"{waiting.get('message', '')})".replace(": )", ")")
@@ -79,6 +82,29 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
     if ready == expected:
         return PodsState(True, None)
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
+
+
+def _failed_run(container: dict[str, Any]) -> dict[str, Any]:
+    """The container's current state if it is a run that ended in failure, else {}."""
+    ended = (container.get("state") or {}).get("terminated") or {}
+    return ended if ended.get("exitCode") not in (None, 0) else {}
+
+
+def _failing_again(container: dict[str, Any]) -> bool:
+    """The kubelet restarted it and it failed again: waiting in CrashLoopBackOff for its
+    next restart, or (for the moment before the kubelet writes that) ended non-zero with a
+    restart counted."""
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    restarted = int(container.get("restartCount") or 0)
+    return waiting.get("reason") == CRASH_LOOP or bool(restarted and _failed_run(container))
+
+
+def _loop(container: dict[str, Any]) -> str:
+    """`(CrashLoopBackOff, restarted 2 times; last exit 1: <its message>)`."""
+    last = _failed_run(container) or (container.get("lastState") or {}).get("terminated") or {}
+    restarted = int(container.get("restartCount") or 0)
+    times = "once" if restarted == 1 else f"{restarted} times"
+    return f"({CRASH_LOOP}, restarted {times}; last {_exit(last)})"
 
 
 def _exit(terminated: dict[str, Any]) -> str:

@@ -22,7 +22,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (the dev image has them: deploy/dev-image)"
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-command -v sshd >/dev/null || { echo "no sshd in this image, and apt-get could not install it" >&2; exit 1; }
+# A startup that cannot go on says why in the container's termination message (the kubelet
+# keeps it in the pod's status; the readiness check shows it to the user: pod_readiness.py).
+# The words it starts with are gpudev.cluster.vocabulary.STARTUP_FAILED.
+fail() {
+  mkdir -p "$ROOT/dev"
+  printf 'gpu-dev startup failed: %s\n' "$*" > "$ROOT/dev/termination-log" 2>/dev/null
+  printf 'gpu-dev startup failed: %s\n' "$*" >&2
+  exit 1
+}
+command -v sshd >/dev/null || fail "no sshd in this image, and apt-get could not install" \
+  "openssh-server (the dev image has it: deploy/dev-image)"
 
 id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
 mkdir -p "$ROOT/etc/sudoers.d"

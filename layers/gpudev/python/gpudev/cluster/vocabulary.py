@@ -32,6 +32,9 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 # Pods that hold (or are about to hold) their node's resources.
 LIVE_POD_PHASES = frozenset({"Running", "Pending"})
 CRASH_LOOP = "CrashLoopBackOff"  # a container waits for its restart after failing again
+# How the pod's startup script (startup.sh) begins the termination message it leaves when it
+# cannot start the pod: never a disk's listing (cluster/home_listing.py).
+STARTUP_FAILED = "gpu-dev startup failed: "
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""The kubelet's restart back-off for a failed container, init or not (kubernetes.io "Pod
+lifecycle", "Container restarts"; `doBackOff` in kuberuntime_manager.go): after its first
+failure the container is restarted at once; after each later one it waits, 10 s doubling,
+capped at 5 min (here `BackOff`, compressed for tests), its status waiting with reason
+CrashLoopBackOff and the message `back-off 10s restarting failed container=NAME
+pod=POD_NAMESPACE(UID)`. The delays are kept per pod and container, and forgotten with the
+pod."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BackOff:
+    """The kubelet's restart back-off (10 s and 300 s there), scaled down by 50."""
+
+    initial_seconds: float = 0.2
+    max_seconds: float = 6.0
+
+
+class RestartBackOff:
+    def __init__(self, back_off: BackOff = BackOff()):
+        self.back_off = back_off
+        # (pod uid, container) -> the back-off its next failure waits, once it failed
+        self._next_delay: dict[tuple[str, str], float] = {}
+        self._restart_at: dict[tuple[str, str], float] = {}  # when a waiting one restarts
+
+    def forget_pods_but(self, uids: set[str]) -> None:
+        for seen in (self._next_delay, self._restart_at):
+            for key in [k for k in seen if k[0] not in uids]:
+                del seen[key]
+
+    def after_failure(self, pod: Obj, name: str) -> str | None:
+        """A container of the pod has just failed: None if it is restarted at once (its first
+        failure), else the CrashLoopBackOff message of the wait now scheduled."""
+        key = (pod["metadata"]["uid"], name)
+        delay = self._next_delay.get(key)
+        self._next_delay[key] = (
+            self.back_off.initial_seconds
+            if delay is None
+            else min(delay * 2, self.back_off.max_seconds)
+        )
+        if delay is None:
+            return None
+        self._restart_at[key] = time.monotonic() + delay
+        meta = pod["metadata"]
+        return (
+            f"back-off {duration(delay)} restarting failed container={name} "
+            f"pod={meta['name']}_{meta.get('namespace', '')}({meta['uid']})"
+        )
+
+    def due(self, pod: Obj, name: str) -> bool:
+        """Whether a waiting container's back-off has passed (at once if none is known)."""
+        key = (pod["metadata"]["uid"], name)
+        return time.monotonic() >= self._restart_at.get(key, 0.0)
+
+
+def duration(seconds: float) -> str:
+    """As Go prints a time.Duration: 10s, 2m40s, 200ms."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    if seconds < 60:
+        return f"{seconds:g}s"
+    return f"{int(seconds // 60)}m{seconds % 60:g}s"
