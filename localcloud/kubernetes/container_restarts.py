@@ -31,7 +31,7 @@ from localcloud.kubernetes.init_containers import (
     fallback_message,
     shell_of,
 )
-from localcloud.kubernetes.restart_back_off import BackOff, RestartBackOff
+from localcloud.kubernetes.restart_back_off import KUBELET_BACK_OFF, BackOff, RestartBackOff
 from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
@@ -51,7 +51,7 @@ class Crash:
 
 
 class ContainerRestarts:
-    def __init__(self, back_off: BackOff = BackOff()):
+    def __init__(self, back_off: BackOff = KUBELET_BACK_OFF):
         self.restarts = RestartBackOff(back_off)
 
     def forget_pods_but(self, uids: set[str]) -> None:
@@ -80,9 +80,10 @@ class ContainerRestarts:
                 elif "terminated" in state:
                     if _restarts(obj, state["terminated"]):
                         work.append((container, status, "exited"))
-                elif (state.get("waiting") or {}).get("reason") == CRASH_LOOP:
-                    if self.restarts.due(obj, status["name"]):
-                        work.append((container, status, "restart"))
+                elif (state.get("waiting") or {}).get("reason") == CRASH_LOOP and (
+                    self.restarts.due(obj, status["name"])
+                ):
+                    work.append((container, status, "restart"))
             return work
 
         if not due(pod):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from localcloud.kubernetes.init_containers import CRASH_LOOP
-from localcloud.kubernetes.restart_back_off import BackOff, RestartBackOff
+from localcloud.kubernetes.restart_back_off import KUBELET_BACK_OFF, BackOff, RestartBackOff
 from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
@@ -21,7 +21,7 @@ Change = Callable[[Obj], None]
 
 
 class InitContainerRestarts:
-    def __init__(self, back_off: BackOff = BackOff()):
+    def __init__(self, back_off: BackOff = KUBELET_BACK_OFF):
         self.restarts = RestartBackOff(back_off)
 
     def forget_pods_but(self, uids: set[str]) -> None:
@@ -50,9 +50,9 @@ class InitContainerRestarts:
     def restart_due(self, pod: Obj) -> Change | None:
         """The restart of a waiting init container once its back-off has passed."""
         for status in pod["status"].get("initContainerStatuses") or []:
-            if ((status.get("state") or {}).get("waiting") or {}).get("reason") == CRASH_LOOP:
-                if self.restarts.due(pod, status["name"]):
-                    return _restart
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") == CRASH_LOOP and self.restarts.due(pod, status["name"]):
+                return _restart
         return None
 
 

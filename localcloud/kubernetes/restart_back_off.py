@@ -23,8 +23,11 @@ class BackOff:
     max_seconds: float = 6.0
 
 
+KUBELET_BACK_OFF = BackOff()
+
+
 class RestartBackOff:
-    def __init__(self, back_off: BackOff = BackOff()):
+    def __init__(self, back_off: BackOff = KUBELET_BACK_OFF):
         self.back_off = back_off
         # (pod uid, container) -> the back-off its next failure waits, once it failed
         self._next_delay: dict[tuple[str, str], float] = {}

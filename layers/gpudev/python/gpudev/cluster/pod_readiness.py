@@ -41,8 +41,8 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
         if status.get("phase") in ("Failed", "Succeeded"):  # Succeeded: its command ended
             failed = True
             why = f"{status.get('reason') or ''} {status.get('message') or ''}".strip()
-            ended = "failed" if status["phase"] == "Failed" else "ended: its containers exited 0"
-            problems.append(f"pod {pod['metadata']['name']} {ended}" + (f": {why}" if why else ""))
+            how = "failed" if status["phase"] == "Failed" else "ended: its containers exited 0"
+            problems.append(f"pod {pod['metadata']['name']} {how}" + (f": {why}" if why else ""))
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
                 problems.append(f"unschedulable: {condition.get('message', '')}")
