@@ -447,3 +447,94 @@ def test_a_failing_init_container_crash_loops_or_fails_the_pod_by_its_restart_po
         local_cloud.cluster.kubelet.shell_less_images = frozenset()
         for name in names.values():
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+
+def test_a_crashing_container_crash_loops_or_fails_the_pod_by_its_restart_policy(
+    core: client.CoreV1Api, local_cloud: LocalCloud
+):
+    """As the kubelet: a container that exits is restarted (OnFailure, Always) at once, then
+    with a growing back-off, waiting in CrashLoopBackOff with its last run in `lastState`,
+    the pod Running and never Ready; with Never the pod is Failed. Our readiness check reads
+    the crash loop as final, with the container's own words."""
+    from gpudev.cluster.pod_readiness import pods_state
+    from gpudev.cluster.vocabulary import STARTUP_FAILED
+    from localcloud.kubernetes.container_restarts import Crash
+
+    run = uuid.uuid4().hex[:6]
+    assert local_cloud.cluster is not None
+    kubelet = local_cloud.cluster.kubelet
+    kubelet.crashing_images = {"no-sshd:1": Crash(1, message=f"{STARTUP_FAILED}no sshd\n")}
+    names = {policy: f"crash-{policy.lower()}-{run}" for policy in ("OnFailure", "Never")}
+    try:
+        for policy, name in names.items():
+            pod = _pod(name, 0, "cpu-x86", {"run": run})
+            pod["spec"]["restartPolicy"] = policy
+            (container,) = pod["spec"]["containers"]
+            container |= {
+                "image": "no-sshd:1",
+                "command": ["/bin/bash", "-c", "startup"],
+                "ports": [{"name": "ssh", "containerPort": 22}],
+                "readinessProbe": {"tcpSocket": {"port": "ssh"}},
+            }
+            core.create_namespaced_pod(NAMESPACE, pod)
+        seen: list[Any] = []
+
+        def read(policy: str) -> Any:
+            pod = json.loads(
+                core.read_namespaced_pod(names[policy], NAMESPACE, _preload_content=False).data
+            )
+            seen.append(pod)
+            return pod
+
+        def crash_looping(restarts: int) -> Any:
+            pod = read("OnFailure")
+            (dev,) = pod["status"].get("containerStatuses") or [{}]
+            waiting = (dev.get("state") or {}).get("waiting") or {}
+            return (
+                waiting.get("reason") == "CrashLoopBackOff"
+                and dev["restartCount"] >= restarts
+                and pod
+            )
+
+        looping = wait_for(lambda: crash_looping(2), message="restarted twice, backing off")
+        (dev,) = looping["status"]["containerStatuses"]
+        uid = looping["metadata"]["uid"]
+        waiting = dev["state"]["waiting"]
+        assert waiting["message"].startswith("back-off ")
+        assert waiting["message"].endswith(
+            f" restarting failed container=gpu-dev pod={names['OnFailure']}_{NAMESPACE}({uid})"
+        )
+        last = dev["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"], last["message"]) == (
+            1,
+            "Error",
+            f"{STARTUP_FAILED}no sshd\n",
+        )
+        assert last["startedAt"] and last["finishedAt"]
+        assert (dev["ready"], dev["started"]) == (False, False)
+        assert looping["status"]["phase"] == "Running"
+        ready = next(c for c in looping["status"]["conditions"] if c["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("False", "ContainersNotReady")
+        state = pods_state([looping], 1)
+        assert state.failed and state.problem is not None
+        assert state.problem.startswith("container gpu-dev keeps crashing (CrashLoopBackOff, ")
+        assert state.problem.endswith(f"; last exit 1: {STARTUP_FAILED}no sshd)")
+
+        failed = wait_for(
+            lambda: (pod := read("Never"))["status"]["phase"] == "Failed" and pod,
+            message="the Never pod failed",
+        )
+        (dev,) = failed["status"]["containerStatuses"]
+        assert dev["state"]["terminated"]["exitCode"] == 1 and dev["restartCount"] == 0
+        # every observation: the probe never passed for a container that kept crashing
+        assert not [
+            p
+            for p in seen
+            if any(
+                c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"]
+            )
+        ]
+    finally:
+        kubelet.crashing_images = {}
+        for name in names.values():
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)

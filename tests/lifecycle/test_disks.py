@@ -14,6 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from gpudev.cluster.vocabulary import STARTUP_FAILED
+from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
 from tests.lifecycle.helpers import (
     assert_nothing_left,
@@ -149,6 +151,34 @@ def test_a_pod_that_cannot_initialize_fails_at_once_leaving_nothing_but_the_save
     assert 'exec: "/bin/bash": stat /bin/bash: no such file or directory' in reason
     row = _free(local_cloud, disk)  # its claim goes with the pod (pvc-protection)
     assert not row["in_use"] and row["lifecycle_error"] is None
+    assert_nothing_left(local_cloud, rid)
+    assert _volumes(local_cloud, rid) == []
+    assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
+
+
+def test_a_dev_container_that_crash_loops_fails_at_once_leaving_nothing_but_the_saved_disk(
+    api, local_cloud, disk
+):
+    """The dev container's startup cannot go on (an image with no sshd and no apt-get: it
+    exits 1 with startup.sh's words in its termination message); the kubelet restarts it
+    and it crashes again (CrashLoopBackOff). The readiness check ends the reservation with
+    those words at once (not the ready timeout's `not ready in time`); nothing is left, the
+    allocation is released, the disk saved and free, its listing not the crash's message."""
+    said = f"{STARTUP_FAILED}no sshd in this image, and apt-get could not install openssh-server"
+    local_cloud.cluster.kubelet.crashing_images = {DEV_IMAGE: Crash(1, message=said + "\n")}
+    try:
+        rid = reserve(api, disk_name=disk)["reservation_id"]
+        failed = wait_for_status(api, rid, "failed", timeout=30)
+    finally:
+        local_cloud.cluster.kubelet.crashing_images = {}
+    reason = failed["failure_reason"]
+    assert reason.startswith(
+        "the pod did not start: container gpu-dev keeps crashing (CrashLoopBackOff, restarted "
+    ), reason
+    assert reason.endswith(f"; last exit 1: {said})"), reason
+    row = _free(local_cloud, disk)  # its claim goes with the pod (pvc-protection)
+    assert not row["in_use"] and row["lifecycle_error"] is None
+    assert row["content_listing"] is None  # the crash's message is no listing
     assert_nothing_left(local_cloud, rid)
     assert _volumes(local_cloud, rid) == []
     assert [s["State"] for s in _snapshots(local_cloud, disk)] == ["completed"]
