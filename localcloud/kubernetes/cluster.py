@@ -7,7 +7,8 @@
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
 Tests tune it through the kubelet's settings (`kubelet.image_pulls_fail`,
-`jupyter_images`, `shell_less_images`, `trusted_scripts`) and `probes.probes_fail`."""
+`jupyter_images`, `shell_less_images`, `crashing_images`, `trusted_scripts`) and
+`probes.probes_fail`."""
 
 from __future__ import annotations
 
