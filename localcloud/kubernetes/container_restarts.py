@@ -90,6 +90,8 @@ class ContainerRestarts:
             return None
 
         def apply(obj: Obj) -> None:
+            if obj["metadata"].get("deletionTimestamp") or obj["status"].get("phase") != "Running":
+                return  # deleted or ended since it was listed: nothing restarts any more
             for container, status, action in due(obj):
                 if action == "exit":
                     outcome = _exit(container, crashing_images, shell_less_images)

@@ -8,7 +8,6 @@ started as the kubelet starts one."""
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any
 
@@ -27,7 +26,7 @@ def _pod(policy: str, *containers: dict[str, Any]) -> dict[str, Any]:
         "spec": {"restartPolicy": policy, "containers": list(containers)},
         "status": {"phase": "Pending"},
     }
-    functools.partial(_start_pod, node="node-1")(pod)
+    _start_pod(pod, node="node-1")
     return pod
 
 
@@ -200,3 +199,15 @@ def test_the_back_off_is_forgotten_with_the_pod():
     assert not _pass(pod, restarts)
     restarts.forget_pods_but(set())
     assert _pass(pod, restarts)  # nothing remembered: due at once
+
+
+def test_a_pod_deleted_since_it_was_listed_is_left_as_it_is():
+    pod = _pod("OnFailure", _dev())
+    restarts = ContainerRestarts()
+    _pass(pod, restarts)  # exited: a restart is due
+    change = restarts.change(pod, {IMAGE: NO_SSHD}, frozenset())
+    assert change is not None
+    pod["metadata"]["deletionTimestamp"] = "2026-11-24T08:00:10Z"  # meanwhile, in the store
+    before = _status(pod)["state"]
+    change(pod)
+    assert _status(pod)["state"] == before and _status(pod)["restartCount"] == 0
