@@ -175,6 +175,7 @@ def main() -> int:
                 if any(r.returncode for r in runs[-1][1]):
                     break
             pool = connection_pool().get_stats()
+            depths = queue_depths(cloud)
             where = (
                 f"{args.api_processes} processes of its own ({cloud.api_processes.started} started)"
                 if cloud.api_processes
@@ -196,12 +197,28 @@ def main() -> int:
             f" {pool.get('requests_queued', 0)} waited ({pool.get('requests_wait_ms', 0)} ms"
             f" in all), {pool.get('connections_num', 0)} connections opened"
         )
+        print(f"messages left in the queues (visible, in flight, delayed): {depths}")
         if profiles:
             stats = pstats.Stats(profiles[0], stream=figures)
             for profile in profiles[1:]:
                 stats.add(profile)
             stats.sort_stats("cumulative").print_stats(40)
     return 0
+
+
+def queue_depths(cloud: Any) -> dict[str, tuple[int, ...]]:
+    sqs = cloud.aws.client("sqs")
+    names = ("Messages", "MessagesNotVisible", "MessagesDelayed")
+    depths = {}
+    for name, url in {
+        **cloud.resources.queue_urls,
+        **{f"{n}-dlq": u for n, u in cloud.resources.dead_letter_queue_urls.items()},
+    }.items():
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=[f"ApproximateNumberOf{n}" for n in names]
+        )["Attributes"]
+        depths[name] = tuple(int(attributes[f"ApproximateNumberOf{n}"]) for n in names)
+    return depths
 
 
 if __name__ == "__main__":

@@ -6,7 +6,11 @@ what succeeded, and leaves the rest to reappear after the queue's visibility tim
 queue's redrive policy (in moto) moves a message to the dead-letter queue after
 `maxReceiveCount` receives. A function error fails the whole batch, as in Lambda. A new
 message ends a long poll at once (moto's queue notifies a condition): delivery adds no wait.
-`pause()` (tests) disables it and returns once the poll in flight has ended.
+Like Lambda's pollers for a standard queue, which start with five batches at a time (five
+concurrent invocations, each in an environment of its own), it runs `CONCURRENT_BATCHES`
+polls at once: jobs of one reservation may be handled at the same time or out of order, as in
+AWS, and a backlog does not build up behind one batch.
+`pause()` (tests) disables it and returns once the polls in flight have ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
 every `period_seconds` scaled down for local use.
@@ -25,6 +29,11 @@ from localcloud.deadline import BackgroundWork
 from localcloud.lambdas import ACCOUNT_ID, LocalLambda
 
 log = logging.getLogger("localcloud.events")
+
+# Lambda's SQS event source processes "five batches at a time with five concurrent
+# invocations" of a standard queue's function and scales up from there (AWS Lambda developer
+# guide, "Configuring scaling behavior for SQS event source mappings").
+CONCURRENT_BATCHES = 5
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -82,22 +91,24 @@ class SqsPoller(_EventSource):
         ]["QueueArn"]
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._idle = threading.Condition()  # notified when a poll ends
-        self._polling = False
-        self._in_background(self._run, f"sqs-{spec.name}")
+        self._polls = 0  # polls in flight
+        for number in range(CONCURRENT_BATCHES):
+            self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
     def pause(self, timeout: float = 30.0) -> None:
-        """Take no new batch, and return once the poll in flight (a long poll of up to a
-        second, and its batch) has ended: from then on messages stay on the queue."""
+        """Take no new batch, and return once the polls in flight (long polls of up to a
+        second, and their batches) have ended: from then on messages stay on the queue."""
         with self._idle:
             self.paused = True
-            if not self._idle.wait_for(lambda: not self._polling, timeout):
-                raise TimeoutError(f"{self.spec.name}: the poll in flight did not end")
+            if not self._idle.wait_for(lambda: not self._polls, timeout):
+                raise TimeoutError(f"{self.spec.name}: the polls in flight did not end")
 
     def _run(self) -> None:
         while not self._stop.is_set():
             with self._idle:
-                self._polling = not self.paused
-            if not self._polling:
+                polling = not self.paused
+                self._polls += polling
+            if not polling:
                 self._stop.wait(0.05)
                 continue
             try:
@@ -107,7 +118,7 @@ class SqsPoller(_EventSource):
                 self._stop.wait(1)
             finally:
                 with self._idle:
-                    self._polling = False
+                    self._polls -= 1
                     self._idle.notify_all()
 
     def poll_once(self, wait_seconds: int = 0) -> int:

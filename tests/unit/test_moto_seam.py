@@ -1,8 +1,24 @@
 """Canary: the local cloud patches private moto functions. If moto moves them, fail here,
 loudly, rather than with mysterious Step Functions errors in the e2e tier."""
 
+import json
+import time
 from importlib.metadata import version
+from pathlib import Path
 
+import boto3
+from moto import mock_aws
+from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+from moto.stepfunctions.parser.backend import execution_worker
+
+from localcloud.moto_asl import (
+    EXPECTED_ENTRYPOINT_SIGNATURE,
+    _components,
+    entrypoint_seam_signature,
+    install,
+    settle_heap_keys,
+    shareable,
+)
 from localcloud.moto_lambda import (
     EXPECTED_CLIENT_SIGNATURE,
     EXPECTED_SIGNATURE,
@@ -21,3 +37,122 @@ def test_the_private_lambda_seam_has_the_shape_we_patch():
 
 def test_the_step_functions_client_factory_has_the_shape_we_replace():
     assert client_seam_signature() == EXPECTED_CLIENT_SIGNATURE
+
+
+def test_the_step_functions_program_seam_has_the_shape_we_replace():
+    assert entrypoint_seam_signature() == EXPECTED_ENTRYPOINT_SIGNATURE
+
+
+RESERVATION_ASL = Path(__file__).parents[2] / "statemachines" / "reservation.asl.json"
+
+
+def test_our_reservation_machine_is_shared_and_a_parallel_one_is_not():
+    assert shareable(RESERVATION_ASL.read_text())
+    parallel = {
+        "StartAt": "Both",
+        "States": {
+            "Both": {
+                "Type": "Parallel",
+                "End": True,
+                "Branches": [{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}],
+            }
+        },
+    }
+    nested_map = {
+        "StartAt": "Outer",
+        "States": {
+            "Outer": {
+                "Type": "Pass",
+                "Next": "Each",
+            },
+            "Each": {
+                "Type": "Map",
+                "End": True,
+                "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}},
+            },
+        },
+    }
+    assert not shareable(json.dumps(parallel))
+    assert not shareable(json.dumps(nested_map))
+    assert not shareable("{not json")
+
+
+RETRYING = {
+    "StartAt": "Fails",
+    "States": {
+        "Fails": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:gone"},
+            "Retry": [
+                {
+                    "ErrorEquals": ["States.ALL"],
+                    "IntervalSeconds": 1,
+                    "MaxAttempts": 2,
+                    "BackoffRate": 1.0,
+                }
+            ],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught"}],
+            "End": True,
+        },
+        "Caught": {"Type": "Pass", "Result": {"caught": True}, "End": True},
+    },
+}
+
+
+def test_executions_of_one_definition_share_one_parse_and_keep_their_own_state(monkeypatch):
+    """Two executions at once of a machine with a Retry (whose counter lives in the
+    execution's heap under the component's key) each retry twice and catch: they share one
+    parsed program and not their state."""
+    parses = []
+    real_parse = execution_worker.AmazonStateLanguageParser.parse
+
+    def counted(definition, *args, **kwargs):
+        parses.append(definition)
+        return real_parse(definition, *args, **kwargs)
+
+    monkeypatch.setattr(execution_worker.AmazonStateLanguageParser, "parse", staticmethod(counted))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    uninstall = install()
+    try:
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            sfn = boto3.client("stepfunctions", region_name="us-east-1")
+            arn = sfn.create_state_machine(
+                name="retrying",
+                definition=json.dumps(RETRYING),
+                roleArn="arn:aws:iam::123456789012:role/sfn",
+            )["stateMachineArn"]
+            parses.clear()  # creating it validated the definition once
+            runs = [sfn.start_execution(stateMachineArn=arn)["executionArn"] for _ in range(2)]
+            finished = [_finished(sfn, run) for run in runs]
+            events = [sfn.get_execution_history(executionArn=run)["events"] for run in runs]
+    finally:
+        uninstall()
+    assert [f["status"] for f in finished] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [json.loads(f["output"]) for f in finished] == [{"caught": True}] * 2
+    attempts = [sum(e["type"] == "TaskScheduled" for e in history) for history in events]
+    assert attempts == [3, 3]  # the first try and two retries each: no counter shared
+    assert len(parses) == 1
+
+
+def _finished(sfn, execution_arn):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING":
+            return described
+        time.sleep(0.05)
+    raise AssertionError(f"{execution_arn} still running")
+
+
+def test_every_component_of_a_shared_program_has_its_heap_key_before_it_is_shared():
+    """moto makes a component's key at its first read: two executions reading it at once
+    could each make one. Settled, every key exists before any execution reads it."""
+    program = execution_worker.AmazonStateLanguageParser.parse(json.dumps(RETRYING))[0]
+    evaluated = [c for c in _components(program) if isinstance(c, EvalComponent)]
+    assert len(evaluated) > 5
+    assert any(c._EvalComponent__heap_key is None for c in evaluated)  # moto: made lazily
+    assert settle_heap_keys(program) == len(evaluated)
+    keys = [c._EvalComponent__heap_key for c in evaluated]
+    assert None not in keys
+    assert len(set(keys)) == len(keys)
