@@ -1,19 +1,20 @@
 """The API under concurrent load: 20 signed clients against the local gateway for 30 s on a
 realistic mix (list, show, reserve without waiting, cancel, availability).
 
-The local cloud runs in this process on its own embedded PostgreSQL, as the soak's does
-(the reservations submitted go on through the queue, Step Functions and the allocator in
-the background, as they would in AWS). With `--api-processes N` the API function runs in up
-to N execution environments of its own, OS processes serving one request at a time, as
-Lambda runs it (localcloud/processes.py); without, in this process, as the test suite runs
-it. The clients run in processes of their own (`--client-processes`, 2 by default), each
-client a thread with the CLI's own SigV4 client (tests/support/api.py) as alice or bob, so
-their signing does not share an interpreter with the gateway. Printed per route: requests,
-p50/p95/p99 as the client saw them, the gateway's p50 and p99 (from its verifying the
-signature to its answer: the invocation and any wait for a free API process), the handler's
-own p50 and p99, SQL statements per request (counted on the thread, or in the process, that
-ran the invocation) and errors (any answer other than the route's success status, or no
-answer).
+The local cloud runs in this process on its own embedded PostgreSQL, as the soak's does (the
+reservations submitted go on through the queue, Step Functions and the allocator in the
+background, as they would in AWS). The API function runs in up to `--api-processes N` execution
+environments of its own (one per client by default, as Lambda gives each concurrent caller
+one), OS processes serving one request at a time, as Lambda runs it (localcloud/processes.py);
+with `--api-processes 0`, in this process, as the test suite runs it (where it shares the
+cloud's interpreter and database pool with the lifecycles). The clients run in processes of
+their own (`--client-processes`, 2 by default), each client a thread with the CLI's own SigV4
+client (tests/support/api.py) as alice or bob, so their signing does not share an interpreter
+with the gateway. Printed per route: requests, p50/p95/p99 as the client saw them, the
+gateway's p50 and p99 (from its verifying the signature to its answer: the invocation and any
+wait for a free API process), the handler's own p50 and p99, SQL statements per request
+(counted on the thread, or in the process, that ran the invocation) and errors (any answer
+other than the route's success status, or no answer).
 
 Two ways to load it, each printed under its own name, never one as the other:
 
@@ -99,10 +100,10 @@ def main() -> int:
     parser.add_argument(
         "--api-processes",
         type=int,
-        default=0,
         metavar="N",
-        help="the API function in N processes of its own, as Lambda runs it (default 0: in "
-        "the cloud's process, as the test suite runs it)",
+        help="the API function in N processes of its own, as Lambda runs it (default: one "
+        "per client, as Lambda gives each concurrent caller an environment; 0: in the "
+        "cloud's process, as the test suite runs it)",
     )
     parser.add_argument(
         "--client-processes",
@@ -125,12 +126,12 @@ def main() -> int:
         numbers = range(args.first_client, args.first_client + args.clients)
         run_clients(args.clients_of, numbers, args.seconds, args.reads_only, args.rate)
         return 0
+    if args.api_processes is None:
+        args.api_processes = args.clients
     if args.profile and args.api_processes:
-        parser.error("--profile sees the cloud's process only: not with --api-processes")
+        parser.error("--profile sees the cloud's process only: add --api-processes 0")
 
     from gpudev.db.pool import connection_pool
-    from localcloud.options import Ports
-    from localcloud.postgres import free_port
     from localcloud.stack import LocalCloud, Options
 
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
@@ -146,7 +147,6 @@ def main() -> int:
     os.dup2(log, sys.stderr.fileno())
     print(f"(the local cloud's logs: {log_path.relative_to(ROOT)})", file=figures)
     options = Options(
-        ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
         tick_seconds=None,  # the schedules' real periods, as in AWS (minutes)
         kubelet_delay_seconds=0.2,
         max_live_reservations_per_user=100_000,

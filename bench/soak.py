@@ -42,8 +42,6 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from localcloud.options import Ports  # noqa: E402
-from localcloud.postgres import free_port  # noqa: E402
 from localcloud.stack import LocalCloud, Options  # noqa: E402
 from tests.support.api import ApiClient  # noqa: E402
 
@@ -338,7 +336,6 @@ def main() -> int:
     os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
     options = Options(
-        ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
         tick_seconds=1.0,
         kubelet_delay_seconds=0.2,
         seconds_per_hour=SECONDS_PER_HOUR,

@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcloud.options import Ports
-from localcloud.postgres import free_port
 from localcloud.stack import LocalCloud, Options
 from tests.support.api import ApiClient
 
@@ -58,7 +56,6 @@ def _ours_alive() -> list[dict[str, Any]]:
 
 def run(state_dir: Path, scenario: str) -> dict[str, Any]:
     options = Options(
-        ports=Ports(api=free_port(), aws=free_port(), kubernetes=free_port()),
         tick_seconds=1.0,
         kubelet_delay_seconds=0.2,
         seconds_per_hour=36.0,

@@ -7,7 +7,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 import boto3
+import pytest
 from moto import mock_aws
+from moto.sqs.models import sqs_backends
 from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
 from moto.stepfunctions.parser.backend import execution_worker
 
@@ -25,6 +27,8 @@ from localcloud.moto_lambda import (
     client_seam_signature,
     seam_signature,
 )
+from localcloud.moto_sqs import EXPECTED_RETENTION_SIGNATURE, retention_seam_signature
+from localcloud.moto_sqs import install as sqs_seam_install
 
 
 def test_moto_is_the_pinned_version():
@@ -156,3 +160,29 @@ def test_every_component_of_a_shared_program_has_its_heap_key_before_it_is_share
     keys = [c._EvalComponent__heap_key for c in evaluated]
     assert None not in keys
     assert len(set(keys)) == len(keys)
+
+
+def test_the_sqs_retention_seam_has_the_shape_we_replace():
+    assert retention_seam_signature() == EXPECTED_RETENTION_SIGNATURE
+
+
+@pytest.mark.parametrize("seam", [False, True], ids=["moto's check", "ours"])
+def test_a_message_past_the_queues_retention_is_not_delivered_either_way(seam):
+    """Our retention check answers as moto's: a message sent longer ago than the queue's
+    retention period is dropped at receive, one within it is delivered."""
+    uninstall = sqs_seam_install() if seam else (lambda: None)
+    try:
+        with mock_aws():
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            url = sqs.create_queue(QueueName="q", Attributes={"MessageRetentionPeriod": "60"})[
+                "QueueUrl"
+            ]
+            for body in ("kept", "expired"):
+                sqs.send_message(QueueUrl=url, MessageBody=body)
+            backend = sqs_backends["123456789012"]["us-east-1"]
+            expired = next(m for m in backend.get_queue("q")._messages if m.body == "expired")
+            expired.sent_timestamp -= 61_000  # sent 61 s earlier (milliseconds)
+            received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    finally:
+        uninstall()
+    assert [m["Body"] for m in received] == ["kept"]
