@@ -123,12 +123,10 @@ class Allocator:
                 allowance_seconds=self._settings.ready_timeout_seconds,
                 memo=self._memo,
             )
-            report.waits_written = self._write(decisions, waiting, now)
+            waited, report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [UUID(g.reservation_id) for g in decisions.grants]
-        if decisions.grants:
-            waited = dict(zip(waiting.reservation_ids, waiting.waiting_seconds, strict=True))
-            report.granted_waits = [waited[g.reservation_id] for g in decisions.grants]
+        report.granted_waits = [waited[g.reservation_id] for g in decisions.grants]
         self._signal(report)
         return report
 
@@ -139,8 +137,11 @@ class Allocator:
         usable = max(0, len(free) - used_by_others)
         return tuple(free[:usable])
 
-    def _write(self, decisions: Decisions, waiting: QueueColumns, now: float) -> int:
-        self._allocations.grant(
+    def _write(
+        self, decisions: Decisions, waiting: QueueColumns, now: float
+    ) -> tuple[dict[str, float], int]:
+        """Grants and waits; per grant the seconds it waited, and the number of waits written."""
+        waited = self._allocations.grant(
             [
                 SlotGrant(node, slot, grant.reservation_id, rank)
                 for grant in decisions.grants
@@ -156,7 +157,7 @@ class Allocator:
                 for gpu_type, eta in decisions.next_request_waits.items()
             ]
         )
-        return written
+        return waited, written
 
     def _signal(self, report: AllocatorReport) -> None:
         delivered: list[UUID] = []
