@@ -108,7 +108,7 @@ def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> Qu
     waits share an ETA (the end time they wait for), so each start is made once, as the
     moment to write and as the epoch seconds the queue read gives for a recorded one (a
     timestamptz's microseconds / 1e6 correctly rounded: the moment's `timestamp()`)."""
-    row = dict(zip(waiting.reservation_ids, range(len(waiting.reservation_ids))))
+    row = dict(zip(waiting.reservation_ids, range(len(waiting.reservation_ids)), strict=True))
     positions, starts = waiting.queue_positions, waiting.estimated_starts
     waits = decisions.waits
     moments: dict[float | None, datetime | None] = {None: None}
