@@ -118,4 +118,4 @@ def etas(
         etas.append(clock - now)
     # Waits built in C (tuple.__new__ over zipped columns): a NamedTuple's own constructor is
     # a Python call per waiting reservation.
-    return list(map(tuple.__new__, repeat(Wait), zip(ids, numbers(1), etas)))  # type: ignore[arg-type]
+    return list(map(tuple.__new__, repeat(Wait), zip(ids, numbers(1), etas)))

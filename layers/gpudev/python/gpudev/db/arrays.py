@@ -79,7 +79,7 @@ def timestamptz_array(values: Sequence[datetime | None]) -> TimestamptzArray:
     """timestamptz[] of aware datetimes (None: NULL). Each distinct value is encoded once:
     the allocator's starts are a few thousand moments shared by 100,000 waits."""
     distinct = set(values)
-    encoded = {
+    encoded: dict[datetime | None, bytes] = {
         value: b"\x00\x00\x00\x08"
         + ((value - _PG_EPOCH) // _MICROSECOND).to_bytes(8, "big", signed=True)
         for value in distinct
