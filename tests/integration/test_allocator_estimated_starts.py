@@ -247,3 +247,30 @@ def test_rewriting_every_start_keeps_each_row_on_its_page(fresh_database: str):
         assert after_early_end.granted == [queued[0]]
         assert after_early_end.waits_written == 299  # every start moved, and every position
         assert _pages(conn, queued[1:]) == pages[1:]
+
+
+def test_a_start_a_microsecond_off_is_rewritten_and_only_it(fresh_database: str):
+    """The pass compares recorded starts (read as epoch seconds) with its own to the
+    microsecond: a row whose start differs by one is sent and written, the rest are not."""
+    settings = LifecycleSettings()
+    now = datetime.now(UTC)
+    ends = now + timedelta(hours=1)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        _busy_node(conn, now, ends)
+        ids = [_insert(conn, 8, 1, 1) for _ in range(3)]
+        assert _pass(conn, settings, now.timestamp()).waits_written == 3
+        recorded = _waits(conn, ids)
+        for moved, shift in ((ids[0], 1), (ids[2], -1)):
+            conn.execute(
+                "UPDATE reservations SET estimated_start_at = estimated_start_at + %s"
+                " WHERE reservation_id = %s",
+                (timedelta(microseconds=shift), moved),
+            )
+        shifted = _waits(conn, ids)
+
+        again = _pass(conn, settings, now.timestamp() + 60)
+        assert again.waits_written == 2
+        after = _waits(conn, ids)
+        assert [(p, s) for p, s, _ in after] == [(p, s) for p, s, _ in recorded]
+        assert after[1] == shifted[1]  # the untouched row kept its version
+        assert after[0][2] != shifted[0][2] and after[2][2] != shifted[2][2]

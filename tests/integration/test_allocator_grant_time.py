@@ -4,9 +4,11 @@ accounting reads `granted_at - created_at` as the queue wait)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import uuid
+from typing import Any
 
 import psycopg
 
@@ -60,3 +62,20 @@ def test_a_pass_that_waited_for_the_lock_grants_at_a_time_after_the_request(
         created_at, granted_at, estimated_start_at = row
         assert granted_at >= created_at
         assert estimated_start_at == granted_at
+
+
+def test_a_pass_plans_with_the_collector_paused_and_leaves_it_on(
+    autocommit_conn: psycopg.Connection[Any],
+):
+    """(`service.collector_paused`: the clock is read inside the pass's transaction.)"""
+    seen: list[bool] = []
+
+    def clock() -> float:
+        seen.append(gc.isenabled())
+        return time.time()
+
+    assert gc.isenabled()
+    Allocator(autocommit_conn, AcceptingSignals(), LifecycleSettings(), clock=clock).run(
+        [], [], set()
+    )
+    assert seen == [False] and gc.isenabled()

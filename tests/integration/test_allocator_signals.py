@@ -81,3 +81,12 @@ def test_the_pass_finds_unsignalled_grants_through_their_index_not_a_table_scan(
         conn.execute("SET enable_seqscan = off")  # an empty table: show what it could use
         plan = conn.execute("EXPLAIN " + query("allocation/unsignalled")).fetchall()
     assert "reservations_unsignalled_idx" in "\n".join(line for (line,) in plan)
+
+
+def test_the_queue_is_read_in_order_from_its_index_without_a_sort(fresh_database: str):
+    """The queue read's order is the waiting index's (migration 0026): at 100,000 queued a
+    sort spilled to disk."""
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # an empty table: show what it could use
+        plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + query("allocation/queue")))
+    assert "reservations_waiting_idx" in plan and "Sort" not in plan

@@ -4,7 +4,10 @@ the first by name among equals.
 
 Nodes are numbers, their places in name order (the planner maps names to numbers and back):
 list indexing and integer comparison cost less than dictionaries and strings in the ETA
-replay, which moves nodes between buckets for every waiting reservation of a pass."""
+replay, which moves nodes between buckets for every waiting reservation of a pass. Nodes with
+no free slot are in no bucket: on a busy cluster that is most nodes, and keeping them in a
+sorted list cost a memory move of the whole list on every take and give; no request of one
+slot or more fits there, and `fit` lists them when a request asks for none."""
 
 from __future__ import annotations
 
@@ -21,19 +24,29 @@ class Pool:
         self.capacity = capacity  # slots per node
         self.free = list(free)  # free slots per node
         self.largest = max(capacity, default=0)
-        # per free count, its nodes in order
+        # per free count from 1, its nodes in order (buckets[0] stays empty)
         self.buckets: list[list[int]] = [[] for _ in range(self.largest + 1)]
         for node, count in enumerate(self.free):
-            self.buckets[count].append(node)
+            if count:
+                self.buckets[count].append(node)
 
     def copy(self) -> Pool:
         return Pool(self.capacity, self.free)
 
+    def _bucket(self, count: int) -> list[int]:
+        """The nodes with `count` free slots, in order."""
+        if count:
+            return self.buckets[count]
+        return [node for node, free in enumerate(self.free) if not free]
+
     def _move(self, node: int, count: int) -> None:
-        bucket = self.buckets[self.free[node]]
-        del bucket[bisect_left(bucket, node)]
+        had = self.free[node]
+        if had:
+            bucket = self.buckets[had]
+            del bucket[bisect_left(bucket, node)]
         self.free[node] = count
-        insort(self.buckets[count], node)
+        if count:
+            insort(self.buckets[count], node)
 
     def take(self, node: int, count: int) -> None:
         self._move(node, self.free[node] - count)
@@ -44,10 +57,9 @@ class Pool:
     def fit(self, request: Request, allowed: Callable[[int], bool] | None = None) -> list[int]:
         """Nodes for the request (one per rank), or [] when it does not fit."""
         need = request.slots_per_node
-        buckets = self.buckets
         if request.nodes == 1:
             for count in range(need, self.largest + 1):
-                bucket = buckets[count]
+                bucket = self._bucket(count)
                 if not bucket:
                     continue
                 if allowed is None:
@@ -60,7 +72,7 @@ class Pool:
             return []
         whole = [
             node
-            for node in buckets[need]
+            for node in self._bucket(need)
             if self.capacity[node] == need and (allowed is None or allowed(node))
         ]
         return whole[: request.nodes] if len(whole) >= request.nodes else []

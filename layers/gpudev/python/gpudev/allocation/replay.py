@@ -6,6 +6,9 @@ its expected end (values.py)."""
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
+from itertools import count as numbers
+from itertools import repeat
 
 from gpudev.allocation.pool import Pool
 from gpudev.allocation.values import Request, Wait, expected_end
@@ -49,47 +52,70 @@ def etas(
     allowance_seconds: float,
 ) -> list[Wait]:
     """Replays the queue in order on the known end times: each request starts when it
-    first fits and then holds its capacity until its expected end. (The hot loop of a pass:
-    a single-node request's fit, and its fit after a release (`fit_after_release`), are
-    inlined.)"""
+    first fits and then holds its capacity until its expected end. (The hot loop of a pass,
+    once per waiting reservation: for a single-node request, its fit, its fit after a
+    release (`fit_after_release`), the pool's give and take and `expected_end` are inlined.)"""
     simulated = pool.copy()
-    free, buckets, largest = simulated.free, simulated.buckets, simulated.largest
-    fit, give, take = simulated.fit, simulated.give, simulated.take
+    free, buckets, capacity = simulated.free, simulated.buckets, simulated.capacity
+    largest = simulated.largest
     events = list(releases)
     heapq.heapify(events)
     pop, push = heapq.heappop, heapq.heappush
     clock = now
-    waits: list[Wait] = []
-    append = waits.append
-    for position, request in enumerate(queue, start=1):
-        need = request.slots_per_node
-        if request.nodes == 1:
-            placement = []
+    ids: list[str] = []
+    etas: list[float | None] = []
+    for request in queue:
+        reservation_id, _, need, nodes, duration = request
+        ids.append(reservation_id)
+        if nodes == 1 and need > 0:  # (a request for no slot fits where none is free)
+            node = -1
             for count in range(need, largest + 1):
                 if buckets[count]:
-                    placement = [buckets[count][0]]
+                    node = buckets[count][0]
                     break
-            while not placement and events:
-                ends_at, node, slots = pop(events)
+            while node < 0 and events:
+                ends_at, released, slots = pop(events)
                 if ends_at > clock:
                     clock = ends_at
-                give(node, slots)
-                if free[node] >= need:
-                    placement = [node]
-        else:
-            placement = fit(request)
-            while not placement and events:
-                ends_at, node, slots = pop(events)
-                if ends_at > clock:
-                    clock = ends_at
-                give(node, slots)
-                placement = fit_after_release(simulated, request, node)
-        if not placement:
-            append(Wait(request.reservation_id, position, None))
+                had = free[released]  # give
+                if had:
+                    bucket = buckets[had]
+                    del bucket[bisect_left(bucket, released)]
+                has = had + slots
+                if has > capacity[released]:
+                    has = capacity[released]
+                free[released] = has
+                if has:
+                    insort(buckets[has], released)
+                if has >= need:
+                    node = released
+            if node < 0:
+                etas.append(None)
+                continue
+            had = free[node]  # take
+            bucket = buckets[had]
+            del bucket[bisect_left(bucket, node)]
+            free[node] = had - need
+            if had > need:
+                insort(buckets[had - need], node)
+            push(events, (clock + (allowance_seconds + duration), node, need))  # expected_end
+            etas.append(clock - now)  # the clock never goes back
             continue
-        ends = expected_end(clock, request.duration_seconds, allowance_seconds)
+        placement = simulated.fit(request)
+        while not placement and events:
+            ends_at, released, slots = pop(events)
+            if ends_at > clock:
+                clock = ends_at
+            simulated.give(released, slots)
+            placement = fit_after_release(simulated, request, released)
+        if not placement:
+            etas.append(None)
+            continue
+        ends = expected_end(clock, duration, allowance_seconds)
         for node in placement:
-            take(node, need)
+            simulated.take(node, need)
             push(events, (ends, node, need))
-        append(Wait(request.reservation_id, position, clock - now))  # the clock never goes back
-    return waits
+        etas.append(clock - now)
+    # Waits built in C (tuple.__new__ over zipped columns): a NamedTuple's own constructor is
+    # a Python call per waiting reservation.
+    return list(map(tuple.__new__, repeat(Wait), zip(ids, numbers(1), etas)))

@@ -105,24 +105,28 @@ def changed_waits(decisions: Decisions, waiting: QueueColumns, now: float) -> Qu
     """The waits whose position or estimated start differs from what the queue read returned
     (the previous pass's): only these are sent. ETAs are in real seconds (durations are
     `duration_hours * seconds_per_hour`), so the start is `now + eta` under any clock. Many
-    waits share an ETA (the end time they wait for), so each start is made once."""
-    recorded = dict(
-        zip(
-            waiting.reservation_ids,
-            zip(waiting.queue_positions, waiting.estimated_starts_at, strict=True),
-            strict=True,
-        )
+    waits share an ETA (the end time they wait for), so each start is made once, as the
+    moment to write and as the epoch seconds the queue read gives for a recorded one (a
+    timestamptz's microseconds / 1e6 correctly rounded: the moment's `timestamp()`)."""
+    row = dict(zip(waiting.reservation_ids, range(len(waiting.reservation_ids)), strict=True))
+    positions, starts = waiting.queue_positions, waiting.estimated_starts
+    waits = decisions.waits
+    moments: dict[float | None, datetime | None] = {None: None}
+    epochs: dict[float | None, float | None] = {None: None}
+    for eta in {wait[2] for wait in waits}:
+        if eta is not None:
+            moment = moments[eta] = datetime.fromtimestamp(now + eta, UTC)
+            epochs[eta] = moment.timestamp()
+    # (a loop of 100,000 at scale: plain indexing and comprehensions, no tuple per wait)
+    changed = [
+        wait
+        for wait in waits
+        if (i := row.get(wait[0])) is None
+        or positions[i] != wait[1]
+        or starts[i] != epochs[wait[2]]
+    ]
+    return QueueWaits(
+        [wait[0] for wait in changed],
+        [wait[1] for wait in changed],
+        [moments[wait[2]] for wait in changed],
     )
-    moment = datetime.fromtimestamp
-    starts: dict[float | None, datetime | None] = {}
-    changed = QueueWaits([], [], [])
-    for reservation_id, position, eta in decisions.waits:
-        try:
-            starts_at = starts[eta]
-        except KeyError:
-            starts_at = starts[eta] = None if eta is None else moment(now + eta, UTC)
-        if recorded.get(reservation_id) != (position, starts_at):
-            changed.reservation_ids.append(reservation_id)
-            changed.positions.append(position)
-            changed.starts_at.append(starts_at)
-    return changed

@@ -20,6 +20,7 @@ from uuid import UUID
 
 import psycopg
 
+from gpudev.db.arrays import int4_array, register_binary_arrays, timestamptz_array, uuid_array
 from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all, fetch_columns
 
@@ -70,9 +71,10 @@ class QueueColumns:
     gpu_counts: tuple[int, ...]
     total_nodes: tuple[int, ...]
     duration_hours: tuple[float, ...]
-    waiting_seconds: tuple[float, ...]  # since it was submitted, by the database's clock
     queue_positions: tuple[int | None, ...]  # as the last pass recorded them
-    estimated_starts_at: tuple[datetime | None, ...]
+    # the estimated start the last pass recorded, in epoch seconds (`date_part`: the
+    # timestamptz's microseconds / 1e6, correctly rounded, so one start is one float)
+    estimated_starts: tuple[float | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +90,9 @@ class QueueWaits:
     """Waiting reservations' positions and estimated starts to record, as columns (row i of
     each is one reservation), like the queue they were planned from (`QueueColumns`)."""
 
-    reservation_ids: list[str]  # as text (QueueColumns)
-    positions: list[int]
-    starts_at: list[datetime | None]  # the estimated start; None: it never fits
+    reservation_ids: Sequence[str]  # as text (QueueColumns)
+    positions: Sequence[int]
+    starts_at: Sequence[datetime | None]  # the estimated start; None: it never fits
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,28 +135,35 @@ class AllocationsRepository:
         """Reservations parked waiting for capacity, FIFO per GPU type."""
         return fetch_columns(self._conn, "allocation/queue", QueueColumns)
 
-    def grant(self, slots: Sequence[SlotGrant], granted_at: datetime) -> None:
+    def grant(self, slots: Sequence[SlotGrant], granted_at: datetime) -> dict[str, float]:
         """Allocate the slots and stamp their reservations granted at `granted_at` (the
-        pass's time, from which the pass planned their ends), in one statement."""
-        self._conn.execute(
+        pass's time, from which the pass planned their ends), in one statement. Per granted
+        reservation (its id as text), the seconds it waited since it was submitted, by the
+        database's clock."""
+        rows = self._conn.execute(
             query("allocation/grant"),
             {
                 **column_arrays(slots, "node_name", "slot", "reservation_id", "rank"),
                 "granted_at": granted_at,
             },
-        )
+        ).fetchall()
+        return dict(rows)
 
     def record_waits(self, waits: QueueWaits) -> int:
         """Queue positions and estimated starts, written only where they changed; the number
-        of rows written."""
-        return self._conn.execute(
-            query("allocation/record_waits"),
-            {
-                "reservation_ids": waits.reservation_ids,
-                "positions": waits.positions,
-                "starts_at": waits.starts_at,
-            },
-        ).rowcount
+        of rows written. The columns go as binary arrays built in a few calls (db/arrays.py):
+        a first pass sends one per waiting reservation."""
+        with self._conn.cursor() as cursor:
+            register_binary_arrays(cursor)
+            cursor.execute(
+                query("allocation/record_waits"),
+                {
+                    "reservation_ids": uuid_array(waits.reservation_ids),
+                    "positions": int4_array(waits.positions),
+                    "starts_at": timestamptz_array(waits.starts_at),
+                },
+            )
+            return cursor.rowcount
 
     def record_type_waits(self, waits: Sequence[TypeWait]) -> None:
         """Each GPU type's wait for a new request; types not given get none."""

@@ -13,3 +13,5 @@ UPDATE reservations SET
     estimated_start_at = %(granted_at)s,
     current_detailed_status = 'capacity granted, preparing'
 WHERE reservation_id IN (SELECT reservation_id FROM granted)
+-- how long each waited since it was submitted (the dashboard's queue wait)
+RETURNING reservation_id::text, extract(epoch FROM now() - created_at)::float8

@@ -2,9 +2,11 @@
 -- only where either changed: a start is a moment, so it holds still while time passes.
 -- Joined with the waiting rows only (the queue's own conditions), not the table's history:
 -- the join reads the queue through an index instead of every reservation ever made.
+-- updated_at set here, to what the trigger would set: its WHEN then skips the call (0025).
 UPDATE reservations r SET
     queue_position = w.position,
     estimated_start_at = w.starts_at,
+    updated_at = now(),
     current_detailed_status = 'waiting for capacity: #' || w.position || ' in the '
         || r.gpu_type || ' queue'
 FROM unnest(%(reservation_ids)b::uuid[], %(positions)b::int[], %(starts_at)b::timestamptz[])
