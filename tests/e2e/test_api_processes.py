@@ -134,7 +134,9 @@ def test_a_request_past_the_function_timeout_is_a_502_and_its_process_is_ended(
     local_cloud: LocalCloud,
 ):
     deployment = local_cloud.deployment
-    spec = replace(deployment.function(deployment.api.function), timeout_seconds=2)
+    # Long enough for a first request's imports on a loaded machine (2 s was not, at load
+    # average 13), short enough to wait out once.
+    spec = replace(deployment.function(deployment.api.function), timeout_seconds=5)
     environments = ProcessEnvironments(spec, dict(os.environ), limit=1)
     recording = Recording(environments)
     gateway = LocalApiGateway(deployment.api, recording, signing_key, REGION).start()
