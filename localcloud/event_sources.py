@@ -9,7 +9,10 @@ message ends a long poll at once (moto's queue notifies a condition): delivery a
 Like Lambda's pollers for a standard queue, which start with five batches at a time (five
 concurrent invocations, each in an environment of its own), it runs `CONCURRENT_BATCHES`
 polls at once: jobs of one reservation may be handled at the same time or out of order, as in
-AWS, and a backlog does not build up behind one batch.
+AWS, and a backlog does not build up behind one batch. Their receives take turns (a lock per
+queue): moto's `ReceiveMessage` marks messages received without a lock of its own, so two at
+once could deliver one message twice or fail with "Set changed size during iteration"; the
+batches they receive still run at once.
 `pause()` (tests) disables it and returns once the polls in flight have ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
@@ -92,6 +95,7 @@ class SqsPoller(_EventSource):
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._idle = threading.Condition()  # notified when a poll ends
         self._polls = 0  # polls in flight
+        self._receiving = threading.Lock()  # moto's receive is not safe to run twice at once
         for number in range(CONCURRENT_BATCHES):
             self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
@@ -107,7 +111,8 @@ class SqsPoller(_EventSource):
         while not self._stop.is_set():
             with self._idle:
                 polling = not self.paused
-                self._polls += polling
+                if polling:
+                    self._polls += 1
             if not polling:
                 self._stop.wait(0.05)
                 continue
@@ -123,13 +128,14 @@ class SqsPoller(_EventSource):
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive and deliver one batch; the number of messages delivered."""
-        messages = self._sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=self.spec.batch_size,
-            WaitTimeSeconds=wait_seconds,
-            MessageSystemAttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        ).get("Messages", [])
+        with self._receiving:
+            messages = self._sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=self.spec.batch_size,
+                WaitTimeSeconds=wait_seconds,
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
         if not messages:
             return 0
         assert self.spec.consumer is not None

@@ -32,13 +32,15 @@ def handler(event, context):
 
 
 class Probe:
-    """What the consumer's batches saw: how many ran at once, and every body."""
+    """What the consumer's batches saw: how many ran at once, and every body. A batch waits
+    at `gate` (until `hold` batches run at once, by default) before it returns."""
 
     def __init__(self, hold: int):
         self.running = 0
         self.most_at_once = 0
         self.bodies: list[str] = []
-        self._all_in = threading.Barrier(hold, timeout=10)
+        all_in = threading.Barrier(hold, timeout=10)
+        self.gate = all_in.wait
         self._lock = threading.Lock()
 
     def batch(self, bodies: list[str]) -> None:
@@ -47,7 +49,7 @@ class Probe:
             self.most_at_once = max(self.most_at_once, self.running)
             self.bodies.extend(bodies)
         try:
-            self._all_in.wait()  # held until `hold` batches run at once (or broken)
+            self.gate()
         except threading.BrokenBarrierError:
             pass
         finally:
@@ -98,20 +100,77 @@ def test_batches_run_at_once_as_lambdas_pollers_run_them(tmp_path, probe):
     assert left == "0"  # every batch succeeded and was deleted
 
 
-def test_pause_returns_once_no_poll_is_in_flight(tmp_path, probe):
+class ReceivesSeen:
+    """The queue's client, counting `ReceiveMessage` calls in flight at once (each held a
+    little, so calls that could overlap do)."""
+
+    def __init__(self, sqs):
+        self._sqs = sqs
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.most_at_once = 0
+
+    def receive_message(self, **kwargs):
+        with self._lock:
+            self.in_flight += 1
+            self.most_at_once = max(self.most_at_once, self.in_flight)
+        try:
+            threading.Event().wait(0.01)
+            return self._sqs.receive_message(**kwargs)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def __getattr__(self, name):
+        return getattr(self._sqs, name)
+
+
+def test_the_pollers_receives_take_turns_and_each_message_goes_once(tmp_path, probe):
+    """moto's receive marks messages received without a lock: two at once delivered one
+    message to two batches (1 in 600) or failed with "Set changed size during iteration".
+    The receives take turns; the batches still run at once (the test above)."""
+    probe.gate = lambda: None  # batches return at once
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+        sent = [json.dumps({"n": n}) for n in range(40)]
+        for body in sent:
+            sqs.send_message(QueueUrl=url, MessageBody=body)
+        receives = ReceivesSeen(sqs)
+        spec = QueueSpec(name="Jobs", consumer="Probe", batch_size=2)
+        poller = SqsPoller(spec, url, receives, _consumer(tmp_path), REGION).start()
+        try:
+            _wait_for(lambda: len(probe.bodies) >= len(sent) and not probe.running)
+            poller.pause()
+        finally:
+            poller.stop(Deadline.after(10))
+    assert receives.most_at_once == 1
+    assert sorted(probe.bodies) == sorted(sent)  # each once: none twice, none lost
+
+
+def test_pause_returns_only_once_the_batch_in_flight_has_ended(tmp_path, probe):
+    released = threading.Event()
+    probe.gate = lambda: released.wait(10)
     with mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
         url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
         spec = QueueSpec(name="Jobs", consumer="Probe", batch_size=1)
         poller = SqsPoller(spec, url, sqs, _consumer(tmp_path), REGION).start()
         try:
-            poller.pause()
-            assert poller._polls == 0
-            sqs.send_message(QueueUrl=url, MessageBody="{}")
+            sqs.send_message(QueueUrl=url, MessageBody="first")
+            _wait_for(lambda: probe.running == 1)
+            pausing = threading.Thread(target=poller.pause)
+            pausing.start()
+            pausing.join(0.5)
+            assert pausing.is_alive()  # the batch in flight holds it
+            released.set()
+            pausing.join(10)
+            assert not pausing.is_alive()
+            sqs.send_message(QueueUrl=url, MessageBody="second")
             threading.Event().wait(1.5)  # longer than a long poll
-            assert probe.bodies == []  # paused: the message stays on the queue
         finally:
             poller.stop(Deadline.after(10))
+    assert probe.bodies == ["first"]  # paused: the second stays on the queue
 
 
 def _wait_for(condition, seconds: float = 20.0) -> None:
