@@ -11,8 +11,9 @@ execution's `Environment` (variables, retry counters, the context object), keyed
 component's `heap_key`. That key is made lazily on first read, so two executions starting at
 once could each make a different key for the same component and lose a retry count: every
 key is made here, before the program is shared. Only components of the states our machine
-uses are shared this way: a definition with Parallel or Map states, whose components keep
-run state of their own, is parsed per execution as moto does. moto is pinned exactly and
+uses are shared this way: a definition with Parallel or Map states is parsed per execution
+as moto does: in moto 5.2.5 their run state is in worker pools made at each evaluation,
+but their sharing was not verified further, and nothing of ours needs it. moto is pinned exactly and
 tests/unit/test_moto_seam.py fails loudly if the method moves or changes shape.
 """
 
@@ -31,8 +32,8 @@ from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 EXPECTED_ENTRYPOINT_SIGNATURE = (
     "(self) -> moto.stepfunctions.parser.asl.component.eval_component.EvalComponent"
 )
-# States whose components keep an execution's state on themselves (branch and iteration
-# workers): their definitions are not shared.
+# States whose evaluation runs workers of its own (branches, iterations): their definitions
+# are not shared (see the module's docstring).
 _STATEFUL_STATE_TYPES = frozenset({"Parallel", "Map"})
 
 _MOTO_ENTRYPOINT = ExecutionWorker._get_evaluation_entrypoint
@@ -100,12 +101,14 @@ def install() -> Callable[[], None]:
         definition = _definition(self)
         if not shareable(definition):
             return _MOTO_ENTRYPOINT(self)
-        with lock:  # one parse per definition, even when executions start together
-            program = programs.get(definition)
-            if program is None:
-                program = _MOTO_ENTRYPOINT(self)
-                settle_heap_keys(program)
-                programs[definition] = program
+        program = programs.get(definition)
+        if program is None:
+            with lock:  # one parse per definition, even when executions start together
+                program = programs.get(definition)
+                if program is None:
+                    program = _MOTO_ENTRYPOINT(self)
+                    settle_heap_keys(program)
+                    programs[definition] = program  # shared only once settled
         return program
 
     ExecutionWorker._get_evaluation_entrypoint = _get_evaluation_entrypoint  # type: ignore[method-assign]

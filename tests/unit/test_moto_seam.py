@@ -1,6 +1,7 @@
 """Canary: the local cloud patches private moto functions. If moto moves them, fail here,
 loudly, rather than with mysterious Step Functions errors in the e2e tier."""
 
+import gc
 import json
 import time
 from importlib.metadata import version
@@ -15,7 +16,6 @@ from moto.stepfunctions.parser.backend import execution_worker
 
 from localcloud.moto_asl import (
     EXPECTED_ENTRYPOINT_SIGNATURE,
-    _components,
     entrypoint_seam_signature,
     install,
     settle_heap_keys,
@@ -151,15 +151,30 @@ def _finished(sfn, execution_arn):
 
 def test_every_component_of_a_shared_program_has_its_heap_key_before_it_is_shared():
     """moto makes a component's key at its first read: two executions reading it at once
-    could each make one. Settled, every key exists before any execution reads it."""
-    program = execution_worker.AmazonStateLanguageParser.parse(json.dumps(RETRYING))[0]
-    evaluated = [c for c in _components(program) if isinstance(c, EvalComponent)]
-    assert len(evaluated) > 5
+    could each make one. Settled, every key exists before any execution reads it. The
+    components are found here by the collector's own references, not by the seam's walk,
+    so a component the walk missed would show."""
+    program = execution_worker.AmazonStateLanguageParser.parse(RESERVATION_ASL.read_text())[0]
+    evaluated = _reachable_eval_components(program)
+    assert len(evaluated) > 100
     assert any(c._EvalComponent__heap_key is None for c in evaluated)  # moto: made lazily
-    assert settle_heap_keys(program) == len(evaluated)
+    settle_heap_keys(program)
     keys = [c._EvalComponent__heap_key for c in evaluated]
     assert None not in keys
     assert len(set(keys)) == len(keys)
+
+
+def _reachable_eval_components(root):
+    seen, pending, found = set(), [root], []
+    while pending:
+        value = pending.pop()
+        if id(value) in seen or isinstance(value, type | str | bytes | int | float):
+            continue
+        seen.add(id(value))
+        if isinstance(value, EvalComponent):
+            found.append(value)
+        pending.extend(gc.get_referents(value))
+    return found
 
 
 def test_the_sqs_retention_seam_has_the_shape_we_replace():
