@@ -129,6 +129,8 @@ class SqsPoller(_EventSource):
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive and deliver one batch; the number of messages delivered."""
         with self._receiving:
+            if self.paused or self._stop.is_set():  # decided while this poll waited its turn
+                return 0
             messages = self._sqs.receive_message(
                 QueueUrl=self.queue_url,
                 MaxNumberOfMessages=self.spec.batch_size,
