@@ -104,7 +104,7 @@ class PodTerminations:
             obj["status"]["phase"] = "Failed"  # the kubelet's terminal phase before deleting
             for condition in obj["status"].get("conditions") or []:
                 if condition["type"] in ("ContainersReady", "Ready"):
-                    condition.update(status="False", reason="PodCompleted")
+                    condition.update(status="False", reason="PodFailed")  # generate.go
 
         with contextlib.suppress(ApiError):
             self._store.update("pods", meta["namespace"], meta["name"], stop)
