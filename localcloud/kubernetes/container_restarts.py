@@ -7,7 +7,8 @@ once after its first exit, then after the back-off (`restart_back_off.py`), duri
 container waits with reason CrashLoopBackOff and its back-off message; `lastState.terminated`
 is its last run and `restartCount` counts the restarts. The pod stays Running meanwhile (not
 Ready); it ends only once every container terminated for good: Failed if one failed, else
-Succeeded.
+Succeeded (ContainersReady and Ready then False, reason PodFailed or PodCompleted). Each
+run is a new container (its own containerID).
 
 The stand-in has no container runtime, so why a container exits is the image's, as a test
 declares it: an image in the kubelet's `crashing_images` makes its containers exit at once
@@ -100,7 +101,7 @@ class ContainerRestarts:
                 elif action == "exited":
                     message = self.restarts.after_failure(obj, status["name"])
                     if message is None:  # its first exit: restarted at once
-                        _restart(container, status)
+                        _restart(obj, container, status)
                     else:
                         status.update(
                             lastState={"terminated": status["state"]["terminated"]},
@@ -108,7 +109,7 @@ class ContainerRestarts:
                             started=False,
                         )
                 else:
-                    _restart(container, status)
+                    _restart(obj, container, status)
             _settle(obj)
 
         return apply
@@ -152,16 +153,19 @@ def _terminate(pod: Obj, status: Obj, outcome: Outcome) -> None:
     status.update(state={"terminated": terminated}, ready=False, started=False)
 
 
-def _restart(container: Obj, status: Obj) -> None:
-    """The container runs again: ready at once unless a readiness probe has to pass first."""
+def _restart(pod: Obj, container: Obj, status: Obj) -> None:
+    """The container runs again, a new container (its own containerID; `lastState` keeps
+    the last one's): ready at once unless a readiness probe has to pass first."""
     ended = status["state"].get("terminated")
     if ended:
         status["lastState"] = {"terminated": ended}
+    count = status.get("restartCount", 0) + 1
     status.update(
         state={"running": {"startedAt": now()}},
         started=True,
         ready=not container.get("readinessProbe"),
-        restartCount=status.get("restartCount", 0) + 1,
+        restartCount=count,
+        containerID=f"containerd://{pod['metadata']['uid']}-{status['name']}-{count}",
     )
 
 
@@ -169,15 +173,22 @@ def _settle(pod: Obj) -> None:
     """The pod's phase and readiness conditions after its containers changed."""
     statuses = pod["status"].get("containerStatuses") or []
     ended = [(s.get("state") or {}).get("terminated") for s in statuses]
+    terminal = None
     if all(ended) and not any(_restarts(pod, e) for e in ended if e):
         failed = any(e.get("exitCode") != 0 for e in ended if e)
-        pod["status"]["phase"] = "Failed" if failed else "Succeeded"
+        terminal = pod["status"]["phase"] = "Failed" if failed else "Succeeded"
     unready = [s["name"] for s in statuses if not s.get("ready")]
     moment = now()
     for condition in pod["status"].get("conditions") or []:
         if condition["type"] not in ("ContainersReady", "Ready"):
             continue
-        if unready:
+        if terminal:  # the kubelet's words for a pod that ended (generate.go)
+            if condition["status"] != "False":
+                condition["lastTransitionTime"] = moment
+            condition.pop("message", None)
+            reason = "PodFailed" if terminal == "Failed" else "PodCompleted"
+            condition.update(status="False", reason=reason)
+        elif unready:
             message = f"containers with unready status: [{' '.join(unready)}]"
             if condition["status"] != "False":
                 condition["lastTransitionTime"] = moment

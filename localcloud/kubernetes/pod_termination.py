@@ -1,7 +1,9 @@
 """The kubelet's half of a graceful deletion: a Terminating pod keeps running (and holding
 its GPUs) for its grace period times `termination_seconds_scale`; then the kubelet stops
-its containers (a status write: each terminated, exit 137, with the termination message a
-preStop exec hook left) and deletes the pod with grace 0 and its UID as precondition."""
+its containers (a status write: each running one terminated, exit 137, with the termination
+message a preStop exec hook left; each one not running, e.g. waiting in CrashLoopBackOff,
+terminated as ContainerStatusUnknown, as the kubelet's TerminatePod writes it) and deletes
+the pod with grace 0 and its UID as precondition."""
 
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ from localcloud.kubernetes.timestamps import now
 log = logging.getLogger("localcloud.cluster")
 Obj = dict[str, Any]
 MAX_TERMINATION_MESSAGE = 4096  # bytes of a termination message the kubelet keeps (the tail)
+# What the kubelet's TerminatePod writes for a container of a deleted pod that had not
+# terminated and that it could not stop (not running: waiting, e.g. in CrashLoopBackOff).
+STATUS_UNKNOWN = {
+    "exitCode": 137,
+    "reason": "ContainerStatusUnknown",
+    "message": "The container could not be located when the pod was terminated",
+}
 
 
 class PodTerminations:
@@ -44,9 +53,9 @@ class PodTerminations:
                 continue
             since = self._since.setdefault(meta["uid"], moment)
             grace = (meta.get("deletionGracePeriodSeconds") or 0) * self.termination_seconds_scale
-            if admitted(pod) and moment - since < grace:
-                continue
-            if _running(pod):
+            if admitted(pod):
+                if moment - since < grace:
+                    continue
                 self._stop_containers(pod)
             with contextlib.suppress(ApiError):  # gone already, or a new pod of that name
                 self._store.delete(
@@ -59,7 +68,10 @@ class PodTerminations:
         container terminated (SIGKILL after the grace period: exit 137), with the
         termination message a preStop exec hook left (the listing of its volumes, the
         stand-in having no filesystem), of which the kubelet keeps the last 4096 bytes.
-        A finalizer keeps the pod, with this status, after the final delete."""
+        A container not running (waiting: its preStop hook never runs) is terminated as
+        ContainerStatusUnknown, exit 137, with the kubelet's words as its message; one
+        already terminated is left as it is. A finalizer keeps the pod, with this status,
+        after the final delete."""
         meta = pod["metadata"]
         listing = self._storage.listing_for(pod)[-MAX_TERMINATION_MESSAGE:]
         hooked = {
@@ -71,8 +83,13 @@ class PodTerminations:
         def stop(obj: Obj) -> None:
             finished = now()
             for status in obj["status"].get("containerStatuses") or []:
-                running = (status.get("state") or {}).get("running")
+                state = status.get("state") or {}
+                if "terminated" in state:
+                    continue
+                running = state.get("running")
                 if running is None:
+                    unknown = {"terminated": dict(STATUS_UNKNOWN)}
+                    status.update(ready=False, started=False, state=unknown)
                     continue
                 terminated = {
                     "exitCode": 137,
@@ -87,13 +104,7 @@ class PodTerminations:
             obj["status"]["phase"] = "Failed"  # the kubelet's terminal phase before deleting
             for condition in obj["status"].get("conditions") or []:
                 if condition["type"] in ("ContainersReady", "Ready"):
-                    condition.update(status="False", reason="PodCompleted")
+                    condition.update(status="False", reason="PodFailed")  # generate.go
 
         with contextlib.suppress(ApiError):
             self._store.update("pods", meta["namespace"], meta["name"], stop)
-
-
-def _running(pod: Obj) -> bool:
-    return any(
-        "running" in (s.get("state") or {}) for s in pod["status"].get("containerStatuses") or []
-    )

@@ -24,8 +24,9 @@ class StorageSimulation:
         self._claims: volume_scheduling.Claims = {}
         self._volumes: volume_scheduling.Volumes = {}
         self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
-        # What a listing of each EBS volume's files prints (by volume id): the stand-in has
-        # no filesystem, so tests say what is on a disk; a preStop hook "lists" it.
+        # What a preStop hook listing each EBS volume's files writes (by volume id; for our
+        # hook, gpudev.cluster.home_listing, its marker line then the listing): the stand-in
+        # has no filesystem, so tests say what the hook finds on a disk.
         self.contents: dict[str, str] = {}
 
     def step(self) -> None:

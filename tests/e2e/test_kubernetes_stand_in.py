@@ -3,6 +3,7 @@ STS-presigned token), against the stand-in and its simulated cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -537,4 +538,59 @@ def test_a_crashing_container_crash_loops_or_fails_the_pod_by_its_restart_policy
     finally:
         kubelet.crashing_images = {}
         for name in names.values():
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+
+def test_a_deleted_pods_waiting_container_is_terminated_as_status_unknown(
+    core: client.CoreV1Api, local_cloud: LocalCloud
+):
+    """As the kubelet's TerminatePod: a container that is not running when its pod is
+    deleted (waiting in CrashLoopBackOff; no preStop hook runs) is written terminated,
+    ContainerStatusUnknown, exit 137, with the kubelet's words, its last run kept in
+    `lastState`; a finalizer keeps the pod so that status can be read."""
+    from localcloud.kubernetes.container_restarts import Crash
+
+    assert local_cloud.cluster is not None
+    kubelet = local_cloud.cluster.kubelet
+    kubelet.crashing_images = {"crashes:1": Crash(1, message="no sshd\n")}
+    name = f"crash-deleted-{uuid.uuid4().hex[:6]}"
+    pod = _pod(name, 0, "cpu-x86", {"run": name})
+    pod["metadata"]["finalizers"] = ["gpu-dev.pytorch.org/home-listing"]
+    pod["spec"]["restartPolicy"] = "OnFailure"
+    (container,) = pod["spec"]["containers"]
+    container |= {
+        "image": "crashes:1",
+        "command": ["/bin/bash", "-c", "startup"],
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "true"]}}},
+    }
+    try:
+        core.create_namespaced_pod(NAMESPACE, pod)
+
+        def status() -> Any:
+            read = core.read_namespaced_pod(name, NAMESPACE, _preload_content=False).data
+            return json.loads(read)["status"]
+
+        wait_for(
+            lambda: any(
+                ((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+                for s in status().get("containerStatuses") or []
+            ),
+            message="waiting in CrashLoopBackOff",
+        )
+        core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=1)
+        stopped = wait_for(
+            lambda: (s := status())["phase"] == "Failed" and s, message="stopped, kept"
+        )
+        (dev,) = stopped["containerStatuses"]
+        assert dev["state"]["terminated"] == {
+            "exitCode": 137,
+            "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+        }
+        assert dev["lastState"]["terminated"]["message"] == "no sshd\n"
+        assert (dev["ready"], dev["started"]) == (False, False)
+    finally:
+        kubelet.crashing_images = {}
+        core.patch_namespaced_pod(name, NAMESPACE, {"metadata": {"finalizers": []}})
+        with contextlib.suppress(ApiException):  # gone once its finalizer went, if deleted
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)

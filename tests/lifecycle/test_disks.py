@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from gpudev.cluster.home_listing import LISTING_MARKER
 from gpudev.cluster.vocabulary import STARTUP_FAILED
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
@@ -111,7 +112,7 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     active = _reconcile_and_compare(local_cloud, disk)  # active: the volume attached
     assert active["reservation_id"] == uuid.UUID(first)
     # what the stand-in's kubelet "finds" on the volume when the preStop hook lists it
-    local_cloud.cluster.storage.contents[volume["VolumeId"]] = "f 12 train.py\n"
+    local_cloud.cluster.storage.contents[volume["VolumeId"]] = LISTING_MARKER + "f 12 train.py\n"
 
     cancel(api, first)
     wait_for_status(api, first, "cancelled")

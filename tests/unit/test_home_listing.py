@@ -5,7 +5,9 @@ is let go after a bounded wait."""
 
 from __future__ import annotations
 
+import subprocess
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,7 +38,8 @@ def test_only_pod_0_with_a_disk_lists_it_as_it_stops_and_is_held_until_read(
         command = container["lifecycle"]["preStop"]["exec"]["command"]
         assert "/home/dev" in command[-1] and "/dev/termination-log" in command[-1]
         assert f"head -c {home_listing.LISTING_BYTES}" in command[-1]
-        assert home_listing.LISTING_BYTES < 4096, "under the kubelet's limit"
+        marker = len(home_listing.LISTING_MARKER.encode())
+        assert marker + home_listing.LISTING_BYTES < 4096, "under the kubelet's limit"
         assert container["terminationMessagePolicy"] == "File"
 
 
@@ -50,16 +53,53 @@ def _pod(state: dict[str, Any], deleting: bool = True) -> dict[str, Any]:
     }
 
 
-def test_a_stopped_pods_listing_is_its_termination_message():
-    stopped = _pod({"terminated": {"exitCode": 137, "message": "f 12 train.py\n"}})
+def test_a_stopped_pods_listing_is_its_termination_message_after_the_marker():
+    listed = home_listing.LISTING_MARKER + "f 12 train.py\n"
+    stopped = _pod({"terminated": {"exitCode": 137, "message": listed}})
     assert home_listing.stopped(stopped)
     assert home_listing.listing_of(stopped) == "f 12 train.py\n"
+    empty = _pod({"terminated": {"exitCode": 137, "message": home_listing.LISTING_MARKER}})
+    assert home_listing.listing_of(empty) == "", "an empty home is a listing"
     assert home_listing.listing_of(_pod({"terminated": {"exitCode": 137}})) is None
     assert home_listing.listing_of(_pod({"waiting": {"reason": "ImagePullBackOff"}})) is None
     assert home_listing.without_finalizer(stopped)["metadata"]["finalizers"] == ["other"]
-    # deleted between two crashes at startup: the message is the startup script's reason
-    crashed = _pod({"terminated": {"exitCode": 1, "message": f"{STARTUP_FAILED}no sshd\n"}})
-    assert home_listing.stopped(crashed) and home_listing.listing_of(crashed) is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        # deleted between two crashes at startup: the startup script's reason
+        f"{STARTUP_FAILED}no sshd\n",
+        # deleted while waiting (CrashLoopBackOff): the kubelet's TerminatePod
+        "The container could not be located when the pod was terminated",
+        "f 12 train.py\n",  # a message without the marker, whatever it looks like
+        "x" + home_listing.LISTING_MARKER,
+    ],
+)
+def test_a_termination_message_without_the_marker_is_no_listing(message: str):
+    terminated = {"exitCode": 137, "message": message}
+    if message.startswith("The container"):
+        terminated["reason"] = "ContainerStatusUnknown"
+    pod = _pod({"terminated": terminated})
+    assert home_listing.stopped(pod) and home_listing.listing_of(pod) is None
+
+
+def test_the_hook_writes_the_marker_then_the_sorted_listing(tmp_path: Path):
+    """The hook's shell command itself, run on a directory standing for /home/dev."""
+    home, message = tmp_path / "home", tmp_path / "termination-log"
+    (home / "src").mkdir(parents=True)
+    (home / "src" / "train.py").write_text("x" * 12)
+    (home / ".bashrc").write_text("ab")
+    shell, flag, script = home_listing.LISTING_COMMAND
+    script = script.replace("/home/dev", str(home)).replace("/dev/termination-log", str(message))
+    subprocess.run([shell, flag, script], check=True)
+    pod = _pod({"terminated": {"exitCode": 137, "message": message.read_text()}})
+    listing = home_listing.listing_of(pod)
+    assert listing is not None and listing.splitlines() == [
+        "f 2 .bashrc",
+        f"d {(home / 'src').stat().st_size} src",
+        "f 12 src/train.py",
+    ]
 
 
 def test_a_running_pod_is_waited_for_until_its_node_is_judged_gone():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from gpudev.cluster.pod_readiness import pods_state
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.kubelet import _start_pod
 from localcloud.kubernetes.restart_back_off import BackOff
@@ -119,6 +120,55 @@ def test_a_crashing_container_is_restarted_at_once_then_backs_off_growing():
             "ContainersNotReady",
             "containers with unready status: [gpu-dev]",
         )
+
+
+def test_a_container_that_ran_longer_than_twice_the_cap_is_restarted_at_once():
+    """client-go's hasExpired: a run longer than twice the back-off's cap since the last
+    restart expires the back-off; the restart is immediate (terminated, then running with
+    its count grown, never waiting) and the next quick crash waits the first delay again."""
+    pod = _pod("OnFailure", _dev())
+    restarts = ContainerRestarts(BackOff(initial_seconds=0.02, max_seconds=0.25))
+    for _ in range(4):  # exits, restarted at once, exits again: backing off
+        _pass(pod, restarts)
+    assert _status(pod)["state"]["waiting"]["message"].startswith("back-off 20ms ")
+    time.sleep(0.03)
+    _pass(pod, restarts, crashing={})  # restarted, and this time it keeps running
+    assert "running" in _status(pod)["state"] and _status(pod)["restartCount"] == 2
+    time.sleep(0.55)  # longer than 2 × 250 ms since that restart
+    _pass(pod, restarts)  # it exits
+    assert _status(pod)["state"]["terminated"]["exitCode"] == 1
+    # what our readiness check may see now: exited again after a restart, final
+    assert pods_state([pod], 1).failed
+    _pass(pod, restarts)  # restarted at once: no CrashLoopBackOff
+    dev = _status(pod)
+    assert "running" in dev["state"] and dev["restartCount"] == 3
+    _pass(pod, restarts)  # a quick crash again: the back-off starts over from its first delay
+    _pass(pod, restarts)
+    assert _status(pod)["state"]["waiting"]["message"].startswith("back-off 20ms ")
+
+
+def test_each_run_is_a_new_container_and_a_pod_that_ended_is_not_ready_by_its_phase():
+    pod = _pod("OnFailure", _dev())
+    restarts = ContainerRestarts()
+    _pass(pod, restarts)
+    _pass(pod, restarts)  # restarted at once
+    dev = _status(pod)
+    assert dev["containerID"] == "containerd://u-1-gpu-dev-1"
+    assert dev["lastState"]["terminated"]["containerID"] == "containerd://u-1-gpu-dev"
+    _pass(pod, restarts)  # the second run exits with its own id
+    assert _status(pod)["state"]["terminated"]["containerID"] == "containerd://u-1-gpu-dev-1"
+
+    for policy, crash, phase, reason in (
+        ("Never", NO_SSHD, "Failed", "PodFailed"),
+        ("OnFailure", Crash(0), "Succeeded", "PodCompleted"),
+    ):
+        ended = _pod(policy, _dev())
+        _pass(ended, ContainerRestarts(), crashing={IMAGE: crash})
+        assert ended["status"]["phase"] == phase
+        for kind in ("ContainersReady", "Ready"):  # as the kubelet's generate.go writes them
+            condition = _condition(ended, kind)
+            assert (condition["status"], condition["reason"]) == ("False", reason)
+            assert "message" not in condition
 
 
 def test_a_container_that_comes_up_after_a_restart_keeps_its_count_and_last_state():

@@ -364,6 +364,50 @@ def test_missing_sshd_and_sudo_are_installed_from_the_images_package_manager(san
     )
 
 
+def test_apt_get_is_tried_again_after_a_failure_and_what_it_installs_is_used(sandbox: Sandbox):
+    """A network blip at the first attempt: tried again 5 s later, and the boot goes on."""
+    (sandbox.bin / "sshd").unlink()
+    (sandbox.bin / "sudo").unlink()
+    sandbox.stub(
+        "apt-get",
+        # the first update fails; the install puts sshd and sudo (stubs) on the PATH
+        'tried="$GPU_DEV_ROOT/apt-tried"; [ -e "$tried" ] || { touch "$tried"; exit 100; }\n'
+        'if [ "$1" = install ]; then bin=${0%/*}\n'
+        '  printf \'#!/bin/bash\\nexit 0\\n\' > "$bin/sshd"; cp "$bin/sshd" "$bin/sudo"\n'
+        '  chmod 755 "$bin/sshd" "$bin/sudo"; fi',
+    )
+    done = sandbox.run()
+    install = "apt-get install -y -qq --no-install-recommends openssh-server sudo"
+    calls = sandbox.calls()
+    assert calls[: calls.index(install) + 1] == [
+        "apt-get update -qq",
+        "sleep 5",
+        "apt-get update -qq",
+        install,
+    ]
+    assert done.returncode == 0, done.stderr
+    assert "apt-get failed; trying again in 5s" in done.stderr
+    assert not sandbox.exists("/dev/termination-log")
+    assert sandbox.file("/etc/sudoers.d/dev") == "dev ALL=(ALL) NOPASSWD:ALL\n"
+
+
+def test_apt_get_failing_three_times_fails_the_startup_with_its_reason(sandbox: Sandbox):
+    (sandbox.bin / "sshd").unlink()
+    sandbox.stub("apt-get", "exit 100")
+    done = sandbox.run()
+    assert [c for c in sandbox.calls() if c.startswith(("apt-get", "sleep"))] == [
+        "apt-get update -qq",
+        "sleep 5",
+        "apt-get update -qq",
+        "sleep 10",
+        "apt-get update -qq",
+    ]
+    assert done.returncode == 1
+    assert sandbox.file("/dev/termination-log").startswith(
+        f"{STARTUP_FAILED}no sshd in this image, and apt-get could not install "
+    )
+
+
 def test_nothing_is_written_outside_the_sandbox(sandbox: Sandbox, tmp_path: Path):
     before = set(os.listdir(tmp_path))
     done = sandbox.run()

@@ -16,19 +16,25 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gpudev.cluster.vocabulary import STARTUP_FAILED
-
 # Keeps a stopped pod of a reservation with a disk until its listing is read.
 LISTING_FINALIZER = "gpu-dev.pytorch.org/home-listing"
-# The kubelet keeps at most 4096 bytes of a termination message; the hook writes less.
+# The first line of every listing the hook writes: a termination message that does not
+# begin with it is no listing (the startup script's reason after a crash, the kubelet's
+# "The container could not be located when the pod was terminated" for a container that
+# was not running when its pod was deleted, anything else).
+LISTING_MARKER = "gpu-dev listing v1\n"
+# The kubelet keeps at most 4096 bytes of a termination message; the hook writes less
+# (the marker and at most this many bytes of listing).
 LISTING_BYTES = 4000
-# Paths under /home/dev to depth 3 (type, size in bytes, path), sorted, first 4000 bytes;
-# a failure leaves an empty message, never a failed stop.
+# The marker, then paths under /home/dev to depth 3 (type, size in bytes, path), sorted,
+# first 4000 bytes; a failure leaves no listing, never a failed stop.
 LISTING_COMMAND = [
     "/bin/sh",
     "-c",
-    "cd /home/dev 2>/dev/null && find . -mindepth 1 -maxdepth 3 -printf '%y %s %P\\n' "
-    f"2>/dev/null | LC_ALL=C sort -k3 | head -c {LISTING_BYTES} > /dev/termination-log; true",
+    f"cd /home/dev 2>/dev/null && {{ printf '{LISTING_MARKER.strip()}\\n'; "
+    "find . -mindepth 1 -maxdepth 3 -printf '%y %s %P\\n' "
+    f"2>/dev/null | LC_ALL=C sort -k3 | head -c {LISTING_BYTES}; }} > /dev/termination-log; "
+    "true",
 ]
 # A pod whose containers still read running this long after its grace period ended is on a
 # node that is gone (no kubelet will stop it): its listing is given up.
@@ -61,13 +67,14 @@ def stopped(pod: dict[str, Any], now: datetime | None = None) -> bool:
 
 
 def listing_of(pod: dict[str, Any]) -> str | None:
-    """The listing the stopped container left in its termination message; None when it
-    left none (never started, killed without its hook, or it had crashed at startup: then
-    the message is the startup script's reason, STARTUP_FAILED)."""
+    """The listing the stopped container's hook left in its termination message, without
+    its marker line; None when it left none (never started, killed without its hook, or not
+    running when its pod was deleted: the message is then the startup script's reason or
+    the kubelet's ContainerStatusUnknown words, never a listing)."""
     for status in pod.get("status", {}).get("containerStatuses") or []:
-        terminated = (status.get("state") or {}).get("terminated") or {}
-        if "message" in terminated and not terminated["message"].startswith(STARTUP_FAILED):
-            return str(terminated["message"])
+        message = ((status.get("state") or {}).get("terminated") or {}).get("message") or ""
+        if message.startswith(LISTING_MARKER):
+            return message.removeprefix(LISTING_MARKER)
     return None
 
 

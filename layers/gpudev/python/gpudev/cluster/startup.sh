@@ -18,9 +18,20 @@ export GPU_DEV_ROOT=$ROOT  # the control loop's paths
 missing=()
 command -v sshd >/dev/null || missing+=(openssh-server)
 command -v sudo >/dev/null || missing+=(sudo)
+# Up to 3 attempts, 5 s then 10 s apart: a second failed start is final for the reservation
+# (pod_readiness.py), so a short DNS or mirror blip must not fail the first one.
+install_missing() {
+  local pause
+  for pause in 5 10 last; do
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && return 0
+    [ "$pause" != last ] || return 1
+    echo "apt-get failed; trying again in ${pause}s" >&2
+    sleep "$pause"
+  done
+}
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]} (the dev image has them: deploy/dev-image)"
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  install_missing "${missing[@]}"
 fi
 # A startup that cannot go on says why in the container's termination message (the kubelet
 # keeps it in the pod's status; the readiness check shows it to the user: pod_readiness.py).
