@@ -9,10 +9,12 @@ message ends a long poll at once (moto's queue notifies a condition): delivery a
 Like Lambda's pollers for a standard queue, which start with five batches at a time (five
 concurrent invocations, each in an environment of its own), it runs `CONCURRENT_BATCHES`
 polls at once: jobs of one reservation may be handled at the same time or out of order, as in
-AWS, and a backlog does not build up behind one batch. Their receives take turns (a lock per
-queue): moto's `ReceiveMessage` marks messages received without a lock of its own, so two at
-once could deliver one message twice or fail with "Set changed size during iteration"; the
-batches they receive still run at once.
+AWS, and a backlog does not build up behind one batch. Their receives and deletes take turns
+(a lock per queue): moto's `ReceiveMessage` marks messages received, and its delete rebuilds
+the queue's lists, without a lock of their own, so two at once could deliver one message
+twice, drop one, or fail with "Set changed size during iteration"; the batches still run at
+once (a delete may wait up to one long poll, a second, which only keeps its messages in
+flight that much longer).
 `pause()` (tests) disables it and returns once the polls in flight have ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
@@ -95,7 +97,7 @@ class SqsPoller(_EventSource):
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._idle = threading.Condition()  # notified when a poll ends
         self._polls = 0  # polls in flight
-        self._receiving = threading.Lock()  # moto's receive is not safe to run twice at once
+        self._receiving = threading.Lock()  # moto's receive and delete are not thread-safe
         for number in range(CONCURRENT_BATCHES):
             self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
@@ -158,12 +160,14 @@ class SqsPoller(_EventSource):
         }
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
-            self._sqs.delete_message_batch(
-                QueueUrl=self.queue_url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
-                ],
-            )
+            with self._receiving:  # moto's delete rebuilds what a receive walks
+                self._sqs.delete_message_batch(
+                    QueueUrl=self.queue_url,
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                        for i, m in enumerate(done)
+                    ],
+                )
         log.info("%s: %d delivered, %d failed", self.spec.name, len(messages), len(failed))
         return len(messages)
 

@@ -20,6 +20,7 @@ one kubelet pass before it exits. Other containers run until the pod is deleted.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +53,10 @@ class Crash:
 
 
 class ContainerRestarts:
-    def __init__(self, back_off: BackOff = KUBELET_BACK_OFF):
-        self.restarts = RestartBackOff(back_off)
+    def __init__(
+        self, back_off: BackOff = KUBELET_BACK_OFF, clock: Callable[[], float] = time.monotonic
+    ):
+        self.restarts = RestartBackOff(back_off, clock)
 
     def forget_pods_but(self, uids: set[str]) -> None:
         self.restarts.forget_pods_but(uids)

@@ -73,7 +73,11 @@ class PodTerminations:
         already terminated is left as it is. A finalizer keeps the pod, with this status,
         after the final delete."""
         meta = pod["metadata"]
-        listing = self._storage.listing_for(pod)[-MAX_TERMINATION_MESSAGE:]
+        listing = (  # the last 4096 bytes, not characters, as the kubelet keeps
+            self._storage.listing_for(pod)
+            .encode()[-MAX_TERMINATION_MESSAGE:]
+            .decode(errors="replace")
+        )
         hooked = {
             c["name"]
             for c in pod["spec"].get("containers", [])

@@ -11,6 +11,7 @@ The delays are kept per pod and container, and forgotten with the pod."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +30,11 @@ KUBELET_BACK_OFF = BackOff()
 
 
 class RestartBackOff:
-    def __init__(self, back_off: BackOff = KUBELET_BACK_OFF):
+    def __init__(
+        self, back_off: BackOff = KUBELET_BACK_OFF, clock: Callable[[], float] = time.monotonic
+    ):
         self.back_off = back_off
+        self._clock = clock  # tests step it instead of sleeping
         # (pod uid, container) -> the back-off its next failure waits, once it failed
         self._next_delay: dict[tuple[str, str], float] = {}
         self._restart_at: dict[tuple[str, str], float] = {}  # when a waiting one restarts
@@ -47,7 +51,7 @@ class RestartBackOff:
         failure, or one after a run longer than twice the cap since its last restart), else
         the CrashLoopBackOff message of the wait now scheduled."""
         key = (pod["metadata"]["uid"], name)
-        moment = time.monotonic()
+        moment = self._clock()
         delay = self._next_delay.get(key)
         if delay is not None and moment - self._updated[key] > 2 * self.back_off.max_seconds:
             delay = None  # it ran long enough: its back-off expired
@@ -69,7 +73,7 @@ class RestartBackOff:
     def due(self, pod: Obj, name: str) -> bool:
         """Whether a waiting container's back-off has passed (at once if none is known)."""
         key = (pod["metadata"]["uid"], name)
-        return time.monotonic() >= self._restart_at.get(key, 0.0)
+        return self._clock() >= self._restart_at.get(key, 0.0)
 
 
 def duration(seconds: float) -> str:

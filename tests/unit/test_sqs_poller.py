@@ -100,35 +100,47 @@ def test_batches_run_at_once_as_lambdas_pollers_run_them(tmp_path, probe):
     assert left == "0"  # every batch succeeded and was deleted
 
 
-class ReceivesSeen:
-    """The queue's client, counting `ReceiveMessage` calls in flight at once (each held a
-    little, so calls that could overlap do)."""
+class CallsSeen:
+    """The queue's client, counting `ReceiveMessage` and `DeleteMessageBatch` calls in flight
+    at once (each held a little, so calls that could overlap do), and whether the poller
+    was paused when each receive began."""
 
     def __init__(self, sqs):
         self._sqs = sqs
         self._lock = threading.Lock()
         self.in_flight = 0
         self.most_at_once = 0
+        self.poller = None
+        self.received_while_paused = 0
 
-    def receive_message(self, **kwargs):
+    def _held(self, call, **kwargs):
         with self._lock:
             self.in_flight += 1
             self.most_at_once = max(self.most_at_once, self.in_flight)
         try:
             threading.Event().wait(0.01)
-            return self._sqs.receive_message(**kwargs)
+            return call(**kwargs)
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def receive_message(self, **kwargs):
+        if self.poller is not None and self.poller.paused:
+            self.received_while_paused += 1
+        return self._held(self._sqs.receive_message, **kwargs)
+
+    def delete_message_batch(self, **kwargs):
+        return self._held(self._sqs.delete_message_batch, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._sqs, name)
 
 
 def test_the_pollers_receives_take_turns_and_each_message_goes_once(tmp_path, probe):
-    """moto's receive marks messages received without a lock: two at once delivered one
-    message to two batches (1 in 600) or failed with "Set changed size during iteration".
-    The receives take turns; the batches still run at once (the test above)."""
+    """moto's receive marks messages received, and its delete rebuilds the queue's lists,
+    without a lock: two receives at once delivered one message to two batches (1 in 600) or
+    failed with "Set changed size during iteration". Receives and deletes take turns; the
+    batches still run at once (the test above)."""
     probe.gate = lambda: None  # batches return at once
     with mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
@@ -136,7 +148,7 @@ def test_the_pollers_receives_take_turns_and_each_message_goes_once(tmp_path, pr
         sent = [json.dumps({"n": n}) for n in range(40)]
         for body in sent:
             sqs.send_message(QueueUrl=url, MessageBody=body)
-        receives = ReceivesSeen(sqs)
+        receives = CallsSeen(sqs)
         spec = QueueSpec(name="Jobs", consumer="Probe", batch_size=2)
         poller = SqsPoller(spec, url, receives, _consumer(tmp_path), REGION).start()
         try:
@@ -146,6 +158,27 @@ def test_the_pollers_receives_take_turns_and_each_message_goes_once(tmp_path, pr
             poller.stop(Deadline.after(10))
     assert receives.most_at_once == 1
     assert sorted(probe.bodies) == sorted(sent)  # each once: none twice, none lost
+
+
+def test_polls_waiting_their_turn_receive_nothing_once_paused(tmp_path, probe):
+    """Five pollers on an empty queue take turns at one-second long polls; once paused,
+    those still waiting their turn end without a receive (else `pause()` and a stop would
+    wait a long poll per poller)."""
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+        calls = CallsSeen(sqs)
+        poller = SqsPoller(
+            QueueSpec(name="Jobs", consumer="Probe"), url, calls, _consumer(tmp_path), REGION
+        )
+        calls.poller = poller
+        poller.start()
+        try:
+            _wait_for(lambda: calls.in_flight == 1)  # one long poll in flight, four waiting
+            poller.pause()
+        finally:
+            poller.stop(Deadline.after(10))
+    assert calls.received_while_paused == 0
 
 
 def test_pause_returns_only_once_the_batch_in_flight_has_ended(tmp_path, probe):

@@ -127,14 +127,17 @@ def test_a_container_that_ran_longer_than_twice_the_cap_is_restarted_at_once():
     restart expires the back-off; the restart is immediate (terminated, then running with
     its count grown, never waiting) and the next quick crash waits the first delay again."""
     pod = _pod("OnFailure", _dev())
-    restarts = ContainerRestarts(BackOff(initial_seconds=0.02, max_seconds=0.25))
+    clock = [1000.0]  # stepped by the test: a loaded machine's pauses cannot expire it early
+    restarts = ContainerRestarts(
+        BackOff(initial_seconds=0.02, max_seconds=0.25), clock=lambda: clock[0]
+    )
     for _ in range(4):  # exits, restarted at once, exits again: backing off
         _pass(pod, restarts)
     assert _status(pod)["state"]["waiting"]["message"].startswith("back-off 20ms ")
-    time.sleep(0.03)
+    clock[0] += 0.03
     _pass(pod, restarts, crashing={})  # restarted, and this time it keeps running
     assert "running" in _status(pod)["state"] and _status(pod)["restartCount"] == 2
-    time.sleep(0.55)  # longer than 2 × 250 ms since that restart
+    clock[0] += 0.55  # longer than 2 × 250 ms since that restart
     _pass(pod, restarts)  # it exits
     assert _status(pod)["state"]["terminated"]["exitCode"] == 1
     # what our readiness check may see now: exited again after a restart, final
