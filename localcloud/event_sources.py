@@ -9,12 +9,10 @@ message ends a long poll at once (moto's queue notifies a condition): delivery a
 Like Lambda's pollers for a standard queue, which start with five batches at a time (five
 concurrent invocations, each in an environment of its own), it runs `CONCURRENT_BATCHES`
 polls at once: jobs of one reservation may be handled at the same time or out of order, as in
-AWS, and a backlog does not build up behind one batch. Their receives and deletes take turns
-(a lock per queue): moto's `ReceiveMessage` marks messages received, and its delete rebuilds
-the queue's lists, without a lock of their own, so two at once could deliver one message
-twice, drop one, or fail with "Set changed size during iteration"; the batches still run at
-once (a delete may wait up to one long poll, a second, which only keeps its messages in
-flight that much longer).
+AWS, and a backlog does not build up behind one batch. moto's queue is made safe for them
+in `moto_sqs.py`; the five also take turns to receive (a lock per queue), so one long poll
+waits for messages while the others wait for it, and a poll that waited its turn receives
+nothing once paused or stopping.
 `pause()` (tests) disables it and returns once the polls in flight have ended.
 
 `Ticker` fires each `rate(...)` schedule's target with an EventBridge "Scheduled Event",
@@ -97,7 +95,7 @@ class SqsPoller(_EventSource):
         self.paused = False  # tests: leave messages on the queue (an event source disabled)
         self._idle = threading.Condition()  # notified when a poll ends
         self._polls = 0  # polls in flight
-        self._receiving = threading.Lock()  # moto's receive and delete are not thread-safe
+        self._receiving = threading.Lock()  # one long poll at a time
         for number in range(CONCURRENT_BATCHES):
             self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
@@ -160,14 +158,12 @@ class SqsPoller(_EventSource):
         }
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
-            with self._receiving:  # moto's delete rebuilds what a receive walks
-                self._sqs.delete_message_batch(
-                    QueueUrl=self.queue_url,
-                    Entries=[
-                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                        for i, m in enumerate(done)
-                    ],
-                )
+            self._sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
         log.info("%s: %d delivered, %d failed", self.spec.name, len(messages), len(failed))
         return len(messages)
 

@@ -3,6 +3,7 @@ loudly, rather than with mysterious Step Functions errors in the e2e tier."""
 
 import gc
 import json
+import threading
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -27,7 +28,12 @@ from localcloud.moto_lambda import (
     client_seam_signature,
     seam_signature,
 )
-from localcloud.moto_sqs import EXPECTED_RETENTION_SIGNATURE, retention_seam_signature
+from localcloud.moto_sqs import (
+    EXPECTED_RECEIVE_SIGNATURE,
+    EXPECTED_RETENTION_SIGNATURE,
+    receive_seam_signatures,
+    retention_seam_signature,
+)
 from localcloud.moto_sqs import install as sqs_seam_install
 
 
@@ -201,3 +207,55 @@ def test_a_message_past_the_queues_retention_is_not_delivered_either_way(seam):
     finally:
         uninstall()
     assert [m["Body"] for m in received] == ["kept"]
+
+
+def test_the_sqs_receive_and_delete_seams_have_the_shape_we_wrap():
+    assert receive_seam_signatures() == [
+        EXPECTED_RECEIVE_SIGNATURE,
+        "(self, timeout: int) -> None",
+        "(self, receipt_handle: str) -> None",
+    ]
+
+
+def test_receives_and_deletes_at_once_deliver_each_message_once():
+    """Five threads receive and delete at once, as our pollers do: without the seam moto
+    delivered a message twice or failed mid-receive ("Set changed size during iteration")."""
+    uninstall = sqs_seam_install()
+    received, errors = [], []
+    try:
+        with mock_aws():
+            sqs = boto3.client("sqs", region_name="us-east-1")
+            url = sqs.create_queue(QueueName="q")["QueueUrl"]
+            for first in range(0, 400, 10):
+                sqs.send_message_batch(
+                    QueueUrl=url,
+                    Entries=[{"Id": str(n), "MessageBody": str(first + n)} for n in range(10)],
+                )
+
+            def drain():
+                try:
+                    while True:
+                        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+                        messages = got.get("Messages", [])
+                        if not messages:
+                            return
+                        received.extend(m["Body"] for m in messages)
+                        sqs.delete_message_batch(
+                            QueueUrl=url,
+                            Entries=[
+                                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                                for i, m in enumerate(messages)
+                            ],
+                        )
+                except Exception as exc:
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=drain) for _ in range(5)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+    finally:
+        uninstall()
+    assert errors == []
+    assert sorted(received, key=int) == [str(n) for n in range(400)]  # each once

@@ -4,6 +4,7 @@ queue (five concurrent invocations to start with), each in an environment of its
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -19,6 +20,7 @@ from cdk_app.specs import QueueSpec
 from localcloud.deadline import Deadline
 from localcloud.event_sources import CONCURRENT_BATCHES, SqsPoller
 from localcloud.lambdas import LocalLambda
+from localcloud.moto_sqs import install as install_moto_sqs_seams
 
 REGION = "us-east-2"
 HANDLER = """
@@ -55,6 +57,15 @@ class Probe:
         finally:
             with self._lock:
                 self.running -= 1
+
+
+@contextlib.contextmanager
+def moto_queues_made_safe():
+    uninstall = install_moto_sqs_seams()
+    try:
+        yield
+    finally:
+        uninstall()
 
 
 @pytest.fixture
@@ -101,9 +112,9 @@ def test_batches_run_at_once_as_lambdas_pollers_run_them(tmp_path, probe):
 
 
 class CallsSeen:
-    """The queue's client, counting `ReceiveMessage` and `DeleteMessageBatch` calls in flight
-    at once (each held a little, so calls that could overlap do), and whether the poller
-    was paused when each receive began."""
+    """The queue's client, counting `ReceiveMessage` calls in flight at once (each held a
+    little, so calls that could overlap do), and whether the poller was paused when each
+    receive began."""
 
     def __init__(self, sqs):
         self._sqs = sqs
@@ -129,20 +140,16 @@ class CallsSeen:
             self.received_while_paused += 1
         return self._held(self._sqs.receive_message, **kwargs)
 
-    def delete_message_batch(self, **kwargs):
-        return self._held(self._sqs.delete_message_batch, **kwargs)
-
     def __getattr__(self, name):
         return getattr(self._sqs, name)
 
 
 def test_the_pollers_receives_take_turns_and_each_message_goes_once(tmp_path, probe):
-    """moto's receive marks messages received, and its delete rebuilds the queue's lists,
-    without a lock: two receives at once delivered one message to two batches (1 in 600) or
-    failed with "Set changed size during iteration". Receives and deletes take turns; the
-    batches still run at once (the test above)."""
+    """One long poll at a time (the others wait their turn), every message delivered once
+    (moto's queue made safe for a receive and a delete at once: localcloud/moto_sqs.py, as
+    the local cloud installs it); the batches still run at once (the test above)."""
     probe.gate = lambda: None  # batches return at once
-    with mock_aws():
+    with moto_queues_made_safe(), mock_aws():
         sqs = boto3.client("sqs", region_name=REGION)
         url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
         sent = [json.dumps({"n": n}) for n in range(40)]
