@@ -11,10 +11,10 @@ execution's `Environment` (variables, retry counters, the context object), keyed
 component's `heap_key`. That key is made lazily on first read, so two executions starting at
 once could each make a different key for the same component and lose a retry count: every
 key is made here, before the program is shared. Only components of the states our machine
-uses are shared this way: a definition with Parallel or Map states is parsed per execution
-as moto does: in moto 5.2.5 their run state is in worker pools made at each evaluation,
-but their sharing was not verified further, and nothing of ours needs it. moto is pinned exactly and
-tests/unit/test_moto_seam.py fails loudly if the method moves or changes shape.
+uses are shared this way: a definition with Parallel or Map states is parsed per execution,
+as moto does (in moto 5.2.5 their run state is in worker pools made at each evaluation, but
+sharing them was not verified further, and nothing of ours needs it). moto is pinned exactly
+and tests/unit/test_moto_seam.py fails loudly if the method moves or changes shape.
 """
 
 from __future__ import annotations
@@ -95,21 +95,24 @@ def settle_heap_keys(program: Any) -> int:
 def install() -> Callable[[], None]:
     """Parse each shareable definition once for the executions started from now on."""
     programs: dict[str, Any] = {}
+    unshared: set[str] = set()  # definitions with states whose programs are not shared
     lock = threading.Lock()
 
     def _get_evaluation_entrypoint(self: ExecutionWorker) -> Any:
         definition = _definition(self)
-        if not shareable(definition):
-            return _MOTO_ENTRYPOINT(self)
         program = programs.get(definition)
-        if program is None:
-            with lock:  # one parse per definition, even when executions start together
-                program = programs.get(definition)
-                if program is None:
+        if program is not None:
+            return program
+        with lock:  # one parse per definition, even when executions start together
+            program = programs.get(definition)
+            if program is None and definition not in unshared:
+                if shareable(definition):  # decided once per definition
                     program = _MOTO_ENTRYPOINT(self)
                     settle_heap_keys(program)
                     programs[definition] = program  # shared only once settled
-        return program
+                else:
+                    unshared.add(definition)
+        return program if program is not None else _MOTO_ENTRYPOINT(self)
 
     ExecutionWorker._get_evaluation_entrypoint = _get_evaluation_entrypoint  # type: ignore[method-assign]
 
