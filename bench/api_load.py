@@ -54,7 +54,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.support.api_load_clients import run_clients  # noqa: E402
-from bench.support.api_load_cloud import CollectorPauses, instrument, instrument_gateway  # noqa: E402
+from bench.support.api_load_cloud import (  # noqa: E402
+    CollectorPauses,
+    instrument,
+    instrument_gateway,
+    settle,
+)
 from bench.support.api_load_report import merged, report  # noqa: E402
 from localcloud.statements import COUNT_STATEMENTS_VARIABLE, StatementCounter  # noqa: E402
 
@@ -106,6 +111,15 @@ def main() -> int:
         "cloud's process, as the test suite runs it)",
     )
     parser.add_argument(
+        "--function-processes",
+        type=int,
+        default=4,
+        metavar="M",
+        help="every other function (the queue's consumer, the lifecycle's tasks, the "
+        "schedules') in up to M processes each, as Lambda runs them (default 4; 0: in the "
+        "cloud's process, as the test suite runs them)",
+    )
+    parser.add_argument(
         "--client-processes",
         type=int,
         default=2,
@@ -152,6 +166,7 @@ def main() -> int:
         max_live_reservations_per_user=100_000,
         max_gpus_per_user=1_000_000,
         api_processes=args.api_processes,
+        function_processes=args.function_processes,
     )
     counter = StatementCounter()
     (ROOT / ".local").mkdir(exist_ok=True)
@@ -171,6 +186,13 @@ def main() -> int:
                 )
             runs = []
             for rate in [0.0, args.rate] if args.rate else [0.0]:
+                if runs:  # the last run's lifecycles done first: each run measures its own
+                    waited, jobs, moving = settle(cloud, cloud.database_url)
+                    print(
+                        f"settled in {waited:.1f} s ({jobs} jobs queued, {moving} reservations"
+                        " pending or preparing left)",
+                        file=figures,
+                    )
                 runs.append((rate, run_client_processes(cloud.write_description(), args, rate)))
                 if any(r.returncode for r in runs[-1][1]):
                     break

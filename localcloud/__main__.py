@@ -4,7 +4,8 @@ Runs PostgreSQL (migrations applied), moto (AWS APIs with the deployment rendere
 the local IAM users alice and bob, and the SSO-style user carol), the SQS pollers and schedule
 ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway that verifies
 SigV4 and runs our API function in-process (or, with `--api-processes N`, in up to N
-processes of its own, as Lambda runs its execution environments). What it started is
+processes of its own, as Lambda runs its execution environments; `--function-processes M`
+does the same for every other function). What it started is
 written to `.local/stack.json`.
 
 Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
@@ -135,9 +136,18 @@ def main(argv: list[str] | None = None) -> int:
         help="run the API function in up to N execution environments of their own (OS "
         "processes, one request at a time each, as Lambda does) instead of in this process",
     )
+    parser.add_argument(
+        "--function-processes",
+        type=int,
+        default=0,
+        metavar="M",
+        help="run every other function (the queue's consumer, the lifecycle's tasks, the "
+        "schedules') in up to M execution environments of their own each",
+    )
     args = parser.parse_args(argv)
-    if args.api_processes < 0:
-        parser.error("--api-processes: 0 (in this process) or more")
+    for flag in ("api_processes", "function_processes"):
+        if getattr(args, flag) < 0:
+            parser.error(f"--{flag.replace('_', '-')}: 0 (in this process) or more")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)-20s %(message)s")
 
     state = args.state_dir.resolve()
@@ -169,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         pod_image=args.dev_image,
         jupyter_images=(args.dev_image,) if args.dev_image else (),
         api_processes=args.api_processes,
+        function_processes=args.function_processes,
     )
     cloud = LocalCloud(state, options)
     try:

@@ -29,7 +29,7 @@ from typing import Any
 
 from cdk_app.declaration import QueueSpec, ScheduleSpec
 from localcloud.deadline import BackgroundWork
-from localcloud.lambdas import ACCOUNT_ID, LocalLambda
+from localcloud.lambdas import ACCOUNT_ID, Invoker
 
 log = logging.getLogger("localcloud.events")
 
@@ -75,16 +75,14 @@ def scheduled_event(rule_arn: str, region: str) -> dict[str, Any]:
 class _EventSource(BackgroundWork):
     """Background work that invokes the local functions with events from `region`."""
 
-    def __init__(self, lambdas: LocalLambda, region: str) -> None:
+    def __init__(self, lambdas: Invoker, region: str) -> None:
         super().__init__()
         self._lambdas = lambdas
         self._region = region
 
 
 class SqsPoller(_EventSource):
-    def __init__(
-        self, spec: QueueSpec, queue_url: str, sqs: Any, lambdas: LocalLambda, region: str
-    ):
+    def __init__(self, spec: QueueSpec, queue_url: str, sqs: Any, lambdas: Invoker, region: str):
         super().__init__(lambdas, region)
         self.spec = spec
         self.queue_url = queue_url
@@ -173,7 +171,7 @@ class Ticker(_EventSource):
         self,
         schedules: tuple[ScheduleSpec, ...],
         rule_arns: dict[str, str],
-        lambdas: LocalLambda,
+        lambdas: Invoker,
         region: str,
         interval_seconds: float | None,
     ):

@@ -19,12 +19,12 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
-from localcloud.lambdas import ACCOUNT_ID, Invocation
+from localcloud.lambdas import ACCOUNT_ID, Invoker
 from localcloud.sigv4 import MISSING_TOKEN, Rejection, SigningKey, verify
 
 log = logging.getLogger("localcloud.gateway")
@@ -91,10 +91,6 @@ def proxy_event(
         "body": text or None,
         "isBase64Encoded": is_base64,
     }
-
-
-class Invoker(Protocol):
-    def invoke(self, name: str, event: Any) -> Invocation: ...
 
 
 class LocalApiGateway(HttpService):

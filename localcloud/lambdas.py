@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -87,6 +87,12 @@ class Invocation:
     pid: int | None = None
     handler_seconds: float | None = None
     statements: int | None = None
+
+
+class Invoker(Protocol):
+    """What runs a function: LocalLambda here, or processes of its own (processes.py)."""
+
+    def invoke(self, name: str, event: Any) -> Invocation: ...
 
 
 class LocalLambda:

@@ -24,7 +24,7 @@ from moto.core.models import botocore_stubber
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.utils import boto_client
 
-from localcloud.lambdas import LocalLambda
+from localcloud.lambdas import Invoker
 
 EXPECTED_SIGNATURE = "(self, event: 'str | None' = None) -> 'tuple[str, bool, str]'"
 
@@ -66,8 +66,8 @@ def _reused_clients() -> Callable[..., Any]:
     return boto_client_for
 
 
-def install(local_lambda: LocalLambda, function_names: dict[str, str]) -> Callable[[], None]:
-    """Route invocations of moto function `function_names[key]` to `local_lambda`'s `key`."""
+def install(functions: Invoker, function_names: dict[str, str]) -> Callable[[], None]:
+    """Route invocations of moto function `function_names[key]` to `functions`' `key`."""
     by_moto_name = {moto_name: name for name, moto_name in function_names.items()}
 
     def _invoke_lambda(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
@@ -80,7 +80,7 @@ def install(local_lambda: LocalLambda, function_names: dict[str, str]) -> Callab
             return json.dumps(error), True, ""
         if isinstance(event, str | bytes):
             event = json.loads(event or "{}")
-        invocation = local_lambda.invoke(name, event if event is not None else {})
+        invocation = functions.invoke(name, event if event is not None else {})
         return json.dumps(invocation.payload, default=str), invocation.errored, ""
 
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]

@@ -45,3 +45,6 @@ class Options:
     # The API function's execution environments as this many OS processes of their own, as
     # Lambda runs them (localcloud/processes.py); 0: in this process, as every function.
     api_processes: int = 0
+    # Every other function (the queue's consumer, the lifecycle's tasks, the schedules') in
+    # up to this many processes each (a reserved concurrency lowers it); 0: in this process.
+    function_processes: int = 0

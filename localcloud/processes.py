@@ -33,7 +33,7 @@ from typing import Any
 from cdk_app.declaration import FunctionSpec
 from localcloud.deadline import Deadline
 from localcloud.lambda_process import spec_argument
-from localcloud.lambdas import Invocation
+from localcloud.lambdas import Invocation, Invoker
 
 log = logging.getLogger("localcloud.processes")
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,3 +238,43 @@ def _failed(error_type: str, message: str, request_id: str) -> Invocation:
     log.error("%s: %s", error_type, message)
     payload = {"errorType": error_type, "errorMessage": message, "requestId": request_id}
     return Invocation(payload, True, request_id)
+
+
+class FunctionProcesses:
+    """Functions in processes of their own, each with its own limit (`limits`: name to most
+    processes); the others' invocations go to `in_process` (the cloud's own LocalLambda).
+    A function's processes are made at its first invocation, with the environment given
+    here: construct this once the cloud's environment is complete."""
+
+    def __init__(
+        self,
+        specs: tuple[FunctionSpec, ...],
+        environment: dict[str, str],
+        limits: dict[str, int],
+        in_process: Invoker,
+    ):
+        self.of = {
+            spec.name: ProcessEnvironments(
+                spec, environment, min(limit, spec.reserved_concurrency or limit)
+            )
+            for spec in specs
+            if (limit := limits.get(spec.name, 0))
+        }
+        self._in_process = in_process
+
+    def invoke(self, name: str, event: Any) -> Invocation:
+        environments = self.of.get(name)
+        if environments is None:
+            return self._in_process.invoke(name, event)
+        return environments.invoke(name, event)
+
+    def stop(self, deadline: Deadline) -> None:
+        """Every function's processes ended, all given until `deadline` (in parallel)."""
+        stoppers = [
+            threading.Thread(target=environments.stop, args=(deadline,), daemon=True)
+            for environments in self.of.values()
+        ]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()

@@ -28,14 +28,14 @@ from localcloud.function_environment import (
     most_lenient_database_limits,
     set_environment,
 )
-from localcloud.gateway import Invoker, LocalApiGateway
+from localcloud.gateway import LocalApiGateway
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
-from localcloud.lambdas import ACCOUNT_ID, LocalLambda
+from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
 from localcloud.options import Options
 from localcloud.postgres import EmbeddedPostgres, require_free_port
-from localcloud.processes import ProcessEnvironments
+from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.seed import ClusterDescription, seed
 from localcloud.snapshot_completion import SnapshotCompletion
 from localcloud.stop_sequence import POSTGRES_STOP_SECONDS, STOP_BUDGET_SECONDS, StopSequence
@@ -62,11 +62,14 @@ class LocalCloud:
         self.database_url = ""
         self.aws: LocalAws | None = None
         self.gateway: LocalApiGateway | None = None
-        self.api_processes: ProcessEnvironments | None = None  # with Options.api_processes
+        # With Options.api_processes or function_processes: the functions' own processes.
+        self.function_processes: FunctionProcesses | None = None
+        self.api_processes: ProcessEnvironments | None = None
         self.resources = DeployedResources()
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
         self.lambdas = LocalLambda(deployment.functions, REGION)
+        self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
         self.cluster: SimulatedCluster | None = None
         # How long new snapshots stay pending, in real seconds (tests may change it).
@@ -162,28 +165,22 @@ class LocalCloud:
             }
             | lifecycle_environment(self.options, self.state_dir)
         )
-        self._stop.add(
-            "moto lambda seam",
-            moto_lambda.install(
-                self.lambdas,
-                {spec.name: spec.deployed_name for spec in self.deployment.functions},
-            ),
-        )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto sqs seam", moto_sqs.install())
         self._start_cluster()
 
-        api_function: Invoker = self.lambdas
-        if self.options.api_processes:
-            self.api_processes = ProcessEnvironments(
-                self.deployment.function(self.deployment.api.function),
-                dict(os.environ),  # the environment every function has here, complete now
-                self.options.api_processes,
-            )
-            api_function = self.api_processes
-            self._stop.add("api processes", self._stop.drained(self.api_processes.stop))
+        self.functions = self._function_runner()
+        self._stop.add(
+            "moto lambda seam",
+            moto_lambda.install(
+                self.functions,
+                {spec.name: spec.deployed_name for spec in self.deployment.functions},
+            ),
+        )
+        if self.function_processes:  # stopped before the seam that invokes them goes
+            self._stop.add("function processes", self._stop.drained(self.function_processes.stop))
         self.gateway = LocalApiGateway(
-            self.deployment.api, api_function, signing_key, REGION, port=ports.api
+            self.deployment.api, self.functions, signing_key, REGION, port=ports.api
         ).start()
         self._stop.add("api gateway", self.gateway.stop)
 
@@ -193,7 +190,7 @@ class LocalCloud:
             if queue.consumer is None:
                 continue
             poller = SqsPoller(
-                queue, self.resources.queue_urls[queue.name], sqs, self.lambdas, REGION
+                queue, self.resources.queue_urls[queue.name], sqs, self.functions, REGION
             ).start()
             self._stop.add_signal(poller.signal_stop)
             self._stop.add(f"sqs poller {queue.name}", self._stop.drained(poller.stop))
@@ -201,7 +198,7 @@ class LocalCloud:
         self.ticker = Ticker(
             self.deployment.schedules,
             self.resources.rule_arns,
-            self.lambdas,
+            self.functions,
             REGION,
             self.options.tick_seconds,
         ).start()
@@ -209,6 +206,26 @@ class LocalCloud:
         self._stop.add("ticker", self._stop.drained(self.ticker.stop))
 
         self._stop.add("garbage collector", collect_less())
+
+    def _function_runner(self) -> Invoker:
+        """What invokes our functions: this process's LocalLambda, or for those the options
+        give processes of their own (the API's, every other function's), those processes.
+        Made once the environment the functions get is complete."""
+        api = self.deployment.api.function
+        limits = {
+            spec.name: self.options.api_processes
+            if spec.name == api
+            else self.options.function_processes
+            for spec in self.deployment.functions
+        }
+        if not any(limits.values()):
+            return self.lambdas
+        processes = FunctionProcesses(
+            self.deployment.functions, dict(os.environ), limits, in_process=self.lambdas
+        )
+        self.api_processes = processes.of.get(api)
+        self.function_processes = processes
+        return processes
 
     def _start_cluster(self) -> None:
         assert self.aws is not None

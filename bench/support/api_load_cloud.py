@@ -8,7 +8,10 @@ import cProfile
 import gc
 import time
 from collections import defaultdict
-from typing import Any
+from pathlib import Path
+from typing import Any, LiteralString, cast
+
+import psycopg
 
 from localcloud.statements import StatementCounter
 
@@ -23,6 +26,11 @@ def route_of(event: dict[str, Any]) -> str:
         return "cancel"
     return "show" if method == "GET" else f"{method} {path}"
 
+
+IN_MOTION = cast(
+    LiteralString, (Path(__file__).parent.parent / "sql" / "api_load" / "in_motion.sql").read_text()
+)
+SETTLE_SECONDS = 300.0
 
 Served = dict[str, list[tuple[float, float, int]]]  # route: (began at, seconds, statements)
 
@@ -101,3 +109,28 @@ class CollectorPauses:
 
     def between(self, began: float, ended: float) -> list[float]:
         return [seconds for at, seconds in self.passes if began <= at <= ended]
+
+
+def settle(cloud: Any, database_url: str) -> tuple[float, int, int]:
+    """Wait until the work a run left behind is done: no job in the queue (visible or in
+    flight) and no reservation pending or preparing, so the next run is measured with its
+    own lifecycles only, not the last run's backlog (at most SETTLE_SECONDS). (seconds it
+    took, jobs and reservations still in motion then)."""
+    sqs = cloud.aws.client("sqs")
+    urls = list(cloud.resources.queue_urls.values())
+    began = time.monotonic()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while True:
+            jobs = sum(_jobs_in(sqs, url) for url in urls)
+            row = conn.execute(IN_MOTION).fetchone()
+            reservations = int(row[0]) if row else 0
+            waited = time.monotonic() - began
+            if (jobs == 0 and reservations == 0) or waited > SETTLE_SECONDS:
+                return waited, jobs, reservations
+            time.sleep(0.5)
+
+
+def _jobs_in(sqs: Any, url: str) -> int:
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attributes[name]) for name in names)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import configparser
 import json
+import shutil
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ from localcloud.stack import LocalCloud, Options
 from tests.e2e.fixtures.deployment import API_TIER
 from tests.support.api import ApiClient
 from tests.support.clouds import package_cloud
+
+ROOT = Path(__file__).resolve().parents[2]
 
 local_cloud = package_cloud(
     "gpudev_e2e",
@@ -117,3 +121,13 @@ def core(local_cloud: LocalCloud) -> Iterator[Any]:
     api_client = eks_api_client(local_cloud)
     yield client.CoreV1Api(api_client)
     api_client.close()
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    """A state directory for a local cloud of a test's own (tests/support/local_cloud_process.py),
+    under .local: the unprivileged PostgreSQL user can reach it."""
+    path = ROOT / ".local" / "pytest-restart" / uuid.uuid4().hex[:8]
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from localcloud.postgres import free_port
 from tests.support.api import ApiClient
+from tests.support.local_cloud_process import LocalCloudProcess, child_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_LIMIT_SECONDS = 10.0
@@ -36,81 +30,6 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")  # a zombie still answers kill(0)
     return stat.exists() and stat.read_text().split()[2] != "Z"
-
-
-@pytest.fixture
-def state_dir() -> Iterator[Path]:
-    path = ROOT / ".local" / "pytest-restart" / uuid.uuid4().hex[:8]
-    path.mkdir(parents=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _child_environment() -> dict[str, str]:
-    # The child starts its own PostgreSQL, so the PostgreSQL it leaves (or not) is its own.
-    return {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-
-
-class LocalCloudProcess:
-    """`python -m localcloud` on the given ports, waited for until its banner."""
-
-    def __init__(self, state_dir: Path, ports: dict[str, int], *options: str):
-        self.state_dir = state_dir
-        arguments = [f"--{name}-port={port}" for name, port in ports.items()] + list(options)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "localcloud", f"--state-dir={state_dir}", *arguments],
-            cwd=ROOT,
-            env=_child_environment(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.output: list[str] = []
-
-    def wait_until_up(self, timeout: float = 90) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + timeout
-        for line in self.process.stdout:
-            self.output.append(line)
-            if "gpu-dev local cloud is up" in line:
-                return dict(json.loads((self.state_dir / "stack.json").read_text()))
-            assert time.monotonic() < deadline, "".join(self.output[-30:])
-        raise AssertionError("exited before its banner:\n" + "".join(self.output[-30:]))
-
-    @property
-    def postgres_pid(self) -> int:
-        pid_file = self.state_dir / "postgres" / "data" / "postmaster.pid"
-        return int(pid_file.read_text().splitlines()[0])
-
-    def interrupt(self) -> float:
-        """Ctrl+C; the seconds until the process has exited."""
-        began = time.monotonic()
-        self.process.send_signal(signal.SIGINT)
-        try:
-            out, _ = self.process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            out, _ = self.process.communicate()
-        self.output.append(out)
-        return time.monotonic() - began
-
-    def api_process_pids(self) -> list[int]:
-        """Its children serving the API function (`--api-processes`)."""
-        pids = []
-        for status in Path("/proc").glob("[0-9]*/status"):
-            try:
-                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines())
-                command = (status.parent / "cmdline").read_bytes()
-            except (OSError, ValueError):
-                continue  # ended meanwhile
-            if int(fields["PPid"]) == self.process.pid and b"localcloud.lambda_process" in command:
-                pids.append(int(status.parent.name))
-        return pids
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate()
 
 
 def _traffic(stack: dict[str, Any]) -> None:
@@ -165,7 +84,7 @@ def test_a_cloud_stopped_while_handlers_are_blocked_in_kubernetes_calls_stops_wi
     scenario = subprocess.run(
         [sys.executable, "-m", "tests.support.stop_scenario", str(state_dir), "busy"],
         cwd=ROOT,
-        env=_child_environment(),
+        env=child_environment(),
         capture_output=True,
         text=True,
         timeout=180,

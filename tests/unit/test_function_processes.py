@@ -1,0 +1,34 @@
+"""Which functions run in processes of their own (localcloud/processes.py FunctionProcesses),
+and with how many at most: decided at construction, without starting any process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdk_app.declaration import DEPLOYMENT
+from localcloud.lambdas import Invocation
+from localcloud.processes import FunctionProcesses
+
+
+class Recorded:
+    """The in-process side: records what it was asked to run."""
+
+    def __init__(self) -> None:
+        self.invoked: list[str] = []
+
+    def invoke(self, name: str, event: Any) -> Invocation:
+        self.invoked.append(name)
+        return Invocation({"ran": name}, False, "request")
+
+
+def test_a_reserved_concurrency_caps_a_functions_processes_and_zero_keeps_it_in_process():
+    in_process = Recorded()
+    limits = {spec.name: 4 for spec in DEPLOYMENT.functions} | {"Migrate": 0}
+    processes = FunctionProcesses(DEPLOYMENT.functions, {}, limits, in_process=in_process)
+
+    assert processes.of["Allocator"].limit == 4
+    assert processes.of["Sweeper"].limit == 1  # reserved_concurrency=1: never two at once
+    assert "Migrate" not in processes.of
+    assert processes.invoke("Migrate", {}).payload == {"ran": "Migrate"}
+    assert in_process.invoked == ["Migrate"]
+    assert all(environments.started == 0 for environments in processes.of.values())
