@@ -1,5 +1,7 @@
 """A function's execution environments as separate OS processes, as Lambda runs them (opt-in:
-`python -m localcloud --api-processes N`, `Options.api_processes`).
+`python -m localcloud --api-processes N --function-processes M`, `Options.api_processes` for
+the API, `Options.function_processes` for every other function; `FunctionProcesses` routes
+each function's invocations to its processes).
 
 In the default local cloud every function runs in the cloud's own process, so the API, moto,
 the Kubernetes stand-in, the gateway's threads and the event sources share one interpreter
