@@ -203,6 +203,15 @@ def main() -> int:
                 if cloud.api_processes
                 else "in the cloud's process"
             )
+            others = (
+                ", ".join(
+                    f"{name} {environments.started}"
+                    for name, environments in sorted(cloud.function_processes.of.items())
+                    if name != cloud.deployment.api.function
+                )
+                if args.function_processes and cloud.function_processes
+                else ""
+            )
         finally:
             cloud.stop()
     failed = [r for _, results in runs for r in results if r.returncode]
@@ -211,6 +220,10 @@ def main() -> int:
         return 1
     with contextlib.redirect_stdout(figures):
         print(f"API function: {where}")
+        if others:
+            print(
+                f"the other functions' processes started (at most {args.function_processes} each): {others}"
+            )
         for rate, results in runs:
             result = merged([json.loads(r.stdout) for r in results])
             report(result, served, at_gateway, collector, args.clients, rate)
