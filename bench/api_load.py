@@ -7,7 +7,11 @@ background, as they would in AWS). The API function runs in up to `--api-process
 environments of its own (one per client by default, as Lambda gives each concurrent caller
 one), OS processes serving one request at a time, as Lambda runs it (localcloud/processes.py);
 with `--api-processes 0`, in this process, as the test suite runs it (where it shares the
-cloud's interpreter and database pool with the lifecycles). The clients run in processes of
+cloud's interpreter and database pool with the lifecycles). Every other function (the queue's
+consumer, the lifecycle's tasks, the allocator, the schedules') runs in up to
+`--function-processes M` processes of its own each (5 by default; 0: in this process), so
+this process keeps only what AWS and Kubernetes run: moto, the stand-in, the gateway and the
+pollers. The clients run in processes of
 their own (`--client-processes`, 2 by default), each client a thread with the CLI's own SigV4
 client (tests/support/api.py) as alice or bob, so their signing does not share an interpreter
 with the gateway. Printed per route: requests, p50/p95/p99 as the client saw them, the
@@ -29,7 +33,10 @@ Two ways to load it, each printed under its own name, never one as the other:
 
 The API's processes are all started and warm before the clients begin (provisioned
 concurrency), and the first request of each client is a warm-up outside the figures: cold
-starts are bench/cold_start.py's.
+starts are bench/cold_start.py's. Before the open loop, the run waits until the closed
+loop's work is done (no job queued or in flight, no reservation pending or preparing:
+`settle`), so the open loop is measured beside its own lifecycles, not the backlog of the
+closed loop's ~400 reservations.
 
 Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20] [--api-processes N]
 [--rate R]` (part of `make bench`). The load average (`uptime`) is printed with each run:
@@ -61,6 +68,7 @@ from bench.support.api_load_cloud import (  # noqa: E402
     settle,
 )
 from bench.support.api_load_report import merged, report  # noqa: E402
+from localcloud.event_sources import CONCURRENT_BATCHES  # noqa: E402
 from localcloud.statements import COUNT_STATEMENTS_VARIABLE, StatementCounter  # noqa: E402
 
 
@@ -113,10 +121,11 @@ def main() -> int:
     parser.add_argument(
         "--function-processes",
         type=int,
-        default=4,
+        default=CONCURRENT_BATCHES,
         metavar="M",
         help="every other function (the queue's consumer, the lifecycle's tasks, the "
-        "schedules') in up to M processes each, as Lambda runs them (default 4; 0: in the "
+        "schedules') in up to M processes each, as Lambda runs them (default "
+        f"{CONCURRENT_BATCHES}, the batches the queue's poller runs at once; 0: in the "
         "cloud's process, as the test suite runs them)",
     )
     parser.add_argument(
@@ -222,7 +231,8 @@ def main() -> int:
         print(f"API function: {where}")
         if others:
             print(
-                f"the other functions' processes started (at most {args.function_processes} each): {others}"
+                f"the other functions' processes started (at most"
+                f" {args.function_processes} each): {others}"
             )
         for rate, results in runs:
             result = merged([json.loads(r.stdout) for r in results])
