@@ -9,10 +9,11 @@ interpreter's CPU under bench/api_load.py (py-spy), in the process the gateway a
 SQS share. AWS's service has no such cost. So each distinct path string is parsed once and
 its expression reused.
 
-The cache is keyed by the path string and bounded (`PATHS_KEPT`): the paths come from the
-definitions only (ours holds a few dozen), but a long-running cloud may be given machine
-after machine by tests, and a bound costs nothing here. A path that does not parse raises
-as before each time it is used (an lru_cache keeps results, never exceptions). Sharing an
+The cache is keyed by the path string and bounded (`PATHS_KEPT`; paths past it are parsed
+each time): the paths come from the definitions only (ours holds a few dozen), but a
+long-running cloud may be given machine after machine by tests. A miss parses under a lock,
+so executions starting at once parse a path once, not once each. A path that does not parse
+raises as before each time it is used (only expressions are kept). Sharing an
 expression between executions (threads) is safe: in jsonpath_ng 1.16.0 every attribute of
 an expression is set in its constructor; `find` and `update_or_create` build new
 `DatumInContext`s and change only the data given to them. moto is pinned exactly and
@@ -23,8 +24,8 @@ shape.
 
 from __future__ import annotations
 
-import functools
 import inspect
+import threading
 from collections.abc import Callable
 from types import ModuleType
 
@@ -73,9 +74,19 @@ def parse_seam_signatures() -> list[str]:
 
 
 def _parsed_once(parse: Callable[..., JSONPath]) -> Callable[[str], JSONPath]:
-    @functools.lru_cache(maxsize=PATHS_KEPT)
+    parsed: dict[str, JSONPath] = {}
+    missed = threading.Lock()
+
     def parse_once(path: str) -> JSONPath:
-        return parse(path)
+        expression = parsed.get(path)
+        if expression is None:
+            with missed:
+                expression = parsed.get(path)
+                if expression is None:
+                    expression = parse(path)  # a path that does not parse raises: not kept
+                    if len(parsed) < PATHS_KEPT:
+                        parsed[path] = expression
+        return expression
 
     return parse_once
 

@@ -2,7 +2,6 @@
 its canary, and that it answers as moto does while parsing each path once."""
 
 import json
-import time
 from importlib.metadata import version
 
 import boto3
@@ -14,6 +13,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError, extract_json
 
 from localcloud.moto_jsonpath import EXPECTED_PARSE_SIGNATURES, install, parse_seam_signatures
+from tests.support.waiting import finished_execution
 
 
 def test_jsonpath_ng_is_the_version_whose_expressions_were_checked_read_only():
@@ -147,7 +147,7 @@ def test_executions_parse_each_path_of_their_machine_once(monkeypatch, seam):
             ]
             for n in range(3)
         ]
-        finished = [_finished(sfn, run) for run in runs]
+        finished = [finished_execution(sfn, run) for run in runs]
     assert [f["status"] for f in finished] == ["SUCCEEDED"] * 3
     assert [json.loads(f["output"]) for f in finished] == [{"id": "r-1", "largest": 8}] * 3
     assert sorted(counted.extended) == [
@@ -157,13 +157,3 @@ def test_executions_parse_each_path_of_their_machine_once(monkeypatch, seam):
         "$.shape.largest",
     ]
     assert sorted(counted.base) == ["$", "$.shape"]  # ResultPath's (its default is "$")
-
-
-def _finished(sfn, execution_arn):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.05)
-    raise AssertionError(f"{execution_arn} still running")

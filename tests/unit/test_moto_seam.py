@@ -4,7 +4,6 @@ loudly, rather than with mysterious Step Functions errors in the e2e tier."""
 import gc
 import json
 import threading
-import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from localcloud.moto_sqs import (
     retention_seam_signature,
 )
 from localcloud.moto_sqs import install as sqs_seam_install
+from tests.support.waiting import finished_execution
 
 
 def test_moto_is_the_pinned_version():
@@ -134,7 +134,7 @@ def test_executions_of_one_definition_share_one_parse_and_keep_their_own_state(m
             )["stateMachineArn"]
             parses.clear()  # creating it validated the definition once
             runs = [sfn.start_execution(stateMachineArn=arn)["executionArn"] for _ in range(2)]
-            finished = [_finished(sfn, run) for run in runs]
+            finished = [finished_execution(sfn, run) for run in runs]
             events = [sfn.get_execution_history(executionArn=run)["events"] for run in runs]
     finally:
         uninstall()
@@ -143,16 +143,6 @@ def test_executions_of_one_definition_share_one_parse_and_keep_their_own_state(m
     attempts = [sum(e["type"] == "TaskScheduled" for e in history) for history in events]
     assert attempts == [3, 3]  # the first try and two retries each: no counter shared
     assert len(parses) == 1
-
-
-def _finished(sfn, execution_arn):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.05)
-    raise AssertionError(f"{execution_arn} still running")
 
 
 def test_every_component_of_a_shared_program_has_its_heap_key_before_it_is_shared():
