@@ -34,9 +34,9 @@ Two ways to load it, each printed under its own name, never one as the other:
 The API's processes are all started and warm before the clients begin (provisioned
 concurrency), and the first request of each client is a warm-up outside the figures: cold
 starts are bench/cold_start.py's. Before the open loop, the run waits until the closed
-loop's work is done (no job queued or in flight, no reservation pending or preparing:
-`settle`), so the open loop is measured beside its own lifecycles, not the backlog of the
-closed loop's ~400 reservations.
+loop's work is done (for 2 s: no job queued, in flight or unsent, no reservation pending or
+preparing, no cancel still to tear down: `settle`), so the open loop is measured beside its
+own lifecycles, not the backlog of the closed loop's ~400 reservations.
 
 Run: `.venv/bin/python bench/api_load.py [--seconds 30] [--clients 20] [--api-processes N]
 [--rate R]` (part of `make bench`). The load average (`uptime`) is printed with each run:
@@ -158,7 +158,7 @@ def main() -> int:
     from localcloud.stack import LocalCloud, Options
 
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
-    os.environ[COUNT_STATEMENTS_VARIABLE] = "1"  # API processes count their own statements
+    os.environ[COUNT_STATEMENTS_VARIABLE] = "1"  # function processes count their own statements
     # The functions log to stdout and stderr: into a file; the figures go to our stdout.
     figures = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
     log_path = ROOT / ".local" / "bench-api-load.log"
@@ -196,10 +196,12 @@ def main() -> int:
             runs = []
             for rate in [0.0, args.rate] if args.rate else [0.0]:
                 if runs:  # the last run's lifecycles done first: each run measures its own
-                    waited, jobs, moving = settle(cloud, cloud.database_url)
+                    waited, jobs, left = settle(cloud, cloud.database_url)
                     print(
-                        f"settled in {waited:.1f} s ({jobs} jobs queued, {moving} reservations"
-                        " pending or preparing left)",
+                        f"the closed loop's work done in {waited:.1f} s"
+                        if not (jobs or left)
+                        else f"NOT settled after {waited:.0f} s: {jobs} jobs queued, {left}"
+                        " reservations or unsent jobs in motion",
                         file=figures,
                     )
                 runs.append((rate, run_client_processes(cloud.write_description(), args, rate)))
@@ -216,7 +218,7 @@ def main() -> int:
                 ", ".join(
                     f"{name} {environments.started}"
                     for name, environments in sorted(cloud.function_processes.of.items())
-                    if name != cloud.deployment.api.function
+                    if name != cloud.deployment.api.function and environments.started
                 )
                 if args.function_processes and cloud.function_processes
                 else ""

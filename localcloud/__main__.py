@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         metavar="M",
         help="run every other function (the queue's consumer, the lifecycle's tasks, the "
-        "schedules') in up to M execution environments of their own each",
+        "schedules') in up to M execution environments of their own each (a reserved "
+        "concurrency lowers M, as in Lambda)",
     )
     args = parser.parse_args(argv)
     for flag in ("api_processes", "function_processes"):

@@ -24,7 +24,7 @@ from moto.core.models import botocore_stubber
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.utils import boto_client
 
-from localcloud.lambdas import Invoker
+from localcloud.lambdas import Invocation
 
 EXPECTED_SIGNATURE = "(self, event: 'str | None' = None) -> 'tuple[str, bool, str]'"
 
@@ -66,8 +66,10 @@ def _reused_clients() -> Callable[..., Any]:
     return boto_client_for
 
 
-def install(functions: Invoker, function_names: dict[str, str]) -> Callable[[], None]:
-    """Route invocations of moto function `function_names[key]` to `functions`' `key`."""
+def install(
+    invoke: Callable[[str, Any], Invocation], function_names: dict[str, str]
+) -> Callable[[], None]:
+    """Route invocations of moto function `function_names[key]` to `invoke(key, event)`."""
     by_moto_name = {moto_name: name for name, moto_name in function_names.items()}
 
     def _invoke_lambda(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
@@ -80,7 +82,7 @@ def install(functions: Invoker, function_names: dict[str, str]) -> Callable[[], 
             return json.dumps(error), True, ""
         if isinstance(event, str | bytes):
             event = json.loads(event or "{}")
-        invocation = functions.invoke(name, event if event is not None else {})
+        invocation = invoke(name, event if event is not None else {})
         return json.dumps(invocation.payload, default=str), invocation.errored, ""
 
     LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]

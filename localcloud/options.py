@@ -47,4 +47,5 @@ class Options:
     api_processes: int = 0
     # Every other function (the queue's consumer, the lifecycle's tasks, the schedules') in
     # up to this many processes each (a reserved concurrency lowers it); 0: in this process.
+    # Processes copy the environment once, at the start: later changes do not reach them.
     function_processes: int = 0

@@ -32,16 +32,19 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from cdk_app.declaration import FunctionSpec
+from cdk_app.declaration import Deployment, FunctionSpec
 from localcloud.deadline import Deadline
 from localcloud.lambda_process import spec_argument
 from localcloud.lambdas import Invocation, Invoker
+from localcloud.options import Options
 
 log = logging.getLogger("localcloud.processes")
 ROOT = Path(__file__).resolve().parent.parent
 # A cold start's limit. Lambda's is 10 s; here many processes may import at once on a busy
 # machine (20 clients warming up 20 environments), and nothing of ours relies on it.
 INIT_SECONDS = 60.0
+# How long an idle process is given on stop to leave by itself (it closes its pool first).
+IDLE_EXIT_SECONDS = 0.5
 
 
 def function_environment(spec: FunctionSpec, cloud_environment: dict[str, str]) -> dict[str, str]:
@@ -218,14 +221,23 @@ class ProcessEnvironments:
         if not healthy or self.closed:
             environment.end()
 
-    def stop(self, deadline: Deadline) -> None:
-        """No new invocation; those running get until `deadline`; then every process ends."""
+    def close(self) -> None:
+        """No new invocation; those running finish (`stop` then ends every process)."""
         with self._changed:
             self.closed = True
-            idle, self._idle = self._idle, []
             self._changed.notify_all()
+
+    def stop(self, deadline: Deadline) -> None:
+        """No new invocation; those running get until `deadline`; then every process ends.
+        The idle ones are all told at once (their sockets closed) and given at least
+        IDLE_EXIT_SECONDS to leave by themselves, closing their database connections."""
+        self.close()
+        with self._changed:
+            idle, self._idle = self._idle, []
         for environment in idle:
-            environment.end(timeout=deadline.remaining())
+            environment.connection.close()
+        for environment in idle:
+            environment.end(timeout=deadline.remaining(at_least=IDLE_EXIT_SECONDS))
         with self._changed:
             self._changed.wait_for(lambda: not self._busy, timeout=deadline.remaining())
             busy = list(self._busy)
@@ -236,6 +248,13 @@ class ProcessEnvironments:
             environment.process.wait()
 
 
+def _capped(limit: int, spec: FunctionSpec) -> int:
+    """`limit`, or fewer where the function's reserved concurrency says so (0 is refused by
+    ProcessEnvironments: a function Lambda would throttle entirely has no use here)."""
+    reserved = spec.reserved_concurrency
+    return limit if reserved is None else min(limit, reserved)
+
+
 def _failed(error_type: str, message: str, request_id: str) -> Invocation:
     log.error("%s: %s", error_type, message)
     payload = {"errorType": error_type, "errorMessage": message, "requestId": request_id}
@@ -244,9 +263,10 @@ def _failed(error_type: str, message: str, request_id: str) -> Invocation:
 
 class FunctionProcesses:
     """Functions in processes of their own, each with its own limit (`limits`: name to most
-    processes); the others' invocations go to `in_process` (the cloud's own LocalLambda).
-    A function's processes are made at its first invocation, with the environment given
-    here: construct this once the cloud's environment is complete."""
+    processes, capped by the function's reserved concurrency as Lambda caps it); the others'
+    invocations go to `in_process` (the cloud's own LocalLambda). A function's processes are
+    started at its first invocation, with the environment given here, copied once: what
+    changes in the cloud's environment later does not reach them."""
 
     def __init__(
         self,
@@ -256,19 +276,42 @@ class FunctionProcesses:
         in_process: Invoker,
     ):
         self.of = {
-            spec.name: ProcessEnvironments(
-                spec, environment, min(limit, spec.reserved_concurrency or limit)
-            )
+            spec.name: ProcessEnvironments(spec, environment, _capped(limit, spec))
             for spec in specs
             if (limit := limits.get(spec.name, 0))
         }
         self._in_process = in_process
+
+    @classmethod
+    def for_options(
+        cls,
+        deployment: Deployment,
+        options: Options,
+        environment: dict[str, str],
+        in_process: Invoker,
+    ) -> FunctionProcesses | None:
+        """The API's in up to `options.api_processes`, every other function's in up to
+        `options.function_processes`; None when both are 0 (every function in process)."""
+        api = deployment.api.function
+        limits = {
+            spec.name: options.api_processes if spec.name == api else options.function_processes
+            for spec in deployment.functions
+        }
+        if not any(limits.values()):
+            return None
+        return cls(deployment.functions, environment, limits, in_process)
 
     def invoke(self, name: str, event: Any) -> Invocation:
         environments = self.of.get(name)
         if environments is None:
             return self._in_process.invoke(name, event)
         return environments.invoke(name, event)
+
+    def close(self) -> None:
+        """No new invocation from now (each is refused as Lambda's are while the cloud
+        stops); those running go on until `stop`."""
+        for environments in self.of.values():
+            environments.close()
 
     def stop(self, deadline: Deadline) -> None:
         """Every function's processes ended, all given until `deadline` (in parallel)."""

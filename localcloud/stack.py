@@ -165,21 +165,28 @@ class LocalCloud:
             }
             | lifecycle_environment(self.options, self.state_dir)
         )
+        self._stop.add(
+            "moto lambda seam",
+            moto_lambda.install(
+                # Whatever invokes our functions when moto does (self.functions is made below).
+                lambda name, event: self.functions.invoke(name, event),
+                {spec.name: spec.deployed_name for spec in self.deployment.functions},
+            ),
+        )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._stop.add("moto sqs seam", moto_sqs.install())
         self._start_cluster()
 
-        self.functions = self._function_runner()
-        self._stop.add(
-            "moto lambda seam",
-            moto_lambda.install(
-                self.functions,
-                {spec.name: spec.deployed_name for spec in self.deployment.functions},
-            ),
+        # The functions' processes get the environment as it is now, complete.
+        processes = FunctionProcesses.for_options(
+            self.deployment, self.options, dict(os.environ), in_process=self.lambdas
         )
-        if self.function_processes:  # stopped before the seam that invokes them goes
-            self._stop.add("function processes", self._stop.drained(self.function_processes.stop))
+        if processes is not None:
+            self._stop.add("function processes", self._stop.drained(processes.stop))
+            self.function_processes = processes
+            self.api_processes = processes.of.get(self.deployment.api.function)
+            self.functions = processes
         self.gateway = LocalApiGateway(
             self.deployment.api, self.functions, signing_key, REGION, port=ports.api
         ).start()
@@ -207,26 +214,6 @@ class LocalCloud:
         self._stop.add("ticker", self._stop.drained(self.ticker.stop))
 
         self._stop.add("garbage collector", collect_less())
-
-    def _function_runner(self) -> Invoker:
-        """What invokes our functions: this process's LocalLambda, or for those the options
-        give processes of their own (the API's, every other function's), those processes.
-        Made once the environment the functions get is complete."""
-        api = self.deployment.api.function
-        limits = {
-            spec.name: self.options.api_processes
-            if spec.name == api
-            else self.options.function_processes
-            for spec in self.deployment.functions
-        }
-        if not any(limits.values()):
-            return self.lambdas
-        processes = FunctionProcesses(
-            self.deployment.functions, dict(os.environ), limits, in_process=self.lambdas
-        )
-        self.api_processes = processes.of.get(api)
-        self.function_processes = processes
-        return processes
 
     def _start_cluster(self) -> None:
         assert self.aws is not None
@@ -305,6 +292,8 @@ class LocalCloud:
 
     def _close_lambdas(self) -> None:
         self.lambdas.closed = True
+        if self.function_processes is not None:
+            self.function_processes.close()
 
     def stop_postgres_now(self) -> None:
         """From any thread, when a stop has run out of time: end the PostgreSQL we started."""

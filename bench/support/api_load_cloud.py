@@ -31,6 +31,7 @@ IN_MOTION = cast(
     LiteralString, (Path(__file__).parent.parent / "sql" / "api_load" / "in_motion.sql").read_text()
 )
 SETTLE_SECONDS = 300.0
+SETTLED_FOR_SECONDS = 2.0
 
 Served = dict[str, list[tuple[float, float, int]]]  # route: (began at, seconds, statements)
 
@@ -113,20 +114,28 @@ class CollectorPauses:
 
 def settle(cloud: Any, database_url: str) -> tuple[float, int, int]:
     """Wait until the work a run left behind is done: no job in the queue (visible or in
-    flight) and no reservation pending or preparing, so the next run is measured with its
-    own lifecycles only, not the last run's backlog (at most SETTLE_SECONDS). (seconds it
-    took, jobs and reservations still in motion then)."""
+    flight), no unsent job in the outbox, no reservation pending or preparing, no cancel not
+    yet torn down, for SETTLED_FOR_SECONDS in a row, so the next run is measured beside its
+    own lifecycles only, not the last run's backlog. Gives up after SETTLE_SECONDS. (seconds
+    it took, jobs queued and work left in the database then: both 0 when settled)."""
     sqs = cloud.aws.client("sqs")
     urls = list(cloud.resources.queue_urls.values())
     began = time.monotonic()
+    quiet_since: float | None = None
     with psycopg.connect(database_url, autocommit=True) as conn:
         while True:
             jobs = sum(_jobs_in(sqs, url) for url in urls)
             row = conn.execute(IN_MOTION).fetchone()
-            reservations = int(row[0]) if row else 0
-            waited = time.monotonic() - began
-            if (jobs == 0 and reservations == 0) or waited > SETTLE_SECONDS:
-                return waited, jobs, reservations
+            left = int(row[0]) if row else 0
+            now = time.monotonic()
+            if jobs or left:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            if quiet_since is not None and now - quiet_since >= SETTLED_FOR_SECONDS:
+                return now - began, 0, 0
+            if now - began > SETTLE_SECONDS:
+                return now - began, jobs, left
             time.sleep(0.5)
 
 

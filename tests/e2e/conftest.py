@@ -127,7 +127,7 @@ def core(local_cloud: LocalCloud) -> Iterator[Any]:
 def state_dir() -> Iterator[Path]:
     """A state directory for a local cloud of a test's own (tests/support/local_cloud_process.py),
     under .local: the unprivileged PostgreSQL user can reach it."""
-    path = ROOT / ".local" / "pytest-restart" / uuid.uuid4().hex[:8]
+    path = ROOT / ".local" / "pytest-child-cloud" / uuid.uuid4().hex[:8]
     path.mkdir(parents=True)
     yield path
     shutil.rmtree(path, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Every function in execution environments of its own (`--api-processes`,
 `--function-processes`): a reservation goes from the API's 202 to active through the queue's
-consumer, Step Functions, the allocator and the lifecycle's tasks, each served by another OS
-process, as Lambda runs them; Ctrl+C then leaves none of them behind.
+consumer, Step Functions and the lifecycle's tasks (whose wait for capacity runs the
+allocator's pass), each served by another OS process, as Lambda runs them; Ctrl+C then
+leaves none of them behind.
 
 The cloud is `python -m localcloud` in a child process with its own PostgreSQL (the
 session's clouds run every function in the test process)."""
@@ -43,14 +44,15 @@ def test_a_reservation_becomes_active_with_every_function_in_processes_of_its_ow
             assert shown["status"] in {"pending", "queued", "preparing"}, shown
             assert time.monotonic() < deadline, f"not active in time: {shown}"
             time.sleep(0.5)
-        serving = cloud.function_processes()
+        serving = cloud.serving_processes()
         took = cloud.interrupt()
     finally:
         cloud.kill()
 
-    # The lifecycle's functions ran in processes of their own, one each at most here.
+    # The lifecycle's functions ran in processes of their own, one each at most here (the
+    # schedules' functions too once the ticker fired, which it may not have by then).
     names = sorted(serving.values())
-    for name in ("Api", "JobsConsumer", "Allocator", "ReservationTasks"):
+    for name in ("Api", "JobsConsumer", "ReservationTasks"):
         assert names.count(name) == 1, names
     assert cloud.process.returncode == 0, "".join(cloud.output[-30:])
     assert took < STOP_LIMIT_SECONDS, "".join(cloud.output[-30:])

@@ -67,9 +67,9 @@ class LocalCloudProcess:
 
     def api_process_pids(self) -> list[int]:
         """Its children serving the API function (`--api-processes`)."""
-        return [pid for pid, name in self.function_processes().items() if name == "Api"]
+        return [pid for pid, name in self.serving_processes().items() if name == "Api"]
 
-    def function_processes(self) -> dict[int, str]:
+    def serving_processes(self) -> dict[int, str]:
         """Its children serving a function (`--api-processes`, `--function-processes`):
         pid to the function's name."""
         serving = {}

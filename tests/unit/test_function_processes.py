@@ -32,3 +32,17 @@ def test_a_reserved_concurrency_caps_a_functions_processes_and_zero_keeps_it_in_
     assert processes.invoke("Migrate", {}).payload == {"ran": "Migrate"}
     assert in_process.invoked == ["Migrate"]
     assert all(environments.started == 0 for environments in processes.of.values())
+
+
+def test_once_closed_an_invocation_is_refused_and_starts_no_process():
+    """The stop's first step: nothing new runs while what runs drains."""
+    in_process = Recorded()
+    processes = FunctionProcesses(DEPLOYMENT.functions, {}, {"Allocator": 2}, in_process=in_process)
+    processes.close()
+
+    refused = processes.invoke("Allocator", {})
+
+    assert refused.errored and refused.payload["errorType"] == "ServiceException"
+    assert "stopping" in refused.payload["errorMessage"]
+    assert processes.of["Allocator"].started == 0
+    assert in_process.invoked == []
