@@ -18,6 +18,7 @@ from typing import Any
 from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.object_defaults import ObjectDefaults
+from localcloud.kubernetes.objects_by_kind import ObjectsByKind
 from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
 from localcloud.kubernetes.resources import KINDS, admit, api_version
 from localcloud.kubernetes.selectors import field_matcher, label_matcher
@@ -28,7 +29,7 @@ Obj = dict[str, Any]
 
 class ObjectStore:
     def __init__(self) -> None:
-        self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._objects = ObjectsByKind()  # by (resource, namespace, name), indexed by kind
         self._lock = threading.RLock()
         self._versions = itertools.count(1000)
         self._defaults = ObjectDefaults()  # and the Services' ClusterIP allocator
@@ -88,8 +89,7 @@ class ObjectStore:
             metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
             if namespaced:
                 metadata["namespace"] = namespace
-            services = (o for (r, _, _), o in self._objects.items() if r == "services")
-            self._defaults.apply(resource, obj, services)
+            self._defaults.apply(resource, obj, self._objects.values_of_kind("services"))
             self._objects[key] = obj
             return self._stamp(obj)
 
@@ -104,9 +104,8 @@ class ObjectStore:
         """Pods by spec.nodeName from an index, as kube-apiserver serves that selector."""
         if self._node_index_version != self._version_seen:
             index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
-            for key, obj in sorted(self._objects.items()):
-                if key[0] == "pods":
-                    index.setdefault(obj["spec"].get("nodeName") or "", []).append((key, obj))
+            for key, obj in self._objects.of_kind("pods"):
+                index.setdefault(obj["spec"].get("nodeName") or "", []).append((key, obj))
             self._node_index, self._node_index_version = index, self._version_seen
         return self._node_index.get(node_name, [])
 
@@ -125,14 +124,11 @@ class ObjectStore:
             if resource == "pods" and selector.startswith("spec.nodeName=") and "," not in selector:
                 candidates = self._pods_on_node(selector.removeprefix("spec.nodeName="))
             else:
-                candidates = sorted(self._objects.items())
+                candidates = self._objects.of_kind(resource)
             items = [
                 copy.deepcopy(obj)
-                for (kind, ns, _), obj in candidates
-                if kind == resource
-                and (namespace is None or ns == namespace)
-                and labels(obj)
-                and fields(obj)
+                for (_, ns, _), obj in candidates
+                if (namespace is None or ns == namespace) and labels(obj) and fields(obj)
             ]
             return {
                 "kind": f"{KINDS[resource][0]}List",
