@@ -14,13 +14,3 @@ def wait_for(condition: Callable[[], Any], timeout: float = 15, message: str = "
             return result
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s: {message}")
-
-
-def finished_execution(sfn: Any, execution_arn: str, timeout: float = 30) -> Any:
-    """A Step Functions execution's description once it is no longer running."""
-
-    def described() -> Any:
-        description = sfn.describe_execution(executionArn=execution_arn)
-        return description if description["status"] != "RUNNING" else None
-
-    return wait_for(described, timeout, f"{execution_arn} still running")

@@ -13,7 +13,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.utils.json_path import NoSuchJsonPathError, extract_json
 
 from localcloud.moto_jsonpath import EXPECTED_PARSE_SIGNATURES, install, parse_seam_signatures
-from tests.support.waiting import finished_execution
+from tests.support.step_functions import create_machine, finished_execution
 
 
 def test_jsonpath_ng_is_the_version_whose_expressions_were_checked_read_only():
@@ -136,11 +136,7 @@ def test_executions_parse_each_path_of_their_machine_once(monkeypatch, seam):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        arn = sfn.create_state_machine(
-            name="shape",
-            definition=json.dumps(MACHINE),
-            roleArn="arn:aws:iam::123456789012:role/sfn",
-        )["stateMachineArn"]
+        arn = create_machine(sfn, "shape", MACHINE)
         runs = [
             sfn.start_execution(stateMachineArn=arn, name=f"run-{n}", input=json.dumps(DATA))[
                 "executionArn"

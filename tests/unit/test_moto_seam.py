@@ -34,7 +34,7 @@ from localcloud.moto_sqs import (
     retention_seam_signature,
 )
 from localcloud.moto_sqs import install as sqs_seam_install
-from tests.support.waiting import finished_execution
+from tests.support.step_functions import create_machine, finished_execution
 
 
 def test_moto_is_the_pinned_version():
@@ -127,11 +127,7 @@ def test_executions_of_one_definition_share_one_parse_and_keep_their_own_state(m
     try:
         with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
             sfn = boto3.client("stepfunctions", region_name="us-east-1")
-            arn = sfn.create_state_machine(
-                name="retrying",
-                definition=json.dumps(RETRYING),
-                roleArn="arn:aws:iam::123456789012:role/sfn",
-            )["stateMachineArn"]
+            arn = create_machine(sfn, "retrying", RETRYING)
             parses.clear()  # creating it validated the definition once
             runs = [sfn.start_execution(stateMachineArn=arn)["executionArn"] for _ in range(2)]
             finished = [finished_execution(sfn, run) for run in runs]
