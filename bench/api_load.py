@@ -65,6 +65,7 @@ from bench.support.api_load_cloud import (  # noqa: E402
     CollectorPauses,
     instrument,
     instrument_gateway,
+    queue_depths,
     settle,
 )
 from bench.support.api_load_report import merged, report  # noqa: E402
@@ -196,7 +197,7 @@ def main() -> int:
             runs = []
             for rate in [0.0, args.rate] if args.rate else [0.0]:
                 if runs:  # the last run's lifecycles done first: each run measures its own
-                    waited, jobs, left = settle(cloud, cloud.database_url)
+                    waited, jobs, left = settle(cloud)
                     print(
                         f"the closed loop's work done in {waited:.1f} s"
                         if not (jobs or left)
@@ -220,7 +221,7 @@ def main() -> int:
                     for name, environments in sorted(cloud.function_processes.of.items())
                     if name != cloud.deployment.api.function and environments.started
                 )
-                if args.function_processes and cloud.function_processes
+                if cloud.function_processes
                 else ""
             )
         finally:
@@ -251,21 +252,6 @@ def main() -> int:
                 stats.add(profile)
             stats.sort_stats("cumulative").print_stats(40)
     return 0
-
-
-def queue_depths(cloud: Any) -> dict[str, tuple[int, ...]]:
-    sqs = cloud.aws.client("sqs")
-    names = ("Messages", "MessagesNotVisible", "MessagesDelayed")
-    depths = {}
-    for name, url in {
-        **cloud.resources.queue_urls,
-        **{f"{n}-dlq": u for n, u in cloud.resources.dead_letter_queue_urls.items()},
-    }.items():
-        attributes = sqs.get_queue_attributes(
-            QueueUrl=url, AttributeNames=[f"ApproximateNumberOf{n}" for n in names]
-        )["Attributes"]
-        depths[name] = tuple(int(attributes[f"ApproximateNumberOf{n}"]) for n in names)
-    return depths
 
 
 if __name__ == "__main__":

@@ -112,19 +112,37 @@ class CollectorPauses:
         return [seconds for at, seconds in self.passes if began <= at <= ended]
 
 
-def settle(cloud: Any, database_url: str) -> tuple[float, int, int]:
+def queue_depths(cloud: Any) -> dict[str, tuple[int, ...]]:
+    """Each queue's and dead-letter queue's messages: (visible, in flight, delayed)."""
+    sqs = cloud.aws.client("sqs")
+    names = ("Messages", "MessagesNotVisible", "MessagesDelayed")
+    depths = {}
+    for name, url in {
+        **cloud.resources.queue_urls,
+        **{f"{n}-dlq": u for n, u in cloud.resources.dead_letter_queue_urls.items()},
+    }.items():
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=[f"ApproximateNumberOf{n}" for n in names]
+        )["Attributes"]
+        depths[name] = tuple(int(attributes[f"ApproximateNumberOf{n}"]) for n in names)
+    return depths
+
+
+def settle(cloud: Any) -> tuple[float, int, int]:
     """Wait until the work a run left behind is done: no job in the queue (visible or in
     flight), no unsent job in the outbox, no reservation pending or preparing, no cancel not
     yet torn down, for SETTLED_FOR_SECONDS in a row, so the next run is measured beside its
     own lifecycles only, not the last run's backlog. Gives up after SETTLE_SECONDS. (seconds
     it took, jobs queued and work left in the database then: both 0 when settled)."""
-    sqs = cloud.aws.client("sqs")
-    urls = list(cloud.resources.queue_urls.values())
     began = time.monotonic()
     quiet_since: float | None = None
-    with psycopg.connect(database_url, autocommit=True) as conn:
+    with psycopg.connect(cloud.database_url, autocommit=True) as conn:
         while True:
-            jobs = sum(_jobs_in(sqs, url) for url in urls)
+            jobs = sum(
+                visible + in_flight
+                for name, (visible, in_flight, _) in queue_depths(cloud).items()
+                if name in cloud.resources.queue_urls
+            )
             row = conn.execute(IN_MOTION).fetchone()
             left = int(row[0]) if row else 0
             now = time.monotonic()
@@ -137,9 +155,3 @@ def settle(cloud: Any, database_url: str) -> tuple[float, int, int]:
             if now - began > SETTLE_SECONDS:
                 return now - began, jobs, left
             time.sleep(0.5)
-
-
-def _jobs_in(sqs: Any, url: str) -> int:
-    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
-    return sum(int(attributes[name]) for name in names)
