@@ -69,6 +69,7 @@ gpu-dev local cloud is up
   clock                     {clock_line(cloud.options.seconds_per_hour)}
   API (SigV4, execute-api)  {stack["api_url"]}
   AWS (moto)                {stack["aws_endpoint_url"]}   region {stack["region"]}
+  SQS (moto, own process)   {stack["sqs_endpoint_url"]}
   Kubernetes (stand-in)     {stack["kubernetes_url"]}   EKS cluster {stack["eks_cluster_name"]}
   PostgreSQL                {stack["database_url"]}
   credentials               {stack["credentials_file"]}   profiles: {", ".join(stack["profiles"])}
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localcloud", description=__doc__)
     parser.add_argument("--api-port", type=int, default=8000)
     parser.add_argument("--aws-port", type=int, default=5000)
+    parser.add_argument("--sqs-port", type=int, default=5001)
     parser.add_argument("--postgres-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--kubernetes-port", type=int, default=6443)
     parser.add_argument(
@@ -165,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     ports = Ports(
         api=args.api_port,
         aws=args.aws_port,
+        sqs=args.sqs_port,
         postgres=args.postgres_port,
         kubernetes=args.kubernetes_port,
     )

@@ -82,6 +82,8 @@ class LocalAws:
         self._port = port
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        # Services served elsewhere, by endpoint (SQS: localcloud/sqs_process.py).
+        self.service_endpoints: dict[str, str] = {}
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     @property
@@ -143,7 +145,7 @@ class LocalAws:
     def client(self, service: str) -> Any:
         return self.admin_session().client(
             service,  # type: ignore[call-overload]
-            endpoint_url=self.endpoint_url,
+            endpoint_url=self.service_endpoints.get(service, self.endpoint_url),
         )
 
     def create_function_identity(self) -> tuple[str, str]:

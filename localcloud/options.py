@@ -12,6 +12,7 @@ from localcloud.seed import DEFAULT_DESCRIPTION
 class Ports:
     api: int = 0
     aws: int = 0
+    sqs: int = 0  # SQS has an endpoint of its own (localcloud/sqs_process.py)
     postgres: int = 0
     kubernetes: int = 0
 

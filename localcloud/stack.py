@@ -17,7 +17,7 @@ import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
-from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_sqs
+from localcloud import moto_asl, moto_jsonpath, moto_lambda
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_start import import_kubernetes_client, node_shapes, principal_of_key
 from localcloud.collector import collect_less
@@ -38,6 +38,7 @@ from localcloud.postgres import EmbeddedPostgres, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.seed import ClusterDescription, seed
 from localcloud.snapshot_completion import SnapshotCompletion
+from localcloud.sqs_process import SqsProcess
 from localcloud.stop_sequence import POSTGRES_STOP_SECONDS, STOP_BUDGET_SECONDS, StopSequence
 
 # Options is the cloud's constructor argument: importable from here with LocalCloud.
@@ -61,6 +62,7 @@ class LocalCloud:
         self._stop = StopSequence()
         self.database_url = ""
         self.aws: LocalAws | None = None
+        self.sqs_process: SqsProcess | None = None
         self.gateway: LocalApiGateway | None = None
         # With Options.api_processes or function_processes: the functions' own processes.
         self.function_processes: FunctionProcesses | None = None
@@ -110,8 +112,12 @@ class LocalCloud:
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             apply_migrations(conn, ROOT / "migrations")
 
+        # SQS imports moto in its process while we start ours here.
+        sqs_process = self.sqs_process = SqsProcess(REGION, port=ports.sqs)
+        self._stop.add("sqs", lambda: sqs_process.stop(self._stop.deadline))
         aws = self.aws = LocalAws(REGION, port=ports.aws).start()
         self._stop.add("aws", lambda: aws.stop(self._stop.deadline))
+        aws.service_endpoints["sqs"] = sqs_process.wait_until_serving().endpoint_url
         self.aws.enable_state_machine_execution()
         self.snapshots.delay_seconds = self.options.snapshot_seconds * (
             self.options.seconds_per_hour / 3600
@@ -132,6 +138,7 @@ class LocalCloud:
                 **most_lenient_database_limits(self.deployment),
                 "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
+                "AWS_ENDPOINT_URL_SQS": self.aws.service_endpoints["sqs"],
                 # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.
                 "MOTO_PORT": self.aws.endpoint_url.rsplit(":", 1)[1],
                 # Our functions' own identity, as a Lambda execution role would provide.
@@ -175,7 +182,6 @@ class LocalCloud:
         )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
-        self._stop.add("moto sqs seam", moto_sqs.install())
         self._start_cluster()
 
         # The functions' processes get the environment as it is now, complete.
@@ -269,6 +275,7 @@ class LocalCloud:
             "api_url": self.gateway.url,
             "database_url": self.database_url,
             "aws_endpoint_url": self.aws.endpoint_url,
+            "sqs_endpoint_url": self.aws.service_endpoints["sqs"],
             "kubernetes_url": self.kubernetes.url if self.kubernetes else None,
             "eks_cluster_name": self.cluster_name,
             "region": REGION,

@@ -30,7 +30,12 @@ def _show(api: ApiClient, reservation_id: str) -> dict[str, Any]:
 def test_a_reservation_becomes_active_with_every_function_in_processes_of_its_own(
     state_dir: Path,
 ):
-    ports = {"api": free_port(), "aws": free_port(), "kubernetes": free_port()}
+    ports = {
+        "api": free_port(),
+        "aws": free_port(),
+        "sqs": free_port(),
+        "kubernetes": free_port(),
+    }
     cloud = LocalCloudProcess(state_dir, ports, "--api-processes=1", "--function-processes=1")
     try:
         stack = cloud.wait_until_up()

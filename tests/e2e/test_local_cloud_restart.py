@@ -47,7 +47,12 @@ def _traffic(stack: dict[str, Any]) -> None:
 def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_ports(
     state_dir: Path,
 ):
-    ports = {"api": free_port(), "aws": free_port(), "kubernetes": free_port()}
+    ports = {
+        "api": free_port(),
+        "aws": free_port(),
+        "sqs": free_port(),
+        "kubernetes": free_port(),
+    }
     # The first with the API in a process of its own: Ctrl+C ends that process too.
     first = LocalCloudProcess(state_dir, ports, "--api-processes=1")
     try:
@@ -55,6 +60,7 @@ def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_po
         postgres_pid = first.postgres_pid
         _traffic(stack)
         [api_process] = first.api_process_pids()
+        sqs_process = first.sqs_process_pid()
         took = first.interrupt()
     finally:
         first.kill()
@@ -64,6 +70,7 @@ def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_po
     assert "stopped in" in first.output[-1]
     assert not _alive(postgres_pid), "PostgreSQL outlived the local cloud"
     assert not Path(f"/proc/{api_process}").exists(), "an API process outlived the local cloud"
+    assert not Path(f"/proc/{sqs_process}").exists(), "the SQS process outlived the local cloud"
     assert not (state_dir / "stack.json").exists()
 
     second = LocalCloudProcess(state_dir, ports)

@@ -72,21 +72,29 @@ class LocalCloudProcess:
     def serving_processes(self) -> dict[int, str]:
         """Its children serving a function (`--api-processes`, `--function-processes`):
         pid to the function's name."""
-        serving = {}
+        return {
+            pid: json.loads(arguments[arguments.index(b"localcloud.lambda_process") + 1])["name"]
+            for pid, arguments in self._children()
+            if b"localcloud.lambda_process" in arguments
+        }
+
+    def sqs_process_pid(self) -> int:
+        """Its child serving SQS (localcloud/sqs_process.py)."""
+        [pid] = [pid for pid, command in self._children() if b"localcloud.sqs_process" in command]
+        return pid
+
+    def _children(self) -> list[tuple[int, list[bytes]]]:
+        """(pid, command line) of each of its children."""
+        children = []
         for status in Path("/proc").glob("[0-9]*/status"):
             try:
                 fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines())
                 command = (status.parent / "cmdline").read_bytes()
             except (OSError, ValueError):
                 continue  # ended meanwhile
-            arguments = command.split(b"\0")
-            if (
-                int(fields["PPid"]) == self.process.pid
-                and b"localcloud.lambda_process" in arguments
-            ):
-                spec = json.loads(arguments[arguments.index(b"localcloud.lambda_process") + 1])
-                serving[int(status.parent.name)] = spec["name"]
-        return serving
+            if int(fields["PPid"]) == self.process.pid:
+                children.append((int(status.parent.name), command.split(b"\0")))
+        return children
 
     def kill(self) -> None:
         if self.process.poll() is None:

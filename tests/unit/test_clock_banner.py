@@ -25,6 +25,7 @@ def test_the_banner_says_how_to_point_the_cli_at_the_cloud(tmp_path):
     stack = {
         "api_url": "http://127.0.0.1:18650",
         "aws_endpoint_url": "http://127.0.0.1:18651",
+        "sqs_endpoint_url": "http://127.0.0.1:18653",
         "region": "us-east-2",
         "kubernetes_url": "http://127.0.0.1:18652",
         "eks_cluster_name": "pytorch-gpu-dev-cluster",

@@ -1,9 +1,10 @@
 """The one place AWS clients are made.
 
 `AwsClients` takes a boto3 session (injectable: tests hand in one pointed at moto, or
-wrap a client in a botocore Stubber) and honours the endpoint override the local cloud
-sets. Clients are created on first use and cached per instance; nothing is created at
-import time.
+wrap a client in a botocore Stubber). Without an explicit `endpoint_url`, botocore finds
+each service's endpoint itself: AWS's, or the local cloud's overrides (`AWS_ENDPOINT_URL`,
+and `AWS_ENDPOINT_URL_SQS` for its SQS, which has an endpoint of its own). Clients are
+created on first use and cached per instance; nothing is created at import time.
 """
 
 from __future__ import annotations
@@ -39,12 +40,10 @@ class AwsClients:
         region: str | None = None,
         endpoint_url: str | None = None,
     ):
-        if session is None or region is None:
+        if region is None:
             from gpudev.settings import aws_settings
 
-            settings = aws_settings()
-            region = region or settings.aws_region
-            endpoint_url = endpoint_url or settings.aws_endpoint_url
+            region = aws_settings().aws_region
         if session is None:
             import boto3
 

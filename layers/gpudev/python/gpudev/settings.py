@@ -60,12 +60,12 @@ class DatabaseSettings(BaseSettings):
 
 
 class AwsSettings(BaseSettings):
-    """The AWS region and, for the local cloud, the endpoint that stands in for AWS."""
+    """The AWS region. (The local cloud's endpoints are botocore's own settings:
+    `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_<SERVICE>`.)"""
 
     model_config = SettingsConfigDict(extra="ignore")
 
     aws_region: str = Field(validation_alias="AWS_REGION", default="us-east-2")
-    aws_endpoint_url: str | None = None
 
 
 _S = TypeVar("_S", bound=BaseSettings)

@@ -1,0 +1,117 @@
+"""SQS on an endpoint and in a process of its own, as AWS serves each service on its own
+endpoint: moto's server in `python -m localcloud.sqs_process FD PORT`, with our seams in its
+SQS (localcloud/moto_sqs.py); every client reaches it through `AWS_ENDPOINT_URL_SQS`
+(botocore's service-specific endpoint, which takes precedence over `AWS_ENDPOINT_URL`).
+
+Why a process: the API's `SendMessage` is its writes' only call to AWS. In the cloud's process
+it waited for the interpreter lock behind moto's Step Functions, the stand-in's simulated
+cluster and every other AWS call of the lifecycles: a send took 3.5 ms at p50 and 82 ms at
+p99 inside moto under bench/api_load.py's open loop (docs/decisions.md, 2026-11-24). SQS
+itself answers in single-digit milliseconds whatever else the account is doing.
+
+The child says its endpoint over the socket (file descriptor FD) once it is serving, then
+waits for that socket to close: the parent closes it on stop, or dies, so the child is never
+an orphan. Nothing of it outlives the process: its queues live and die with the cloud.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from localcloud.deadline import Deadline
+
+ROOT = Path(__file__).resolve().parent.parent
+START_SECONDS = 60.0  # importing moto on a busy machine; ~1 s on a quiet one
+
+
+class SqsProcessError(RuntimeError):
+    pass
+
+
+class SqsProcess:
+    """The parent's handle: `start` returns once the child serves; `stop` ends and reaps it."""
+
+    def __init__(self, region: str, port: int = 0):
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "localcloud.sqs_process",
+                    str(theirs.fileno()),
+                    region,
+                    str(port),
+                ],
+                cwd=ROOT,
+                pass_fds=(theirs.fileno(),),
+            )
+        self._connection = Connection(ours.detach())
+        self.endpoint_url = ""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_until_serving(self, timeout: float = START_SECONDS) -> SqsProcess:
+        try:
+            if not self._connection.poll(timeout):
+                raise SqsProcessError(f"SQS process did not start within {timeout:g} s")
+            self.endpoint_url = json.loads(self._connection.recv_bytes())["endpoint_url"]
+        except (EOFError, OSError) as error:
+            # It exited before serving (its own error, on stderr, says why: e.g. a busy port).
+            self.process.wait()
+            raise SqsProcessError(
+                f"SQS process exited with {self.process.returncode} before serving"
+            ) from error
+        except SqsProcessError:
+            self.stop(Deadline.after(0))
+            raise
+        return self
+
+    def stop(self, deadline: Deadline) -> None:
+        """Close our socket (the child exits at once), wait until the deadline, then kill."""
+        self._connection.close()
+        try:
+            self.process.wait(timeout=deadline.remaining(at_least=0.5))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def serve(connection: Connection, region: str, port: int) -> None:
+    from localcloud import moto_sqs
+    from localcloud.aws import LocalAws
+    from localcloud.collector import collect_less
+
+    moto_sqs.install()
+    aws = LocalAws(region, port=port).start()
+    collect_less()  # what the start made lives as long as the process: out of full passes
+    connection.send_bytes(json.dumps({"endpoint_url": aws.endpoint_url}).encode())
+    # Nothing is ever sent: this returns when the parent closes our socket, or is gone; the
+    # process then exits, and the server's threads with it.
+    with contextlib.suppress(EOFError, OSError):
+        connection.recv_bytes()
+
+
+def main(argv: list[str]) -> int:
+    # Ctrl+C in a terminal reaches the whole foreground group: the parent stops us with itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd, region, port = argv
+    connection = Connection(int(fd))
+    try:
+        serve(connection, region, int(port))
+    finally:
+        connection.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,104 @@
+"""SQS on an endpoint and in a process of its own (localcloud/sqs_process.py): every client,
+ours and the functions', finds it through botocore's `AWS_ENDPOINT_URL_SQS`; the cloud's own
+moto holds no queue; the process is never left behind, and a port it cannot have is a clear
+error with nothing left running."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+
+from localcloud.deadline import Deadline
+from localcloud.sqs_process import SqsProcess, SqsProcessError
+from localcloud.stack import REGION, LocalCloud
+from tests.e2e.test_api_processes import alive, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _moto_client(service: str, endpoint_url: str) -> object:
+    return boto3.client(
+        service,  # type: ignore[call-overload]
+        endpoint_url=endpoint_url,
+        region_name=REGION,
+        aws_access_key_id="AKIALOCALADMIN000000",
+        aws_secret_access_key="local-admin-secret",
+    )
+
+
+def test_the_queues_live_in_the_sqs_process_and_every_client_finds_them_there(
+    local_cloud: LocalCloud,
+):
+    assert local_cloud.aws is not None and local_cloud.sqs_process is not None
+    sqs_endpoint = local_cloud.describe()["sqs_endpoint_url"]
+    assert sqs_endpoint == local_cloud.sqs_process.endpoint_url != local_cloud.aws.endpoint_url
+    # What the functions (in this process or their own) and any boto3 client here resolve.
+    assert os.environ["AWS_ENDPOINT_URL_SQS"] == sqs_endpoint
+    assert boto3.Session(region_name=REGION).client("sqs").meta.endpoint_url == sqs_endpoint
+
+    jobs_url = local_cloud.resources.queue_urls["Jobs"]
+    served = _moto_client("sqs", sqs_endpoint).list_queues()["QueueUrls"]  # type: ignore[attr-defined]
+    assert jobs_url in served
+    # The cloud's own moto has no queue: nothing of SQS runs in its process.
+    in_cloud = _moto_client("sqs", local_cloud.aws.endpoint_url).list_queues()  # type: ignore[attr-defined]
+    assert in_cloud.get("QueueUrls", []) == []
+    command = Path(f"/proc/{local_cloud.sqs_process.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"localcloud.sqs_process" in command
+
+
+def test_a_stopped_sqs_process_is_reaped_and_its_endpoint_refuses():
+    sqs = SqsProcess(REGION).wait_until_serving()
+    client = _moto_client("sqs", sqs.endpoint_url)
+    url = client.create_queue(QueueName="probe")["QueueUrl"]  # type: ignore[attr-defined]
+    client.send_message(QueueUrl=url, MessageBody="hello")  # type: ignore[attr-defined]
+    [message] = client.receive_message(QueueUrl=url)["Messages"]  # type: ignore[attr-defined]
+    assert message["Body"] == "hello"
+
+    sqs.stop(Deadline.after(5.0))
+    assert sqs.process.returncode is not None and not alive(sqs.pid)
+    host, port = sqs.endpoint_url.removeprefix("http://").split(":")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((host, int(port)), timeout=2).close()
+
+
+def test_a_port_the_sqs_process_cannot_have_is_a_clear_error_and_it_is_reaped():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        sqs = SqsProcess(REGION, port=busy.getsockname()[1])
+        with pytest.raises(SqsProcessError, match="exited with 1 before serving"):
+            sqs.wait_until_serving()
+    assert sqs.process.returncode == 1 and not alive(sqs.pid)
+
+
+PARENT = f"""
+import sys
+from localcloud.sqs_process import SqsProcess
+sqs = SqsProcess({REGION!r}).wait_until_serving()
+print(sqs.pid, flush=True)
+sys.stdin.read()  # until killed
+"""
+
+
+def test_the_sqs_process_leaves_when_the_cloud_process_is_killed():
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert alive(child)
+    finally:
+        parent.kill()  # no stop, no cleanup: its socket closes with it
+        parent.wait()
+    wait_for(lambda: not alive(child))
