@@ -1,19 +1,19 @@
-"""The simulated cluster's tick and the stand-in's LIST of pods, with 300 running
-reservations, beside the same work with every internal read deep-copied (as the store did
-before its reads became copy-free: docs/decisions.md 2026-11-24).
+"""The simulated cluster's tick and the stand-in's LIST of pods with 300 running
+reservations, beside the same work with every internal read handed a copy.
 
 One store with 50 nodes (8 GPUs each) and 300 reservations made by our own manifest
 builders (a pod, two NodePort Services, the headless Service, the control ConfigMap, the
 keys Secret and the NetworkPolicy each), stepped until every pod is Running and Ready.
 Then, CPU time (process time) per call, median of `--runs` runs of `--calls` calls each:
 
-- one tick: `storage.step(); scheduler.schedule(); kubelet.step()`, what the simulated
-  cluster does every 50 ms;
+- one tick: `SimulatedCluster.step()` (volume controllers, scheduler, kubelets), what the
+  simulated cluster does every 50 ms;
 - the API server's GET /api/v1/pods (all namespaces) with its JSON encoding.
 
-"copied" is the same store with the simulation's and the server's reads handed deep copies
-(`ObjectStore.list(..., frozen=False)`), in the same process on the same data.
-Run: `make bench` (a few seconds on 2 quiet cores).
+"now": the simulation and the server read the stored (frozen) objects copy-free. "copied":
+the same store with those reads handed copies (`list(..., frozen=False)`, a JSON-shaped
+copy, cheaper than the `copy.deepcopy` the store made before: docs/decisions.md
+2026-11-24), in the same process on the same data. Run: `make bench` (~10 s).
 """
 
 from __future__ import annotations
@@ -32,13 +32,9 @@ from typing import Any
 from gpudev.cluster import network, objects
 from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus, TypeCapacity
-from localcloud.kubernetes.kubelet import Kubelet
+from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.nodes import NodeShape, node_object
-from localcloud.kubernetes.pod_termination import PodTerminations
-from localcloud.kubernetes.readiness import ReadinessProbes
-from localcloud.kubernetes.scheduler import Scheduler
 from localcloud.kubernetes.server import KubernetesApiServer
-from localcloud.kubernetes.storage_simulation import StorageSimulation
 from localcloud.kubernetes.store import ObjectStore
 
 NODES, RESERVATIONS, GPUS_PER_NODE = 50, 300, 8
@@ -74,20 +70,12 @@ class CopiedReads(ObjectStore):
         return super().list(resource, namespace, label_selector, field_selector)
 
 
-class Tick:
-    def __init__(self, store: ObjectStore):
-        self.storage = StorageSimulation(store, ec2=None)  # no volumes: EC2 is never called
-        terminations = PodTerminations(store, self.storage, 1.0)
-        self.scheduler = Scheduler(store, self.storage)
-        self.kubelet = Kubelet(
-            store, self.storage, ReadinessProbes(store, 0.0), terminations, 0.0, frozenset()
-        )
-        self.kubelet.trusted_scripts = frozenset()  # init containers complete unrun
-
-    def __call__(self) -> None:
-        self.storage.step()
-        self.scheduler.schedule()
-        self.kubelet.step()
+def cluster(store: ObjectStore) -> SimulatedCluster:
+    """The simulated cluster, not started: its `step` is one tick. No volumes: EC2 is never
+    called; init containers complete unrun."""
+    simulated = SimulatedCluster(store, None, {}, 0.0, 1.0, ec2=None, probe_seconds=0.0)
+    simulated.kubelet.trusted_scripts = frozenset()
+    return simulated
 
 
 def _reservation(index: int) -> Reservation:
@@ -140,7 +128,7 @@ def populated(store: ObjectStore) -> ObjectStore:
                 manifest["kind"], manifest["kind"].lower() + "s"
             )
             store.create(resource, "gpu-dev", manifest)
-    tick = Tick(store)
+    tick = cluster(store).step
     for _ in range(20):  # admitted, init containers, running, probes passed
         tick()
     pods = store.list("pods", None)["items"]
@@ -189,12 +177,16 @@ def cpu_ms(work: Callable[[], None], runs: int, calls: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--calls", type=int, default=4)
     args = parser.parse_args()
     stores = {"copied": populated(CopiedReads()), "now": populated(ObjectStore())}
     print(f"{NODES} nodes, {RESERVATIONS} running reservations; CPU ms per call, median")
     print(f"{'':34}{'copied':>10}{'now':>10}")
-    for label, make in (("one tick", Tick), ("GET /api/v1/pods + JSON", list_pods)):
+    works = (
+        ("one tick", lambda store: cluster(store).step),
+        ("GET /api/v1/pods + JSON", list_pods),
+    )
+    for label, make in works:
         figures = [cpu_ms(make(store), args.runs, args.calls) for store in stores.values()]
         print(f"{label:34}" + "".join(f"{f:10.1f}" for f in figures))
 

@@ -257,7 +257,7 @@ class ObjectStore:
             if stored is None:
                 raise self._missing(resource, name)
             pod_deletion.check_preconditions(stored, resource, options)
-            obj = thaw(stored)
+            obj: Obj = thaw(stored)
             if resource == "pods":
                 if not pod_deletion.mark_pod_deleted(obj, options):
                     return obj
