@@ -71,11 +71,15 @@ class SimulatedCluster(BackgroundWork):
                 if time.monotonic() - last_sync > 1.0:
                     self.sync_nodes()
                     last_sync = time.monotonic()
-                self.storage.step()
-                self._scheduler.schedule()
-                self.kubelet.step()
+                self.step()
             except Exception:
                 log.exception("simulated cluster step failed")
+
+    def step(self) -> None:
+        """One tick: the volume controllers and attach, the scheduler, the kubelets."""
+        self.storage.step()
+        self._scheduler.schedule()
+        self.kubelet.step()
 
     def sync_nodes(self) -> None:
         sync_nodes(self.store, self._autoscaling, self._shapes)

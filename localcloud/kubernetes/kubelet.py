@@ -63,7 +63,7 @@ class Kubelet:
 
     def step(self) -> None:
         pods = sorted(
-            self._store.list("pods", None)["items"],
+            self._store.list("pods", None, frozen=True)["items"],
             key=lambda p: p["metadata"]["creationTimestamp"],
         )
         uids = {p["metadata"]["uid"] for p in pods}
@@ -73,7 +73,9 @@ class Kubelet:
         self.restarts.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
-        nodes = {n["metadata"]["name"]: n for n in self._store.list("nodes", None)["items"]}
+        nodes = {
+            n["metadata"]["name"]: n for n in self._store.list("nodes", None, frozen=True)["items"]
+        }
         allocatable = {name: allocatable_gpus(n) for name, n in nodes.items()}
         used = kubelet_admission.gpus_of_admitted_pods(pods)
         for pod in pods:

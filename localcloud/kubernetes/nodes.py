@@ -45,7 +45,7 @@ def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape
                     wanted[instance["InstanceId"]] = node_object(
                         instance["InstanceId"], instance["AvailabilityZone"], shape
                     )
-    existing = {n["metadata"]["name"] for n in store.list("nodes", None)["items"]}
+    existing = {n["metadata"]["name"] for n in store.list("nodes", None, frozen=True)["items"]}
     for name in wanted.keys() - existing:
         store.create("nodes", "", wanted[name])
         log.info("node %s joined (%s)", name, wanted[name]["metadata"]["labels"]["GpuType"])

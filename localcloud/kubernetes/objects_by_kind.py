@@ -5,12 +5,17 @@ One mapping owns both the objects and the index, and every change goes through i
 them), so no write site can leave the index out of step. A LIST of one kind then touches only
 that kind's objects, not every object of every kind: the simulated cluster lists pods and
 nodes several times per tick while hundreds of Services, ConfigMaps, Secrets and
-NetworkPolicies sit beside them."""
+NetworkPolicies sit beside them.
+
+What it stores is frozen (`frozen.py`): `__setitem__` keeps a read-only copy of the object
+it is given, so a stored object never changes and may be read without copying."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping, ValuesView
 from typing import Any
+
+from localcloud.kubernetes.frozen import freeze
 
 Key = tuple[str, str, str]  # (resource, namespace or "" when cluster-scoped, name)
 Obj = dict[str, Any]
@@ -25,8 +30,9 @@ class ObjectsByKind(MutableMapping[Key, Obj]):
         return self._all[key]
 
     def __setitem__(self, key: Key, obj: Obj) -> None:
-        self._all[key] = obj
-        self._by_kind.setdefault(key[0], {})[key] = obj
+        frozen = freeze(obj)
+        self._all[key] = frozen
+        self._by_kind.setdefault(key[0], {})[key] = frozen
 
     def __delitem__(self, key: Key) -> None:
         del self._all[key]

@@ -28,8 +28,8 @@ class Scheduler:
         self._storage = storage
 
     def schedule(self) -> None:
-        pods = self._store.list("pods", None)["items"]
-        nodes = self._store.list("nodes", None)["items"]
+        pods = self._store.list("pods", None, frozen=True)["items"]
+        nodes = self._store.list("nodes", None, frozen=True)["items"]
         used = _gpus_in_use(pods)
         for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
             if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":

@@ -246,14 +246,19 @@ class KubernetesApiServer(HttpService):
             scope = match["ns"] if KINDS[resource][1] else None
             if method == "GET":
                 listed = store.list(
-                    resource, scope, query.get("labelSelector"), query.get("fieldSelector")
+                    resource,
+                    scope,
+                    query.get("labelSelector"),
+                    query.get("fieldSelector"),
+                    frozen=True,  # read-only, straight to JSON: no copies
                 )
                 # kube-apiserver leaves `kind` and `apiVersion` out of a list's items (the
                 # list itself carries them): code that writes a listed object back must set
                 # them, as it must against a real cluster.
-                for item in listed["items"]:
-                    item.pop("kind", None)
-                    item.pop("apiVersion", None)
+                listed["items"] = [
+                    {k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+                    for item in listed["items"]
+                ]
                 return 200, listed
             if method == "POST":
                 return 201, store.create(resource, namespace, body or {})
@@ -269,7 +274,7 @@ class KubernetesApiServer(HttpService):
             store.bind(namespace, name, (body or {}).get("target", {}).get("name", ""))
             return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}
         elif method == "GET":
-            return 200, store.get(resource, namespace, name)
+            return 200, store.get(resource, namespace, name, frozen=True)  # straight to JSON
         elif method == "PUT":
             return 200, store.replace(resource, namespace, name, body or {}, sub)
         elif method == "PATCH":

@@ -30,21 +30,24 @@ class StorageSimulation:
         self.contents: dict[str, str] = {}
 
     def step(self) -> None:
-        claims = self.store.list("persistentvolumeclaims", None)["items"]
-        volumes = self.store.list("persistentvolumes", None)["items"]
+        claims = self.store.list("persistentvolumeclaims", None, frozen=True)["items"]
+        volumes = self.store.list("persistentvolumes", None, frozen=True)["items"]
         if not claims and not volumes and not self.attacher.attachments:
             self._claims, self._volumes = {}, {}
-            return  # nothing to do: no pod and node lists (deep copies) for nothing
-        pods = self.store.list("pods", None)["items"]
+            return  # nothing to do
+        pods = self.store.list("pods", None, frozen=True)["items"]
         self.binder.step(pods)
         self._claims = {
             (c["metadata"]["namespace"], c["metadata"]["name"]): c
-            for c in self.store.list("persistentvolumeclaims", None)["items"]
+            for c in self.store.list("persistentvolumeclaims", None, frozen=True)["items"]
         }
         self._volumes = {
-            v["metadata"]["name"]: v for v in self.store.list("persistentvolumes", None)["items"]
+            v["metadata"]["name"]: v
+            for v in self.store.list("persistentvolumes", None, frozen=True)["items"]
         }
-        nodes = {n["metadata"]["name"]: n for n in self.store.list("nodes", None)["items"]}
+        nodes = {
+            n["metadata"]["name"]: n for n in self.store.list("nodes", None, frozen=True)["items"]
+        }
         self.attacher.step(pods, nodes, self._claims, self._volumes)
 
     # -- for the scheduler ---------------------------------------------------------------

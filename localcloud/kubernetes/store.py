@@ -4,11 +4,15 @@ concurrency on writes, status as a subresource, bindings, finalizers, deletion, 
 server's error semantics (raised as ApiError with a Status body). What it delegates: the
 served kinds and admission (`resources.py`), Pod Security (`pod_security.py`), defaults and
 Service addresses (`object_defaults.py`), patches (`patches.py`), deletion preconditions and
-graceful pod deletion (`pod_deletion.py`), selectors (`selectors.py`)."""
+graceful pod deletion (`pod_deletion.py`), selectors (`selectors.py`).
+
+Stored objects are frozen (`frozen.py`) and never change once stored: every write thaws
+a private copy, changes it and stores it frozen again. `get`/`list` hand callers copies;
+with `frozen=True` they hand out the stored objects themselves, read-only and copy-free,
+for the readers inside the stand-in (the simulated cluster, the API server's GET/LIST)."""
 
 from __future__ import annotations
 
-import copy
 import itertools
 import threading
 import uuid
@@ -17,6 +21,7 @@ from typing import Any
 
 from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.frozen import thaw
 from localcloud.kubernetes.object_defaults import ObjectDefaults
 from localcloud.kubernetes.objects_by_kind import ObjectsByKind
 from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
@@ -51,9 +56,15 @@ class ObjectStore:
         return ApiError(404, "NotFound", f'{resource} "{name}" not found', name, resource)
 
     def _stamp(self, obj: Obj) -> Obj:
+        """`obj` (the writer's own, plain) with the next resourceVersion."""
         self._version_seen = next(self._versions)
         obj["metadata"]["resourceVersion"] = str(self._version_seen)
-        return copy.deepcopy(obj)
+        return obj
+
+    def _store(self, key: tuple[str, str, str], obj: Obj) -> Obj:
+        """Stamp `obj` and store it (frozen, a copy); `obj` stays the caller's."""
+        self._objects[key] = self._stamp(obj)
+        return obj
 
     def _require_namespace(self, resource: str, namespace: str) -> None:
         if KINDS[resource][1] and ("namespaces", "", namespace) not in self._objects:
@@ -65,7 +76,7 @@ class ObjectStore:
     def create(self, resource: str, namespace: str, obj: Obj) -> Obj:
         with self._lock:
             key = self._key(resource, namespace, obj.get("metadata", {}).get("name", ""))
-            obj = copy.deepcopy(obj)
+            obj = thaw(obj)
             metadata = obj.setdefault("metadata", {})
             if not metadata.get("name") and metadata.get("generateName"):
                 metadata["name"] = metadata["generateName"] + uuid.uuid4().hex[:5]
@@ -90,15 +101,15 @@ class ObjectStore:
             if namespaced:
                 metadata["namespace"] = namespace
             self._defaults.apply(resource, obj, self._objects.values_of_kind("services"))
-            self._objects[key] = obj
-            return self._stamp(obj)
+            return self._store(key, obj)
 
-    def get(self, resource: str, namespace: str, name: str) -> Obj:
+    def get(self, resource: str, namespace: str, name: str, *, frozen: bool = False) -> Obj:
+        """A copy of the object; `frozen=True`: the stored object itself (read-only)."""
         with self._lock:
             obj = self._objects.get(self._key(resource, namespace, name))
             if obj is None:
                 raise self._missing(resource, name)
-            return copy.deepcopy(obj)
+            return obj if frozen else thaw(obj)
 
     def _pods_on_node(self, node_name: str) -> list[tuple[tuple[str, str, str], Obj]]:
         """Pods by spec.nodeName from an index, as kube-apiserver serves that selector."""
@@ -115,7 +126,11 @@ class ObjectStore:
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        *,
+        frozen: bool = False,
     ) -> Obj:
+        """The selected objects, as copies; `frozen=True`: the stored objects themselves,
+        read-only and copy-free (a reader that changes one fails with TypeError)."""
         labels = label_matcher(label_selector)
         fields = field_matcher(resource, field_selector)
         with self._lock:
@@ -126,7 +141,7 @@ class ObjectStore:
             else:
                 candidates = self._objects.of_kind(resource)
             items = [
-                copy.deepcopy(obj)
+                obj if frozen else thaw(obj)
                 for (_, ns, _), obj in candidates
                 if (namespace is None or ns == namespace) and labels(obj) and fields(obj)
             ]
@@ -156,24 +171,24 @@ class ObjectStore:
                 resource,
             )
         if subresource == "status":
-            updated = copy.deepcopy(current)
-            updated["status"] = copy.deepcopy(new.get("status", {}))
+            updated = thaw(current)
+            updated["status"] = thaw(new.get("status", {}))
         else:
             admit(resource, new, current)
             pod_deletion.refuse_spec_change_while_terminating(current, new)
             finalizers.refuse_new_while_deleting(current, new)
-            updated = copy.deepcopy(new)
-            updated["status"] = copy.deepcopy(current.get("status", {}))
+            updated = thaw(new)
+            updated["status"] = thaw(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
                 if field in current["metadata"]:
                     updated.setdefault("metadata", {})[field] = current["metadata"][field]
                 else:  # server-set: a client cannot start a deletion by writing them
                     updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
-        self._objects[key] = updated
         if finalizers.released(finalizers.holds(current), updated):
             del self._objects[key]
-        return self._stamp(updated)
+            return self._stamp(updated)
+        return self._store(key, updated)
 
     def replace(
         self, resource: str, namespace: str, name: str, obj: Obj, subresource: str | None = None
@@ -193,35 +208,41 @@ class ObjectStore:
     def update(
         self, resource: str, namespace: str, name: str, change: Callable[[Obj], None]
     ) -> Obj:
-        """Change an object in place under the lock (the simulated scheduler and kubelet)."""
+        """Change an object under the lock (the simulated cluster's controllers): `change`
+        gets a private copy to change in place, which is stored if it returns (nothing is
+        if it raises) and returned."""
         with self._lock:
-            obj = self._objects.get(self._key(resource, namespace, name))
-            if obj is None:
+            key = self._key(resource, namespace, name)
+            stored = self._objects.get(key)
+            if stored is None:
                 raise self._missing(resource, name)
-            held = finalizers.holds(obj)
+            obj = thaw(stored)
             change(obj)
-            if finalizers.released(held, obj):
-                del self._objects[self._key(resource, namespace, name)]
-            return self._stamp(obj)
+            if finalizers.released(finalizers.holds(stored), obj):
+                del self._objects[key]
+                return self._stamp(obj)
+            return self._store(key, obj)
 
     def bind(self, namespace: str, name: str, node_name: str) -> None:
         with self._lock:
-            pod = self._objects.get(self._key("pods", namespace, name))
-            if pod is None:
+            key = self._key("pods", namespace, name)
+            stored = self._objects.get(key)
+            if stored is None:
                 raise self._missing("pods", name)
-            if pod["spec"].get("nodeName"):
+            if stored["spec"].get("nodeName"):
                 raise ApiError(
                     409,
                     "Conflict",
-                    f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"',
+                    f'pod {name} is already assigned to node "{stored["spec"]["nodeName"]}"',
                     name,
                     "pods",
                 )
+            pod = thaw(stored)
             pod["spec"]["nodeName"] = node_name
             pod["status"]["conditions"] = [
                 {"type": "PodScheduled", "status": "True", "lastTransitionTime": now()}
             ]
-            self._stamp(pod)
+            self._store(key, pod)
 
     def delete(
         self, resource: str, namespace: str, name: str, options: DeleteOptions | None = None
@@ -232,18 +253,19 @@ class ObjectStore:
         options = options or DeleteOptions()
         with self._lock:
             key = self._key(resource, namespace, name)
-            obj = self._objects.get(key)
-            if obj is None:
+            stored = self._objects.get(key)
+            if stored is None:
                 raise self._missing(resource, name)
-            pod_deletion.check_preconditions(obj, resource, options)
+            pod_deletion.check_preconditions(stored, resource, options)
+            obj: Obj = thaw(stored)
             if resource == "pods":
                 if not pod_deletion.mark_pod_deleted(obj, options):
-                    return copy.deepcopy(obj)
+                    return obj
                 if obj["metadata"]["deletionGracePeriodSeconds"] > 0:
-                    return self._stamp(obj)
+                    return self._store(key, obj)
             if finalizers.holds(obj):  # Terminating until its controllers let go
                 finalizers.mark_deleted(obj, now())
-                return self._stamp(obj)
+                return self._store(key, obj)
             del self._objects[key]
             if resource == "namespaces":
                 for child in [k for k in self._objects if k[1] == name]:
@@ -262,7 +284,7 @@ class ObjectStore:
         """Delete each selected object with the same options; the list of what was deleted
         (pods that are now Terminating included)."""
         with self._lock:
-            listed = self.list(resource, namespace, label_selector, field_selector)
+            listed = self.list(resource, namespace, label_selector, field_selector, frozen=True)
             listed["items"] = [
                 self.delete(
                     resource,

@@ -69,9 +69,10 @@ class PersistentVolumeController:
 
     def step(self, pods: list[Obj]) -> None:
         volumes = {
-            v["metadata"]["name"]: v for v in self.store.list("persistentvolumes", None)["items"]
+            v["metadata"]["name"]: v
+            for v in self.store.list("persistentvolumes", None, frozen=True)["items"]
         }
-        claims = self.store.list("persistentvolumeclaims", None)["items"]
+        claims = self.store.list("persistentvolumeclaims", None, frozen=True)["items"]
         by_key = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in claims}
         for volume in volumes.values():  # first: a volume bound below is not stale here
             self._sync_volume(volume, by_key)
