@@ -96,6 +96,9 @@ class LocalCloud:
         for what, port in vars(ports).items():
             if port:
                 require_free_port(port, f"{what} port (--{what}-port)")
+        # SQS's process imports moto while PostgreSQL starts here.
+        sqs_process = self.sqs_process = SqsProcess(REGION, port=ports.sqs)
+        self._stop.add("sqs", lambda: sqs_process.stop(self._stop.deadline))
         if self.options.database_url:
             self.database_url = self.options.database_url
         else:
@@ -112,9 +115,6 @@ class LocalCloud:
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             apply_migrations(conn, ROOT / "migrations")
 
-        # SQS imports moto in its process while we start ours here.
-        sqs_process = self.sqs_process = SqsProcess(REGION, port=ports.sqs)
-        self._stop.add("sqs", lambda: sqs_process.stop(self._stop.deadline))
         aws = self.aws = LocalAws(REGION, port=ports.aws).start()
         self._stop.add("aws", lambda: aws.stop(self._stop.deadline))
         aws.service_endpoints["sqs"] = sqs_process.wait_until_serving().endpoint_url
