@@ -126,23 +126,23 @@ def naive_reconcile(conn: CountingConnection, ec2: FakeEc2) -> None:
             row = conn.execute(
                 "SELECT disk_id FROM disks WHERE user_id = %s AND disk_name = %s", (user, disk)
             ).fetchone()
+        # What ours writes (in_use is derived from the disk's holder, migrations/0011).
         values = (
             volume["Size"],
-            bool(volume["Attachments"]),
             len(completed),
             any(s["State"] == "pending" for s in snaps),
             max((s["StartTime"] for s in completed), default=None),
         )
         if row is None:
             conn.execute(
-                "INSERT INTO disks (user_id, disk_name, ebs_volume_id, size_gb, in_use,"
+                "INSERT INTO disks (user_id, disk_name, ebs_volume_id, size_gb,"
                 " snapshot_count, is_backing_up, last_snapshot_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 (user, disk, volume["VolumeId"], *values),
             )
         else:
             conn.execute(
-                "UPDATE disks SET size_gb = %s, in_use = %s, snapshot_count = %s,"
+                "UPDATE disks SET size_gb = %s, snapshot_count = %s,"
                 " is_backing_up = %s, last_snapshot_at = %s WHERE disk_id = %s",
                 (*values, row[0]),
             )
@@ -238,7 +238,14 @@ def cluster_data() -> tuple[ObjectStore, list[dict[str, Any]]]:
                 "spec": {
                     "nodeName": rng.choice(node_names),
                     "containers": [
-                        {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "0"}}}
+                        {
+                            "name": "c",
+                            "image": "pytorch/pytorch",
+                            "resources": {
+                                "requests": {"nvidia.com/gpu": "0"},
+                                "limits": {"nvidia.com/gpu": "0"},
+                            },
+                        }
                     ],
                 },
             },

@@ -22,24 +22,20 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from cdk_app.declaration import Deployment, FunctionSpec
+from localcloud.child_process import ChildProcess
 from localcloud.deadline import Deadline
 from localcloud.lambda_process import spec_argument
 from localcloud.lambdas import Invocation, Invoker
 from localcloud.options import Options
 
 log = logging.getLogger("localcloud.processes")
-ROOT = Path(__file__).resolve().parent.parent
 # A cold start's limit. Lambda's is 10 s; here many processes may import at once on a busy
 # machine (20 clients warming up 20 environments), and nothing of ours relies on it.
 INIT_SECONDS = 60.0
@@ -58,30 +54,12 @@ def function_environment(spec: FunctionSpec, cloud_environment: dict[str, str]) 
     return environment | spec.environment
 
 
-class _Environment:
-    """One process and our end of its socket."""
+class _Environment(ChildProcess):
+    """One process serving `spec`, and our end of its socket."""
 
     def __init__(self, spec: FunctionSpec, environment: dict[str, str]):
-        ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "localcloud.lambda_process",
-                    spec_argument(spec),
-                    str(theirs.fileno()),
-                ],
-                env=environment,
-                cwd=ROOT,
-                pass_fds=(theirs.fileno(),),
-            )
-        self.connection = Connection(ours.detach())
+        super().__init__("localcloud.lambda_process", [spec_argument(spec)], environment)
         self.ready = False
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def receive(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None when `timeout` passed; `EOFError` when the process is
@@ -93,15 +71,6 @@ class _Environment:
             return message
         except OSError as error:
             raise EOFError(str(error)) from error
-
-    def end(self, timeout: float = 0.0) -> None:
-        """Close our socket (the process exits when idle), wait `timeout`, then kill; reaped."""
-        self.connection.close()
-        try:
-            self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 class ProcessEnvironments:

@@ -1,5 +1,5 @@
 """SQS on an endpoint and in a process of its own, as AWS serves each service on its own
-endpoint: moto's server in `python -m localcloud.sqs_process FD PORT`, with our seams in its
+endpoint: moto's server in `python -m localcloud.sqs_process REGION PORT FD`, with our seams in its
 SQS (localcloud/moto_sqs.py); every client reaches it through `AWS_ENDPOINT_URL_SQS`
 (botocore's service-specific endpoint, which takes precedence over `AWS_ENDPOINT_URL`).
 
@@ -19,15 +19,12 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import socket
-import subprocess
 import sys
 from multiprocessing.connection import Connection
-from pathlib import Path
 
+from localcloud.child_process import ChildProcess
 from localcloud.deadline import Deadline
 
-ROOT = Path(__file__).resolve().parent.parent
 START_SECONDS = 60.0  # importing moto on a busy machine; ~1 s on a quiet one
 
 
@@ -35,36 +32,19 @@ class SqsProcessError(RuntimeError):
     pass
 
 
-class SqsProcess:
-    """The parent's handle: `start` returns once the child serves; `stop` ends and reaps it."""
+class SqsProcess(ChildProcess):
+    """The parent's handle: `wait_until_serving` returns once the child serves; `stop` ends
+    and reaps it."""
 
     def __init__(self, region: str, port: int = 0):
-        ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "localcloud.sqs_process",
-                    str(theirs.fileno()),
-                    region,
-                    str(port),
-                ],
-                cwd=ROOT,
-                pass_fds=(theirs.fileno(),),
-            )
-        self._connection = Connection(ours.detach())
+        super().__init__("localcloud.sqs_process", [region, str(port)], environment=None)
         self.endpoint_url = ""
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def wait_until_serving(self, timeout: float = START_SECONDS) -> SqsProcess:
         try:
-            if not self._connection.poll(timeout):
+            if not self.connection.poll(timeout):
                 raise SqsProcessError(f"SQS process did not start within {timeout:g} s")
-            self.endpoint_url = json.loads(self._connection.recv_bytes())["endpoint_url"]
+            self.endpoint_url = json.loads(self.connection.recv_bytes())["endpoint_url"]
         except (EOFError, OSError) as error:
             # It exited before serving (its own error, on stderr, says why: e.g. a busy port).
             self.process.wait()
@@ -72,18 +52,13 @@ class SqsProcess:
                 f"SQS process exited with {self.process.returncode} before serving"
             ) from error
         except SqsProcessError:
-            self.stop(Deadline.after(0))
+            self.end()
             raise
         return self
 
     def stop(self, deadline: Deadline) -> None:
         """Close our socket (the child exits at once), wait until the deadline, then kill."""
-        self._connection.close()
-        try:
-            self.process.wait(timeout=deadline.remaining(at_least=0.5))
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.end(timeout=deadline.remaining(at_least=0.5))
 
 
 def serve(connection: Connection, region: str, port: int) -> None:
@@ -104,7 +79,7 @@ def serve(connection: Connection, region: str, port: int) -> None:
 def main(argv: list[str]) -> int:
     # Ctrl+C in a terminal reaches the whole foreground group: the parent stops us with itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    fd, region, port = argv
+    region, port, fd = argv
     connection = Connection(int(fd))
     try:
         serve(connection, region, int(port))

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -28,20 +24,11 @@ from localcloud.lambdas import Invocation
 from localcloud.processes import ProcessEnvironments
 from localcloud.stack import REGION, LocalCloud
 from tests.support.api import ApiClient
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")  # a zombie (exited, not reaped) counts as left behind
-    return stat.exists()
-
-
-def wait_for(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
+from tests.support.child_processes import (
+    alive,
+    assert_child_leaves_when_its_parent_is_killed,
+    wait_for,
+)
 
 
 class Recording:
@@ -172,18 +159,4 @@ sys.stdin.read()  # until killed
 
 
 def test_an_api_process_leaves_when_the_cloud_process_is_killed():
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert parent.stdout is not None
-        worker = int(parent.stdout.readline())
-        assert alive(worker)
-    finally:
-        parent.kill()  # no stop, no cleanup: its socket closes with it
-        parent.wait()
-    wait_for(lambda: not alive(worker))
+    assert_child_leaves_when_its_parent_is_killed(PARENT)

@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcloud.postgres import free_port
 from tests.support.api import ApiClient
-from tests.support.local_cloud_process import LocalCloudProcess
+from tests.support.local_cloud_process import LocalCloudProcess, free_ports
 
 STOP_LIMIT_SECONDS = 10.0
 ACTIVE_WITHIN_SECONDS = 90.0  # kubelet 2 s and probe 2 s by default; cold starts on 2 cores
@@ -30,12 +29,7 @@ def _show(api: ApiClient, reservation_id: str) -> dict[str, Any]:
 def test_a_reservation_becomes_active_with_every_function_in_processes_of_its_own(
     state_dir: Path,
 ):
-    ports = {
-        "api": free_port(),
-        "aws": free_port(),
-        "sqs": free_port(),
-        "kubernetes": free_port(),
-    }
+    ports = free_ports()
     cloud = LocalCloudProcess(state_dir, ports, "--api-processes=1", "--function-processes=1")
     try:
         stack = cloud.wait_until_up()

@@ -15,9 +15,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from localcloud.postgres import free_port
 from tests.support.api import ApiClient
-from tests.support.local_cloud_process import LocalCloudProcess, child_environment
+from tests.support.local_cloud_process import LocalCloudProcess, child_environment, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_LIMIT_SECONDS = 10.0
@@ -47,12 +46,7 @@ def _traffic(stack: dict[str, Any]) -> None:
 def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_ports(
     state_dir: Path,
 ):
-    ports = {
-        "api": free_port(),
-        "aws": free_port(),
-        "sqs": free_port(),
-        "kubernetes": free_port(),
-    }
+    ports = free_ports()
     # The first with the API in a process of its own: Ctrl+C ends that process too.
     first = LocalCloudProcess(state_dir, ports, "--api-processes=1")
     try:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import boto3
@@ -17,9 +15,7 @@ import pytest
 from localcloud.deadline import Deadline
 from localcloud.sqs_process import SqsProcess, SqsProcessError
 from localcloud.stack import REGION, LocalCloud
-from tests.e2e.test_api_processes import alive, wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.child_processes import alive, assert_child_leaves_when_its_parent_is_killed
 
 
 def _moto_client(service: str, endpoint_url: str) -> object:
@@ -87,18 +83,4 @@ sys.stdin.read()  # until killed
 
 
 def test_the_sqs_process_leaves_when_the_cloud_process_is_killed():
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert alive(child)
-    finally:
-        parent.kill()  # no stop, no cleanup: its socket closes with it
-        parent.wait()
-    wait_for(lambda: not alive(child))
+    assert_child_leaves_when_its_parent_is_killed(PARENT)

@@ -14,12 +14,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from localcloud.options import Ports
+from localcloud.postgres import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def child_environment() -> dict[str, str]:
     # The child starts its own PostgreSQL, so the PostgreSQL it leaves (or not) is its own.
     return {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+
+
+def free_ports() -> dict[str, int]:
+    """A free port for each server it would otherwise start on a fixed one (PostgreSQL's is
+    free by default): so tests running at once never collide on `make run`'s ports."""
+    return {name: free_port() for name in vars(Ports()) if name != "postgres"}
 
 
 class LocalCloudProcess:
