@@ -56,7 +56,8 @@ H100 = GpuType.model_validate(
 
 
 class CopiedReads(ObjectStore):
-    """Every LIST handed deep copies, whatever its caller asks: the reads as they were."""
+    """Every LIST handed copies (`thaw`), whatever its caller asks; single GETs are not
+    changed (the tick's reads are LISTs)."""
 
     def list(
         self,

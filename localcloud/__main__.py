@@ -29,6 +29,7 @@ from types import FrameType
 
 from localcloud.options import Ports
 from localcloud.postgres import PostgresError
+from localcloud.sqs_process import SqsProcessError
 from localcloud.stack import LocalCloud, Options
 from localcloud.stop_sequence import STOP_BUDGET_SECONDS
 
@@ -185,16 +186,24 @@ def main(argv: list[str] | None = None) -> int:
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )
-    cloud = LocalCloud(state, options)
+    failures: list[str] = []
+
+    def on_failure(message: str) -> None:
+        failures.append(message)
+        stop.set()
+
+    cloud = LocalCloud(state, options, on_failure=on_failure)
     try:
         cloud.start()
-    except (PostgresError, OSError) as exc:
+    except (PostgresError, OSError, SqsProcessError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
         cloud.write_description()
         print(banner(cloud, state), flush=True)
         stop.wait()
+        for failure in failures:
+            print(f"error: {failure}", file=sys.stderr, flush=True)
         print("stopping...", flush=True)
     finally:
         (state / "stack.json").unlink(missing_ok=True)
@@ -212,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             watchdog.cancel()
             print(f"stopped in {time.monotonic() - began:.2f} s", flush=True)
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

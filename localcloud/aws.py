@@ -77,9 +77,10 @@ class LocalAws:
     ThreadedMotoServer's `start` would wait forever for a server that never came up) and
     closed on stop (ThreadedMotoServer leaves its listening socket open)."""
 
-    def __init__(self, region: str, port: int = 0):
+    def __init__(self, region: str, port: int = 0, service: str | None = None):
         self.region = region
         self._port = port
+        self._service = service  # only this service's app (None: moto's dispatcher, all)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
         # Services served elsewhere, by endpoint (SQS: localcloud/sqs_process.py).
@@ -96,7 +97,11 @@ class LocalAws:
         self._server = make_server(
             "127.0.0.1",
             self._port,
-            DomainDispatcherApplication(create_backend_app),
+            (
+                create_backend_app(self._service)  # type: ignore[arg-type]
+                if self._service
+                else DomainDispatcherApplication(create_backend_app)
+            ),
             threaded=True,  # request threads are daemon threads: never joined
             request_handler=MotoRequestHandler,
         )

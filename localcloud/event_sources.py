@@ -37,6 +37,10 @@ log = logging.getLogger("localcloud.events")
 # invocations" of a standard queue's function and scales up from there (AWS Lambda developer
 # guide, "Configuring scaling behavior for SQS event source mappings").
 CONCURRENT_BATCHES = 5
+# After a failed poll (SQS unreachable, the queue gone) a poller waits this long; the first
+# failure of a streak is logged with its traceback, then one line every FAILURES_PER_WARNING.
+FAILED_POLL_PAUSE_SECONDS = 1.0
+FAILURES_PER_WARNING = 30
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -94,6 +98,7 @@ class SqsPoller(_EventSource):
         self._idle = threading.Condition()  # notified when a poll ends
         self._polls = 0  # polls in flight
         self._receiving = threading.Lock()  # one long poll at a time
+        self._failures = 0  # failed polls in a row, of all its threads (under _idle)
         for number in range(CONCURRENT_BATCHES):
             self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
@@ -116,13 +121,29 @@ class SqsPoller(_EventSource):
                 continue
             try:
                 self.poll_once(wait_seconds=1)
-            except Exception:
-                log.exception("polling %s failed", self.spec.name)
-                self._stop.wait(1)
+                self._count_failure(None)
+            except Exception as error:
+                self._count_failure(error)
+                self._stop.wait(FAILED_POLL_PAUSE_SECONDS)
             finally:
                 with self._idle:
                     self._polls -= 1
                     self._idle.notify_all()
+
+    def _count_failure(self, error: Exception | None) -> None:
+        """Log a streak of failed polls once, with a line every FAILURES_PER_WARNING and one
+        when polls work again: SQS gone would otherwise log five tracebacks a second."""
+        with self._idle:
+            before = self._failures
+            self._failures = failures = before + 1 if error else 0
+        name = self.spec.name
+        if error is None:
+            if before:
+                log.info("polling %s works again after %d failed polls", name, before)
+        elif failures == 1:
+            log.error("polling %s failed", name, exc_info=error)
+        elif failures % FAILURES_PER_WARNING == 0:
+            log.warning("polling %s still fails (%d in a row): %s", name, failures, error)
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """Receive and deliver one batch; the number of messages delivered."""

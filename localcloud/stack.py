@@ -9,7 +9,10 @@ with its simulated cluster, and the SigV4-verifying API gateway.
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Callable
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
 from localcloud.options import Options
-from localcloud.postgres import EmbeddedPostgres, require_free_port
+from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.seed import ClusterDescription, seed
 from localcloud.snapshot_completion import SnapshotCompletion
@@ -55,8 +58,12 @@ class LocalCloud:
         state_dir: Path,
         options: Options = DEFAULT_OPTIONS,
         deployment: Deployment = DEPLOYMENT,
+        on_failure: Callable[[str], None] | None = None,
     ):
         self.state_dir = state_dir
+        # Told (from any thread) when a part the cloud cannot run without has gone: the SQS
+        # process. `python -m localcloud` stops on it; either way it is logged.
+        self.on_failure = on_failure
         self.options = options
         self.deployment = deployment
         self._stop = StopSequence()
@@ -93,9 +100,12 @@ class LocalCloud:
 
     def _start(self) -> None:
         ports = self.options.ports
-        for what, port in vars(ports).items():
-            if port:
-                require_free_port(port, f"{what} port (--{what}-port)")
+        chosen = [(what, port) for what, port in vars(ports).items() if port]
+        for (what, port), (other, same) in combinations(chosen, 2):
+            if port == same:
+                raise PortInUse(f"{other} port (--{other}-port) {port} is also the {what} port")
+        for what, port in chosen:
+            require_free_port(port, f"{what} port (--{what}-port)")
         # SQS's process imports moto while PostgreSQL starts here.
         sqs_process = self.sqs_process = SqsProcess(REGION, port=ports.sqs)
         self._stop.add("sqs", lambda: sqs_process.stop(self._stop.deadline))
@@ -118,6 +128,7 @@ class LocalCloud:
         aws = self.aws = LocalAws(REGION, port=ports.aws).start()
         self._stop.add("aws", lambda: aws.stop(self._stop.deadline))
         aws.service_endpoints["sqs"] = sqs_process.wait_until_serving().endpoint_url
+        sqs_process.watch(self._sqs_process_exited)
         self.aws.enable_state_machine_execution()
         self.snapshots.delay_seconds = self.options.snapshot_seconds * (
             self.options.seconds_per_hour / 3600
@@ -139,6 +150,9 @@ class LocalCloud:
                 "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL": self.aws.endpoint_url,
                 "AWS_ENDPOINT_URL_SQS": self.aws.service_endpoints["sqs"],
+                # ... and never ignored (a profile's `ignore_configured_endpoint_urls` would
+                # send our functions to AWS itself).
+                "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "false",
                 # moto's Step Functions interpreter calls Lambda at localhost:$MOTO_PORT.
                 "MOTO_PORT": self.aws.endpoint_url.rsplit(":", 1)[1],
                 # Our functions' own identity, as a Lambda execution role would provide.
@@ -250,6 +264,15 @@ class LocalCloud:
                 "KUBERNETES_ENDPOINT_URL": self.kubernetes.url,
             }
         )
+
+    def _sqs_process_exited(self, code: int) -> None:
+        message = (
+            f"the SQS process exited unexpectedly (code {code}): no job can be queued or"
+            " delivered any more; restart the local cloud"
+        )
+        logging.getLogger("localcloud").error(message)
+        if self.on_failure is not None:
+            self.on_failure(message)
 
     def _set_environment(self, values: dict[str, str]) -> None:
         self._stop.add("environment", set_environment(values))

@@ -6,7 +6,11 @@ stores it frozen again.
 
 Objects are JSON-shaped: dicts with string keys, lists, str/int/float/bool/None. A frozen
 dict or list is a `dict`/`list` subclass, so reading, comparing and JSON encoding work as
-for plain ones; `copy.deepcopy` of one (and `thaw`) gives plain, mutable containers."""
+for plain ones; `copy.deepcopy` of one (and `thaw`) gives plain, mutable containers.
+
+The refusal is Python-level: C code that bypasses the methods (`dict.__init__` called again
+on a frozen dict, `heapq` on a frozen list) is not stopped, and YAML dumpers that check for
+exact `dict` types refuse these; nothing here does either."""
 
 from __future__ import annotations
 

@@ -210,7 +210,8 @@ class ObjectStore:
     ) -> Obj:
         """Change an object under the lock (the simulated cluster's controllers): `change`
         gets a private copy to change in place, which is stored if it returns (nothing is
-        if it raises) and returned."""
+        if it raises) and returned. A part `change` takes from a copy-free read stays
+        frozen in what is returned (callbacks build new values; none does so today)."""
         with self._lock:
             key = self._key(resource, namespace, name)
             stored = self._objects.get(key)

@@ -103,8 +103,8 @@ def eks_api_client(
         aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
         region_name="us-east-2",
     )
-    assert cloud.aws is not None and cloud.kubernetes is not None
-    aws = AwsClients(session=session, region="us-east-2", endpoint_url=cloud.aws.endpoint_url)
+    assert cloud.kubernetes is not None
+    aws = AwsClients(session=session, region="us-east-2")  # endpoints: the cloud's environment
     settings = ClusterSettings(
         eks_cluster_name=cloud.cluster_name,
         kubernetes_endpoint_url=cloud.kubernetes.url,

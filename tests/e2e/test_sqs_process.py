@@ -6,6 +6,7 @@ error with nothing left running."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from localcloud.deadline import Deadline
 from localcloud.sqs_process import SqsProcess, SqsProcessError
 from localcloud.stack import REGION, LocalCloud
 from tests.support.child_processes import alive, assert_child_leaves_when_its_parent_is_killed
+from tests.support.local_cloud_process import LocalCloudProcess, free_ports
 
 
 def _moto_client(service: str, endpoint_url: str) -> object:
@@ -36,6 +38,8 @@ def test_the_queues_live_in_the_sqs_process_and_every_client_finds_them_there(
     assert sqs_endpoint == local_cloud.sqs_process.endpoint_url != local_cloud.aws.endpoint_url
     # What the functions (in this process or their own) and any boto3 client here resolve.
     assert os.environ["AWS_ENDPOINT_URL_SQS"] == sqs_endpoint
+    # A profile's `ignore_configured_endpoint_urls` cannot send them to AWS itself.
+    assert os.environ["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] == "false"
     assert boto3.Session(region_name=REGION).client("sqs").meta.endpoint_url == sqs_endpoint
 
     jobs_url = local_cloud.resources.queue_urls["Jobs"]
@@ -84,3 +88,25 @@ sys.stdin.read()  # until killed
 
 def test_the_sqs_process_leaves_when_the_cloud_process_is_killed():
     assert_child_leaves_when_its_parent_is_killed(PARENT)
+
+
+def test_a_dead_sqs_process_stops_the_local_cloud_with_a_clear_error_leaving_nothing(
+    state_dir: Path,
+):
+    """Without SQS no job is queued or delivered: `python -m localcloud` says so once and
+    stops (exit 1), PostgreSQL and every child of it gone; the pollers' failures do not
+    flood its output meanwhile."""
+    cloud = LocalCloudProcess(state_dir, free_ports())
+    try:
+        cloud.wait_until_up()
+        postgres_pid, sqs_pid = cloud.postgres_pid, cloud.sqs_process_pid()
+        os.kill(sqs_pid, signal.SIGKILL)
+        out, _ = cloud.process.communicate(timeout=60)
+    finally:
+        cloud.kill()
+    said = [line for line in out.splitlines() if "SQS process exited unexpectedly" in line]
+    assert cloud.process.returncode == 1, out[-3000:]
+    assert any(line.startswith("error: the SQS process exited") for line in said), out[-3000:]
+    assert "(code -9)" in said[0]
+    assert out.count("polling Jobs failed") <= 1, out[-3000:]  # logged once, if at all
+    assert not alive(postgres_pid) and not alive(sqs_pid)

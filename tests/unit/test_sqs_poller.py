@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 import threading
 import types
@@ -17,6 +18,7 @@ from moto import mock_aws
 
 from cdk_app.declaration import FunctionSpec
 from cdk_app.specs import QueueSpec
+from localcloud import event_sources
 from localcloud.deadline import Deadline
 from localcloud.event_sources import CONCURRENT_BATCHES, SqsPoller
 from localcloud.lambdas import LocalLambda
@@ -220,3 +222,37 @@ def _wait_for(condition, seconds: float = 20.0) -> None:
             return
         finished.wait(0.05)
     raise AssertionError("the batches did not all finish")
+
+
+def test_a_queue_that_cannot_be_polled_is_logged_once_then_a_line_now_and_then(
+    tmp_path, monkeypatch, caplog
+):
+    """SQS gone (its process dead, the queue deleted): the first failure of the streak with
+    its traceback, then one line every FAILURES_PER_WARNING failed polls, not five
+    tracebacks a second; and one line when polls work again."""
+    monkeypatch.setattr(event_sources, "FAILED_POLL_PAUSE_SECONDS", 0.001)
+    caplog.set_level(logging.INFO, logger="localcloud.events")
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+        spec = QueueSpec(name="Jobs", consumer="Probe", batch_size=1)
+        poller = SqsPoller(spec, url, sqs, _consumer(tmp_path), REGION)
+        sqs.delete_queue(QueueUrl=url)
+        poller.start()
+        try:
+            _wait_for(lambda: len(_warnings(caplog)) >= 2)
+            sqs.create_queue(QueueName="jobs")
+            _wait_for(lambda: any("works again" in r.message for r in caplog.records))
+        finally:
+            poller.stop(Deadline.after(10))
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is not None
+    assert "does not exist" in str(errors[0].exc_info[1])
+    assert [w.message.split(" (")[1].split(" ")[0] for w in _warnings(caplog)[:2]] == [
+        str(event_sources.FAILURES_PER_WARNING),
+        str(2 * event_sources.FAILURES_PER_WARNING),
+    ]
+
+
+def _warnings(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.levelno == logging.WARNING]

@@ -1,9 +1,9 @@
 """The one place AWS clients are made.
 
-`AwsClients` takes a boto3 session (injectable: tests hand in one pointed at moto, or
-wrap a client in a botocore Stubber). Without an explicit `endpoint_url`, botocore finds
-each service's endpoint itself: AWS's, or the local cloud's overrides (`AWS_ENDPOINT_URL`,
-and `AWS_ENDPOINT_URL_SQS` for its SQS, which has an endpoint of its own). Clients are
+`AwsClients` takes a boto3 session (injectable: tests hand in one with other credentials,
+or wrap a client in a botocore Stubber). botocore finds each service's endpoint itself:
+AWS's, or the local cloud's overrides (`AWS_ENDPOINT_URL`, and `AWS_ENDPOINT_URL_SQS` for
+its SQS, which has an endpoint of its own). Clients are
 created on first use and cached per instance; nothing is created at import time.
 """
 
@@ -38,7 +38,6 @@ class AwsClients:
         self,
         session: boto3.Session | None = None,
         region: str | None = None,
-        endpoint_url: str | None = None,
     ):
         if region is None:
             from gpudev.settings import aws_settings
@@ -50,13 +49,11 @@ class AwsClients:
             session = boto3.Session(region_name=region)
         self.session = session
         self.region = region
-        self.endpoint_url = endpoint_url
 
     def client(self, service: str) -> Any:
         return self.session.client(
             service,  # type: ignore[call-overload]
             region_name=self.region,
-            endpoint_url=self.endpoint_url,
             config=_CLIENT_CONFIG,
         )
 
