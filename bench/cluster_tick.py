@@ -81,8 +81,8 @@ def cluster(store: ObjectStore) -> SimulatedCluster:
 
 def _reservation(index: int) -> Reservation:
     now = datetime.now(UTC)
-    return Reservation(
-        **dict.fromkeys(Reservation.model_fields)
+    return Reservation.model_validate(
+        dict.fromkeys(Reservation.model_fields)
         | {
             "reservation_id": uuid.UUID(int=random.Random(index).getrandbits(128)),
             "user_id": f"user{index % 20}",
