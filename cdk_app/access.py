@@ -32,6 +32,7 @@ _ADMIN_ROLE_ARN = re.compile(
 _ENTRY = re.compile(r"^/?(?P<path>(?:[\w+=,.@-]+/)*)(?P<name>[\w+=,.@-]{1,64}\*?)$")
 _ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
 OPERATOR_ROUTES = "execute-api:/*/*/v1/admin/*"  # any stage, any method
+IDENTITY_CENTER_PATH = "aws-reserved/sso.amazonaws.com/"  # kept for Identity Center's roles
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class ApiAccess:
         organization = scope.node.try_get_context(ORGANIZATION_CONTEXT) or None
         if organization is not None and not _ORGANIZATION.match(str(organization)):
             raise ValueError(f"{ORGANIZATION_CONTEXT}: {organization!r} is not o-xxxxxxxxxx")
+        _require_roles_that_name_their_users(roles, organization)
         admin_roles = _admin_roles(scope)
         _require_admin_roles_allowed(roles, admin_roles)
         return cls(roles, organization, admin_roles)
@@ -133,6 +135,34 @@ class ApiAccess:
             )
         )
         return iam.PolicyDocument(statements=statements)
+
+
+def _require_roles_that_name_their_users(
+    roles: tuple[str, ...], organization: object | None
+) -> None:
+    """A username is the caller's session name, and the first principal to use it claims it
+    (docs/architecture.md, "Usernames can't be squatted"). Without allowed roles, anyone in the account who may
+    assume some role could choose the session name `alice` before Alice signs in: refuse
+    the synth. In an organisation, another account's administrators can create a role of
+    any name outside the path Identity Center keeps: only permission sets' roles then."""
+    if not roles:
+        raise ValueError(
+            f"{ALLOWED_ROLES_CONTEXT} is empty: every principal of the account could call, and "
+            "a session of any role it may assume could name itself after another user and "
+            "claim that username. List the roles whose session names an identity provider "
+            "sets, e.g. aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_* "
+            "(cdk.json's default)"
+        )
+    if organization is None:
+        return
+    outside = [role for role in roles if not role.startswith(IDENTITY_CENTER_PATH)]
+    if outside:
+        raise ValueError(
+            f"{ALLOWED_ROLES_CONTEXT}: {', '.join(outside)} with {ORGANIZATION_CONTEXT}: "
+            "another account's administrators could create a role of that name and choose "
+            f"its session names; list Identity Center permission sets' roles "
+            f"({IDENTITY_CENTER_PATH}AWSReservedSSO_<set>_*) only"
+        )
 
 
 def _deny_signed_invoke(

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLUSTER = "pytorch-gpu-dev-cluster"
@@ -60,6 +61,7 @@ def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Findi
     Auto Scaling groups the availability updater counts."""
     identity = clients("sts").get_caller_identity()
     yield Finding("credentials", True, f"{identity['Arn']} in account {identity['Account']}")
+    yield from _allowed_roles(clients("iam"), context)
     try:
         version = clients("ssm").get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
         ok = int(version) >= MIN_BOOTSTRAP_VERSION
@@ -87,6 +89,78 @@ def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Findi
     )
     yield from _network(clients, context, cluster.get("resourcesVpcConfig") or {})
     yield from _scaling_groups(clients("autoscaling"))
+
+
+# Who may assume a role and still not choose its session name: an identity provider does.
+_FEDERATED_ACTIONS = {
+    "sts:assumerolewithsaml",
+    "sts:assumerolewithwebidentity",
+    "sts:tagsession",
+    "sts:setsourceidentity",
+}
+
+
+def _allowed_roles(iam: Any, context: Context) -> Iterator[Finding]:
+    """Each `gpudev:allowedRoles` role must get its session names from an identity provider:
+    the session name is the username, and the first principal to use a username claims it
+    (docs/architecture.md, "Usernames can't be squatted"). A role that IAM principals may assume with
+    `sts:AssumeRole` lets them pick any session name, another user's included."""
+    entries = context.ids("gpudev:allowedRoles")
+    if not entries:
+        yield Finding(
+            "allowed roles",
+            False,
+            "gpudev:allowedRoles is empty: the synth refuses it, since a session of any role "
+            "could name itself after another user and claim that username",
+        )
+        return
+    sys.path.insert(0, str(ROOT / "layers" / "gpudev" / "python"))
+    from gpudev.identity import RolePattern
+
+    for entry in entries:
+        pattern = RolePattern.parse(entry)
+        roles = [
+            role
+            for page in iam.get_paginator("list_roles").paginate(PathPrefix=pattern.path)
+            for role in page["Roles"]
+            if role["Path"] == pattern.path and pattern.matches(role["RoleName"])
+        ]
+        if not roles:
+            yield Finding(
+                "allowed roles",
+                False,
+                f"{entry}: no role matches yet (Identity Center creates a permission set's "
+                "role when the set is assigned to this account)",
+                required=False,
+            )
+        for role in roles:
+            chosen = _self_named_assumers(role["AssumeRolePolicyDocument"])
+            yield Finding(
+                "allowed roles",
+                not chosen,
+                f"{role['RoleName']}: session names set by an identity provider"
+                if not chosen
+                else f"{role['RoleName']}: {', '.join(chosen)} may assume it with "
+                "sts:AssumeRole and choose the session name, i.e. any user's username; "
+                "allow only sts:AssumeRoleWithSAML or sts:AssumeRoleWithWebIdentity",
+            )
+
+
+def _self_named_assumers(trust: Any) -> list[str]:
+    """The principals a trust policy lets assume the role with an action other than the
+    federated ones (`sts:AssumeRole`, `sts:*`, `*`)."""
+    document = json.loads(unquote(trust)) if isinstance(trust, str) else trust
+    statements = document.get("Statement", [])
+    found = []
+    for statement in statements if isinstance(statements, list) else [statements]:
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        if statement.get("Effect") != "Allow":
+            continue
+        if any(action.lower() not in _FEDERATED_ACTIONS for action in actions):
+            principal = statement.get("Principal", "*")
+            found.append(json.dumps(principal, sort_keys=True))
+    return found
 
 
 def _network(

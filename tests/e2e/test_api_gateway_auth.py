@@ -125,23 +125,59 @@ def test_a_signature_older_than_five_minutes_is_refused(
     assert local_cloud.lambdas.invocations["Api"] == before
 
 
+def _session(cloud: LocalCloud, role_name: str, session_name: str) -> Credentials:
+    """A session of a new role of the account, named as its assumer chooses."""
+    iam = cloud.aws.client("iam")  # type: ignore[union-attr]
+    role = iam.create_role(RoleName=role_name, AssumeRolePolicyDocument="{}")["Role"]
+    sts = cloud.aws.client("sts")  # type: ignore[union-attr]
+    issued = sts.assume_role(RoleArn=role["Arn"], RoleSessionName=session_name)["Credentials"]
+    return Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+
+
+IDENTITY_CENTER_ROLE = "AWSReservedSSO_Testers_0123456789abcdef"
+
+
 def test_session_credentials_need_their_token(api: ApiClient, local_cloud: LocalCloud):
-    iam = local_cloud.aws.client("iam")  # type: ignore[union-attr]
-    iam.create_role(RoleName="GpuDevUsers", AssumeRolePolicyDocument="{}")
-    sts = local_cloud.aws.client("sts")  # type: ignore[union-attr]
-    issued = sts.assume_role(
-        RoleArn="arn:aws:iam::123456789012:role/GpuDevUsers", RoleSessionName="dana"
-    )["Credentials"]
-    session = Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+    session = _session(local_cloud, IDENTITY_CENTER_ROLE, "dana")
     headers = api.signed_headers("GET", "/v1/me", None, session)
     reply = api.send("GET", "/v1/me", headers)
     assert reply.status == 200
     assert reply.body["username"] == "dana"
-    assert reply.body["principal_arn"].endswith(":assumed-role/GpuDevUsers/dana")
+    assert reply.body["principal_arn"].endswith(f":assumed-role/{IDENTITY_CENTER_ROLE}/dana")
 
     without_token = dict(headers)
     without_token.pop("X-Amz-Security-Token")
     assert api.send("GET", "/v1/me", without_token).status == 403
+
+
+def test_a_session_that_names_itself_after_a_user_cannot_claim_the_username(
+    api: ApiClient, local_cloud: LocalCloud
+):
+    """The squatting scenario: before erin ever signs in, someone who may assume a role of
+    the account names their session `erin`. Every route refuses it, nothing is written, and
+    erin's own principal claims the name afterwards (and with it her tagged disks)."""
+    squatter = _session(local_cloud, "AnyRoleInTheAccount", "erin")
+    submit = json.dumps({"gpu_type": "t4", "gpu_count": 1, "hours": 1}).encode()
+    for method, path, body in [
+        ("GET", "/v1/me", None),
+        ("GET", "/v1/disks", None),
+        ("POST", "/v1/reservations", submit),
+    ]:
+        reply = api.send(method, path, api.signed_headers(method, path, body, squatter), body)
+        assert reply.status == 403, (method, path, reply.body)
+        assert "choose their own session name" in reply.body["message"]
+        assert "gpudev:allowedRoles" in reply.body["message"]
+    assert "erin" not in _users(local_cloud)
+
+    iam = local_cloud.aws.client("iam")  # type: ignore[union-attr]
+    iam.create_user(UserName="erin")
+    key = iam.create_access_key(UserName="erin")["AccessKey"]
+    erin = Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+    reply = api.send("GET", "/v1/me", api.signed_headers("GET", "/v1/me", None, erin))
+    assert (reply.status, reply.body["principal_arn"]) == (
+        200,
+        "arn:aws:iam::123456789012:user/erin",
+    )
 
 
 def test_an_encoded_path_is_verified_on_the_raw_wire_path(api: ApiClient):

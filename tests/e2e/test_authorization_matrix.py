@@ -123,6 +123,9 @@ def _session(cloud: LocalCloud, role_arn: str, session_name: str) -> Credentials
     return Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
 
 
+HASH = "0123456789abcdef"  # Identity Center's 16 hex digits after a permission set's name
+
+
 def _iam_user(cloud: LocalCloud, name: str, path: str) -> Credentials:
     iam = cloud.aws.client("iam")  # type: ignore[union-attr]
     iam.create_user(UserName=name, Path=path)
@@ -139,8 +142,10 @@ def _role(cloud: LocalCloud, name: str, path: str = "/") -> str:
 def principals(local_cloud: LocalCloud, api: ApiClient) -> Iterator[dict[str, Credentials]]:
     """Owners (the IAM user alice; erin, a session of a role) and the principals that
     derive their usernames, made in moto and signing with their own keys."""
-    matrix_role = _role(local_cloud, f"MatrixRole{uuid.uuid4().hex[:6]}")
-    other_role = _role(local_cloud, f"AnyRole{uuid.uuid4().hex[:6]}")
+    # Identity Center permission sets' roles: the only roles whose sessions the local cloud
+    # (no allowed roles) admits, as their session names are set by Identity Center.
+    matrix_role = _role(local_cloud, f"AWSReservedSSO_Matrix{uuid.uuid4().hex[:6]}_{HASH}")
+    other_role = _role(local_cloud, f"AWSReservedSSO_Other{uuid.uuid4().hex[:6]}_{HASH}")
     erin = f"erin{uuid.uuid4().hex[:6]}"
     yield {
         "alice": api.credentials("alice"),
@@ -303,11 +308,13 @@ def test_operator_routes_refuse_everyone_but_sessions_of_the_admin_roles(
     from gpudev.settings import reset_settings_cache
 
     suffix = uuid.uuid4().hex[:8]
-    admins = _role(local_cloud, f"GpuDevAdmins{suffix}")
+    admins = _role(local_cloud, f"AWSReservedSSO_GpuDevAdmins{suffix}_{HASH}")
     operator = _session(local_cloud, admins, f"olga{suffix}")
     username, rid, disk = _owned(api, signer, principals["alice"])
     drain_jobs(local_cloud)
-    monkeypatch.setenv("ADMIN_ROLES", f"arn:aws:iam::{ACCOUNT}:role/GpuDevAdmins{suffix}")
+    monkeypatch.setenv(
+        "ADMIN_ROLES", f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_GpuDevAdmins{suffix}_{HASH}"
+    )
     reset_settings_cache()
     try:
         before = _state(local_cloud, username)

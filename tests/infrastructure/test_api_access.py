@@ -16,6 +16,7 @@ from tests.support.certificates import synth_context
 SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
 OPS_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_Ops_*"
 ADMIN_ROLE = f"arn:aws:iam::123456789012:role/{OPS_ROLE}"
+OTHER_ADMIN_ROLE = f"arn:aws:iam::210987654321:role/{OPS_ROLE}"
 
 
 def _policy(template: Template) -> dict[str, Any]:
@@ -43,6 +44,7 @@ def test_the_api_admits_only_the_deployments_account_and_health_stays_public(
     assert set(statements) == {
         "PublicPaths",
         "DenyOtherAccounts",
+        "DenyOtherPrincipalsThanTheAllowedRoles",  # cdk.json's permission set
         "DenyOperatorRoutesToOthersThanTheAdminRoles",
     }
     # no admin roles in context: no signed request reaches the operator routes
@@ -64,12 +66,12 @@ def test_the_api_admits_only_the_deployments_account_and_health_stays_public(
     }
 
 
-def test_the_api_function_knows_its_account_and_allows_every_role_by_default(
+def test_the_api_function_knows_its_account_and_admits_cdk_jsons_permission_set_by_default(
     template: Template,
 ):
     environment = _api_environment(template)
     assert environment["DEPLOYMENT_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
-    assert environment["ALLOWED_ROLES"] == ""
+    assert environment["ALLOWED_ROLES"] == SSO_ROLE
     assert environment["ADMIN_ROLES"] == ""  # nobody is an operator unless context says so
     assert "ORGANIZATION_ID" not in environment
 
@@ -83,10 +85,10 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
     app, stack = build_app(
         outdir=str(outdir),
         context={
-            "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers", OPS_ROLE, "Ops"],
-            "gpudev:organizationId": "o-abcdefghij",
-            "gpudev:adminRoles": [ADMIN_ROLE, "arn:aws:iam::210987654321:role/Ops"],
             **synth_context(tmp_path_factory.mktemp("certs")),
+            "gpudev:allowedRoles": [SSO_ROLE, f"/{OPS_ROLE}"],
+            "gpudev:organizationId": "o-abcdefghij",
+            "gpudev:adminRoles": [ADMIN_ROLE, OTHER_ADMIN_ROLE],
         },
     )
     app.synth()
@@ -95,9 +97,9 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
 
 def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: Template):
     environment = _api_environment(with_context)
-    assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers,{OPS_ROLE},Ops"
+    assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},{OPS_ROLE}"
     assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
-    assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},arn:aws:iam::210987654321:role/Ops"
+    assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},{OTHER_ADMIN_ROLE}"
     statements = _statements(with_context)
     assert set(statements) == {
         "PublicPaths",
@@ -110,7 +112,7 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     assert operators["Effect"] == "Deny" and operators["Resource"] == "execute-api:/*/*/v1/admin/*"
     assert operators["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == [
         ADMIN_ROLE,
-        "arn:aws:iam::210987654321:role/Ops",
+        OTHER_ADMIN_ROLE,
     ]
     # an allow for other accounts only: within the account, IAM policies still decide
     assert statements["OtherAccountsOfTheOrganisation"]["Condition"] == {
@@ -126,7 +128,7 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     arns = roles["Condition"]["ArnNotLike"]["aws:PrincipalArn"]
     assert arns == [
         {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::*:role/{role}"]]}
-        for role in (SSO_ROLE, "teams/ml/Researchers", OPS_ROLE, "Ops")
+        for role in (SSO_ROLE, OPS_ROLE)
     ]
 
 
@@ -146,9 +148,37 @@ def test_malformed_access_context_fails_the_synth_with_the_expected_form(
 
     from cdk_app.access import ApiAccess
 
-    app = cdk.App(context=context)
+    app = cdk.App(context={"gpudev:allowedRoles": SSO_ROLE, **context})
     with pytest.raises(ValueError, match=message):
         ApiAccess.from_context(app)
+
+
+@pytest.mark.parametrize("allowed", [[], "", [" "]])
+def test_no_allowed_roles_stops_the_synth_saying_why(allowed: Any):
+    """Without allowed roles a session of any role the account lets someone assume could
+    name itself `alice` and claim Alice's username before she signs in."""
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    with pytest.raises(ValueError, match="gpudev:allowedRoles is empty") as raised:
+        ApiAccess.from_context(cdk.App(context={"gpudev:allowedRoles": allowed}))
+    assert "claim that username" in str(raised.value)
+
+
+def test_in_an_organisation_only_identity_center_roles_may_be_allowed():
+    """Another account's administrators could create a role named like an allowed one and
+    choose its session names."""
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    context = {
+        "gpudev:allowedRoles": [SSO_ROLE, "GpuDevUsers"],
+        "gpudev:organizationId": "o-abcdefghij",
+    }
+    with pytest.raises(ValueError, match="GpuDevUsers with gpudev:organizationId"):
+        ApiAccess.from_context(cdk.App(context=context))
 
 
 SSO = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_"
@@ -158,7 +188,6 @@ ADMIN_ARN = "arn:aws:iam::123456789012:role/"
 @pytest.mark.parametrize(
     ("allowed", "admin"),
     [
-        ([], "Anyone"),  # no allowed roles: every role of the account may call
         (["Ops"], "Ops"),
         (["Ops*"], "Ops"),
         (["Ops*"], "OpsOnCall*"),  # a prefix within the allowed prefix

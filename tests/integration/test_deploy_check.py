@@ -5,6 +5,7 @@ the boundary where a case needs it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,9 +13,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from localcloud.aws import sso_trust_policy
 from tools.deploy_check import Context, Finding, check_aws, report
 
 REGION = "us-east-2"
+SSO_PATH = "/aws-reserved/sso.amazonaws.com/"
+ALLOWED = Context(
+    {"gpudev:allowedRoles": ["aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"]}
+)
 
 
 @pytest.fixture
@@ -52,6 +58,11 @@ def _prepare(aws: Callable[[str], Any], *, public: bool = True) -> dict[str, str
         for zone, cidr in (("us-east-2a", "10.0.1.0/24"), ("us-east-2b", "10.0.2.0/24"))
     }
     aws("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="27", Type="String")
+    aws("iam").create_role(
+        RoleName="AWSReservedSSO_GpuDevUsers_0123456789abcdef",
+        Path=SSO_PATH,
+        AssumeRolePolicyDocument=sso_trust_policy("123456789012"),
+    )
     aws("eks").create_cluster(
         name="pytorch-gpu-dev-cluster",
         roleArn="arn:aws:iam::123456789012:role/eks",
@@ -84,16 +95,48 @@ def test_an_empty_account_says_what_is_missing(aws, capsys):
     assert checks["credentials"].ok
     assert not checks["cdk bootstrap"].ok and "cdk bootstrap" in checks["cdk bootstrap"].detail
     assert not checks["EKS cluster"].ok and "eksClusterName" in checks["EKS cluster"].detail
+    assert (
+        not checks["allowed roles"].ok and "claim that username" in checks["allowed roles"].detail
+    )
     assert report(findings) == 1
-    assert "2 required prerequisite(s) missing" in capsys.readouterr().out
+    assert "3 required prerequisite(s) missing" in capsys.readouterr().out
 
 
 def test_a_prepared_account_is_ready(aws, capsys):
     _prepare(aws)
-    findings = list(check_aws(_with_access_entries(aws, "API_AND_CONFIG_MAP"), Context({})))
+    findings = list(check_aws(_with_access_entries(aws, "API_AND_CONFIG_MAP"), ALLOWED))
     assert all(f.ok for f in findings), [f for f in findings if not f.ok]
+    assert (
+        "session names set by an identity provider" in _by_check(findings)["allowed roles"].detail
+    )
     assert "pytorch-gpu-dev-gpu-nodes-h100" in _by_check(findings)["node groups"].detail
     assert report(findings) == 0 and "ready to deploy" in capsys.readouterr().out
+
+
+def test_an_allowed_role_that_principals_may_assume_by_name_fails(aws):
+    """Its sessions name themselves: anyone the trust policy admits could claim any username."""
+    _prepare(aws)
+    aws("iam").create_role(
+        RoleName="GpuDevUsers",
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )
+    context = Context({"gpudev:allowedRoles": ["GpuDevUsers", "Missing*"]})
+    findings = [f for f in check_aws(aws, context) if f.check == "allowed roles"]
+    refused, missing = findings
+    assert not refused.ok and refused.required
+    assert "GpuDevUsers: " in refused.detail and "sts:AssumeRole" in refused.detail
+    assert not missing.ok and not missing.required and "no role matches yet" in missing.detail
 
 
 def test_a_cluster_without_access_entries_and_no_groups_fails(aws):

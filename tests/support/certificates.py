@@ -9,9 +9,12 @@ as a test one, and nothing ever connects with it.
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 from cdk_app.paths import CA_BUNDLE_CONTEXT
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def make_ca_bundle(directory: Path) -> Path:
@@ -40,5 +43,7 @@ def make_ca_bundle(directory: Path) -> Path:
 
 
 def synth_context(directory: Path) -> dict[str, object]:
-    """CDK context for a test synth: the test CA bundle in place of the RDS one."""
-    return {CA_BUNDLE_CONTEXT: str(make_ca_bundle(directory))}
+    """CDK context for a test synth: cdk.json's, as `cdk synth` reads it, with the test CA
+    bundle in place of the RDS one."""
+    project_context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return {**project_context, CA_BUNDLE_CONTEXT: str(make_ca_bundle(directory))}

@@ -53,13 +53,55 @@ def test_unsupported_or_malformed_principals_are_refused(arn: str):
         caller_from_arn(arn)
 
 
+ACCOUNT = "123456789012"
+
+
 def test_allowed_roles_restrict_callers():
     sso = caller_from_arn("arn:aws:sts::123456789012:assumed-role/GpuDevUsers/dana")
     iam_user = caller_from_arn("arn:aws:iam::123456789012:user/alice")
-    require_allowed_role(sso, parse_role_patterns("GpuDevUsers"))
-    require_allowed_role(iam_user, ())
+    require_allowed_role(sso, parse_role_patterns("GpuDevUsers"), ACCOUNT)
+    require_allowed_role(iam_user, (), ACCOUNT)
     with pytest.raises(NotAuthorized, match="GpuDevUsers"):
-        require_allowed_role(iam_user, parse_role_patterns("GpuDevUsers"))
+        require_allowed_role(iam_user, parse_role_patterns("GpuDevUsers"), ACCOUNT)
+
+
+def test_without_allowed_roles_a_session_of_a_role_that_names_itself_claims_no_username():
+    """The squatting scenario: anyone who may assume some role picks the session name
+    `alice` and calls before Alice does. Refused, so Alice's name (and the disks tagged with
+    it) can never be bound to that session."""
+    squatter = caller_from_arn("arn:aws:sts::123456789012:assumed-role/AnyRole/alice")
+    with pytest.raises(NotAuthorized, match="choose their own session name") as refused:
+        require_allowed_role(squatter, (), ACCOUNT)
+    assert "gpudev:allowedRoles" in str(refused.value)
+    assert squatter.principal_arn in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("arn", "admitted"),
+    [
+        ("arn:aws:iam::123456789012:user/alice", True),
+        ("arn:aws:iam::123456789012:user/contractors/alice", True),
+        ("arn:aws:iam::210987654321:user/alice", False),  # another account names it
+        (
+            "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevUsers_0123abcd4567ef89"
+            "/alice@example.com",
+            True,
+        ),
+        ("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevUsers_/alice", False),
+        ("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO__0123abcd4567ef89/alice", False),
+        ("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_X_0123ABCD4567EF89/alice", False),
+        ("arn:aws:sts::123456789012:assumed-role/GpuDevUsers/alice", False),
+    ],
+)
+def test_without_allowed_roles_only_iam_users_of_the_account_and_identity_center_sessions_are_admitted(
+    arn: str, admitted: bool
+):
+    caller = caller_from_arn(arn)
+    if admitted:
+        require_allowed_role(caller, (), ACCOUNT)
+    else:
+        with pytest.raises(NotAuthorized):
+            require_allowed_role(caller, (), ACCOUNT)
 
 
 SSO_ROLE = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
@@ -103,10 +145,10 @@ def test_allowed_roles_match_the_role_name_against_each_entrys_last_segment(
 ):
     caller = caller_from_arn(f"arn:aws:sts::123456789012:assumed-role/{role}/dana")
     if allowed:
-        require_allowed_role(caller, parse_role_patterns(entries))
+        require_allowed_role(caller, parse_role_patterns(entries), ACCOUNT)
     else:
         with pytest.raises(NotAuthorized, match="gpu-dev accepts sessions of the roles"):
-            require_allowed_role(caller, parse_role_patterns(entries))
+            require_allowed_role(caller, parse_role_patterns(entries), ACCOUNT)
 
 
 def test_a_role_pattern_keeps_its_path_in_iam_form():

@@ -35,7 +35,7 @@ def caller_for_request(
     """The caller of `requestContext.identity`, if the deployment accepts it at all."""
     caller = caller_from_arn(user_arn or "", principal_org_id)
     require_account(caller, settings.deployment_account_id, settings.organization_id)
-    require_allowed_role(caller, settings.allowed_role_patterns)
+    require_allowed_role(caller, settings.allowed_role_patterns, settings.deployment_account_id)
     return caller
 
 

@@ -152,17 +152,49 @@ def parse_role_patterns(entries: str) -> tuple[RolePattern, ...]:
     return tuple(RolePattern.parse(e) for e in entries.split(",") if e.strip())
 
 
-def require_allowed_role(caller: Caller, allowed: tuple[RolePattern, ...]) -> None:
-    """Restrict callers to sessions of the configured roles (none configured: anyone the
-    API's IAM auth lets in). An IAM user has no role and is refused when roles are set."""
-    if not allowed:
-        return
-    if caller.role_name is not None and any(p.matches(caller.role_name) for p in allowed):
+def require_allowed_role(caller: Caller, allowed: tuple[RolePattern, ...], account_id: str) -> None:
+    """Admit only principals whose name their holder cannot choose, since the name is the
+    username and the first principal to use a username claims it (docs/architecture.md, "Usernames can't be squatted").
+
+    With roles configured (every deployment: the synth refuses none), only sessions of those
+    roles: their session names are set by an identity provider (`make deploy-check` checks
+    their trust policies). An IAM user has no role and is refused. Without roles (the local
+    cloud, tests): IAM users of the deployment's account, whose names only its IAM
+    administrators choose, and IAM Identity Center sessions, named after the user's login.
+    A session of any other role is refused: whoever may assume the role picks its session
+    name, so it could claim anyone's username before they do."""
+    if allowed:
+        if caller.role_name is not None and any(p.matches(caller.role_name) for p in allowed):
+            return
+        raise NotAuthorized(
+            f"gpu-dev accepts sessions of the roles {', '.join(sorted(map(str, allowed)))}; "
+            f"you called as {caller.principal_arn}"
+        )
+    if caller.role_name is None:
+        if caller.account_id == account_id:
+            return
+        raise NotAuthorized(
+            "gpu-dev accepts IAM users of its own account only; an IAM user of another "
+            f"account is named by that account's administrators. You called as "
+            f"{caller.principal_arn}"
+        )
+    if is_identity_center_role(caller.role_name):
         return
     raise NotAuthorized(
-        f"gpu-dev accepts sessions of the roles {', '.join(sorted(map(str, allowed)))}; "
-        f"you called as {caller.principal_arn}"
+        f"sessions of the role {caller.role_name} choose their own session name, so gpu-dev "
+        "cannot take it as a username; sign in with IAM Identity Center (or as an IAM user), "
+        "or ask an operator to list your role in gpudev:allowedRoles if an identity provider "
+        f"sets its session names. You called as {caller.principal_arn}"
     )
+
+
+def is_identity_center_role(role_name: str) -> bool:
+    """A permission set's role: `AWSReservedSSO_<set>_<16 hex digits>`. Identity Center sets
+    its sessions' names to the user's login."""
+    if not role_name.startswith(SSO_ROLE_PREFIX):
+        return False
+    permission_set, _, suffix = role_name[len(SSO_ROLE_PREFIX) :].rpartition("_")
+    return bool(permission_set) and bool(_SSO_ROLE_HASH.match(suffix))
 
 
 def require_account(caller: Caller, account_id: str, organization_id: str | None = None) -> None:
