@@ -41,8 +41,11 @@ def _ec2_statements(template: Template, service_name: str) -> list[dict[str, Any
             for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
                 actions = statement["Action"]
                 actions = actions if isinstance(actions, list) else [actions]
-                if any(a.startswith("ec2:") for a in actions):
-                    found.append({**statement, "Action": actions})
+                # cdk.json's minimizePolicies merges statements of one resource and condition
+                # (ec2:Describe* and X-Ray's actions on "*"): keep the EC2 actions only.
+                ec2 = [a for a in actions if a.startswith("ec2:")]
+                if ec2:
+                    found.append({**statement, "Action": ec2})
     return found
 
 
