@@ -141,10 +141,11 @@ def _require_roles_that_name_their_users(
     roles: tuple[str, ...], organization: object | None
 ) -> None:
     """A username is the caller's session name, and the first principal to use it claims it
-    (docs/architecture.md, "Usernames can't be squatted"). Without allowed roles, anyone in the account who may
-    assume some role could choose the session name `alice` before Alice signs in: refuse
-    the synth. In an organisation, another account's administrators can create a role of
-    any name outside the path Identity Center keeps: only permission sets' roles then."""
+    (docs/architecture.md, "Usernames can't be squatted"). Without allowed roles, anyone
+    in the account who may assume some role could choose the session name `alice` before
+    Alice signs in: refuse the synth. In an organisation, another account's administrators
+    can create a role of any name outside the path Identity Center keeps: only permission
+    sets' roles then."""
     if not roles:
         raise ValueError(
             f"{ALLOWED_ROLES_CONTEXT} is empty: every principal of the account could call, and "

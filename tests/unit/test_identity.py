@@ -93,7 +93,7 @@ def test_without_allowed_roles_a_session_of_a_role_that_names_itself_claims_no_u
         ("arn:aws:sts::123456789012:assumed-role/GpuDevUsers/alice", False),
     ],
 )
-def test_without_allowed_roles_only_iam_users_of_the_account_and_identity_center_sessions_are_admitted(
+def test_without_allowed_roles_only_iam_users_of_the_account_and_sso_sessions_are_admitted(
     arn: str, admitted: bool
 ):
     caller = caller_from_arn(arn)
