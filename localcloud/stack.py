@@ -20,7 +20,7 @@ import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
-from localcloud import moto_asl, moto_jsonpath, moto_lambda
+from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_start import import_kubernetes_client, node_shapes, principal_of_key
 from localcloud.collector import collect_less
@@ -195,6 +195,7 @@ class LocalCloud:
             ),
         )
         self._stop.add("moto step functions seam", moto_asl.install())
+        self._stop.add("moto StopExecution seam", moto_stop.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
 

@@ -34,7 +34,10 @@ from localcloud.moto_sqs import (
     retention_seam_signature,
 )
 from localcloud.moto_sqs import install as sqs_seam_install
+from localcloud.moto_stop import EXPECTED_STOP_SIGNATURE, stop_seam_signature
+from localcloud.moto_stop import install as stop_seam_install
 from tests.support.step_functions import create_machine, finished_execution
+from tests.support.waiting import wait_for
 
 
 def test_moto_is_the_pinned_version():
@@ -245,3 +248,51 @@ def test_receives_and_deletes_at_once_deliver_each_message_once():
         uninstall()
     assert errors == []
     assert sorted(received, key=int) == [str(n) for n in range(400)]  # each once
+
+
+def test_the_stop_execution_seam_has_the_shape_we_wrap():
+    assert stop_seam_signature() == EXPECTED_STOP_SIGNATURE
+
+
+PARKED = {
+    "StartAt": "Park",
+    "States": {
+        "Park": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {
+                "QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/parked",
+                "MessageBody": {"token.$": "$$.Task.Token"},
+            },
+            "TimeoutSeconds": 600,
+            "End": True,
+        }
+    },
+}
+
+
+def test_a_stopped_execution_parked_on_a_token_is_aborted_at_once(monkeypatch):
+    """AWS answers StopExecution with the execution ABORTED and its token closed. moto
+    alone leaves it RUNNING until the task's timeout (here 10 minutes) ends, then FAILED."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    uninstall = stop_seam_install()
+    try:
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="parked")
+            sfn = boto3.client("stepfunctions", region_name="us-east-1")
+            arn = create_machine(sfn, "parked", PARKED)
+            run = sfn.start_execution(stateMachineArn=arn)["executionArn"]
+
+            def parked() -> bool:
+                events = sfn.get_execution_history(executionArn=run)["events"]
+                return any(e["type"] == "TaskSubmitted" for e in events)
+
+            wait_for(parked, 10, "never parked")
+            sfn.stop_execution(executionArn=run, error="Operator", cause="stopped by hand")
+            status = sfn.describe_execution(executionArn=run)["status"]
+            finished = finished_execution(sfn, run, timeout=10)
+            history = sfn.get_execution_history(executionArn=run)["events"]
+    finally:
+        uninstall()
+    assert (status, finished["status"]) == ("ABORTED", "ABORTED")
+    assert history[-1]["type"] == "ExecutionAborted"
