@@ -31,6 +31,7 @@ from moto.moto_server.werkzeug_app import (
 from moto.sts.models import sts_backends
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from localcloud.aws_throttles import AwsThrottles
 from localcloud.deadline import Deadline, join_or_abandon
 from localcloud.http import POLL_SECONDS
 from localcloud.lambdas import ACCOUNT_ID
@@ -85,6 +86,7 @@ class LocalAws:
         self._thread: threading.Thread | None = None
         # Services served elsewhere, by endpoint (SQS: localcloud/sqs_process.py).
         self.service_endpoints: dict[str, str] = {}
+        self.throttles = AwsThrottles()  # python -m localcloud.faults aws-throttle SERVICE
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     @property
@@ -97,7 +99,7 @@ class LocalAws:
         self._server = make_server(
             "127.0.0.1",
             self._port,
-            (
+            self.throttles.wrap(
                 create_backend_app(self._service)  # type: ignore[arg-type]
                 if self._service
                 else DomainDispatcherApplication(create_backend_app)

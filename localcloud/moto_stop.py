@@ -48,7 +48,7 @@ def install() -> Callable[[], None]:
     def stop(self: Execution, stop_date: datetime, error: str | None, cause: str | None) -> None:
         _MOTO_STOP(self, stop_date=stop_date, error=error, cause=cause)
         worker = self.exec_worker
-        if worker is None or self.exec_status != ExecutionStatus.RUNNING:
+        if worker is None or worker.env is None or self.exec_status != ExecutionStatus.RUNNING:
             return
         self.exec_status = ExecutionStatus.ABORTED
         self.stop_date = stop_date

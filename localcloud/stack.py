@@ -26,6 +26,7 @@ from localcloud.cluster_start import import_kubernetes_client, node_shapes, prin
 from localcloud.collector import collect_less
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
+from localcloud.fault_control import CloudFaults, FaultControl
 from localcloud.function_environment import (
     lifecycle_environment,
     most_lenient_database_limits,
@@ -80,6 +81,8 @@ class LocalCloud:
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
+        self.faults: CloudFaults | None = None
+        self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
         # How long new snapshots stay pending, in real seconds (tests may change it).
         self.snapshots = SnapshotCompletion()
@@ -212,6 +215,11 @@ class LocalCloud:
             self.deployment.api, self.functions, signing_key, REGION, port=ports.api
         ).start()
         self._stop.add("api gateway", self.gateway.stop)
+        assert self.kubernetes is not None
+        self.faults = CloudFaults(self.database_url, self.kubernetes.faults, self.aws.throttles)
+        self.fault_control = FaultControl(self.faults).start()
+        self._stop.add("fault control", self.fault_control.stop)
+        self._stop.add("outages ended", self.faults.clear)
 
         # Event sources last: scheduled functions must find the whole environment in place.
         sqs = self.aws.client("sqs")
@@ -301,6 +309,9 @@ class LocalCloud:
             "aws_endpoint_url": self.aws.endpoint_url,
             "sqs_endpoint_url": self.aws.service_endpoints["sqs"],
             "kubernetes_url": self.kubernetes.url if self.kubernetes else None,
+            # python -m localcloud.faults
+            "fault_control_url": self.fault_control.url if self.fault_control else None,
+            "fault_control_token": self.fault_control.token if self.fault_control else None,
             "eks_cluster_name": self.cluster_name,
             "region": REGION,
             "credentials_file": str(self.credentials_file),

@@ -52,6 +52,22 @@ class Faults:
         self._failures: dict[tuple[str, str], int] = {}  # (verb, resource) -> left to fail
         self._delays: dict[tuple[str, str], float] = {}  # (verb, resource) -> seconds
         self.delay_seconds = 0.0  # every response
+        self._outage_until = 0.0  # time.monotonic(): every request answered 503 until then
+
+    def outage(self, seconds: float) -> None:
+        """The control plane unavailable (an EKS upgrade, a failed-over endpoint): every
+        request answered 503 ServiceUnavailable for `seconds` (0 ends an outage)."""
+        with self._lock:
+            self._outage_until = time.monotonic() + seconds if seconds > 0 else 0.0
+
+    def outage_left(self) -> float:
+        return max(0.0, self._outage_until - time.monotonic()) if self._outage_until else 0.0
+
+    def check_outage(self) -> None:
+        if self._outage_until and time.monotonic() < self._outage_until:
+            raise ApiError(
+                503, "ServiceUnavailable", "the server is currently unable to handle the request"
+            )
 
     def _check(self, verb: str) -> None:
         if verb not in self.VERBS:
@@ -71,6 +87,7 @@ class Faults:
         with self._lock:
             self._failures.clear()
             self._delays.clear()
+            self._outage_until = 0.0
         self.delay_seconds = 0.0
 
     def apply(self, verb: str, resource: str) -> None:
@@ -203,6 +220,7 @@ class KubernetesApiServer(HttpService):
         split = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(split.query).items()}
         try:
+            self.faults.check_outage()
             authorization = next(
                 (v for k, v in headers.items() if k.lower() == "authorization"), None
             )
