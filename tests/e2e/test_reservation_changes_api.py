@@ -1,6 +1,6 @@
-"""Extend, add-user, remove-user and Jupyter through the SigV4 gateway: each change is recorded on the row
-with a new change generation and queued once; repeats change nothing; limits are refused at
-submit with the reason; nobody changes someone else's reservation."""
+"""Extend, add-user, remove-user and Jupyter through the SigV4 gateway: each change is
+recorded on the row with a new change generation and queued once; repeats change nothing;
+limits are refused at submit with the reason; nobody changes someone else's reservation."""
 
 from __future__ import annotations
 

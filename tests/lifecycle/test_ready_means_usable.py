@@ -106,24 +106,20 @@ def test_a_later_answer_of_no_keys_removes_the_installed_ones(api, local_cloud):
     assert keys["authorized_keys"] == "", "the keys deleted on GitHub no longer open the pod"
 
 
-def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(
-    api, local_cloud
-):
+def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(api, local_cloud):
     """No edit: the expiry warning's checkpoint refreshes the keys too."""
     keys_file = Path(os.environ["LIFECYCLE_GITHUB_KEYS_FILE"])
     known = keys_file.read_text()
     rid = reserve(api, github_user="alice", hours=0.6)["reservation_id"]
     wait_for_status(api, rid, "active")
-    assert "alice@github" in secret_data(objects_of(local_cloud, rid)["secrets"][0])[
-        "authorized_keys"
-    ]
+    assert (
+        "alice@github" in secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
+    )
     try:
         keys_file.write_text(json.dumps({**json.loads(known), "alice": ["ssh-ed25519 AAAAnew"]}))
         keys = wait_for(
             lambda: (
-                (k := secret_data(objects_of(local_cloud, rid)["secrets"][0]))[
-                    "authorized_keys"
-                ]
+                (k := secret_data(objects_of(local_cloud, rid)["secrets"][0]))["authorized_keys"]
                 == "ssh-ed25519 AAAAnew alice@github\n"
                 and k
             ),

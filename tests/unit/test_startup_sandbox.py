@@ -547,7 +547,7 @@ def test_the_homes_modes_are_set_before_anything_else_runs():
     """Before apt-get, the dev account, the dotfiles, the control loop or sshd."""
     script = objects.startup_script()
     first = script.index('chmod 755 "$ROOT/home/dev" "$ROOT/workspace"')
-    for later in ("missing=()", "useradd", "su dev", "gpu-dev-control", "sshd)\" -D"):
+    for later in ("missing=()", "useradd", "su dev", "gpu-dev-control", 'sshd)" -D'):
         assert first < script.index(later), later
 
 

@@ -5,9 +5,9 @@ and its create job in the outbox in one statement, which returns the first reser
 a client request id repeats), then a fourth after commit (the sent job's outbox row
 deleted).
 
-Changes to a live reservation (cancel, extend, add or remove a user, Jupyter) are recorded on its row
-with their job in the outbox by one statement; its execution applies them. Every job is
-sent after its transaction commits (gpudev/outbox.py), so give these services a connection
+Changes to a live reservation (cancel, extend, add or remove a user, Jupyter) are recorded
+on its row with their job in the outbox by one statement; its execution applies them. Every
+job is sent after its transaction commits (gpudev/outbox.py), so give these services a connection
 in autocommit mode (`autocommit_connection()`): their `conn.transaction()` is the commit.
 A refused send is not an error: the change is saved and the sweeper's relay sends the job."""
 
