@@ -105,6 +105,8 @@ ROUTES = st.sampled_from(
     [
         ("POST", "/v1/reservations/{}/extend"),
         ("POST", "/v1/reservations/{}/users"),
+        ("DELETE", "/v1/reservations/{}/users/octocat"),
+        ("DELETE", "/v1/reservations/e85a3c1f-9f1e-4c39-8d47-000000000000/users/{}"),
         ("PUT", "/v1/reservations/{}/jupyter"),
         ("DELETE", "/v1/reservations/{}/jupyter"),
         ("POST", "/v1/disks"),

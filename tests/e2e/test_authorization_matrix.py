@@ -56,6 +56,7 @@ ROUTES = (
     Route("GET", "/v1/reservations/{rid}", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
     Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
+    Route("DELETE", "/v1/reservations/{rid}/users/octocat", per_resource=True),
     Route("PUT", "/v1/reservations/{rid}/jupyter", per_resource=True),
     Route("DELETE", "/v1/reservations/{rid}/jupyter", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/cancel", per_resource=True),
@@ -90,7 +91,9 @@ def test_the_matrix_covers_every_route_of_the_api():
     covered = {
         f"{r.method} {r.path.replace('{rid}', '{reservation_id}')}".replace(
             "{disk}-2", "{disk_name}"
-        ).replace("{disk}", "{disk_name}")
+        )
+        .replace("{disk}", "{disk_name}")
+        .replace("/users/octocat", "/users/{github_username}")
         for r in ROUTES + ADMIN_ROUTES
     }
     assert covered == documented

@@ -178,6 +178,17 @@ def test_extend_and_edit(run):
         ["octocat"],
         True,
     )
+    removed = run("edit", rid[:8], "--remove-user", "Octocat")
+    assert removed.exit_code == 0, removed.output
+    assert "Octocat removed: no longer let in" in removed.stdout
+    assert _json(run("-o", "json", "show", rid))["secondary_users"] == []
+    absent = run("edit", rid[:8], "--remove-user", "octocat")
+    assert absent.exit_code == 1
+    assert f"'octocat' is not a user of reservation {rid[:8]} (added users: none)" in (
+        absent.stderr
+    )
+    bad = run("edit", rid[:8], "--remove-user", "bad name")
+    assert bad.exit_code == 1 and "invalid GitHub username 'bad name'" in bad.stderr
     assert run("extend", rid[:8], "-h", "24").exit_code == 0  # 30 h
     refused = run("extend", rid[:8], "-h", "24")
     assert refused.exit_code == 1 and "at most 48 h in total" in refused.stderr

@@ -1,6 +1,6 @@
-"""Extend, add-user and Jupyter through the SigV4 gateway: each change is recorded on the row
-with a new change generation and queued once; repeats change nothing; limits are refused at
-submit with the reason; nobody changes someone else's reservation."""
+"""Extend, add-user, remove-user and Jupyter through the SigV4 gateway: each change is
+recorded on the row with a new change generation and queued once; repeats change nothing;
+limits are refused at submit with the reason; nobody changes someone else's reservation."""
 
 from __future__ import annotations
 
@@ -85,6 +85,27 @@ def test_add_user_is_recorded_once(api, local_cloud):
     assert bad.status == 422 and "invalid GitHub username 'a--b'" in bad.body["message"]
 
 
+def test_remove_user_takes_an_added_user_off_once(api, local_cloud):
+    rid = reserve(api).body["reservation_id"]
+    api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octo-cat"})
+    api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "mona"})
+    drain_jobs(local_cloud)
+    removed = api.call("DELETE", f"/v1/reservations/{rid[:8]}/users/Octo-Cat")
+    assert removed.status == 202, removed.body
+    assert removed.body["secondary_users"] == ["mona"]
+    assert _changed_jobs(local_cloud) == [(rid, 3)]
+
+    again = api.call("DELETE", f"/v1/reservations/{rid}/users/octo-cat")
+    assert again.status == 404
+    assert again.body["message"] == (
+        f"'octo-cat' is not a user of reservation {rid[:8]} (added users: mona)"
+    )
+    bad = api.call("DELETE", f"/v1/reservations/{rid}/users/a--b")
+    assert bad.status == 422 and "invalid GitHub username 'a--b'" in bad.body["message"]
+    assert api.call("GET", f"/v1/reservations/{rid}").body["secondary_users"] == ["mona"]
+    assert drain_jobs(local_cloud) == []
+
+
 def test_jupyter_is_switched_on_and_off_once_each(api, local_cloud):
     rid = reserve(api).body["reservation_id"]
     drain_jobs(local_cloud)
@@ -101,6 +122,7 @@ def test_jupyter_is_switched_on_and_off_once_each(api, local_cloud):
     [
         ("POST", "extend", {"hours": 1}),
         ("POST", "users", {"github_username": "octocat"}),
+        ("DELETE", "users/octocat", None),
         ("PUT", "jupyter", None),
         ("DELETE", "jupyter", None),
     ],
@@ -126,6 +148,7 @@ def test_changes_to_someone_elses_reservation_are_404_and_write_nothing(
     [
         ("POST", "extend", {"hours": 1}),
         ("POST", "users", {"github_username": "octocat"}),
+        ("DELETE", "users/octocat", None),
         ("PUT", "jupyter", None),
     ],
 )

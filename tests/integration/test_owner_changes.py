@@ -55,6 +55,12 @@ def test_each_change_writes_only_its_own_column(db: psycopg.Connection[Any]):
     assert _columns(db, rid) == (5.0, None, ["Octo-Cat", "mona"], True, 3)
     assert queued_changes(db, rid) == 3
 
+    assert repo.add_user(rid, "hubot") is not None
+    removed = repo.remove_user(rid, "octo-cat")  # logins ignore case; the order is kept
+    assert removed is not None and removed.row.secondary_users == ["mona", "hubot"]
+    assert _columns(db, rid) == (5.0, None, ["mona", "hubot"], True, 5)
+    assert queued_changes(db, rid) == 5
+
 
 def test_a_change_that_changes_nothing_writes_nothing(db: psycopg.Connection[Any]):
     repo = ReservationsRepository(db)
@@ -63,6 +69,7 @@ def test_a_change_that_changes_nothing_writes_nothing(db: psycopg.Connection[Any
 
     assert repo.set_jupyter(rid, False) is None  # already off
     assert repo.add_user(rid, "octo-cat") is None  # Octo-Cat is there: logins ignore case
+    assert repo.remove_user(rid, "mona") is None  # not there: nothing to remove
 
     assert _columns(db, rid) == before
     assert queued_changes(db, rid) == 0
@@ -80,6 +87,7 @@ def test_no_change_reaches_an_ended_reservation(db: psycopg.Connection[Any]):
 
     assert repo.extend(rid, 1) is None
     assert repo.add_user(rid, "mona") is None
+    assert repo.remove_user(rid, "Octo-Cat") is None
     assert repo.set_jupyter(rid, True) is None
 
     assert _columns(db, rid) == before

@@ -24,6 +24,7 @@ from gpudev.reservations.service import (
     add_user,
     caller_reservations,
     find_reservation,
+    remove_user,
     request_cancel,
     request_extension,
     set_jupyter,
@@ -75,6 +76,7 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
             lambda: request_extension(conn, queue, ALICE, rid, 2),
             lambda: add_user(conn, queue, ALICE, rid, "octocat"),
             lambda: add_user(conn, queue, ALICE, rid, "octocat"),  # repeat: reads it back
+            lambda: remove_user(conn, queue, ALICE, rid, "octocat"),
             lambda: set_jupyter(conn, queue, ALICE, rid, enabled=True),
             lambda: request_cancel(conn, queue, ALICE, rid),
         ]
@@ -90,6 +92,7 @@ def test_changes_and_disk_requests_take_at_most_three_statements(fresh_database:
         "disk_operation",
         "create_reservation",
         "disk_operation",
+        "reservation_changed",
         "reservation_changed",
         "reservation_changed",
         "reservation_changed",
@@ -148,6 +151,7 @@ def test_another_principal_of_the_same_username_is_refused_by_every_service_writ
             lambda: find_reservation(conn, IMPOSTOR, rid),
             lambda: request_extension(conn, queue, IMPOSTOR, rid, 1),
             lambda: add_user(conn, queue, IMPOSTOR, rid, "octocat"),
+            lambda: remove_user(conn, queue, IMPOSTOR, rid, "octocat"),
             lambda: set_jupyter(conn, queue, IMPOSTOR, rid, enabled=True),
             lambda: request_cancel(conn, queue, IMPOSTOR, rid),
             lambda: caller_disks(conn, IMPOSTOR),

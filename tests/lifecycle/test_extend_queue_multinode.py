@@ -72,6 +72,27 @@ def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
     assert shown["jupyter_url"].startswith(f"http://{shown['node_ip']}:")
 
 
+def test_a_removed_user_leaves_the_pods_keys(api, local_cloud):
+    """The pod's control loop removes the account whose entry is gone (its keys, sessions
+    and home: tests/unit/test_startup_sandbox.py); the others keep theirs."""
+    rid = reserve(api, github_user="alice")["reservation_id"]
+    wait_for_status(api, rid, "active")
+    for user in ("octocat", "bob"):
+        api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": user})
+
+    def keys() -> dict[str, str]:
+        return secret_data(objects_of(local_cloud, rid)["secrets"][0])
+
+    wait_for(lambda: {"user.gh-octocat", "user.gh-bob"} <= set(keys()), message="both added")
+    reply = api.call("DELETE", f"/v1/reservations/{rid}/users/octocat")
+    assert reply.status == 202 and reply.body["secondary_users"] == ["bob"]
+    left = wait_for(
+        lambda: "user.gh-octocat" not in (k := keys()) and k, message="octocat's entry gone"
+    )
+    assert "bob@github" in left["user.gh-bob"] and "alice@github" in left["authorized_keys"]
+    assert show(api, rid)["status"] == "active"
+
+
 def test_queue_order_positions_and_etas(api, local_cloud):
     short = reserve(api, gpu_type="h100", gpu_count=8, hours=0.4)["reservation_id"]
     long = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]

@@ -1,7 +1,8 @@
 """Ready means usable (issue #15): a reservation becomes active only once its pod is Ready
 (the SSH readiness probe passed, not merely Running) with the owner's keys installed; no
-GitHub user is refused at submit, a user without keys fails at provision with nothing left,
-and a later fetch that comes back empty keeps the keys the pod has."""
+GitHub user is refused at submit, a user without keys fails at provision with nothing left;
+once active, the keys follow GitHub's answers at every checkpoint (a key deleted there goes,
+all of them when it answers none)."""
 
 from __future__ import annotations
 
@@ -82,14 +83,16 @@ def test_a_github_user_without_keys_fails_at_provision_with_nothing_left(api, lo
     assert_nothing_left(local_cloud, rid)
 
 
-def test_a_later_empty_fetch_keeps_the_installed_keys(api, local_cloud):
+def test_a_later_answer_of_no_keys_removes_the_installed_ones(api, local_cloud):
+    """The owner deleted their keys on GitHub: the next refresh (here the one an added user
+    brings) installs none. GitHub not answering keeps them: tests/unit/test_github_keys.py."""
     keys_file = Path(os.environ["LIFECYCLE_GITHUB_KEYS_FILE"])
     known = keys_file.read_text()
     rid = reserve(api, github_user="alice")["reservation_id"]
     wait_for_status(api, rid, "active")
     installed = secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
     assert "alice@github" in installed
-    try:  # GitHub now answers nothing for alice (keys removed, or a failed fetch)
+    try:  # GitHub now answers no keys for alice
         keys_file.write_text(json.dumps({"octocat": json.loads(known)["octocat"]}))
         api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octocat"})
 
@@ -100,4 +103,30 @@ def test_a_later_empty_fetch_keeps_the_installed_keys(api, local_cloud):
         keys = wait_for(applied, message="the added user's keys applied")
     finally:
         keys_file.write_text(known)
-    assert keys["authorized_keys"] == installed, "the owner's last good keys are kept"
+    assert keys["authorized_keys"] == "", "the keys deleted on GitHub no longer open the pod"
+
+
+def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(api, local_cloud):
+    """No edit: the expiry warning's checkpoint refreshes the keys too."""
+    keys_file = Path(os.environ["LIFECYCLE_GITHUB_KEYS_FILE"])
+    known = keys_file.read_text()
+    rid = reserve(api, github_user="alice", hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    assert (
+        "alice@github" in secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
+    )
+    try:
+        keys_file.write_text(json.dumps({**json.loads(known), "alice": ["ssh-ed25519 AAAAnew"]}))
+        keys = wait_for(
+            lambda: (
+                (k := secret_data(objects_of(local_cloud, rid)["secrets"][0]))["authorized_keys"]
+                == "ssh-ed25519 AAAAnew alice@github\n"
+                and k
+            ),
+            message="alice's keys as GitHub has them now",
+            timeout=30,
+        )
+    finally:
+        keys_file.write_text(known)
+    assert show(api, rid)["warning_text"], "refreshed by the warning's checkpoint"
+    assert keys["authorized_keys"] == "ssh-ed25519 AAAAnew alice@github\n"

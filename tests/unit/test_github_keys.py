@@ -1,7 +1,8 @@
 """GitHub key fetches over real HTTP (a local server plays github.com, the outer boundary):
 "the user has no keys" (200 with none, 404) is an answer, "GitHub did not answer" (5xx,
 429, refused, timed out) is `GithubUnavailable`, a Transient the state machine retries; a
-refresh keeps the last good keys when GitHub does not answer."""
+refresh follows every answer (a key deleted on GitHub goes, all of them when it answers
+none) and keeps the last good keys only when GitHub does not answer."""
 
 from __future__ import annotations
 
@@ -117,4 +118,69 @@ def test_a_refresh_keeps_the_last_good_keys_when_github_does_not_answer(github, 
     answers.update(alice=(200, "ssh-ed25519 NEW\n"), bob=(200, ""), carol=(200, f"{KEY}\n"))
     data = lc.keys_secret(reservation, installed)["stringData"]
     assert data[objects.OWNER_KEYS_ENTRY] == "ssh-ed25519 NEW alice@github\n"
-    assert data[bob_entry] == installed[bob_entry], "an empty answer keeps the installed keys"
+    assert data[bob_entry] == "", "an empty answer removes the installed keys"
+
+
+OLD_KEY = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQold"
+
+
+def _refreshed(github: str, installed: str | None) -> str:
+    return GithubKeys(base_url=github, timeout_seconds=2).refreshed(["bob"], installed)
+
+
+def test_a_key_deleted_on_github_goes_at_the_next_refresh(github, answers):
+    installed = f"{OLD_KEY} bob@github\n{KEY} bob@github\n"
+    answers["bob"] = (200, f"{KEY}\n")
+    assert _refreshed(github, installed) == f"{KEY} bob@github\n"
+
+
+@pytest.mark.parametrize(
+    "answer", [(200, ""), (200, "no keys here\n"), (404, "Not Found")], ids=["empty", "junk", "404"]
+)
+def test_an_answer_of_no_keys_removes_every_installed_key(github, answers, answer):
+    """The user deleted all their keys (or their account): nothing opens the pod for them."""
+    answers["bob"] = answer
+    assert _refreshed(github, f"{KEY} bob@github\n") == ""
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+def test_github_not_answering_keeps_the_installed_keys(github, answers, status):
+    answers["bob"] = (status, "busy")
+    assert _refreshed(github, f"{KEY} bob@github\n") == f"{KEY} bob@github\n"
+    # an entry installed empty (the user had no keys) is kept too: no retry, no failure
+    assert _refreshed(github, "") == ""
+
+
+def test_github_unreachable_or_timing_out_keeps_the_installed_keys():
+    keys = GithubKeys(base_url=closed_port(), timeout_seconds=2)
+    assert keys.refreshed(["bob"], f"{KEY} bob@github\n") == f"{KEY} bob@github\n"
+
+
+def test_a_timeout_keeps_the_installed_keys():
+    """A server that accepts and never answers: the fetch times out, a transient failure."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        keys = GithubKeys(base_url=url, timeout_seconds=0.5)
+        assert keys.refreshed(["bob"], f"{KEY} bob@github\n") == f"{KEY} bob@github\n"
+        with pytest.raises(GithubUnavailable, match="did not answer"):
+            keys.refreshed(["bob"], None)  # nothing installed yet: tried again later
+
+
+def test_a_removed_user_has_no_entry_in_the_refreshed_secret(github, answers):
+    reservation = _reservation("alice", T4, 1, 1).model_copy(
+        update={"github_user": "alice", "secondary_users": ["carol"]}
+    )
+    answers.update(alice=(200, f"{KEY}\n"), carol=(200, f"{KEY}\n"))
+    installed = {
+        objects.OWNER_KEYS_ENTRY: f"{KEY} alice@github\n",
+        objects.added_user_entry("bob"): f"{KEY} bob@github\n",  # bob was removed
+        objects.added_user_entry("carol"): f"{KEY} carol@github\n",
+    }
+    data = _lifecycle(GithubKeys(base_url=github)).keys_secret(reservation, installed)
+    assert set(data["stringData"]) == {
+        objects.OWNER_KEYS_ENTRY,
+        "jupyter_token",
+        objects.added_user_entry("carol"),
+    }

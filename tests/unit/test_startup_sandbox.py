@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,14 +45,31 @@ REAL_TOOLS = [
     "tr",
     "head",
     "ls",
+    "wc",
+    "find",
+    "stat",
 ]
+OWNER_UID = 1081  # dev's, as the script's useradd gives it
+FIRST_COLLABORATOR_UID = 42000  # the useradd stub's first: no account of the test machine's
 # Each stub appends its name and arguments to $GPU_DEV_ROOT/calls and does what the test
 # needs of the real command, never more.
+# Accounts are files $GPU_DEV_ROOT/users/<name> holding their uid; when the tests run as root,
+# owners are real uids (chown), so a test can act as the collaborator and be refused.
 STUBS = {
-    "id": 'case "$*" in *dev*) exit 0;; *) [ -e "$GPU_DEV_ROOT/users/${!#}" ];; esac',
-    "useradd": 'mkdir -p "$GPU_DEV_ROOT/users" && touch "$GPU_DEV_ROOT/users/${!#}"',
+    "id": 'name=${!#}; if [ "$name" = dev ]; then uid=1081\n'
+    'elif [ -e "$GPU_DEV_ROOT/users/$name" ]; then uid=$(cat "$GPU_DEV_ROOT/users/$name")\n'
+    'else exit 1; fi; [ "$1" = -u ] && echo "$uid"; exit 0',
+    # a new account: the next uid, a home made the loosest way (HOME_MODE 0777), owned by it
+    "useradd": 'name=${!#}; mkdir -p "$GPU_DEV_ROOT/users" "$GPU_DEV_ROOT/home"\n'
+    'uid=$(( 42000 + $(ls "$GPU_DEV_ROOT/users" | wc -l) ))\n'
+    'echo "$uid" > "$GPU_DEV_ROOT/users/$name"\n'
+    'mkdir -m 777 "$GPU_DEV_ROOT/home/$name"\n'
+    '[ "$EUID" != 0 ] || "$REAL_CHOWN" "$uid:$uid" "$GPU_DEV_ROOT/home/$name"',
+    "userdel": 'rm -f "$GPU_DEV_ROOT/users/${!#}" && rm -rf "$GPU_DEV_ROOT/home/${!#}"',
     "adduser": "exit 1",
-    "chown": "exit 0",
+    # as root, the real chown with dev's uid; otherwise owners cannot change (not root)
+    "chown": '[ "$EUID" = 0 ] || exit 0; owner=$1; shift\n'
+    '[ "$owner" = dev ] && owner=1081:1081; exec "$REAL_CHOWN" "$owner" "$@"',
     # the real install, without -o/-g (changing owners needs root)
     "install": "args=(); while [ $# -gt 0 ]; do case $1 in -o|-g) shift 2;; "
     '*) args+=("$1"); shift;; esac; done; exec "$REAL_INSTALL" "${args[@]}"',
@@ -102,6 +122,7 @@ class Sandbox:
             "PATH": str(self.bin),
             "GPU_DEV_ROOT": str(self.root),
             "REAL_INSTALL": shutil.which("install") or "/usr/bin/install",
+            "REAL_CHOWN": shutil.which("chown") or "/bin/chown",
             "GPU_DEV_RESERVATION_ID": "r-1",
             "HF_HOME": "/workspace/.cache/huggingface",
             "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
@@ -142,6 +163,10 @@ KEYS = {
 
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
+    return _sandbox(tmp_path)
+
+
+def _sandbox(tmp_path: Path) -> Sandbox:
     root, bin_dir = tmp_path / "root", tmp_path / "bin"
     root.mkdir()
     bin_dir.mkdir()
@@ -442,3 +467,182 @@ def test_the_login_profile_hooks_the_banner_into_the_prompt_once(sandbox: Sandbo
         check=False,
     ).stdout
     assert shown.splitlines()[-2:] == ["[gpu_dev_banner;history -a]", "hooked"]
+
+
+# Collaborators contained (issue #27): the owner's home is dev's alone, a removed user's
+# account, keys, sessions and leftovers go. With real uids when the tests run as root.
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="acting as other uids needs root")
+
+
+@pytest.fixture
+def open_sandbox() -> Iterator[Sandbox]:
+    """A sandbox every uid can walk into (pytest's tmp_path is root's alone, which would
+    refuse any other uid before the script's modes are even tested)."""
+    base = Path(tempfile.mkdtemp(prefix="gpu-dev-sandbox-"))
+    base.chmod(0o755)
+    try:
+        yield _sandbox(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _as_user(uid: int, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["/bin/sh", "-c", command],
+        user=uid,
+        group=uid,
+        extra_groups=[],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o7777
+
+
+@as_root
+@pytest.mark.parametrize("home", ["emptyDir", "restored disk"])
+def test_a_collaborator_cannot_plant_a_dotfile_in_the_owners_home(open_sandbox: Sandbox, home):
+    """The review's finding: `/home/dev` an emptyDir (0777), so gh-alice writes
+    ~dev/.bash_profile, run as dev (passwordless sudo) at the owner's next login or when
+    the control loop restarts Jupyter with `su - dev`. A named disk restored as the home
+    gets the same treatment, whatever mode it was left in."""
+    box = open_sandbox
+    owners_home, workspace = box.root / "home/dev", box.root / "workspace"
+    for directory in (owners_home, workspace, box.root / "dev/shm"):
+        directory.mkdir(parents=True)
+        directory.chmod(0o777)  # what the kubelet makes of an emptyDir
+    if home == "restored disk":
+        (owners_home / ".gpu-dev-initialized").write_text("r-0\n")
+        (owners_home / ".bashrc").write_text("# the owner's own\n")
+        os.chown(owners_home / ".bashrc", OWNER_UID, OWNER_UID)
+    assert box.run().returncode == 0
+    alice = int(box.file("/users/gh-alice"))
+    assert alice >= FIRST_COLLABORATOR_UID
+
+    planted = _as_user(alice, f"echo 'sudo -n true' > {owners_home}/.bash_profile")
+    assert planted.returncode != 0 and "Permission denied" in planted.stderr
+    assert not (owners_home / ".bash_profile").exists()
+    for target in (owners_home / ".bashrc", workspace / "torch.py"):  # imported from cwd
+        refused = _as_user(alice, f"echo 'import os' >> {target}")
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr
+    assert (owners_home.stat().st_uid, _mode(owners_home)) == (OWNER_UID, 0o755)
+    assert (workspace.stat().st_uid, _mode(workspace)) == (OWNER_UID, 0o755)
+    assert _mode(box.root / "dev/shm") == 0o1777  # shared, but nobody removes another's
+    # the owner still writes their own home; the collaborator theirs, which is theirs alone
+    assert _as_user(OWNER_UID, f"touch {owners_home}/mine").returncode == 0
+    alices_home = box.root / "home/gh-alice"
+    assert (alices_home.stat().st_uid, _mode(alices_home)) == (alice, 0o700)
+    assert _as_user(alice, f"touch {alices_home}/notes").returncode == 0
+    assert _as_user(OWNER_UID, f"ls {alices_home}").returncode != 0
+    if home == "restored disk":
+        assert (owners_home / ".bashrc").read_text() == "# the owner's own\n"
+
+
+def test_the_homes_modes_are_set_before_anything_else_runs():
+    """Before apt-get, the dev account, the dotfiles, the control loop or sshd."""
+    script = objects.startup_script()
+    first = script.index('chmod 755 "$ROOT/home/dev" "$ROOT/workspace"')
+    for later in ("missing=()", "useradd", "su dev", "gpu-dev-control", 'sshd)" -D'):
+        assert first < script.index(later), later
+
+
+def _control(box: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
+    """The control loop (once, or `--watch`), as the startup script installed it."""
+    return subprocess.run(
+        [str(box.root / "usr/local/bin/gpu-dev-control"), *args],
+        env={
+            "PATH": str(box.bin),
+            "GPU_DEV_ROOT": str(box.root),
+            "REAL_INSTALL": shutil.which("install") or "/usr/bin/install",
+            "REAL_CHOWN": shutil.which("chown") or "/bin/chown",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_removed_user_loses_keys_account_and_home(sandbox: Sandbox):
+    keys = {**KEYS, "user.gh-bob": "ssh-ed25519 AAAAbob bob\n"}
+    sandbox.mount(CONTROL, keys)
+    assert sandbox.run().returncode == 0
+    assert sandbox.exists("/etc/ssh/authorized_keys/gh-bob")
+
+    sandbox.mount(CONTROL, {k: v for k, v in keys.items() if k != "user.gh-alice"})
+    assert _control(sandbox).returncode == 0
+    assert not sandbox.exists("/etc/ssh/authorized_keys/gh-alice")
+    assert not sandbox.exists("/users/gh-alice") and not sandbox.exists("/home/gh-alice")
+    assert "userdel -r -- gh-alice" in sandbox.calls()
+    # the others stay: the owner and bob
+    assert sandbox.file("/etc/ssh/authorized_keys/dev") == KEYS["authorized_keys"]
+    assert sandbox.file("/etc/ssh/authorized_keys/gh-bob") == "ssh-ed25519 AAAAbob bob\n"
+    assert sandbox.exists("/users/gh-bob")
+    assert not any(c.startswith("userdel") and "gh-bob" in c for c in sandbox.calls())
+
+
+def test_keys_deleted_on_github_leave_the_account_with_none(sandbox: Sandbox):
+    """The lifecycle writes the empty answer; the loop installs it: no key opens it."""
+    assert sandbox.run().returncode == 0
+    sandbox.mount(CONTROL, {**KEYS, "user.gh-alice": ""})
+    assert _control(sandbox).returncode == 0
+    assert sandbox.file("/etc/ssh/authorized_keys/gh-alice") == ""
+    assert sandbox.exists("/users/gh-alice")
+
+
+def test_the_watching_loop_removes_a_user_who_had_no_keys(sandbox: Sandbox):
+    """Taking off a user with an empty entry changes no key: the loop also compares the
+    entries' names, or the account would stay."""
+    sandbox.mount(CONTROL, {**KEYS, "user.gh-bob": ""})
+    assert sandbox.run().returncode == 0
+    assert sandbox.exists("/users/gh-bob")
+    # the loop's first pause: the Secret changes under it (the kubelet's update); its second
+    # pause ends the test
+    sandbox.stub(
+        "sleep",
+        'done="$GPU_DEV_ROOT/slept"; [ -e "$done" ] && exit 1; touch "$done"\n'
+        'rm -f "$GPU_DEV_ROOT/etc/gpu-dev/keys/user.gh-bob"',
+    )
+    slept = sandbox.calls().count("sleep 5")  # the boot's own loop: ended at its first
+    watched = _control(sandbox, "--watch")
+    assert watched.returncode == 0 and watched.stderr == "", watched.stderr
+    assert sandbox.calls().count("sleep 5") == slept + 2  # applied once more, then ended
+    assert not sandbox.exists("/users/gh-bob")
+    assert "userdel -r -- gh-bob" in sandbox.calls()
+
+
+@as_root
+def test_a_removed_users_sessions_end_and_their_leftovers_go(open_sandbox: Sandbox):
+    """Their processes (an SSH session, a tmux, a job) are killed by uid; the owner's run on;
+    what they left in the world-writable places goes, so no later account given the same
+    uid inherits it."""
+    box = open_sandbox
+    assert box.run().returncode == 0
+    alice = int(box.file("/users/gh-alice"))
+    session = subprocess.Popen(
+        ["sleep", "120"], user=alice, group=alice, extra_groups=[], start_new_session=True
+    )
+    owners = subprocess.Popen(["sleep", "120"])
+    tmp = box.root / "tmp"
+    tmp.mkdir(mode=0o1777)
+    tmp.chmod(0o1777)
+    left = _as_user(alice, f"echo data > {tmp}/alices && echo x > {tmp}/its-mine")
+    assert left.returncode == 0, left.stderr
+    (tmp / "owners").write_text("kept\n")
+    try:
+        box.mount(CONTROL, {k: v for k, v in KEYS.items() if k != "user.gh-alice"})
+        assert _control(box).returncode == 0
+        assert session.wait(timeout=10) == -signal.SIGKILL
+        assert owners.poll() is None
+        assert sorted(os.listdir(tmp)) == ["owners"]
+        assert not box.exists("/etc/ssh/authorized_keys/gh-alice")
+        assert not box.exists("/home/gh-alice")
+    finally:
+        for process in (session, owners):
+            process.kill()
+            process.wait()

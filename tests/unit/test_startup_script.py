@@ -85,10 +85,14 @@ def test_the_first_use_setup_runs_as_dev_not_root():
         if "home/dev" in line and not line.lstrip().startswith("#")
     ]
     assert root_lines == [
+        # first of all: nobody else writes in the owner's home (an emptyDir is 0777)
+        'mkdir -p "$ROOT/home/dev" "$ROOT/workspace"',
+        'chmod 755 "$ROOT/home/dev" "$ROOT/workspace"',
         'mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"',
         # the top directories only, never -R (a restored home loads its blocks lazily)
         'chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" '
         '"$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"',
+        'chmod 755 "$ROOT/home/dev" "$ROOT/workspace"  # again: useradd -m may have set HOME_MODE',
     ]
     assert 'cp -rn "$GPU_DEV_ROOT/etc/skel/." "$HOME/"' in _first_use()
     assert '[ -L "$HOME/.gpu-dev-initialized" ]' in _first_use()

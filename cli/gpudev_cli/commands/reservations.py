@@ -8,6 +8,7 @@ import sys
 import time
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import click
 
@@ -168,6 +169,12 @@ def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float
 @click.option(
     "--add-user", "github_users", multiple=True, help="GitHub user to let in (repeatable)"
 )
+@click.option(
+    "--remove-user",
+    "removed_users",
+    multiple=True,
+    help="added GitHub user to take out (repeatable): their account, keys and sessions go",
+)
 @click.option("--enable-jupyter/--disable-jupyter", "jupyter", default=None)
 @click.pass_obj
 def edit(
@@ -175,16 +182,27 @@ def edit(
     reservation_id: str,
     extend_hours: float | None,
     github_users: tuple[str, ...],
+    removed_users: tuple[str, ...],
     jupyter: bool | None,
 ) -> None:
-    """Change a live reservation: more time, more users, Jupyter on or off."""
-    if extend_hours is None and not github_users and jupyter is None:
-        raise click.UsageError("nothing to change: give --extend, --add-user or --enable-jupyter")
+    """Change a live reservation: more time, users in or out, Jupyter on or off."""
+    if extend_hours is None and not github_users and not removed_users and jupyter is None:
+        raise click.UsageError(
+            "nothing to change: give --extend, --add-user, --remove-user or --enable-jupyter"
+        )
     client = obj.client()
     path = f"/v1/reservations/{reservation_id}"
     for user in github_users:
         result = client.request("POST", f"{path}/users", {"github_username": user})
         obj.emit(result, lambda r, u=user: console.print(f"{u} may now log in."))
+    for user in removed_users:
+        result = client.request("DELETE", f"{path}/users/{quote(user, safe='')}")
+        obj.emit(
+            result,
+            lambda r, u=user: console.print(
+                f"{u} removed: no longer let in (their account and sessions end within seconds)."
+            ),
+        )
     if jupyter is not None:
         result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
         obj.emit(result, lambda r: console.print(f"Jupyter {'on' if jupyter else 'off'}."))

@@ -1,4 +1,5 @@
-"""Reservations: submit, read, and change a live one (cancel, extend, add a user, Jupyter).
+"""Reservations: submit, read, and change a live one (cancel, extend, add or remove a user,
+Jupyter).
 Changes are recorded with their job in the outbox and sent after commit: 202.
 
 Each route imports its service when it runs: the services import the database driver and
@@ -99,6 +100,28 @@ def add_reservation_user(
     from gpudev.reservations.service import add_user
 
     return _view(202, caller.change(add_user, reservation_id, request.github_username))
+
+
+@router.delete(
+    "/v1/reservations/<reservation_id>/users/<github_username>",
+    responses={
+        202: {
+            "description": "recorded: the pod removes the user's account, keys and sessions",
+            "content": {"application/json": {"model": ReservationView}},
+        },
+        404: {
+            "description": "no such reservation, or the GitHub user is not one of its added "
+            "users; nothing was changed",
+            "content": {"application/json": {"model": ErrorMessage}},
+        },
+    },
+)
+def remove_reservation_user(
+    reservation_id: str, github_username: str, caller: ForCaller
+) -> Response[ReservationView]:
+    from gpudev.reservations.service import remove_user
+
+    return _view(202, caller.change(remove_user, reservation_id, github_username))
 
 
 @router.put("/v1/reservations/<reservation_id>/jupyter")

@@ -15,6 +15,15 @@ ROOT=${GPU_DEV_ROOT:-}
 ROOT=${ROOT%/}
 export GPU_DEV_ROOT=$ROOT  # the control loop's paths
 
+# Before anything else: the owner's home and the workspace are writable by dev alone. The
+# kubelet makes an emptyDir 0777, so any other account could plant ~dev/.bash_profile (run
+# as dev, who has sudo, at the next login or Jupyter start) or a module dev's Python would
+# import from /workspace; a named disk's home gets the same at every boot. /dev/shm (an
+# emptyDir too) gets /tmp's sticky bit: nobody deletes or replaces another user's segment.
+mkdir -p "$ROOT/home/dev" "$ROOT/workspace"
+chmod 755 "$ROOT/home/dev" "$ROOT/workspace"
+[ -d "$ROOT/dev/shm" ] && chmod 1777 "$ROOT/dev/shm"
+
 missing=()
 command -v sshd >/dev/null || missing+=(openssh-server)
 command -v sudo >/dev/null || missing+=(sudo)
@@ -53,6 +62,7 @@ mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 # Not -R: a home restored from a snapshot loads its blocks lazily, and walking every inode
 # of a conda env at each boot could outlast the readiness timeout; its files are dev's.
 chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
+chmod 755 "$ROOT/home/dev" "$ROOT/workspace"  # again: useradd -m may have set HOME_MODE
 
 # What the pod was given (env in objects.py: conda/CUDA paths, threads, NCCL, HF_HOME, the
 # torchrun variables) is what every SSH session sees: login shells read /etc/profile.d,
@@ -127,19 +137,52 @@ install_keys() {  # account, keys file
   install -m 644 -o root -g root "$2" "$ROOT/etc/ssh/authorized_keys/$1.new" \
     && mv -f "$ROOT/etc/ssh/authorized_keys/$1.new" "$ROOT/etc/ssh/authorized_keys/$1"
 }
+add_account() {  # an added user's own account; its home is theirs alone
+  id -- "$1" >/dev/null 2>&1 && return 0
+  useradd -m -s /bin/bash -- "$1" 2>/dev/null || adduser -D "$1"
+  chmod 700 -- "$ROOT/home/$1"
+}
+kill_processes_of() {  # uid: every process it runs (SSH sessions, tmux, jobs), till none
+  local round pid status key real effective saved fs state found
+  for round in 1 2 3 4 5 6 7 8 9 10; do
+    found=
+    for status in /proc/[0-9]*/status; do
+      pid=${status#/proc/}; pid=${pid%/status}; state=''; real=''
+      while read -r key real effective saved fs; do
+        case $key in State:) state=$real ;; Uid:) break ;; esac
+      done 2>/dev/null < "$status"
+      [ "$state" != Z ] || continue  # dead already, waiting for its parent
+      [[ " $real $effective $saved $fs " == *" $1 "* ]] || continue
+      kill -KILL "$pid" 2>/dev/null && found=yes
+    done
+    [ -n "$found" ] || return 0
+    [ "$round" = 1 ] || sleep 0.2
+  done
+}
+remove_account() {  # a user taken off the reservation: keys, sessions, account, files
+  local uid
+  rm -f -- "$ROOT/etc/ssh/authorized_keys/$1"  # no new session
+  [[ $1 =~ ^gh-[a-z0-9-]{1,29}$ ]] || return 0  # only accounts this loop made
+  uid=$(id -u -- "$1" 2>/dev/null) || return 0
+  [[ $uid =~ ^[0-9]+$ ]] && [ "$uid" -ge 1000 ] || return 0  # never a system account
+  kill_processes_of "$uid"
+  userdel -r -- "$1" 2>/dev/null || deluser --remove-home "$1" 2>/dev/null
+  # What it left where everyone writes, or a later account given its uid would own it.
+  find "$ROOT/tmp" "$ROOT/var/tmp" "$ROOT/dev/shm" -xdev -uid "$uid" -delete 2>/dev/null
+  return 0
+}
 apply_keys() {
   install_keys dev "$KEYS/authorized_keys"
   for file in "$KEYS"/user.*; do
     [ -e "$file" ] || continue
     account=${file##*/user.}  # gh-<login>, made by the lifecycle (collaborator_account)
     [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
-    id -- "$account" >/dev/null 2>&1 || useradd -m -s /bin/bash -- "$account" 2>/dev/null \
-      || adduser -D "$account"
+    add_account "$account"
     install_keys "$account" "$file"
   done
   for file in "$ROOT"/etc/ssh/authorized_keys/*; do  # a user removed from the reservation
     account=${file##*/}
-    [ "$account" = dev ] || [ -e "$KEYS/user.$account" ] || rm -f -- "$file"
+    [ "$account" = dev ] || [ -e "$KEYS/user.$account" ] || remove_account "$account"
   done
 }
 apply_banner() {  # the expiry warning and the pod-health warning, shown before every prompt
@@ -187,7 +230,8 @@ apply_jupyter() {
   fi
 }
 apply() {
-  keys=$(cat "$KEYS/authorized_keys" "$KEYS"/user.* 2>/dev/null)
+  # the entries' names too: a user with no keys taken off changes no key
+  keys=$(printf '%s\n' "$KEYS"/user.*; cat "$KEYS/authorized_keys" "$KEYS"/user.* 2>/dev/null)
   if [ "$keys" != "${last_keys-}" ]; then
     apply_keys
     last_keys=$keys

@@ -1,6 +1,7 @@
 """The active loop: a checkpoint applies the row's desired state to the pod (expiry,
 warnings, keys, Jupyter) and says how long to park; parking waits for the next checkpoint
-or a wake-up (cancel, extend, add-user, Jupyter, a pod the availability updater saw go)."""
+or a wake-up (cancel, extend, add or remove a user, Jupyter, a pod the availability
+updater saw go)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,8 @@ def _active(reservation: Reservation) -> Active:
 
 def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
     """The pod's control objects from the row: expiry, warnings (the schedule's and the
-    availability updater's pod health), Jupyter, keys."""
+    availability updater's pod health), Jupyter, keys (refreshed from GitHub; an added user
+    taken off the row loses their entry, and the pod's control loop their account)."""
     cluster = lc.objects(reservation)
     expires_at = datetime.fromtimestamp(due.expires_at).astimezone().isoformat()
     cluster.replace(
@@ -86,13 +88,19 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
             reservation.health_warning or "",  # the updater wakes us when it changes
         )
     )
-    if reservation.change_generation > reservation.applied_generation:
-        current = cluster.read("Secret", Names.of(reservation).keys)
-        installed = {
-            entry: base64.b64decode(value).decode()
-            for entry, value in ((current or {}).get("data") or {}).items()
-        }
-        cluster.replace(lc.keys_secret(reservation, installed))
+    # Keys follow GitHub at every checkpoint, not only at a change: a key deleted there
+    # stops opening the pod at the next one. The Secret is written only when it differs.
+    current = cluster.read("Secret", Names.of(reservation).keys)
+    installed = {
+        entry: base64.b64decode(value).decode()
+        for entry, value in ((current or {}).get("data") or {}).items()
+    }
+    secret = lc.keys_secret(reservation, installed)
+    if (
+        secret["stringData"] != installed
+        or reservation.change_generation > reservation.applied_generation
+    ):
+        cluster.replace(secret)
 
 
 def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:

@@ -6,7 +6,8 @@ Two answers are kept apart: GitHub said the user has no keys (200 with none, or 
 user), which retrying will not change, and GitHub did not answer (unreachable, timed out,
 429 or 5xx), `GithubUnavailable`: a ConnectionError, which taxonomy.py maps to `Transient`
 (the state machine matches the error's exact name, so no subclass of Transient), so the task
-is retried, and a refresh keeps the keys the pod already has."""
+is retried, and a refresh keeps the keys the pod already has. An answer is followed: a key
+removed on GitHub goes at the next refresh, and so do all of them when GitHub answers none."""
 
 from __future__ import annotations
 
@@ -73,14 +74,15 @@ class GithubKeys:
             lines += [f"{key} {user}@github" for key in self.keys(user)]
         return "\n".join(lines) + ("\n" if lines else "")
 
-    def refreshed(self, users: list[str], installed: str) -> str:
-        """At a refresh: the users' keys now, or the installed ones when GitHub did not
-        answer or answered with none (a failed fetch never locks anyone out). With nothing
-        installed and no answer, GithubUnavailable: the refresh is tried again."""
+    def refreshed(self, users: list[str], installed: str | None) -> str:
+        """At a refresh: the users' keys as GitHub has them now (none when it answered
+        none: keys deleted on GitHub stop opening the pod), or the `installed` ones when
+        GitHub did not answer (a failed fetch never locks anyone out). With nothing
+        installed yet (None: a user just added) and no answer, GithubUnavailable: the
+        refresh is tried again."""
         try:
-            fetched = self.authorized_keys(users)
+            return self.authorized_keys(users)
         except GithubUnavailable:
-            if installed:
+            if installed is not None:
                 return installed
             raise
-        return fetched or installed

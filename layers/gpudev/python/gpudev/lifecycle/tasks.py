@@ -81,13 +81,14 @@ class Lifecycle:
         """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token).
         At provision (`installed` None) GitHub not answering raises GithubUnavailable (a
         Transient: retried). At a refresh `installed` holds the pod's current entries: a user
-        whose fetch fails or comes back empty keeps those (keys.py `refreshed`)."""
+        whose fetch fails keeps those, one GitHub answered for gets exactly what it answered,
+        none included (keys.py `refreshed`); a removed user's entry is gone."""
         owner = [reservation.github_user] if reservation.github_user else []
 
         def fetched(users: list[str], entry: str) -> str:
             if installed is None:
                 return self.keys.authorized_keys(users)
-            return self.keys.refreshed(users, installed.get(entry, ""))
+            return self.keys.refreshed(users, installed.get(entry))
 
         return objects.keys_secret(
             reservation,

@@ -210,6 +210,11 @@ class ReservationsRepository:
         """None if the user was already there or the reservation is no longer live."""
         return self._owner_change(reservation_id, github_user=github_user)
 
+    def remove_user(self, reservation_id: UUID, github_user: str) -> Changed | None:
+        """None if the user was not there (logins ignore case) or the reservation is no
+        longer live."""
+        return self._owner_change(reservation_id, remove_user=github_user)
+
     def set_jupyter(self, reservation_id: UUID, enabled: bool) -> Changed | None:
         """None if nothing changed or the reservation is no longer live."""
         return self._owner_change(reservation_id, jupyter_enabled=enabled)
@@ -220,6 +225,7 @@ class ReservationsRepository:
         *,
         add_hours: float | None = None,
         github_user: str | None = None,
+        remove_user: str | None = None,
         jupyter_enabled: bool | None = None,
     ) -> Changed | None:
         """One statement for every owner's change: the one asked for is set, the rest None."""
@@ -229,6 +235,7 @@ class ReservationsRepository:
                 "reservation_id": reservation_id,
                 "add_hours": add_hours,
                 "github_user": github_user,
+                "remove_user": remove_user,
                 "jupyter_enabled": jupyter_enabled,
             },
         )

@@ -5,9 +5,9 @@ and its create job in the outbox in one statement, which returns the first reser
 a client request id repeats), then a fourth after commit (the sent job's outbox row
 deleted).
 
-Changes to a live reservation (cancel, extend, add a user, Jupyter) are recorded on its row
-with their job in the outbox by one statement; its execution applies them. Every job is
-sent after its transaction commits (gpudev/outbox.py), so give these services a connection
+Changes to a live reservation (cancel, extend, add or remove a user, Jupyter) are recorded
+on its row with their job in the outbox by one statement; its execution applies them. Every
+job is sent after its transaction commits (gpudev/outbox.py), so give these services a connection
 in autocommit mode (`autocommit_connection()`): their `conn.transaction()` is the commit.
 A refused send is not an error: the change is saved and the sweeper's relay sends the job."""
 
@@ -225,6 +225,35 @@ def add_user(
         reservation,
         "add a user to",
         lambda repo: repo.add_user(reservation.reservation_id, github_user),
+    )
+
+
+def remove_user(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    id_or_prefix: str,
+    github_user: str,
+) -> Reservation:
+    """Take an added GitHub user off a live reservation (any status before the end, like
+    add-user): the pod's control loop then removes their account, keys and sessions. A
+    user who is not there is refused (NotFound) before anything is written."""
+    check_github_username(github_user)
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    _live(reservation, "remove a user from")
+    if github_user.lower() not in {u.lower() for u in reservation.secondary_users}:
+        rid = str(reservation.reservation_id)[:8]
+        raise NotFound(
+            f"{shown(github_user)} is not a user of reservation {rid} "
+            f"(added users: {', '.join(reservation.secondary_users) or 'none'})",
+            field="github_username",
+        )
+    return _record_change(
+        conn,
+        queue,
+        reservation,
+        "remove a user from",
+        lambda repo: repo.remove_user(reservation.reservation_id, github_user),
     )
 
 

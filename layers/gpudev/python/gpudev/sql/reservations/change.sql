@@ -1,6 +1,6 @@
 -- Every change an owner makes to a live reservation, in one statement: the parameter of the
 -- change asked for is set and the others are NULL (extend: add_hours; add a user:
--- github_user; Jupyter: jupyter_enabled). Returns the row only when it changed, with the
+-- github_user; remove a user: remove_user; Jupyter: jupyter_enabled). Returns the row only when it changed, with the
 -- outbox row of its reservation_changed job, in the same statement (outbox_write,
 -- migrations/0010).
 -- duration_hours is the total since launch; the execution moves expires_at when it applies
@@ -13,8 +13,13 @@ WITH changed AS (
             WHEN %(add_hours)s::double precision IS NULL THEN extension_error
         END,
         secondary_users = CASE
-            WHEN %(github_user)s::text IS NULL THEN secondary_users
-            ELSE secondary_users || %(github_user)s::text
+            WHEN %(github_user)s::text IS NOT NULL THEN secondary_users || %(github_user)s::text
+            WHEN %(remove_user)s::text IS NOT NULL THEN ARRAY(
+                SELECT u FROM unnest(secondary_users) WITH ORDINALITY AS kept (u, position)
+                WHERE lower(u) <> lower(%(remove_user)s::text)
+                ORDER BY position
+            )
+            ELSE secondary_users
         END,
         jupyter_enabled = coalesce(%(jupyter_enabled)s::boolean, jupyter_enabled),
         change_generation = change_generation + 1
@@ -24,6 +29,11 @@ WITH changed AS (
       AND (
           %(github_user)s::text IS NULL
           OR NOT (lower(%(github_user)s::text) = ANY (SELECT lower(u) FROM unnest(secondary_users) u))
+      )
+      -- and a user removed must be there (the service says so before: this is the race)
+      AND (
+          %(remove_user)s::text IS NULL
+          OR lower(%(remove_user)s::text) = ANY (SELECT lower(u) FROM unnest(secondary_users) u)
       )
       AND (
           %(jupyter_enabled)s::boolean IS NULL
