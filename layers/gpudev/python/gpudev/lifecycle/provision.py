@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.host_keys import PRIVATE_ENTRY, PUBLIC_ENTRY, HostKey, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.pod_readiness import pods_state
+from gpudev.cluster.vocabulary import RESERVATION_LABEL
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
@@ -33,7 +36,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     assert gpu_type is not None
     token = reservation.jupyter_token or secrets.token_hex(32)
     reservation = reservation.model_copy(update={"jupyter_token": token})
-    keys = lc.keys_secret(reservation)  # GitHub not answering: Transient, retried
+    host_key = _host_key(lc, reservation)
+    keys = lc.keys_secret(reservation, host_key=host_key)  # GitHub down: Transient, retried
     if not keys["stringData"][objects.OWNER_KEYS_ENTRY]:
         # Checked before any object exists: nobody could log in, so nothing is created.
         user = reservation.github_user
@@ -60,12 +64,27 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
             pod_name=Names.of(reservation).pod(0),
             namespace=lc.namespace_of(reservation),
             jupyter_token=token,
+            ssh_host_keys=[host_key.public],
             ready_timeout_seconds=lc.settings.ready_timeout_seconds,
             generation=reservation.change_generation,
         ),
         "preparing",
     )
     return ProvisionOutput(outcome="provisioning")
+
+
+def _host_key(lc: Lifecycle, reservation: Reservation) -> HostKey:
+    """sshd's host key, made once per reservation: a retried provision whose keys Secret
+    exists already keeps the key in it (its pod may have started with that key)."""
+    current = lc.objects(reservation).read("Secret", Names.of(reservation).keys) or {}
+    holder = (current.get("metadata", {}).get("labels") or {}).get(RESERVATION_LABEL)
+    data = current.get("data") or {}
+    if holder != str(reservation.reservation_id) or not {PRIVATE_ENTRY, PUBLIC_ENTRY} <= set(data):
+        return new_host_key()
+    return HostKey(
+        base64.b64decode(data[PRIVATE_ENTRY]).decode(),
+        base64.b64decode(data[PUBLIC_ENTRY]).decode().strip(),
+    )
 
 
 def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:

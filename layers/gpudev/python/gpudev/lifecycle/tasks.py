@@ -22,6 +22,7 @@ import psycopg
 
 from gpudev.allocation.service import Allocator, AllocatorReport
 from gpudev.cluster import objects
+from gpudev.cluster.host_keys import HostKey, carried_host_key
 from gpudev.cluster.inventory import list_nodes_and_pods
 from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.disks.volumes import DiskVolumes
@@ -76,12 +77,16 @@ class Lifecycle:
         return found
 
     def keys_secret(
-        self, reservation: Reservation, installed: dict[str, str] | None = None
+        self,
+        reservation: Reservation,
+        installed: dict[str, str] | None = None,
+        host_key: HostKey | None = None,
     ) -> dict[str, Any]:
-        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token).
-        At provision (`installed` None) GitHub not answering raises GithubUnavailable (a
-        Transient: retried). At a refresh `installed` holds the pod's current entries: a user
-        whose fetch fails or comes back empty keeps those (keys.py `refreshed`)."""
+        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token,
+        and sshd's host key). At provision (`installed` None, `host_key` the one just made)
+        GitHub not answering raises GithubUnavailable (a Transient: retried). At a refresh
+        `installed` holds the pod's current entries: a user whose fetch fails or comes back
+        empty keeps those (keys.py `refreshed`), and the host key is carried over as it is."""
         owner = [reservation.github_user] if reservation.github_user else []
 
         def fetched(users: list[str], entry: str) -> str:
@@ -96,6 +101,7 @@ class Lifecycle:
                 user: fetched([user], objects.added_user_entry(user))
                 for user in reservation.secondary_users
             },
+            host_key.entries() if host_key is not None else carried_host_key(installed or {}),
         )
 
     def allocate(self) -> AllocatorReport:
