@@ -40,7 +40,7 @@ def free_local_port() -> int:
 
 def local_url(reservation: dict[str, Any], local_port: int) -> str:
     """The reservation's Jupyter URL (its token included) on the forwarded local port."""
-    url = urlsplit(reservation["jupyter_url"])
+    url = urlsplit(str(reservation["jupyter_url"]))
     return urlunsplit(url._replace(scheme="http", netloc=f"localhost:{local_port}"))
 
 
