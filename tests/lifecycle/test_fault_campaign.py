@@ -377,10 +377,13 @@ def _secret_create_times_out(r: Run) -> str:
     token and host key, whose create changes nothing (the Secret is ours already). The row
     must record what the pod was given (the first try's), or the URL's token and the key the
     CLI pins would both be wrong."""
-    held = hold_next(r.cloud, "create", "secrets")
+    gate, arrived = gate_next(r.cloud, "create", "secrets")
     rid = r.reserve(jupyter=True)
+    wait_for(lambda: arrived, timeout=20, message="the Secret's create")
+    # served after the client gave up, before the retry (1 s after the timeout) creates it
+    time.sleep(CLIENT_TIMEOUT_SECONDS + 0.3)
+    gate.set()
     wait_for_status(r.api, rid, "active", timeout=30)
-    assert held, "the create was held"
     keys = secret_data(objects_of(r.cloud, rid)["secrets"][0])
     shown = wait_for(lambda: (s := show(r.api, rid))["jupyter_url"] and s, timeout=20)
     assert shown["ssh_host_keys"] == [keys["ssh_host_ed25519_key.pub"].strip()]
