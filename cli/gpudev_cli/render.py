@@ -80,7 +80,7 @@ def reservation_panel(r: dict[str, Any]) -> None:
             f"Started {moment(r.get('launched_at'))} UTC, expires {moment(r.get('expires_at'))} "
             f"UTC (in {minutes(left) if left else 'less than a minute'})"
         )
-    if r.get("jupyter_url") and r.get("jupyter_available") is not False:
+    if r.get("jupyter_url") and r.get("jupyter_available") is not False and r["status"] in LIVE:
         lines.append(f"Jupyter: {jupyter_command(r)}   (through SSH; it prints the URL)")
     elif r["status"] in LIVE and r.get("jupyter_available") is False:
         lines.append(f"[yellow]Jupyter: unavailable: {r.get('jupyter_error')}[/]")

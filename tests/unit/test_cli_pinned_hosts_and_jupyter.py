@@ -95,6 +95,13 @@ def test_show_gives_the_jupyter_command_never_a_network_url():
     assert "54.12.34.56:" not in text and "s3cret" not in text
 
 
+def test_an_ended_reservation_offers_no_jupyter():
+    row = {"gpu_type": "t4", "gpu_count": 1, "duration_hours": 1}
+    with console.capture() as captured:
+        render.reservation_panel({**row, **PINNED, "status": "expired"})
+    assert "Jupyter" not in captured.get()
+
+
 def test_the_tunnel_forwards_a_local_port_to_jupyter_on_the_pods_loopback():
     command = jupyter_tunnel.tunnel_command(PINNED, 18888)
     assert command[0].endswith("ssh")
