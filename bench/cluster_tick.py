@@ -96,6 +96,7 @@ def _reservation(index: int) -> Reservation:
             "jupyter_token": "token",
             "namespace": "gpu-dev",
             "secondary_users": [],
+            "ssh_host_keys": [],
             "warnings_sent": [],
             "oom_count": 0,
             "pod_restarts": 0,
@@ -118,10 +119,9 @@ def populated(store: ObjectStore) -> ObjectStore:
         built = [
             objects.pod(reservation, H100, placement, "pytorch/pytorch:2.5"),
             network.ssh_service(reservation),
-            network.jupyter_service(reservation),
             network.headless_service(reservation),
             objects.control_config_map(reservation, "2026-11-24T20:00:00Z", None, ""),
-            objects.keys_secret(reservation, "ssh-ed25519 AAAA user", {}),
+            objects.keys_secret(reservation, "ssh-ed25519 AAAA user", {}, {}),
             network.network_policy(reservation),
         ]
         for manifest in built:

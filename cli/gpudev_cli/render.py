@@ -80,8 +80,8 @@ def reservation_panel(r: dict[str, Any]) -> None:
             f"Started {moment(r.get('launched_at'))} UTC, expires {moment(r.get('expires_at'))} "
             f"UTC (in {minutes(left) if left else 'less than a minute'})"
         )
-    if r.get("jupyter_url") and r.get("jupyter_available") is not False:
-        lines.append(f"Jupyter: {r['jupyter_url']}")
+    if r.get("jupyter_url") and r.get("jupyter_available") is not False and r["status"] in LIVE:
+        lines.append(f"Jupyter: {jupyter_command(r)}   (through SSH; it prints the URL)")
     elif r["status"] in LIVE and r.get("jupyter_available") is False:
         lines.append(f"[yellow]Jupyter: unavailable: {r.get('jupyter_error')}[/]")
     elif r["status"] in LIVE:
@@ -106,6 +106,17 @@ def reservation_panel(r: dict[str, Any]) -> None:
         lines.append("Cancel requested.")
     # soft_wrap: the terminal wraps long lines, so a copied ssh command stays one line.
     console.print("\n".join(lines), soft_wrap=True)
+
+
+def jupyter_command(r: dict[str, Any]) -> str:
+    """Jupyter listens on the pod's loopback: the owner reaches it through SSH."""
+    return f"gpu-dev connect {short(r['reservation_id'])} --jupyter"
+
+
+def jupyter_changed(r: dict[str, Any], enabled: bool) -> str:
+    if not enabled:
+        return "Jupyter off."
+    return f"Jupyter on (it starts within seconds): open it with `{jupyter_command(r)}`."
 
 
 def _connect_lines(r: dict[str, Any]) -> list[str]:

@@ -1,5 +1,6 @@
-"""Per-reservation SSH configs under ~/.gpu-dev (0600), the commands that use them, and
-`gpu-dev connect`'s ssh.
+"""Per-reservation SSH configs under ~/.gpu-dev (0600), with the reservation's pinned host
+keys, the commands that use them, and `gpu-dev connect`'s ssh (its Jupyter tunnel:
+jupyter_tunnel.py).
 
 A reservation's config is written as soon as a command that follows or lists reservations
 sees it active, and removed as soon as one sees it ended (`sync_configs`), so the directory
@@ -18,6 +19,7 @@ from gpudev_cli.client import CliError
 from gpudev_cli.context import FINAL
 
 CONFIG_SUFFIX = "-sshconfig"
+KNOWN_HOSTS_SUFFIX = "-known_hosts"  # not matched by ssh_include's `*-sshconfig`
 HOME_IN_POD = "/home/dev"
 INTERNAL_HINT = (
     "this is the node's internal address (its node group has no public IP): connect from "
@@ -49,8 +51,42 @@ def _has_endpoint(reservation: dict[str, Any]) -> bool:
     return bool(reservation.get("node_ip") and reservation.get("node_port"))
 
 
+def known_hosts_file(reservation: dict[str, Any]) -> Path:
+    return state_dir() / f"{reservation['reservation_id'][:8]}{KNOWN_HOSTS_SUFFIX}"
+
+
+def _host_key_lines(reservation: dict[str, Any], directory: Path) -> list[str]:
+    """How ssh checks the pod's host key. With the reservation's keys (made once by the
+    control plane, kept across container restarts): pinned under the alias, in a
+    known_hosts file of its own, strictly, so a NodePort reused by another reservation, or
+    an address that changed, is never a prompt to accept a new key. Without (a reservation
+    from before host keys were kept): the first key seen is accepted, as before."""
+    keys = reservation.get("ssh_host_keys") or []
+    if not keys:
+        return [
+            "    StrictHostKeyChecking accept-new\n",
+            f"    UserKnownHostsFile {_quoted(directory / 'known_hosts')}\n",
+        ]
+    alias = host_alias(reservation)
+    text = "".join(f"{alias} {key}\n" for key in keys)
+    _write_private(known_hosts_file(reservation), text)
+    return [
+        f"    HostKeyAlias {alias}\n",
+        "    StrictHostKeyChecking yes\n",
+        f"    UserKnownHostsFile {_quoted(known_hosts_file(reservation))}\n",
+    ]
+
+
+def _write_private(path: Path, text: str) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    path.chmod(0o600)  # an older file keeps its mode through O_CREAT
+
+
 def write_config(reservation: dict[str, Any]) -> Path:
-    """The SSH config for an active reservation, readable by its owner only."""
+    """The SSH config for an active reservation (and the known_hosts file of its host
+    keys), readable by its owner only."""
     if not _has_endpoint(reservation):
         raise CliError(
             f"reservation {reservation['reservation_id'][:8]} has no SSH endpoint yet "
@@ -68,19 +104,15 @@ def write_config(reservation: dict[str, Any]) -> Path:
         f"    Port {reservation['node_port']}\n"
         "    User dev\n"
         "    ForwardAgent no\n"
-        "    ServerAliveInterval 30\n"
-        "    StrictHostKeyChecking accept-new\n"
-        f"    UserKnownHostsFile {_quoted(directory / 'known_hosts')}\n"
+        "    ServerAliveInterval 30\n" + "".join(_host_key_lines(reservation, directory))
     )
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        handle.write(text)
-    path.chmod(0o600)  # an older file keeps its mode through O_CREAT
+    _write_private(path, text)
     return path
 
 
 def remove_config(reservation: dict[str, Any]) -> None:
     config_file(reservation).unlink(missing_ok=True)
+    known_hosts_file(reservation).unlink(missing_ok=True)
 
 
 def sync_configs(reservations: Iterable[dict[str, Any]]) -> None:

@@ -118,7 +118,7 @@ def test_jupyter_tokens_reach_their_owner_and_never_the_logs(api, local_cloud, m
     reply = reserve(api, gpu_type="t4", gpu_count=1, jupyter=True)
     rid = reply.body["reservation_id"]
     token = uuid.uuid4().hex + uuid.uuid4().hex
-    url = f"http://10.0.0.7:31888/lab?token={token}"
+    url = f"http://localhost:8888/lab?token={token}"
     with psycopg.connect(local_cloud.database_url) as conn:  # as the lifecycle records them
         conn.execute(
             "UPDATE reservations SET jupyter_token = %s, jupyter_url = %s,"

@@ -25,6 +25,9 @@ REASON = (
 )
 
 
+HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJZ0Ym1w3voEDayKIxrUxWgyY6VDIjG4XR87xKsgRtO4"
+
+
 def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) -> UUID:
     request = ReservationRequest(gpu_type="t4", gpu_count=1, hours=2, github_user="octocat")
     created, _ = submit_reservation(db, RecordingQueue(), ALICE, request)  # type: ignore[arg-type]
@@ -36,6 +39,7 @@ def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) ->
         pod_name="gpu-dev-x-0",
         namespace="gpu-dev",
         jupyter_token="t0ken",
+        ssh_host_keys=[HOST_KEY],
         ready_timeout_seconds=60,
         generation=0,
     )
@@ -50,6 +54,7 @@ def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) ->
     )
     assert activated is not None
     assert (activated.jupyter_available, activated.jupyter_error) == (available, reason)
+    assert activated.ssh_host_keys == [HOST_KEY]  # written at preparing, kept at activation
     return rid
 
 

@@ -59,17 +59,30 @@ def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):
         objects = objects_of(local_cloud, rid)
         keys = secret_data(objects["secrets"][0])
         jupyter = objects["configmaps"][0]["data"]["jupyter"]
-        exposed = any(s["metadata"]["name"].endswith("-jupyter") for s in objects["services"])
         added = "octocat@github" in keys.get("user.gh-octocat", "")
-        # one checkpoint writes the flag, then the keys, then the Service: wait for all three
-        return added and jupyter == "true" and exposed and objects
+        # one checkpoint writes the flag, then the keys: wait for both
+        return added and jupyter == "true" and objects
 
-    objects = wait_for(applied, message="keys, Jupyter flag and Jupyter Service applied")
+    objects = wait_for(applied, message="keys and Jupyter flag applied")
     keys = secret_data(objects["secrets"][0])
     assert "alice@github" in keys["authorized_keys"], "the owner's keys open the dev account"
     assert "octocat" not in keys["authorized_keys"], "an added user has an account of their own"
     shown = wait_for(lambda: (r := show(api, rid))["jupyter_url"] and r, message="Jupyter URL")
-    assert shown["jupyter_url"].startswith(f"http://{shown['node_ip']}:")
+    # Jupyter is reached through SSH only: a localhost URL, and no Service for it
+    assert shown["jupyter_url"] == f"http://localhost:8888/lab?token={_token(local_cloud, rid)}"
+    services = objects_of(local_cloud, rid)["services"]
+    assert sorted(s["metadata"]["name"].rsplit("-", 1)[1] for s in services) == ["headless", "ssh"]
+    # sshd's host key, made at provision, came through the Secret's refresh unchanged
+    assert keys["ssh_host_ed25519_key.pub"].strip() == shown["ssh_host_keys"][0]
+    assert shown["ssh_host_keys"][0].startswith("ssh-ed25519 ")
+
+
+def _token(local_cloud, rid: str) -> str:
+    with psycopg.connect(local_cloud.database_url) as conn:
+        (token,) = conn.execute(
+            "SELECT jupyter_token FROM reservations WHERE reservation_id = %s", (rid,)
+        ).fetchone()
+    return str(token)
 
 
 def test_a_removed_user_leaves_the_pods_keys(api, local_cloud):

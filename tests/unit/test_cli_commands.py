@@ -146,10 +146,10 @@ def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timesta
 @pytest.mark.parametrize(
     ("jupyter", "shown", "hidden"),
     [
-        (
+        (  # Jupyter is reached through SSH: the command that opens the tunnel, no URL
             {"jupyter_enabled": True, "jupyter_available": True, "jupyter_url": "http://h:1/lab"},
-            "Jupyter: http://h:1/lab",
-            "unavailable",
+            "Jupyter: gpu-dev connect 5f0c1a2b --jupyter",
+            "http://",
         ),
         (
             {
@@ -169,12 +169,14 @@ def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timesta
         ({"jupyter_enabled": True, "jupyter_available": None}, "Jupyter: on, starting", "http"),
         (  # a pod from before the check: the API gives its URL, with no verdict
             {"jupyter_enabled": True, "jupyter_available": None, "jupyter_url": "http://h:1/lab"},
-            "Jupyter: http://h:1/lab",
+            "Jupyter: gpu-dev connect 5f0c1a2b --jupyter",
             "unavailable",
         ),
     ],
 )
-def test_show_prints_a_jupyter_url_only_when_the_pod_has_jupyter(capsys, jupyter, shown, hidden):
+def test_show_prints_how_to_open_jupyter_only_when_the_pod_has_jupyter(
+    capsys, jupyter, shown, hidden
+):
     reservation = {
         "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
         "status": "preparing",

@@ -19,6 +19,7 @@ import yaml  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.host_keys import new_host_key
 from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus, TypeCapacity
 from localcloud.kubernetes import validation
@@ -73,6 +74,7 @@ def _reservation(
             "jupyter_token": "token-123",
             "namespace": "gpu-dev",
             "secondary_users": [],
+            "ssh_host_keys": [],
             "warnings_sent": [],
             "oom_count": 0,
             "pod_restarts": 0,
@@ -117,7 +119,6 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
     reservation = _reservation(user_id, _catalogue()[0], 1, 1)
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "ssh_service": lambda: network.ssh_service(reservation),
-        "jupyter_service": lambda: network.jupyter_service(reservation),
         "headless_service": lambda: network.headless_service(reservation),
         "network_policy": lambda: network.network_policy(reservation),
         "control_config_map": lambda: objects.control_config_map(
@@ -130,6 +131,7 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
             reservation,
             "ssh-ed25519 AAAAC3Nz carol@laptop",
             {"Octo-Cat": "ssh-ed25519 AAAAC3Nz octo@github"},
+            new_host_key().entries(),
         ),
     }
     return built + [(name, build()) for name, build in builders.items()]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from gpudev.cluster import objects
+from gpudev.cluster.host_keys import new_host_key
 from gpudev.cluster.vocabulary import STARTUP_FAILED
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -237,6 +238,38 @@ def test_keys_from_the_mounted_secret_are_installed_before_sshd_starts(sandbox: 
     assert calls.index("useradd -m -s /bin/bash -- gh-alice") < calls.index("sshd -D -e")
 
 
+def test_sshd_uses_the_reservations_host_key_and_keeps_it_across_a_container_restart(
+    sandbox: Sandbox,
+):
+    """The key comes from the Secret (made once by the lifecycle), never from ssh-keygen: an
+    OOM restart (the same script run again, the same Secret) answers with the pinned key."""
+    host_key = new_host_key()
+    sandbox.mount(CONTROL, {**KEYS, **host_key.entries()})
+    assert sandbox.run().returncode == 0
+    installed = sandbox.file("/etc/ssh/ssh_host_ed25519_key")
+    assert installed == host_key.private
+    assert sandbox.file("/etc/ssh/ssh_host_ed25519_key.pub").strip() == host_key.public
+    key_file = sandbox.root / "etc/ssh/ssh_host_ed25519_key"
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    config = sandbox.file("/etc/ssh/sshd_config")
+    assert "HostKey /etc/ssh/ssh_host_ed25519_key\n" in config
+    assert config.count("HostKey ") == 1, "only the reservation's key is offered"
+    assert not any(c.startswith("ssh-keygen") for c in sandbox.calls())
+
+    shutil.rmtree(sandbox.root / "run")  # a new container: /run is empty, /etc/ssh is not kept
+    shutil.rmtree(sandbox.root / "etc/ssh")
+    assert sandbox.run().returncode == 0
+    assert sandbox.file("/etc/ssh/ssh_host_ed25519_key") == installed
+    assert not any(c.startswith("ssh-keygen") for c in sandbox.calls())
+
+
+def test_a_secret_without_a_host_key_gets_generated_ones_as_before(sandbox: Sandbox):
+    """A reservation provisioned before host keys were kept."""
+    assert sandbox.run().returncode == 0
+    assert "ssh-keygen -A" in sandbox.calls()
+    assert "HostKey" not in sandbox.file("/etc/ssh/sshd_config")
+
+
 def test_the_dev_user_gets_passwordless_sudo(sandbox: Sandbox):
     assert sandbox.run().returncode == 0
     assert sandbox.file("/etc/sudoers.d/dev") == "dev ALL=(ALL) NOPASSWD:ALL\n"
@@ -295,7 +328,8 @@ def test_jupyter_runs_when_enabled_and_on_node_0_only(
     started = [c for c in sandbox.calls() if c.startswith("su - dev -c")]
     assert bool(started) == starts
     if starts:
-        assert "jupyter-lab --ip=0.0.0.0" in started[0]
+        # on the pod's loopback only: reached through SSH, never over the network
+        assert "jupyter-lab --ip=127.0.0.1 " in started[0] and "0.0.0.0" not in started[0]
         assert "t0ken" not in started[0], "the token never goes on a command line"
         assert sandbox.file("/run/gpu-dev/jupyter_token") == "t0ken"
         assert sandbox.file("/run/gpu-dev/jupyter.pid").strip().isdigit()

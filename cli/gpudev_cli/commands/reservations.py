@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import lookup, render, ssh
+from gpudev_cli import jupyter_tunnel, lookup, render, ssh
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -205,7 +205,7 @@ def edit(
         )
     if jupyter is not None:
         result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
-        obj.emit(result, lambda r: console.print(f"Jupyter {'on' if jupyter else 'off'}."))
+        obj.emit(result, lambda r: console.print(render.jupyter_changed(r, jupyter)))
     if extend_hours is not None:
         _extend(obj, client, reservation_id, extend_hours)
 
@@ -220,10 +220,19 @@ def edit(
     "there, so a collaborator's forwarded agent is usable by the owner, and the owner's by "
     "anything running as root).",
 )
+@click.option(
+    "--jupyter",
+    is_flag=True,
+    help="Forward a free local port (8888 if free) through SSH to the pod's Jupyter, print "
+    "its http://localhost URL and keep the tunnel open until Ctrl+C (Jupyter listens on the "
+    "pod's loopback only: its token never crosses the network in cleartext).",
+)
 @click.pass_obj
-def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
+def connect(obj: Context, reservation: str | None, forward_agent: bool, jupyter: bool) -> None:
     """SSH into an active reservation (id, id prefix or name; the only one, if you have
-    exactly one)."""
+    exactly one), or with --jupyter open a tunnel to its Jupyter."""
+    if jupyter and forward_agent:
+        raise click.UsageError("--forward-agent is for a shell, not for --jupyter")
     client = obj.client()
     if reservation is None:
         active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
@@ -239,15 +248,17 @@ def connect(obj: Context, reservation: str | None, forward_agent: bool) -> None:
     else:
         chosen = lookup.find(client, reservation)
         ssh.sync_configs([chosen])  # an ended one's config goes
-    _ssh(chosen, forward_agent)
+    if chosen["status"] != "active":
+        raise CliError(
+            f"reservation {short(chosen['reservation_id'])} is {chosen['status']}, not active"
+        )
+    if jupyter:
+        jupyter_tunnel.open_tunnel(chosen)
+    else:
+        _ssh(chosen, forward_agent)
 
 
 def _ssh(reservation: dict[str, Any], forward_agent: bool) -> None:
-    if reservation["status"] != "active":
-        raise CliError(
-            f"reservation {short(reservation['reservation_id'])} is {reservation['status']}, "
-            "not active"
-        )
     command = ssh.ssh_command(reservation, forward_agent)
     if hint := ssh.address_hint(reservation):
         click.echo(f"note: {reservation['node_ip']}: {hint}", err=True)

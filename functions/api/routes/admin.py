@@ -1,15 +1,15 @@
 """Operator routes (/v1/admin): sessions of the ADMIN_ROLES only, checked on the principal
 before anything is read (`routes/caller.py` `ForOperator`): everyone's usage, every live
-reservation, a force-cancel whose reason the status history records, the jobs'
-dead-letter queue. Services are imported by their route (the API's import needs no psycopg
-or AWS client: bench/cold_start.py)."""
+reservation (never its Jupyter token: `operator_view`), a force-cancel whose reason the
+status history records, the jobs' dead-letter queue. Services are imported by their route
+(the API's import needs no psycopg or AWS client: bench/cold_start.py)."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from gpudev.reservations.schemas import ReservationView
+from gpudev.reservations.schemas import ReservationView, operator_view
 from gpudev.settings import api_settings
 from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
@@ -33,7 +33,7 @@ def every_live_reservation(caller: ForOperator) -> LiveReservations:
     from gpudev.usage.operators import live_reservations
 
     reservations = caller.read(live_reservations)
-    return LiveReservations(reservations=[ReservationView.of(r) for r in reservations])
+    return LiveReservations(reservations=[operator_view(r) for r in reservations])
 
 
 @router.post("/v1/admin/reservations/<reservation_id>/cancel")
@@ -43,7 +43,7 @@ def force_cancel_reservation(
     from gpudev.usage.operators import force_cancel
 
     cancelled = caller.change(force_cancel, reservation_id, request.reason)
-    return Response(202, content_types.APPLICATION_JSON, ReservationView.of(cancelled))
+    return Response(202, content_types.APPLICATION_JSON, operator_view(cancelled))
 
 
 @router.get("/v1/admin/dlq")

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from gpudev.settings import UserLimitSettings
@@ -96,8 +96,15 @@ class ReservationShown(Row):
     disk_name: str | None
     jupyter_enabled: bool
     profiling: bool
-    # The view leaves it out when node 0's Jupyter check said the pod's image lacks it.
-    jupyter_url: str | None
+    # Never over the network in cleartext: Jupyter listens on the pod's loopback. The view
+    # leaves it out when node 0's Jupyter check said the pod's image lacks it, and the
+    # operators' listing always (the token opens a shell as dev).
+    jupyter_url: str | None = Field(
+        description="http://localhost:8888/lab?token=...: Jupyter listens on the pod's "
+        "loopback only; open it through SSH (`gpu-dev connect --jupyter` forwards a free "
+        "local port and prints this URL with that port; or `ssh -L 8888:localhost:8888`). "
+        "Its owner's only: null in operators' listings."
+    )
     # What the check said (0021): null until the pod said; false with the reason in
     # jupyter_error.
     jupyter_available: bool | None
@@ -108,6 +115,13 @@ class ReservationShown(Row):
     node_ip: str | None
     node_port: int | None
     ssh_command: str | None
+    # Made once per reservation, kept across container restarts (0031).
+    ssh_host_keys: list[str] = Field(
+        description="the public host keys of the pod's sshd (`ssh-ed25519 AAAA...`), made "
+        "once per reservation and kept across container restarts: pin them (the CLI writes "
+        "them to known_hosts under HostKeyAlias gpu-dev-<id8>); empty for a reservation made "
+        "before host keys were kept"
+    )
     # 'external', or 'internal': node_ip is reachable only from inside the cluster's VPC
     # (VPN, bastion) (0015).
     node_address_kind: str | None

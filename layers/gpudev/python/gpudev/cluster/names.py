@@ -52,6 +52,8 @@ class Names:
 
     ssh_service = _Suffixed("ssh")
     headless_service = _Suffixed("headless")
+    # Jupyter's NodePort Service of a reservation made before Jupyter moved behind SSH: the
+    # checkpoint deletes it (lifecycle/active.py).
     jupyter_service = _Suffixed("jupyter")
     control = _Suffixed("control")
     keys = _Suffixed("keys")

@@ -1,5 +1,6 @@
-"""A reservation's network objects: the NodePort Services users reach pod 0 by (SSH,
-Jupyter), the headless Service its pods find each other by, and its NetworkPolicy
+"""A reservation's network objects: the NodePort Service users reach pod 0's sshd by (and
+Jupyter through it: Jupyter listens on the pod's loopback, never on a Service), the headless
+Service its pods find each other by, and its NetworkPolicy
 (isolation: docs/architecture.md "Security model")."""
 
 from __future__ import annotations
@@ -7,44 +8,24 @@ from __future__ import annotations
 from typing import Any
 
 from gpudev.cluster.names import Names
-from gpudev.cluster.objects import JUPYTER_PORT, manifest
+from gpudev.cluster.objects import manifest
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT
 from gpudev.cluster.vocabulary import RANK_LABEL, RESERVATION_LABEL
 from gpudev.models import Reservation
 
 
-def _node_port_service(
-    reservation: Reservation, name: str, port: dict[str, Any], **extra_labels: str
-) -> dict[str, Any]:
-    """A NodePort Service to pod 0's `port`, answered on the node the pod runs on."""
+def ssh_service(reservation: Reservation) -> dict[str, Any]:
+    """A NodePort Service to pod 0's sshd, answered on the node the pod runs on."""
     return manifest(
         "Service",
         reservation,
-        name,
-        extra_labels=extra_labels,
+        Names.of(reservation).ssh_service,
         spec={
             "type": "NodePort",
             "externalTrafficPolicy": "Local",
             "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
-            "ports": [port],
+            "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
         },
-    )
-
-
-def ssh_service(reservation: Reservation) -> dict[str, Any]:
-    return _node_port_service(
-        reservation,
-        Names.of(reservation).ssh_service,
-        {"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"},
-    )
-
-
-def jupyter_service(reservation: Reservation) -> dict[str, Any]:
-    return _node_port_service(
-        reservation,
-        Names.of(reservation).jupyter_service,
-        {"name": "jupyter", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT},
-        **{"gpu-dev/jupyter": "true"},
     )
 
 
@@ -64,7 +45,7 @@ def headless_service(reservation: Reservation) -> dict[str, Any]:
 def network_policy(reservation: Reservation) -> dict[str, Any]:
     """The reservation's pods may reach each other, on every port, and no other pod may
     reach them (the namespace's policies in deploy/kubernetes/network-policies.yaml deny
-    everything else and let SSH and Jupyter in from outside the cluster only). Every port,
+    everything else and let SSH in from outside the cluster only). Every port,
     not just SSH and the rendezvous port 29500: NCCL's bootstrap and socket transport and
     gloo listen on ephemeral ports, so a port list would break multinode jobs."""
     own_pods = {

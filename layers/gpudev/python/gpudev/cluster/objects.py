@@ -2,9 +2,10 @@
 
 Everything carries the label gpu-dev/reservation=<id>, which is how tear down finds it. The
 pod is controlled declaratively: a ConfigMap (expiry, warnings, Jupyter) and a Secret (SSH
-keys, Jupyter token) are mounted into it and its startup script (`startup.sh`, shipped
-beside this module) applies them; nobody needs pods/exec. Its Services and NetworkPolicy are
-built in `cluster/network.py`, PersistentVolumes in `cluster/volumes.py`.
+keys, sshd's host key, Jupyter token) are mounted into it and its startup script
+(`startup.sh`, shipped beside this module) applies them; nobody needs pods/exec. Its
+Services and NetworkPolicy are built in `cluster/network.py`, PersistentVolumes in
+`cluster/volumes.py`.
 
 Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
 seccomp profile with no service-account token and without NET_RAW (dev has sudo: root of
@@ -33,6 +34,8 @@ from gpudev.cluster.vocabulary import (
 )
 from gpudev.models import GpuType, Reservation
 
+# Jupyter listens on the pod's loopback only (startup.sh): users reach it through their SSH
+# connection (`gpu-dev connect --jupyter` forwards a local port), never through a Service.
 JUPYTER_PORT = 8888
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
@@ -155,11 +158,16 @@ def added_user_entry(login: str) -> str:
 
 
 def keys_secret(
-    reservation: Reservation, authorized_keys: str, added_users: dict[str, str]
+    reservation: Reservation,
+    authorized_keys: str,
+    added_users: dict[str, str],
+    host_key: dict[str, str],
 ) -> dict[str, Any]:
-    """SSH keys and the Jupyter token. The owner's keys open the `dev` account; each added
-    GitHub user gets an account of their own (`user.<account>`, see collaborator_account),
-    so nobody shares a session, a home or an agent."""
+    """SSH keys, sshd's host key and the Jupyter token. The owner's keys open the `dev`
+    account; each added GitHub user gets an account of their own (`user.<account>`, see
+    collaborator_account), so nobody shares a session, a home or an agent. `host_key`: the
+    entries of the reservation's host key (host_keys.HostKey.entries), made once at provision
+    and carried over at every refresh; empty for a Secret made before host keys were kept."""
     return manifest(
         "Secret",
         reservation,
@@ -169,6 +177,7 @@ def keys_secret(
             OWNER_KEYS_ENTRY: authorized_keys,
             "jupyter_token": reservation.jupyter_token or "",
             **{added_user_entry(login): keys for login, keys in added_users.items()},
+            **host_key,
         },
     )
 
@@ -210,7 +219,6 @@ def pod(
                 "command": ["/bin/bash", "-c", startup_script()],
                 "ports": [
                     {"name": "ssh", "containerPort": 22},
-                    {"name": "jupyter", "containerPort": JUPYTER_PORT},
                     {"name": "rendezvous", "containerPort": RENDEZVOUS_PORT},
                 ],
                 "readinessProbe": SSH_READINESS_PROBE,

@@ -200,7 +200,7 @@ apply_banner() {  # the expiry warning and the pod-health warning, shown before 
   } > "$RUN/banner.new"
   mv -f "$RUN/banner.new" "$RUN/banner"
 }
-jupyter_wanted() {  # on node 0 only: the Jupyter Service selects rank 0
+jupyter_wanted() {  # on node 0 only: the one users connect to (its SSH Service selects it)
   [ "$(cat "$CONFIG/jupyter" 2>/dev/null)" = true ] && [ "${NODE_RANK:-0}" = 0 ]
 }
 ensure_jupyter() {  # the dev image has it; nothing is installed at boot (jupyter_check.sh)
@@ -216,11 +216,12 @@ jupyter_running() {  # the Jupyter this loop started (by its pid), never a user'
 apply_jupyter() {
   if jupyter_wanted && ensure_jupyter; then
     # The token reaches Jupyter in dev's environment (readable by dev only), never on a
-    # command line (readable by every user in the pod); its log is dev's, mode 600.
+    # command line (readable by every user in the pod); its log is dev's, mode 600. It
+    # listens on the loopback only: users reach it through SSH (gpu-dev connect --jupyter).
     install -m 400 -o dev "$KEYS/jupyter_token" "$RUN/jupyter_token"
     local start
     # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
-    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=0.0.0.0 \
+    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=127.0.0.1 \
       --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 & echo $!' \
       "$RUN/jupyter_token" "$ROOT/workspace"
     jupyter_running || su - dev -c "$start" > "$RUN/jupyter.pid"
@@ -252,10 +253,24 @@ chmod 755 "$ROOT/usr/local/bin/gpu-dev-control"
 "$ROOT/usr/local/bin/gpu-dev-control"  # keys in place before sshd answers (readiness)
 "$ROOT/usr/local/bin/gpu-dev-control" --watch &
 
-mkdir -p "$ROOT/run/sshd" && ssh-keygen -A
+# sshd's host key comes from the reservation's Secret, made once by the lifecycle
+# (cluster/host_keys.py), so a restarted container answers with the key the CLI pinned; a
+# Secret from before host keys were kept gets the image's or fresh ones (ssh-keygen -A).
+mkdir -p "$ROOT/run/sshd"
+host_key=
+if [ -s "$ROOT/etc/gpu-dev/keys/ssh_host_ed25519_key" ]; then
+  install -m 600 -o root -g root "$ROOT/etc/gpu-dev/keys/ssh_host_ed25519_key" \
+    "$ROOT/etc/ssh/ssh_host_ed25519_key"
+  install -m 644 -o root -g root "$ROOT/etc/gpu-dev/keys/ssh_host_ed25519_key.pub" \
+    "$ROOT/etc/ssh/ssh_host_ed25519_key.pub"
+  host_key=/etc/ssh/ssh_host_ed25519_key
+else
+  ssh-keygen -A
+fi
 {
   printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n'
   printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n'
+  [ -n "$host_key" ] && printf 'HostKey %s\n' "$host_key"
   [ ${#set_env[@]} -gt 0 ] && printf 'SetEnv %s\n' "${set_env[*]}"
 } > "$ROOT/etc/ssh/sshd_config"
 echo "SSH daemon starting on port 22"

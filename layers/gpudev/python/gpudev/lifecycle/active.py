@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 from datetime import datetime
 
-from gpudev.cluster import network, objects
+from gpudev.cluster import objects
 from gpudev.cluster.names import Names
 from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive
 from gpudev.lifecycle.schedule import Active, Due
@@ -104,16 +104,17 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
 
 
 def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:
-    """Jupyter's Service and URL, only when it is on and node 0's check said the pod's image
-    has it (never a dead URL; the view gives `jupyter_error` instead). Activation records the
-    check's verdict, so an unknown one (None) is a pod started before the check existed, whose
-    startup script still serves Jupyter: it keeps its Service."""
-    cluster = lc.objects(reservation)
-    name = Names.of(reservation).jupyter_service
+    """Jupyter's URL, only when it is on and node 0's check said the pod's image has it
+    (never a dead URL; the view gives `jupyter_error` instead). Jupyter listens on the pod's
+    loopback, so the URL is the one the owner opens through SSH (`gpu-dev connect --jupyter`
+    forwards a local port to it); an unknown verdict (None) is a pod started before the
+    check existed, whose startup script still serves Jupyter. A reservation made before
+    Jupyter moved behind SSH has a NodePort Service recorded (`jupyter_port`): it goes."""
+    if reservation.jupyter_port is not None:
+        lc.objects(reservation).delete_all(
+            str(reservation.reservation_id), ("services",), Names.of(reservation).jupyter_service
+        )
     if not reservation.jupyter_enabled or reservation.jupyter_available is False:
-        cluster.delete_all(str(reservation.reservation_id), ("services",), name)
         return None, None
-    cluster.create(network.jupyter_service(reservation))
-    port = cluster.node_port(str(reservation.reservation_id), name)
-    url = f"http://{reservation.node_ip}:{port}/lab?token={reservation.jupyter_token}"
-    return url, port
+    url = f"http://localhost:{objects.JUPYTER_PORT}/lab?token={reservation.jupyter_token}"
+    return url, None

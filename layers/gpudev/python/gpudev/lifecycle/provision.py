@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
+from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.cluster.pod_readiness import pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
@@ -33,7 +36,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     assert gpu_type is not None
     token = reservation.jupyter_token or secrets.token_hex(32)
     reservation = reservation.model_copy(update={"jupyter_token": token})
-    keys = lc.keys_secret(reservation)  # GitHub not answering: Transient, retried
+    host_key = new_host_key()  # sshd's, made once per reservation (host_keys.py)
+    keys = lc.keys_secret(reservation, host_key=host_key)  # GitHub down: Transient, retried
     if not keys["stringData"][objects.OWNER_KEYS_ENTRY]:
         # Checked before any object exists: nobody could log in, so nothing is created.
         user = reservation.github_user
@@ -49,6 +53,7 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     cluster.create(network.network_policy(reservation))
     cluster.create(objects.control_config_map(reservation, "", None, ""))
     cluster.create(keys)
+    kept = _kept_in_secret(cluster, reservation)
     cluster.create(network.headless_service(reservation))
     cluster.create(network.ssh_service(reservation))
     home = mount_home(lc, reservation)
@@ -59,13 +64,27 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
             task.reservation_id,
             pod_name=Names.of(reservation).pod(0),
             namespace=lc.namespace_of(reservation),
-            jupyter_token=token,
+            jupyter_token=kept.get("jupyter_token") or token,
+            ssh_host_keys=[kept.get(PUBLIC_ENTRY, host_key.public).strip()],
             ready_timeout_seconds=lc.settings.ready_timeout_seconds,
             generation=reservation.change_generation,
         ),
         "preparing",
     )
     return ProvisionOutput(outcome="provisioning")
+
+
+def _kept_in_secret(cluster: ReservationObjects, reservation: Reservation) -> dict[str, str]:
+    """The keys Secret's entries as the cluster holds them: what the pods install. A retried
+    provision finds the Secret an earlier try made (its create answered too late, or the
+    task failed after it; creating an object of ours that exists is a success that changes
+    nothing), so the row records that Secret's Jupyter token and host key, never the ones
+    this try made."""
+    current = cluster.read("Secret", Names.of(reservation).keys) or {}
+    return {
+        entry: base64.b64decode(value).decode()
+        for entry, value in (current.get("data") or {}).items()
+    }
 
 
 def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:

@@ -22,6 +22,7 @@ import psycopg
 
 from gpudev.allocation.service import Allocator, AllocatorReport
 from gpudev.cluster import objects
+from gpudev.cluster.host_keys import HostKey, carried_host_key
 from gpudev.cluster.inventory import list_nodes_and_pods
 from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.disks.volumes import DiskVolumes
@@ -76,13 +77,17 @@ class Lifecycle:
         return found
 
     def keys_secret(
-        self, reservation: Reservation, installed: dict[str, str] | None = None
+        self,
+        reservation: Reservation,
+        installed: dict[str, str] | None = None,
+        host_key: HostKey | None = None,
     ) -> dict[str, Any]:
-        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token).
-        At provision (`installed` None) GitHub not answering raises GithubUnavailable (a
-        Transient: retried). At a refresh `installed` holds the pod's current entries: a user
-        whose fetch fails keeps those, one GitHub answered for gets exactly what it answered,
-        none included (keys.py `refreshed`); a removed user's entry is gone."""
+        """The Secret of the owner's and the added users' GitHub keys (and Jupyter's token,
+        and sshd's host key). At provision (`installed` None, `host_key` the one just made)
+        GitHub not answering raises GithubUnavailable (a Transient: retried). At a refresh
+        `installed` holds the pod's current entries: a user whose fetch fails keeps those, one
+        GitHub answered for gets exactly what it answered, none included (keys.py
+        `refreshed`); a removed user's entry is gone; the host key is carried over as it is."""
         owner = [reservation.github_user] if reservation.github_user else []
 
         def fetched(users: list[str], entry: str) -> str:
@@ -97,6 +102,7 @@ class Lifecycle:
                 user: fetched([user], objects.added_user_entry(user))
                 for user in reservation.secondary_users
             },
+            host_key.entries() if host_key is not None else carried_host_key(installed or {}),
         )
 
     def allocate(self) -> AllocatorReport:

@@ -45,10 +45,12 @@ class LifecycleRepository:
         pod_name: str,
         namespace: str,
         jupyter_token: str,
+        ssh_host_keys: list[str],
         ready_timeout_seconds: float,
         generation: int,
     ) -> Reservation | None:
-        """Queued (granted) to preparing: the pod exists, ready by the deadline."""
+        """Queued (granted) to preparing: the pod exists, ready by the deadline; the public
+        halves of the host keys its sshd was given."""
         return self._write(
             "preparing",
             {
@@ -56,6 +58,7 @@ class LifecycleRepository:
                 "pod_name": pod_name,
                 "namespace": namespace,
                 "jupyter_token": jupyter_token,
+                "ssh_host_keys": ssh_host_keys,
                 "ready_timeout_seconds": ready_timeout_seconds,
                 "generation": generation,
             },

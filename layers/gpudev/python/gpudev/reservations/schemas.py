@@ -70,6 +70,12 @@ class ReservationView(ReservationShown):
         return cls.model_validate(fields)
 
 
+def operator_view(reservation: Reservation) -> ReservationView:
+    """A reservation as operators see it (/v1/admin): everything but Jupyter's URL, whose
+    token opens a shell as the owner's `dev` (sudo) in the pod; only the owner sees it."""
+    return ReservationView.of(reservation).model_copy(update={"jupyter_url": None})
+
+
 def clock_minutes_until(moment: datetime | None, now: datetime) -> int | None:
     """Clock minutes from `now` until `moment` (0 once it passed), rounded up: under a
     compressed clock an hour lasts `seconds_per_hour` real seconds. None without a moment."""
