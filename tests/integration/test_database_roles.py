@@ -334,6 +334,7 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
                 "reservation_id": rid,
                 "add_hours": 1,
                 "github_user": "octocat",
+                "remove_user": None,
                 "jupyter_enabled": True,
             },
         ),
