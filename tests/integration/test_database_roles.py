@@ -61,6 +61,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "usage/report",
         "usage/live",
         "usage/find_any",
+        "ratelimit/take",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
