@@ -66,6 +66,8 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
     LIFECYCLE: (
         "lifecycle/activate",
         "lifecycle/checkpoint",
+        "lifecycle/change_wake_age",
+        "lifecycle/record_change_wake",
         "lifecycle/end",
         "lifecycle/park",
         "lifecycle/preparing",

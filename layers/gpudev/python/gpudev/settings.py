@@ -167,7 +167,7 @@ class LifecycleSettings(BaseSettings):
     # At most one change (extend, add-user, Jupyter) wakes an active execution per this many
     # minutes; changes meanwhile are applied together at the next checkpoint, due by then.
     # Bounds an execution's history (25,000 events; docs/architecture.md, "Limits").
-    change_wake_minutes: float = Field(default=2.0, gt=0)
+    change_wake_minutes: float = Field(default=3.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None
