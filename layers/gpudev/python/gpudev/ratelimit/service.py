@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gpudev.db.queries import query
 from gpudev.identity import Caller
 from gpudev.ratelimit.rules import RequestRate, refusal
 
@@ -15,11 +14,15 @@ if TYPE_CHECKING:
 
 def take_request(conn: psycopg.Connection[Any], caller: Caller, rate: RequestRate) -> None:
     """One token from the caller's bucket, or `RateLimited` with nothing written."""
-    row = conn.execute(
-        query("ratelimit/take"),
-        {"principal_arn": caller.principal_arn, "burst": rate.burst, "per_second": rate.per_second},
-    ).fetchone()
-    # No row: another request made the bucket after this statement's snapshot; it took
-    # that one token from a full bucket, so this one is within the burst.
-    if row is not None and row[0] > 0:
-        raise refusal(rate, row[0])
+    # Here, not at the top: the API's routes import this module, and the repositories
+    # import psycopg, which a handler's import should not pay for (bench/cold_start.py).
+    from gpudev.repositories.request_buckets import RequestBucketsRepository
+
+    buckets = RequestBucketsRepository(conn)
+    # None: refused by a bucket another request made after this statement's snapshot (a new
+    # principal's first burst): the second statement's snapshot has it.
+    wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
+    if wait is None:
+        wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
+    if wait is None or wait > 0:
+        raise refusal(rate, wait or 1 / rate.per_second)

@@ -3,8 +3,8 @@
 -- token. A new principal starts full. Returns retry_after_seconds: 0 when the token was
 -- taken, else how long until one is there (nothing written). clock_timestamp(), not now():
 -- under the row lock, after the request before it, so refills are never counted twice.
--- No row only when another request created the bucket after this statement's snapshot:
--- the caller counts that as taken (its first second).
+-- No row only when refused by a bucket another request created after this statement's
+-- snapshot (a new principal's first burst): the caller runs it again.
 WITH taken AS (
     INSERT INTO api_request_buckets AS b (principal_arn, tokens, refilled_at)
     VALUES (%(principal_arn)s, %(burst)s::double precision - 1, clock_timestamp())
