@@ -616,6 +616,7 @@ def test_a_pod_writing_past_its_local_storage_limits_is_evicted_as_the_kubelet_d
         pod["spec"]["volumes"] = [{"name": "workspace", "emptyDir": {"sizeLimit": "10Gi"}}]
         core.create_namespaced_pod(NAMESPACE, pod)
     try:
+
         def phases() -> list[str]:
             return [core.read_namespaced_pod(name, NAMESPACE).status.phase for name in names]
 
