@@ -175,6 +175,8 @@ def main() -> int:
         kubelet_delay_seconds=0.2,
         max_live_reservations_per_user=100_000,
         max_gpus_per_user=1_000_000,
+        api_requests_per_minute=1_000_000,  # the per-principal rate out of the way too
+        api_request_burst=1_000_000,
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )

@@ -344,6 +344,8 @@ def main() -> int:
         termination_seconds_scale=0.1,
         max_live_reservations_per_user=10_000,
         max_gpus_per_user=100_000,
+        api_requests_per_minute=1_000_000,  # the per-principal rate out of the way too
+        api_request_burst=1_000_000,
     )
     (ROOT / ".local").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-soak-", dir=ROOT / ".local") as tmp:

@@ -24,7 +24,7 @@ from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
 from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, eks_cluster_name, id_list, own_vpc
-from cdk_app.node_groups import NodeGroupSpec, node_group_specs
+from cdk_app.node_groups import NodeGroupSpec, node_disk_gib, node_group_specs
 
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
 ADMIN_ROLES_CONTEXT = "gpudev:clusterAdminRoleArns"
@@ -32,8 +32,9 @@ NODE_PORT_CIDRS_CONTEXT = "gpudev:nodePortCidrs"
 ENDPOINT_PUBLIC_CIDRS_CONTEXT = "gpudev:clusterEndpointPublicCidrs"
 KUBERNETES_VERSION_CONTEXT = "gpudev:kubernetesVersion"
 NODE_PORTS = (30000, 32767)  # Kubernetes' NodePort range: SSH reaches a dev pod through one
-NODE_DISK_GIB = 200  # PyTorch images are several GiB; the default 20 GiB fills up
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+CNI_SERVICE_ACCOUNT = "aws-node"  # the VPC CNI's DaemonSet (kube-system)
+ROOT_DEVICE = "/dev/xvda"  # the root volume of the EKS AL2023 AMIs (standard and NVIDIA)
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
 
@@ -143,6 +144,14 @@ class ClusterStack(Stack):
                 description="SSH to dev pods through their NodePort services",
             )
 
+        pod_identity = eks.CfnAddon(
+            self, "PodIdentityAgent", addon_name="eks-pod-identity-agent", cluster_name=cluster_name
+        )
+        # The CNI's policy (ENIs and addresses for every pod) goes to the aws-node service
+        # account through pod identity, not to the node role: nothing else on a node can use
+        # it, and with IMDS closed to pods (hop limit 1) no pod reaches the node role at all.
+        # The agent runs on the host network, so aws-node gets credentials before any pod
+        # has an address.
         vpc_cni = eks.CfnAddon(
             self,
             "VpcCni",
@@ -150,10 +159,14 @@ class ClusterStack(Stack):
             cluster_name=cluster_name,
             resolve_conflicts="OVERWRITE",  # EKS bootstrapped a self-managed one
             configuration_values=json.dumps({"enableNetworkPolicy": "true"}),
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=self._pod_identity_role("VpcCniRole", "AmazonEKS_CNI_Policy").role_arn,
+                    service_account=CNI_SERVICE_ACCOUNT,
+                )
+            ],
         )
-        pod_identity = eks.CfnAddon(
-            self, "PodIdentityAgent", addon_name="eks-pod-identity-agent", cluster_name=cluster_name
-        )
+        vpc_cni.add_resource_dependency(pod_identity)
         node_role = iam.Role(
             self,
             "NodeRole",
@@ -161,21 +174,11 @@ class ClusterStack(Stack):
             managed_policies=[
                 _managed("AmazonEKSWorkerNodePolicy"),
                 _managed("AmazonEC2ContainerRegistryPullOnly"),
-                _managed("AmazonEKS_CNI_Policy"),
             ],
         )
         groups = [self._node_group(spec, node_role, public.subnet_ids, vpc_cni) for spec in specs]
-        ebs_csi_role = iam.Role(
-            self,
-            "EbsCsiDriverRole",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
-            managed_policies=[_managed("service-role/AmazonEBSCSIDriverPolicy")],
-        )
-        ebs_csi_role.assume_role_policy.add_statements(  # type: ignore[union-attr]
-            iam.PolicyStatement(
-                actions=["sts:TagSession"],
-                principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
-            )
+        ebs_csi_role = self._pod_identity_role(
+            "EbsCsiDriverRole", "service-role/AmazonEBSCSIDriverPolicy"
         )
         ebs_csi = eks.CfnAddon(
             self,
@@ -193,6 +196,46 @@ class ClusterStack(Stack):
         for group in groups:  # its controller runs on a CPU node
             ebs_csi.add_resource_dependency(group)
         self._outputs(vpc, private.subnet_ids, vpc.select_subnets(subnet_type=database.subnet_type))
+
+    def _pod_identity_role(self, construct_id: str, managed_policy: str) -> iam.Role:
+        """A role only EKS Pod Identity assumes (for the service account an add-on names)."""
+        pods = iam.ServicePrincipal("pods.eks.amazonaws.com")
+        role = iam.Role(
+            self, construct_id, assumed_by=pods, managed_policies=[_managed(managed_policy)]
+        )
+        role.assume_role_policy.add_statements(  # type: ignore[union-attr]
+            iam.PolicyStatement(actions=["sts:TagSession"], principals=[pods])
+        )
+        return role
+
+    def _launch_template(self, spec: NodeGroupSpec) -> ec2.CfnLaunchTemplate:
+        """IMDSv2 only, with a hop limit of 1: a pod (one hop behind the node) never gets a
+        metadata token, so never the node role's credentials, even where the network
+        policies are not enforced. The root volume is sized for the pods' /workspace
+        (node_groups.node_disk_gib), gp3 and encrypted. No AMI: EKS picks it from the
+        group's AMI type and adds its own bootstrap."""
+        return ec2.CfnLaunchTemplate(
+            self,
+            f"LaunchTemplate-{spec.gpu_type}",
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                    http_endpoint="enabled",
+                    http_tokens="required",
+                    http_put_response_hop_limit=1,
+                ),
+                block_device_mappings=[
+                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                        device_name=ROOT_DEVICE,
+                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                            volume_size=node_disk_gib(spec.entry),
+                            volume_type="gp3",
+                            encrypted=True,
+                            delete_on_termination=True,
+                        ),
+                    )
+                ],
+            ),
+        )
 
     def _cluster(self, subnet_ids: list[str]) -> eks.CfnCluster:
         role = iam.Role(
@@ -236,7 +279,9 @@ class ClusterStack(Stack):
         self, spec: NodeGroupSpec, role: iam.Role, subnet_ids: list[str], vpc_cni: eks.CfnAddon
     ) -> eks.CfnNodegroup:
         """In the public subnets: users reach their pod's NodePort at the node's public
-        address (the allocator records `ExternalIP`)."""
+        address (the allocator records `ExternalIP`). The launch template carries the disk
+        size and the metadata options (a node group with one takes no `disk_size`)."""
+        template = self._launch_template(spec)
         group = eks.CfnNodegroup(
             self,
             f"NodeGroup-{spec.gpu_type}",
@@ -246,7 +291,9 @@ class ClusterStack(Stack):
             subnets=subnet_ids,
             ami_type=spec.ami_type,
             instance_types=[spec.entry.instance_type],
-            disk_size=NODE_DISK_GIB,
+            launch_template=eks.CfnNodegroup.LaunchTemplateSpecificationProperty(
+                id=template.ref, version=template.attr_latest_version_number
+            ),
             scaling_config=eks.CfnNodegroup.ScalingConfigProperty(
                 min_size=spec.min_size, max_size=spec.max_size, desired_size=spec.desired_size
             ),

@@ -93,6 +93,11 @@ USER_LIMITS = (
     ContextSetting("maxLiveReservationsPerUser", "MAX_LIVE_RESERVATIONS_PER_USER", default=4),
     ContextSetting("maxGpusPerUser", "MAX_GPUS_PER_USER", default=32),
 )
+# Each principal's share of the API (gpudev.settings.RateLimitSettings; "Limits").
+REQUEST_RATE = (
+    ContextSetting("apiRequestsPerMinute", "API_REQUESTS_PER_MINUTE", default=120),
+    ContextSetting("apiRequestBurst", "API_REQUEST_BURST", default=40),
+)
 API = FunctionSpec(
     "Api",
     "api",
@@ -100,7 +105,7 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
-    context_environment=USER_LIMITS,
+    context_environment=USER_LIMITS + REQUEST_RATE,
     database=API_DATABASE,
 )
 # Disk jobs make the tags of a disk's volumes and snapshots agree with its row

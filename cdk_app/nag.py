@@ -104,7 +104,8 @@ CLUSTER_ACKNOWLEDGED: dict[str, str] = {
     ),
     f"{_AWS_POLICY}/AmazonEKS_CNI_Policy]": (
         "The VPC CNI assigns pod addresses (ENIs, IPs) on every node; AWS maintains the "
-        "action set with the add-on's versions."
+        "action set with the add-on's versions. Assumed only by the aws-node service "
+        "account (pod identity), not by the node role."
     ),
     f"{_AWS_POLICY}/service-role/AmazonEBSCSIDriverPolicy]": (
         "The EBS CSI driver's documented policy, its creates and deletes conditioned on the "

@@ -23,6 +23,7 @@ from constructs import Construct
 
 from gpudev.availability.compute import group_prefixes
 from gpudev.cluster.vocabulary import GPU_RESOURCE, GPU_TYPE_LABEL
+from gpudev.cluster.workspace import node_disk_gib as disk_for_gpus
 
 NODE_GROUPS_CONTEXT = "gpudev:nodeGroups"
 DEFAULT_NODE_GROUPS: dict[str, dict[str, int]] = {
@@ -52,6 +53,12 @@ CATALOGUE: dict[str, CatalogueEntry] = {
     "cpu-x86": CatalogueEntry("c7i.8xlarge", 0),
     "cpu-arm": CatalogueEntry("c7g.8xlarge", 0, arm=True),
 }
+
+
+def node_disk_gib(entry: CatalogueEntry) -> int:
+    """The root volume of the type's nodes: room for every pod's /workspace and writes at
+    their limits (gpudev/cluster/workspace.py), so filling one evicts that pod only."""
+    return disk_for_gpus(entry.gpus_per_node)
 
 
 @dataclass(frozen=True)

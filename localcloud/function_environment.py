@@ -62,6 +62,8 @@ def _user_limit_environment(options: Options) -> dict[str, str]:
     limits = {
         "MAX_LIVE_RESERVATIONS_PER_USER": options.max_live_reservations_per_user,
         "MAX_GPUS_PER_USER": options.max_gpus_per_user,
+        "API_REQUESTS_PER_MINUTE": options.api_requests_per_minute,
+        "API_REQUEST_BURST": options.api_request_burst,
     }
     return {name: str(value) for name, value in limits.items() if value is not None}
 

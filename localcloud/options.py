@@ -43,6 +43,9 @@ class Options:
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None
+    # Each principal's request bucket (None: the settings' defaults, 120 a minute, 40 at once).
+    api_requests_per_minute: int | None = None
+    api_request_burst: int | None = None
     # The API function's execution environments as this many OS processes of their own, as
     # Lambda runs them (localcloud/processes.py); 0: in this process, as every function.
     api_processes: int = 0

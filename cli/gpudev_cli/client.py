@@ -12,18 +12,27 @@ and TLS handshake, not one per request. It goes through the proxy the environmen
 (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`), as urllib and botocore do.
 
 `call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
-body of a successful answer and turns anything else into one clear line (`CliError`)."""
+body of a successful answer and turns anything else into one clear line (`CliError`), after
+waiting out a 429 a few times (`throttling.py`) when repeating the request is harmless."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpudev_cli.http_route import route_to
+from gpudev_cli.throttling import (
+    GATEWAY_THROTTLED,
+    THROTTLE_RETRIES,
+    say_on_stderr,
+    throttled_wait,
+)
 
 # Methods whose repetition changes nothing more (RFC 9110 §9.2.2): resent after a lost answer.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -37,8 +46,6 @@ if TYPE_CHECKING:
 SERVICE = "execute-api"
 DEFAULT_REGION = "us-east-2"
 TIMEOUT_SECONDS = 30.0
-# API Gateway's own 429 body when the stage throttles; our limits say which limit instead.
-GATEWAY_THROTTLED = "Too Many Requests"
 
 
 class CliError(Exception):
@@ -81,8 +88,13 @@ class SigV4Client:
         session: Session,
         region: str | None = None,
         timeout_seconds: float | None = TIMEOUT_SECONDS,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        say: Callable[[str], None] = say_on_stderr,
     ):
         self.api_url = api_url
+        self._sleep = sleep  # seams for tests: waiting and the line said while waiting
+        self._say = say
         self.session = session
         self.region = region or session.get_config_variable("region") or DEFAULT_REGION
         self.timeout_seconds = timeout_seconds
@@ -220,7 +232,20 @@ class SigV4Client:
         return self.send(method, path, headers, data, repeatable=True if keyed else None)
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        repeatable = method in IDEMPOTENT_METHODS or (
+            isinstance(body, dict) and "client_request_id" in body
+        )
         reply = self.call(method, path, body)
+        for attempt in range(1, THROTTLE_RETRIES + 1):
+            wait = throttled_wait(reply, attempt)
+            if not repeatable or wait is None:
+                break
+            self._say(
+                f"the gpu-dev API asks to slow down: waiting {wait:g} s, then trying again "
+                f"({attempt}/{THROTTLE_RETRIES})"
+            )
+            self._sleep(wait)
+            reply = self.call(method, path, body)  # signed anew: a signature lasts 5 minutes
         if reply.status >= 400:
             raise CliError(describe_failure(reply))
         return reply.body

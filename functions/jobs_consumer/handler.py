@@ -32,10 +32,13 @@ def record_handler(record: SQSRecord) -> str:
         if isinstance(job, DiskJob):
             outcome = DiskOperations(conn, aws_clients().ec2).handle(job)
         else:
+            settings = lifecycle_settings()
             consumer = JobConsumer(
                 conn,
                 aws_clients().stepfunctions,
-                lifecycle_settings().reservation_state_machine_arn,
+                settings.reservation_state_machine_arn,
+                # on the lifecycle's clock, as the checkpoints' parks (lifecycle/wakes.py)
+                settings.change_wake_minutes * settings.seconds_per_hour / 60,
             )
             outcome = consumer.handle(job)
     logger.info("job handled", extra={"kind": job.kind, "outcome": outcome})

@@ -2,7 +2,8 @@
 scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
 (`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
 volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, runs its init
-containers (`init_containers.py`), then runs, with container statuses; a readiness probe
+containers (`init_containers.py`), then runs, with container statuses (evicted past its
+local storage limits, `local_storage.py`); a readiness probe
 keeps it not Ready until it passes (`readiness.py`); a container that exits (its image in
 `crashing_images` or shell-less) is restarted with a back-off by the restart policy
 (`container_restarts.py`). Terminating pods are stopped and
@@ -19,6 +20,7 @@ from localcloud.kubernetes import init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
+from localcloud.kubernetes.local_storage import LocalStorage
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
@@ -59,6 +61,8 @@ class Kubelet:
         self.crashing_images: dict[str, Crash] = {}
         self.init_restarts = InitContainerRestarts()  # failed init containers: back-off
         self.restarts = ContainerRestarts()  # containers that exited: back-off
+        # What running pods wrote to local disk (tests say): past a limit, evicted.
+        self.local_storage = LocalStorage()
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
 
     def step(self) -> None:
@@ -71,6 +75,7 @@ class Kubelet:
             del self._bound_seen_at[uid]
         self.init_restarts.forget_pods_but(uids)
         self.restarts.forget_pods_but(uids)
+        self.local_storage.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
         nodes = {
@@ -122,7 +127,14 @@ class Kubelet:
         return True
 
     def _run(self, pod: Obj) -> None:
-        """One step of a running pod's containers: those that exit, and their restarts."""
+        """One step of a running pod's containers: past a local storage limit the pod is
+        evicted (`local_storage.py`); else those that exit, and their restarts."""
+        eviction = self.local_storage.eviction(pod)
+        if eviction is not None:
+            meta = pod["metadata"]
+            if self._write(pod, eviction):
+                log.info("pod %s/%s evicted: local storage", meta["namespace"], meta["name"])
+            return
         change = self.restarts.change(pod, self.crashing_images, self.shell_less_images)
         if change is not None:
             self._write(pod, change)

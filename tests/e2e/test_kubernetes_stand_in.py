@@ -594,3 +594,42 @@ def test_a_deleted_pods_waiting_container_is_terminated_as_status_unknown(
         core.patch_namespaced_pod(name, NAMESPACE, {"metadata": {"finalizers": []}})
         with contextlib.suppress(ApiException):  # gone once its finalizer went, if deleted
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+
+def test_a_pod_writing_past_its_local_storage_limits_is_evicted_as_the_kubelet_does(
+    core: client.CoreV1Api, local_cloud: LocalCloud
+):
+    """An emptyDir past its sizeLimit evicts its pod (Failed, Evicted, the kubelet's message);
+    a neighbour on the same node keeps running (docs/architecture.md, Isolation)."""
+    run = uuid.uuid4().hex[:6]
+    assert local_cloud.cluster is not None
+    kubelet = local_cloud.cluster.kubelet
+    names = [f"disk-{n}-{run}" for n in ("full", "quiet")]
+    for name in names:
+        pod = _pod(name, 0, "cpu-x86", {"run": run})
+        (container,) = pod["spec"]["containers"]
+        container["resources"] = {
+            "requests": {"ephemeral-storage": "1Gi"},
+            "limits": {"ephemeral-storage": "30Gi"},
+        }
+        container["volumeMounts"] = [{"name": "workspace", "mountPath": "/workspace"}]
+        pod["spec"]["volumes"] = [{"name": "workspace", "emptyDir": {"sizeLimit": "10Gi"}}]
+        core.create_namespaced_pod(NAMESPACE, pod)
+    try:
+
+        def phases() -> list[str]:
+            return [core.read_namespaced_pod(name, NAMESPACE).status.phase for name in names]
+
+        wait_for(lambda: phases() == ["Running", "Running"], 20, "both pods running")
+        full = core.read_namespaced_pod(names[0], NAMESPACE)
+        kubelet.local_storage.write(full.metadata.uid, "volume:workspace", 10 * 2**30 + 1)
+        wait_for(lambda: phases()[0] == "Failed", 20, "the full pod evicted")
+        evicted = core.read_namespaced_pod(names[0], NAMESPACE)
+        assert (evicted.status.reason, evicted.status.message) == (
+            "Evicted",
+            'Usage of EmptyDir volume "workspace" exceeds the limit "10Gi". ',
+        )
+        assert core.read_namespaced_pod(names[1], NAMESPACE).status.phase == "Running"
+    finally:
+        for name in names:
+            core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)

@@ -151,6 +151,91 @@ def test_the_add_ons_network_policy_and_the_ebs_driver_identity(cluster: Templat
     assert {s["Action"] for s in statements} == {"sts:AssumeRole", "sts:TagSession"}
 
 
+def test_the_cni_policy_goes_to_aws_node_through_pod_identity_not_to_the_node_role(
+    cluster: Template,
+):
+    (addon,) = cluster.find_resources(
+        "AWS::EKS::Addon", {"Properties": {"AddonName": "vpc-cni"}}
+    ).values()
+    (association,) = addon["Properties"]["PodIdentityAssociations"]
+    assert association["ServiceAccount"] == "aws-node"
+    assert "PodIdentityAgent" in addon["DependsOn"]
+    roles = cluster.find_resources("AWS::IAM::Role")
+    cni_role = roles[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    statements = cni_role["AssumeRolePolicyDocument"]["Statement"]
+    assert {s["Principal"]["Service"] for s in statements} == {"pods.eks.amazonaws.com"}
+    assert {s["Action"] for s in statements} == {"sts:AssumeRole", "sts:TagSession"}
+    assert _managed_policies(cni_role) == {"AmazonEKS_CNI_Policy"}
+    (node_role,) = [
+        role["Properties"]
+        for role in roles.values()
+        if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get(
+            "Service"
+        )
+        == "ec2.amazonaws.com"
+    ]
+    assert _managed_policies(node_role) == {
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEC2ContainerRegistryPullOnly",
+    }
+
+
+def _managed_policies(role: dict[str, Any]) -> set[str]:
+    """The AWS managed policies' names of a role's properties."""
+    return {
+        "".join(str(part) for part in arn["Fn::Join"][1]).rsplit("/", 1)[-1]
+        for arn in role.get("ManagedPolicyArns", [])
+    }
+
+
+def test_every_node_group_has_a_launch_template_with_imdsv2_and_hop_limit_one(
+    cluster: Template,
+):
+    """A pod is one hop behind its node: with hop limit 1 its token request never comes back,
+    so no pod reaches the node role's credentials, whatever the network policies do."""
+    templates = cluster.find_resources("AWS::EC2::LaunchTemplate")
+    groups = _node_groups(cluster)
+    assert len(templates) == len(groups) == 3
+    for name, group in groups.items():
+        assert "DiskSize" not in group, name  # a launch template carries the disk instead
+        spec = group["LaunchTemplate"]
+        template = templates[spec["Id"]["Ref"]]["Properties"]["LaunchTemplateData"]
+        assert spec["Version"] == {"Fn::GetAtt": [spec["Id"]["Ref"], "LatestVersionNumber"]}
+        assert template["MetadataOptions"] == {
+            "HttpEndpoint": "enabled",
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 1,
+        }
+        assert "ImageId" not in template and "UserData" not in template, "EKS's AMI and bootstrap"
+
+
+def test_node_disks_hold_every_pods_workspace_and_writes_at_their_limits(cluster: Template):
+    """Filling /workspace evicts that pod alone: the pods a node can hold never promise more
+    than its disk (gpudev/cluster/workspace.py), which the cluster stack sizes from them."""
+    from gpudev.cluster.workspace import SYSTEM_GIB, ephemeral_storage_gib, workspace_gib
+
+    templates = cluster.find_resources("AWS::EC2::LaunchTemplate")
+    sizes = {}
+    for name, group in _node_groups(cluster).items():
+        data = templates[group["LaunchTemplate"]["Id"]["Ref"]]["Properties"]["LaunchTemplateData"]
+        (device,) = data["BlockDeviceMappings"]
+        assert device["DeviceName"] == "/dev/xvda"
+        assert device["Ebs"] | {"VolumeSize": 0} == {
+            "VolumeSize": 0,
+            "VolumeType": "gp3",
+            "Encrypted": True,
+            "DeleteOnTermination": True,
+        }
+        sizes[name] = device["Ebs"]["VolumeSize"]
+    # h100: 8 GPUs, the pods of 8 one-GPU reservations or of one 8-GPU one
+    h100 = sizes["pytorch-gpu-dev-gpu-nodes-h100"]
+    assert h100 == 1060
+    assert h100 - SYSTEM_GIB >= 8 * ephemeral_storage_gib(1) >= ephemeral_storage_gib(8)
+    assert sizes["pytorch-gpu-dev-gpu-nodes-t4"] - SYSTEM_GIB >= 4 * ephemeral_storage_gib(1)
+    assert sizes["pytorch-gpu-dev-cpu-nodes-cpu-arm"] - SYSTEM_GIB >= 16 * ephemeral_storage_gib(0)
+    assert workspace_gib(8) == 800 and workspace_gib(1) == 100 and workspace_gib(0) == 10
+
+
 def test_node_groups_are_named_labelled_and_tainted_as_gpu_dev_expects(cluster: Template):
     groups = _node_groups(cluster)
     assert set(groups) == {

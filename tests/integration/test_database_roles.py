@@ -61,10 +61,13 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "usage/report",
         "usage/live",
         "usage/find_any",
+        "ratelimit/take",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
         "lifecycle/checkpoint",
+        "lifecycle/change_wake_age",
+        "lifecycle/record_change_wake",
         "lifecycle/end",
         "lifecycle/park",
         "lifecycle/preparing",

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from gpudev.errors import Conflict, InvalidRequest, NotFound
-from gpudev.identity import caller_from_arn
+from gpudev.identity import NotAuthorized, caller_from_arn
 from gpudev.models import Availability, ReservationStatus, TypeCapacity
 from gpudev.repositories import GpuTypesRepository, LifecycleRepository, UsageRepository
 from gpudev.usage.operators import force_cancel
@@ -239,6 +239,30 @@ def test_an_operator_force_cancels_anyones_reservation_and_the_reason_is_in_the_
     with pytest.raises(Conflict, match="it is cancelled"):
         force_cancel(autocommit, queue, OPERATOR, str(rid), "again")
     assert len(queue.sent) == 1
+
+
+def test_an_operator_session_named_after_another_user_cannot_cancel_in_their_name(
+    autocommit: psycopg.Connection[Any],
+):
+    """The operator's name in the record is bound to their principal as users' names are: a
+    session of the admin role named `alice` is not alice (403, nothing written or queued)."""
+    rid = _reservation(autocommit, "bob", "h100", 8, at(0, 1), at(0, 2))
+    posing = caller_from_arn("arn:aws:sts::123456789012:assumed-role/GpuDevAdmins/alice")
+    queue = RecordingQueue()
+    with pytest.raises(NotAuthorized, match="the username alice belongs to another principal"):
+        force_cancel(autocommit, queue, posing, str(rid), "posing as alice")
+    assert queue.sent == []
+    row = autocommit.execute(
+        "SELECT cancel_requested_at, cancel_reason FROM reservations WHERE reservation_id = %s",
+        (rid,),
+    ).fetchone()
+    assert row == (None, None)
+    assert autocommit.execute("SELECT count(*) FROM outbox").fetchone() == (0,)
+    # the operator's own name is bound to their principal on first sight, like any user's
+    force_cancel(autocommit, queue, OPERATOR, str(rid), "maintenance")
+    assert autocommit.execute(
+        "SELECT principal_arn FROM users WHERE username = 'olga'"
+    ).fetchone() == (OPERATOR.principal_arn,)
 
 
 def test_force_cancel_of_an_unknown_or_short_id_writes_nothing(

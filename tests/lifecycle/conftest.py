@@ -40,6 +40,8 @@ local_cloud = package_cloud(
         # The simulation runs dozens of reservations per user at once.
         max_live_reservations_per_user=10_000,
         max_gpus_per_user=100_000,
+        api_requests_per_minute=1_000_000,  # the per-principal rate out of the way too
+        api_request_burst=1_000_000,
     ),
     # Tests run the sweeper by hand (test_sweeper.py): ticked every second, it would
     # judge the rows and executions other tests build on purpose.

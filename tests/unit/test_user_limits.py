@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cdk_app.declaration import API, USER_LIMITS
+from cdk_app.declaration import API, REQUEST_RATE, USER_LIMITS
 from gpudev.models import Usage, UserLimits
 from gpudev.reservations.limits import refusal
-from gpudev.settings import UserLimitSettings
+from gpudev.settings import RateLimitSettings, UserLimitSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = UserLimits(max_live_reservations=4, max_gpus=32)
@@ -55,4 +55,16 @@ def test_defaults_agree_in_settings_declaration_and_cdk_json():
         "MAX_GPUS_PER_USER": ("maxGpusPerUser", settings.max_gpus_per_user),
     }
     assert {key: context[key] for key, _ in declared.values()} == dict(declared.values())
-    assert API.context_environment == USER_LIMITS
+    assert API.context_environment[: len(USER_LIMITS)] == USER_LIMITS
+
+
+def test_request_rate_defaults_agree_in_settings_declaration_and_cdk_json():
+    settings = RateLimitSettings()
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    declared = {s.variable: (s.context_key, s.default) for s in REQUEST_RATE}
+    assert declared == {
+        "API_REQUESTS_PER_MINUTE": ("apiRequestsPerMinute", settings.api_requests_per_minute),
+        "API_REQUEST_BURST": ("apiRequestBurst", settings.api_request_burst),
+    }
+    assert {key: context[key] for key, _ in declared.values()} == dict(declared.values())
+    assert API.context_environment == USER_LIMITS + REQUEST_RATE

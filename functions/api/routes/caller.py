@@ -1,6 +1,9 @@
 """The one way a route acts for its caller: the caller is checked first (account, allowed
 roles: 403 before anything is read), then the service runs on a pooled connection.
 
+Every read or change first takes one request from the caller's bucket (gpudev/ratelimit/,
+one statement): an empty bucket is 429 with `Retry-After`, before the service reads anything.
+
 Routes declare `caller: ForCaller` (a powertools dependency, resolved after the request is
 validated) and make one call: `caller.read(service, ...)` for services that take
 `(conn, caller, ...)`, `caller.change(service, ...)` for those that also take the jobs queue.
@@ -22,7 +25,9 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from gpudev.callers import caller_for_request
 from gpudev.db.pool import autocommit_connection
 from gpudev.identity import Caller, require_admin
-from gpudev.settings import api_settings
+from gpudev.ratelimit.rules import RequestRate
+from gpudev.ratelimit.service import take_request
+from gpudev.settings import api_settings, rate_limit_settings
 from routes.errors import DatabaseUnreachable
 
 if TYPE_CHECKING:
@@ -50,6 +55,7 @@ class CallerRequest:
         """A read is the caller's binding (`bound_user`) and one query, each committing by
         itself: no BEGIN and COMMIT round trips around them (bench/api_load.py)."""
         with _reachable(), autocommit_connection() as conn:
+            self._take_request(conn)
             return service(conn, self.caller, *args, **kwargs)
 
     def change(
@@ -62,7 +68,11 @@ class CallerRequest:
         it gets an autocommit connection (its `conn.transaction()` is the commit)."""
         queue = _jobs()
         with _reachable(), autocommit_connection() as conn:
+            self._take_request(conn)
             return service(conn, queue, self.caller, *args, **kwargs)
+
+    def _take_request(self, conn: Connection) -> None:
+        take_request(conn, self.caller, RequestRate.of(rate_limit_settings()))
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from gpudev.errors import (
     InvalidRequest,
     LimitReached,
     NotFound,
+    RateLimited,
     Unavailable,
     shown,
 )
@@ -74,9 +75,14 @@ def _message(
 
 def domain_error(error: GpuDevError) -> Response[Any]:
     status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(error, kind)), 500)
+    # RFC 9110: a 429 may say when to come back; the CLI waits that long and retries.
+    headers = (
+        {"Retry-After": str(error.retry_after_seconds)} if isinstance(error, RateLimited) else None
+    )
     return _message(
         status,
         error.message,
+        headers,
         field=error.field,
         allowed=error.allowed,
         limit=error.limit,

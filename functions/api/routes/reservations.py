@@ -44,7 +44,8 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
         },
         429: {
             "description": "a per-user limit is reached (live reservations, or GPUs held or "
-            "queued); the message states the limit and the usage; nothing was saved",
+            "queued; the message states the limit and the usage), or the caller's request "
+            "rate (with Retry-After); nothing was saved",
             "content": {"application/json": {"model": ErrorMessage}},
         },
     },

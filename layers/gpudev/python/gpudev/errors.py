@@ -64,6 +64,15 @@ class LimitReached(GpuDevError):
     """The caller is at a per-user limit (live reservations, GPUs); nothing was saved."""
 
 
+class RateLimited(LimitReached):
+    """The caller's request bucket is empty (ratelimit/): nothing was read or written; the
+    API answers 429 with `Retry-After`."""
+
+    def __init__(self, message: str, *, retry_after_seconds: int, limit: int, hint: str):
+        super().__init__(message, limit=limit, hint=hint)
+        self.retry_after_seconds = retry_after_seconds
+
+
 class Unavailable(GpuDevError):
     """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
 

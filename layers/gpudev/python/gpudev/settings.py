@@ -135,6 +135,17 @@ class UserLimitSettings(BaseSettings):
     max_gpus_per_user: int = Field(default=32, ge=1)
 
 
+class RateLimitSettings(BaseSettings):
+    """Each principal's fair share of the API (docs/architecture.md, "Limits"): a token
+    bucket per canonical principal, refilled at `api_requests_per_minute` up to
+    `api_request_burst`. Deployed values come from CDK context (cdk.json)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    api_requests_per_minute: int = Field(default=120, ge=1)
+    api_request_burst: int = Field(default=40, ge=1)
+
+
 class LifecycleSettings(BaseSettings):
     """The reservation lifecycle's clock and pod image. Every duration derives from
     `seconds_per_hour` (3600 in AWS): the local cloud and tests compress time by lowering it,
@@ -153,6 +164,10 @@ class LifecycleSettings(BaseSettings):
     # an active reservation whose checkpoint failed transiently (after the task's own
     # retries, minutes of them) parks this long, then checks again
     fault_retry_minutes: float = Field(default=2.0, gt=0)
+    # At most one change (extend, add-user, Jupyter) wakes an active execution per this many
+    # minutes; changes meanwhile are applied together at the next checkpoint, due by then.
+    # Bounds an execution's history (25,000 events; docs/architecture.md, "Limits").
+    change_wake_minutes: float = Field(default=3.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None
@@ -210,6 +225,7 @@ aws_settings = _getter(AwsSettings)
 api_settings = _getter(ApiSettings)
 cluster_settings = _getter(ClusterSettings)
 user_limit_settings = _getter(UserLimitSettings)
+rate_limit_settings = _getter(RateLimitSettings)
 lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
 

@@ -32,6 +32,7 @@ from gpudev.cluster.vocabulary import (
     USER_LABEL,
     label_value,
 )
+from gpudev.cluster.workspace import workspace_gib
 from gpudev.models import GpuType, Reservation
 
 # Jupyter listens on the pod's loopback only (startup.sh): users reach it through their SSH
@@ -203,6 +204,7 @@ def pod(
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
     resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
+    gpus = int(resources.get("limits", {}).get(GPU_RESOURCE, 0))
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
         "nodeSelector": {GPU_TYPE_LABEL: gpu_type.gpu_type},
@@ -236,7 +238,7 @@ def pod(
         ],
         "volumes": [
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
-            {"name": "workspace", "emptyDir": {"sizeLimit": "500Gi"}},
+            {"name": "workspace", "emptyDir": {"sizeLimit": f"{workspace_gib(gpus)}Gi"}},
             {"name": "dev-home", "persistentVolumeClaim": {"claimName": home_claim}}
             if persistent
             else {"name": "dev-home", "emptyDir": {}},

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpudev.cluster.names import Names, Placement
 from gpudev.cluster.vocabulary import GPU_RESOURCE
+from gpudev.cluster.workspace import WRITABLE_LAYER_GIB, ephemeral_storage_gib
 from gpudev.models import GpuType, Reservation
 
 RENDEZVOUS_PORT = 29500
@@ -67,12 +68,20 @@ def torchrun_environment(reservation: Reservation, rank: int, gpus: int) -> dict
 
 
 def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
-    """Requests, limits and the thread count: the GPU share of the node (reference §7)."""
+    """Requests, limits and the thread count: the GPU share of the node (reference §7), and
+    the local disk (cluster/workspace.py): the kubelet evicts a pod past its ephemeral-storage
+    limit. The request is the writable layer only, so a node of a cluster whose disks are
+    smaller than the cluster stack's still admits the pod (the limit still holds)."""
+    storage = {
+        "requests": {"ephemeral-storage": f"{WRITABLE_LAYER_GIB}Gi"},
+        "limits": {"ephemeral-storage": f"{ephemeral_storage_gib(gpus)}Gi"},
+    }
     if gpu_type.is_cpu_only:
         threads = max(1, gpu_type.cpus - 2)
         return {
-            "requests": {"cpu": "2", "memory": "4Gi"},
-            "limits": {"cpu": str(threads), "memory": f"{gpu_type.memory_gb - 2}Gi"},
+            "requests": {"cpu": "2", "memory": "4Gi"} | storage["requests"],
+            "limits": {"cpu": str(threads), "memory": f"{gpu_type.memory_gb - 2}Gi"}
+            | storage["limits"],
         }, threads
     ratio = gpus / gpu_type.max_gpus
     threads = max(1, min(gpu_type.cpus, int(gpu_type.cpus * ratio * 1.5)))
@@ -81,10 +90,12 @@ def _resources(gpu_type: GpuType, gpus: int) -> tuple[dict[str, Any], int]:
             GPU_RESOURCE: str(gpus),
             "cpu": str(max(1, int(gpu_type.cpus * ratio * 0.9))),
             "memory": f"{max(1, int(gpu_type.memory_gb * ratio * 0.9))}Gi",
-        },
+        }
+        | storage["requests"],
         "limits": {
             GPU_RESOURCE: str(gpus),
             "cpu": str(threads),
             "memory": f"{max(1, int(gpu_type.memory_gb * ratio))}Gi",
-        },
+        }
+        | storage["limits"],
     }, threads

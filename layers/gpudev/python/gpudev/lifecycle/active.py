@@ -13,7 +13,9 @@ from gpudev.cluster.names import Names
 from gpudev.lifecycle.payloads import Checkpoint, CheckpointOutput, WaitWhileActive
 from gpudev.lifecycle.schedule import Active, Due
 from gpudev.lifecycle.tasks import Lifecycle, written
+from gpudev.lifecycle.wakes import coalesced, park_seconds
 from gpudev.models import Reservation, ReservationStatus
+from gpudev.repositories.change_wakes import ChangeWakesRepository
 from gpudev.signals import Wake
 
 
@@ -31,6 +33,7 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
     due = lc.schedule.check(_active(reservation), lc.clock())
     if due.expired:
         return CheckpointOutput(outcome="expire")
+    applied = reservation.change_generation > reservation.applied_generation
     _apply(lc, reservation, due)
     jupyter_url, jupyter_port = _jupyter(lc, reservation)
     written(
@@ -45,20 +48,28 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
         ),
         "checkpoint",
     )
-    return CheckpointOutput(outcome="park", seconds=due.park_seconds)
+    wakes = ChangeWakesRepository(lc.conn)
+    since = None if applied else wakes.seconds_since(task.reservation_id)
+    if applied:
+        wakes.record(task.reservation_id)
+    bound = lc.schedule.minutes(lc.settings.change_wake_minutes)
+    seconds = park_seconds(
+        due.park_seconds, applied=applied, seconds_since=since, bound_seconds=bound
+    )
+    return CheckpointOutput(outcome="park", seconds=seconds)
 
 
 def wait_while_active(lc: Lifecycle, task: WaitWhileActive) -> None:
     """Park until the next checkpoint (the state's timeout) or a wake-up; wake at once if a
-    change, a cancel or a pod health ending arrived while no token was stored."""
+    change, a cancel or a pod health ending arrived while no token was stored. A change
+    within the bound of the last one is left to the checkpoint due by then (wakes.py)."""
     row = lc.rows.park(task.reservation_id, task.task_token)
-    if (
-        row is None
-        or row.cancel_requested_at is not None
-        or row.health_ending is not None
-        or row.change_generation > row.applied_generation
-    ):
+    if row is None or row.cancel_requested_at is not None or row.health_ending is not None:
         lc.signals.wake(task.task_token, Wake(outcome="changed"))
+    elif row.change_generation > row.applied_generation:
+        since = ChangeWakesRepository(lc.conn).seconds_since(task.reservation_id)
+        if not coalesced(since, lc.schedule.minutes(lc.settings.change_wake_minutes)):
+            lc.signals.wake(task.task_token, Wake(outcome="changed"))
 
 
 def _active(reservation: Reservation) -> Active:

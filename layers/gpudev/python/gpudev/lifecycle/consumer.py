@@ -10,8 +10,10 @@ relay). So the consumer reads the committed row and acts only on what it says:
 - cancel: only if the row carries `cancel_requested_at`; wake the execution through its
   stored token; an execution between tokens finds the stamp at its next step.
 - reservation changed: only if the row has a change not applied yet (`change_generation >
-  applied_generation`); wake an active execution so it applies the row at once; earlier
-  states read the row when they provision and activate.
+  applied_generation`); wake an active execution so it applies the row at once, unless it
+  was woken for a change (or applied one) within `change_wake_bound_seconds`: then the
+  checkpoint due by the end of that bound applies it (lifecycle/wakes.py); earlier states
+  read the row when they provision and activate.
 
 Disk jobs never come here: the handler gives them to `gpudev/disks/operations.py`.
 """
@@ -25,15 +27,25 @@ import psycopg
 from botocore.exceptions import ClientError
 
 from gpudev.jobs import CancelReservationJob, CreateReservationJob, ReservationChangedJob
+from gpudev.lifecycle.wakes import coalesced
 from gpudev.models import ReservationStatus
 from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
+from gpudev.repositories.change_wakes import ChangeWakesRepository
 from gpudev.signals import Signals, Wake
 
 
 class JobConsumer:
-    def __init__(self, conn: psycopg.Connection[Any], stepfunctions: Any, state_machine_arn: str):
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        stepfunctions: Any,
+        state_machine_arn: str,
+        change_wake_bound_seconds: float = 0.0,
+    ):
         self._reservations = ReservationsRepository(conn)
+        self._wakes = ChangeWakesRepository(conn)
+        self._bound = change_wake_bound_seconds
         self._stepfunctions = stepfunctions
         self._signals = Signals(stepfunctions)
         self._state_machine_arn = state_machine_arn
@@ -81,7 +93,15 @@ class JobConsumer:
             return "applied when it starts"
         if reservation.task_token is None:
             return "between steps: the next step reads the row"
+        if not cancel and coalesced(self._wakes.seconds_since(job.reservation_id), self._bound):
+            return "coalesced: the checkpoint due within the bound applies it"
         delivered = self._signals.wake(
             reservation.task_token, Wake(outcome="cancel" if cancel else "changed")
         )
-        return "woken" if delivered else "token closed: the next step reads the row"
+        if not delivered:
+            return "token closed: the next step reads the row"
+        if not cancel:
+            # After delivery: a token is woken once, so of two changes racing here only the
+            # one delivered is recorded; the other found the token closed.
+            self._wakes.record(job.reservation_id)
+        return "woken"

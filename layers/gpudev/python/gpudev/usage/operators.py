@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from gpudev.callers import bound_user
 from gpudev.errors import Conflict, NotFound
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
@@ -29,12 +30,18 @@ def force_cancel(
     reason: str,
 ) -> Reservation:
     """Cancel anyone's live reservation; its final status reads `cancelled by operator
-    <username>: <reason>`. Ended → 409; a repeat (already requested) changes nothing."""
+    <username>: <reason>`. Ended → 409; a repeat (already requested) changes nothing.
+
+    The name recorded is the operator's username bound to their principal, as every user's
+    is (`bound_user`: created on first sight, 403 with nothing written for a session whose
+    name is another principal's username), so an operator cannot record a cancel in
+    someone else's name by choosing a session name."""
     wanted = reservation_id_or_prefix(id_or_prefix)
+    operator = bound_user(conn, caller)
     matches = UsageRepository(conn).find_any(wanted)
     if not matches:
         raise NotFound(f"no reservation {wanted!r}")
     if len(matches) > 1:
         raise Conflict(f"{wanted!r} matches more than one reservation: give more characters")
-    recorded = f"cancelled by operator {caller.username}: {reason}"
+    recorded = f"cancelled by operator {operator.username}: {reason}"
     return record_cancel(conn, queue, matches[0], recorded)

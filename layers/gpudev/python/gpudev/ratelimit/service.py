@@ -1,0 +1,28 @@
+"""Taking one request from the caller's bucket (one round trip, on the request's own
+autocommit connection)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpudev.identity import Caller
+from gpudev.ratelimit.rules import RequestRate, refusal
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def take_request(conn: psycopg.Connection[Any], caller: Caller, rate: RequestRate) -> None:
+    """One token from the caller's bucket, or `RateLimited` with nothing written."""
+    # Here, not at the top: the API's routes import this module, and the repositories
+    # import psycopg, which a handler's import should not pay for (bench/cold_start.py).
+    from gpudev.repositories.request_buckets import RequestBucketsRepository
+
+    buckets = RequestBucketsRepository(conn)
+    # None: refused by a bucket another request made after this statement's snapshot (a new
+    # principal's first burst): the second statement's snapshot has it.
+    wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
+    if wait is None:
+        wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
+    if wait is None or wait > 0:
+        raise refusal(rate, wait or 1 / rate.per_second)
