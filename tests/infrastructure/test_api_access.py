@@ -71,6 +71,7 @@ def test_the_api_function_knows_its_account_and_allows_every_role_by_default(
     assert environment["DEPLOYMENT_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
     assert environment["ALLOWED_ROLES"] == ""
     assert environment["ADMIN_ROLES"] == ""  # nobody is an operator unless context says so
+    assert environment["PROFILING_ROLES"] == ""  # nobody may profile unless context says so
     assert "ORGANIZATION_ID" not in environment
 
 
@@ -86,6 +87,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
             "gpudev:allowedRoles": [SSO_ROLE, "/teams/ml/Researchers", OPS_ROLE, "Ops"],
             "gpudev:organizationId": "o-abcdefghij",
             "gpudev:adminRoles": [ADMIN_ROLE, "arn:aws:iam::210987654321:role/Ops"],
+            "gpudev:profilingRoles": ["/teams/ml/Researchers", OPS_ROLE],
             **synth_context(tmp_path_factory.mktemp("certs")),
         },
     )
@@ -98,6 +100,7 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},teams/ml/Researchers,{OPS_ROLE},Ops"
     assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
     assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},arn:aws:iam::210987654321:role/Ops"
+    assert environment["PROFILING_ROLES"] == f"teams/ml/Researchers,{OPS_ROLE}"
     statements = _statements(with_context)
     assert set(statements) == {
         "PublicPaths",
@@ -137,6 +140,11 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
         ({"gpudev:organizationId": "org-1"}, "is not o-xxxxxxxxxx"),
         ({"gpudev:adminRoles": ["GpuDevAdmins"]}, "is not an IAM role ARN"),
         ({"gpudev:adminRoles": "arn:aws:iam::123456789012:user/ops"}, "is not an IAM role ARN"),
+        (
+            {"gpudev:profilingRoles": "GpuDevUsers,aws-reserved/*/X"},
+            "^gpudev:profilingRoles: 'aws-reserved/\\*/X' is not \\[path/\\]RoleName",
+        ),
+        ({"gpudev:profilingRoles": ["arn:aws:iam::1:role/X"]}, "^gpudev:profilingRoles: "),
     ],
 )
 def test_malformed_access_context_fails_the_synth_with_the_expected_form(
@@ -201,3 +209,15 @@ def test_an_admin_role_outside_the_allowed_roles_stops_the_synth_naming_it(
         ApiAccess.from_context(cdk.App(context=context))
     assert str(raised.value).startswith(f"gpudev:adminRoles: {ADMIN_ARN}{admin} not allowed by")
     assert re.search(f"add {entry} to gpudev:allowedRoles$", str(raised.value))
+
+
+def test_a_profiling_role_outside_the_allowed_roles_stops_the_synth_naming_it():
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    context = {"gpudev:allowedRoles": ["GpuDevUsers"], "gpudev:profilingRoles": "Perf"}
+    with pytest.raises(ValueError, match="^gpudev:profilingRoles: Perf not allowed by gpudev:allowedRoles"):
+        ApiAccess.from_context(cdk.App(context=context))
+    context["gpudev:profilingRoles"] = "GpuDevUsers"
+    assert ApiAccess.from_context(cdk.App(context=context)).profiling_roles == ("GpuDevUsers",)
