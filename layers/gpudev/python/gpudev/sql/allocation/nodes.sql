@@ -1,4 +1,4 @@
-SELECT n.node_name, n.gpu_type, n.slots, n.schedulable,
+SELECT n.node_name, n.gpu_type, n.slots, n.schedulable, n.profiling,
        coalesce(array_agg(a.slot ORDER BY a.slot) FILTER (WHERE a.slot IS NOT NULL), '{}')
            AS allocated,
        coalesce(array_agg(DISTINCT a.reservation_id::text)
