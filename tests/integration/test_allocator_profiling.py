@@ -1,0 +1,93 @@
+"""A profiling reservation against real PostgreSQL: the pass syncs which nodes are dedicated
+to profiling (`cluster_nodes.profiling`, migration 0027), grants a profiling reservation
+every slot of a node, on the type's profiling nodes when it has some, keeps everyone else
+off those, and the reservation's placements tell its pod it is on one."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+
+from gpudev.allocation.service import Allocator
+from gpudev.cluster.vocabulary import Node
+from gpudev.repositories.lifecycle import LifecycleRepository
+from gpudev.settings import LifecycleSettings
+from tests.support.signals import AcceptingSignals
+
+
+def _node(name: str, profiling: bool = False) -> Node:
+    return Node(name, "h100", True, False, 8, internal_ip="10.0.0.1", profiling=profiling)
+
+
+def _pass(conn: psycopg.Connection[Any], nodes: list[Node]) -> list[uuid.UUID]:
+    report = Allocator(conn, AcceptingSignals(), LifecycleSettings()).run(nodes, [], set())  # type: ignore[arg-type]
+    return report.granted
+
+
+def _queued(conn: psycopg.Connection[Any], gpus: int, profiling: bool) -> uuid.UUID:
+    reservation_id = uuid.uuid4()
+    conn.execute(
+        "INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,"
+        " total_nodes, duration_hours, task_token, profiling)"
+        " VALUES (%s, 'alice', 'queued', 'h100', %s, 1, 1, 'token', %s)",
+        (reservation_id, gpus, profiling),
+    )
+    return reservation_id
+
+
+def _held(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT node_name, count(*) FROM allocations WHERE reservation_id = %s GROUP BY 1",
+        (reservation_id,),
+    ).fetchall()
+    return dict(rows)
+
+
+def test_without_profiling_nodes_a_profiling_reservation_holds_a_whole_node_alone(
+    fresh_database,
+):
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        nodes = [_node("h100-a"), _node("h100-b")]
+        plain = _queued(conn, 1, profiling=False)
+        _pass(conn, nodes)
+        profiling = _queued(conn, 1, profiling=True)
+        later = _queued(conn, 7, profiling=False)
+        granted = _pass(conn, nodes)
+        assert _held(conn, plain) == {"h100-a": 1}
+        # not best fit on a (7 free): the whole of b, and the 7-GPU one takes what a has left
+        assert _held(conn, profiling) == {"h100-b": 8}
+        assert _held(conn, later) == {"h100-a": 7} and set(granted) == {profiling, later}
+        (placement,) = LifecycleRepository(conn).placements(profiling)
+        assert (placement.slots, placement.profiling_node) == (8, False)
+        one_more = _queued(conn, 1, profiling=False)
+        assert _pass(conn, nodes) == [] and _held(conn, one_more) == {}
+
+
+def test_profiling_nodes_take_the_types_profiling_and_nothing_else(fresh_database):
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        nodes = [_node("h100-a"), _node("h100-p", profiling=True)]
+        plain = [_queued(conn, 8, profiling=False), _queued(conn, 1, profiling=False)]
+        profiling = _queued(conn, 1, profiling=True)
+        _pass(conn, nodes)
+        flags = dict(conn.execute("SELECT node_name, profiling FROM cluster_nodes").fetchall())
+        assert flags == {"h100-a": False, "h100-p": True}
+        assert _held(conn, plain[0]) == {"h100-a": 8}
+        assert _held(conn, plain[1]) == {}  # waits for h100-a, never on the profiling node
+        (position,) = conn.execute(
+            "SELECT queue_position FROM reservations WHERE reservation_id = %s", (plain[1],)
+        ).fetchone()  # type: ignore[misc]
+        assert position == 1
+        assert _held(conn, profiling) == {"h100-p": 8}
+        (placement,) = LifecycleRepository(conn).placements(profiling)
+        assert placement.profiling_node is True
+
+        # the label taken off: an ordinary node again, synced by the next pass
+        nodes[1] = _node("h100-p")
+        _pass(conn, nodes)
+        assert conn.execute(
+            "SELECT profiling FROM cluster_nodes WHERE node_name = 'h100-p'"
+        ).fetchone() == (False,)
