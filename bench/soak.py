@@ -7,9 +7,10 @@ The cloud runs in this process on its own embedded PostgreSQL (a temporary direc
 second). Reservations cover every local GPU type (t4, h100, cpu-x86; single and multinode),
 0.1 to 0.2 clock hours each, from alice and bob, and about one in ten a profiling one from
 carol (the local cloud's PROFILING_ROLES is her SSO role), with at most `--live` of them
-submitted and not ended at a time. Faults (one every `--fault-every` seconds on average): a Kubernetes 500
-on a create, replace, delete or list, the stand-in unreachable for a second (every request
-held beyond the client's 2 s timeout), every database connection of the functions killed.
+submitted and not ended at a time. Faults (one every `--fault-every` seconds on average): a
+Kubernetes 500 on a create, replace, delete or list, the stand-in unreachable for a second
+(every request held beyond the client's 2 s timeout), every database connection of the
+functions killed.
 
 Invariants: overbooked nodes (sampled every 0.2 s: pods asking more GPUs than a node has);
 nodes a profiling reservation shared (sampled so too: a node with a profiling reservation's

@@ -620,10 +620,13 @@ def test_taints_and_node_selectors_are_honoured_as_the_scheduler_and_the_kubelet
         """The pod once in `phase` (Pending: once the scheduler said why)."""
         return wait_for(
             lambda: (
-                (p := core.read_namespaced_pod(f"{name}-{run}", NAMESPACE)).status.phase == phase
-                and (phase != "Pending" or p.status.conditions)
-            )
-            and p,
+                (
+                    (p := core.read_namespaced_pod(f"{name}-{run}", NAMESPACE)).status.phase
+                    == phase
+                    and (phase != "Pending" or p.status.conditions)
+                )
+                and p
+            ),
             message=f"{name} {phase}",
         )
 

@@ -217,7 +217,8 @@ def test_a_profiling_role_outside_the_allowed_roles_stops_the_synth_naming_it():
     from cdk_app.access import ApiAccess
 
     context = {"gpudev:allowedRoles": ["GpuDevUsers"], "gpudev:profilingRoles": "Perf"}
-    with pytest.raises(ValueError, match="^gpudev:profilingRoles: Perf not allowed by gpudev:allowedRoles"):
+    refusal = r"^gpudev:profilingRoles: Perf not allowed by gpudev:allowedRoles"
+    with pytest.raises(ValueError, match=refusal):
         ApiAccess.from_context(cdk.App(context=context))
     context["gpudev:profilingRoles"] = "GpuDevUsers"
     assert ApiAccess.from_context(cdk.App(context=context)).profiling_roles == ("GpuDevUsers",)

@@ -152,7 +152,7 @@ def test_over_many_passes_a_profiling_reservations_node_holds_no_other_reservati
                     held[node][grant.reservation_id] = (set(slots), ends)
             granted = {g.reservation_id for g in decisions.grants}
             queue = [r for r in queue if r.reservation_id not in granted]
-            for node, holders in held.items():
+            for holders in held.values():
                 if holders.keys() & profiling:
                     ((slots, _),) = holders.values()  # the profiling reservation alone ...
                     assert slots == set(range(8))  # ... holding every slot

@@ -223,13 +223,14 @@ def test_a_malformed_admin_role_is_refused(entry: str):
 
 
 PROFILERS = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevProfilers_*"
+SESSION = "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_"
 
 
 @pytest.mark.parametrize(
     ("arn", "allowed"),
     [
-        ("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevProfilers_0123abcd4567ef89/o", True),
-        ("arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_GpuDevUsers_0123abcd4567ef89/o", False),
+        (f"{SESSION}GpuDevProfilers_0123abcd4567ef89/o", True),
+        (f"{SESSION}GpuDevUsers_0123abcd4567ef89/o", False),
         ("arn:aws:iam::123456789012:user/AWSReservedSSO_GpuDevProfilers_0123abcd4567ef89", False),
     ],
 )
@@ -246,5 +247,6 @@ def test_profiling_is_for_sessions_of_the_profiling_roles_only(arn: str, allowed
 
 def test_no_profiling_roles_means_nobody_may_profile():
     caller = caller_from_arn("arn:aws:sts::123456789012:assumed-role/Anything/o")
-    with pytest.raises(NotAuthorized, match="gpudev:profilingRoles, and this deployment names none"):
+    names_none = "gpudev:profilingRoles, and this deployment names none"
+    with pytest.raises(NotAuthorized, match=names_none):
         require_profiling_role(caller, ())
