@@ -119,6 +119,7 @@ def _pod(item: dict[str, Any]) -> Pod:
         ),
         reason=status.get("reason"),
         message=status.get("message"),
+        namespace=metadata.get("namespace"),
     )
 
 

@@ -76,6 +76,7 @@ class Pod:
     crash_looping: bool = False  # a container waits in CrashLoopBackOff
     reason: str | None = None  # status.reason, e.g. "Evicted" (phase Failed)
     message: str | None = None  # status.message
+    namespace: str | None = None
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
