@@ -91,3 +91,37 @@ def test_profiling_nodes_take_the_types_profiling_and_nothing_else(fresh_databas
         assert conn.execute(
             "SELECT profiling FROM cluster_nodes WHERE node_name = 'h100-p'"
         ).fetchone() == (False,)
+
+
+def test_the_database_refuses_a_grant_that_would_share_a_profiling_node(fresh_database):
+    """Whatever the planner decides, a profiling reservation's node holds nobody else's slot
+    (migration 0027's statement trigger), in either order; nothing of the grant is kept."""
+    from datetime import UTC, datetime
+
+    from gpudev.repositories.allocations import AllocationsRepository, SlotGrant
+
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        _pass(conn, [_node("h100-a")])
+        for first_profiling in (True, False):
+            first = _queued(conn, 1, profiling=first_profiling)
+            second = _queued(conn, 1, profiling=not first_profiling)
+            repository = AllocationsRepository(conn)
+            now = datetime.now(UTC)
+            repository.grant([SlotGrant("h100-a", 0, str(first), 0)], now)
+            try:
+                with conn.transaction():
+                    repository.grant([SlotGrant("h100-a", 1, str(second), 0)], now)
+            except psycopg.errors.CheckViolation as refused:
+                assert refused.diag.constraint_name == "allocations_profiling_alone"
+            else:
+                raise AssertionError("a profiling node was shared")
+            assert _held(conn, second) == {}
+            conn.execute("DELETE FROM allocations")
+        # ordinary reservations still share a node, in one statement or two
+        one, two = _queued(conn, 1, profiling=False), _queued(conn, 1, profiling=False)
+        AllocationsRepository(conn).grant(
+            [SlotGrant("h100-a", 0, str(one), 0), SlotGrant("h100-a", 1, str(two), 0)],
+            datetime.now(UTC),
+        )
+        assert _held(conn, one) == _held(conn, two) == {"h100-a": 1}
