@@ -125,3 +125,25 @@ def test_the_database_refuses_a_grant_that_would_share_a_profiling_node(fresh_da
             datetime.now(UTC),
         )
         assert _held(conn, one) == _held(conn, two) == {"h100-a": 1}
+
+
+def test_a_node_a_profiling_reservation_holds_in_part_offers_nothing_to_others(fresh_database):
+    """A profiling reservation granted before whole nodes (one slot), or whose node grew
+    since: the rest of its node is not free, so the pass places nobody there (the trigger
+    would refuse it and fail the pass) and goes on with the other nodes."""
+    from datetime import UTC, datetime
+
+    from gpudev.repositories.allocations import AllocationsRepository, SlotGrant
+
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("INSERT INTO users (username, principal_arn) VALUES ('alice', 'arn:a')")
+        nodes = [_node("h100-a"), _node("h100-b")]
+        _pass(conn, nodes)
+        legacy = _queued(conn, 1, profiling=True)
+        one_slot = [SlotGrant("h100-a", 0, str(legacy), 0)]
+        AllocationsRepository(conn).grant(one_slot, datetime.now(UTC))
+        small, whole = _queued(conn, 1, profiling=False), _queued(conn, 8, profiling=False)
+        granted = _pass(conn, nodes)
+        assert _held(conn, small) == {"h100-b": 1}  # not best fit on a's 7 "free" slots
+        assert granted == [small] and _held(conn, whole) == {}
+        assert _held(conn, legacy) == {"h100-a": 1}

@@ -132,7 +132,7 @@ class Allocator:
                         n.node_name,
                         n.gpu_type,
                         n.slots,
-                        self._free_slots(n, used_outside),
+                        () if n.held_by_profiling else self._free_slots(n, used_outside),
                         n.profiling,
                     )
                 )

@@ -49,6 +49,7 @@ class NodeState:
     profiling: bool  # dedicated to profiling
     allocated: list[int]
     holders: list[str]  # reservation ids, as text
+    held_by_profiling: bool  # a holder is a profiling reservation: no slot is free
 
 
 @dataclass(frozen=True, slots=True)
