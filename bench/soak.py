@@ -5,12 +5,16 @@ then the invariants (all must be 0) and the throughput the control plane sustain
 The cloud runs in this process on its own embedded PostgreSQL (a temporary directory under
 .local, free ports), with the whole deployment, the sweeper's schedule included (every
 second). Reservations cover every local GPU type (t4, h100, cpu-x86; single and multinode),
-0.1 to 0.2 clock hours each, from alice and bob, with at most `--live` of them submitted and
-not ended at a time. Faults (one every `--fault-every` seconds on average): a Kubernetes 500
-on a create, replace, delete or list, the stand-in unreachable for a second (every request
-held beyond the client's 2 s timeout), every database connection of the functions killed.
+0.1 to 0.2 clock hours each, from alice and bob, and about one in ten a profiling one from
+carol (the local cloud's PROFILING_ROLES is her SSO role), with at most `--live` of them
+submitted and not ended at a time. Faults (one every `--fault-every` seconds on average): a
+Kubernetes 500 on a create, replace, delete or list, the stand-in unreachable for a second
+(every request held beyond the client's 2 s timeout), every database connection of the
+functions killed.
 
 Invariants: overbooked nodes (sampled every 0.2 s: pods asking more GPUs than a node has);
+nodes a profiling reservation shared (sampled so too: a node with a profiling reservation's
+pod and another reservation's pod, neither being deleted);
 queue-order violations (a reservation granted while an earlier one of the same GPU type and
 count, asking for no more time, was waiting in the queue: EASY backfill lets one asking for
 less pass, see sql/soak/queue_order.sql); objects left labelled with an ended reservation;
@@ -77,6 +81,7 @@ class Planned:
     hours: float
     cancel_after: float | None  # seconds after submission
     extend: bool
+    profiling: bool = False
     reservation_id: str = ""
     submitted: float = 0.0
     cancelled: bool = False
@@ -91,6 +96,7 @@ class Soak:
         self.rng = random.Random(args.seed)
         self.stop = threading.Event()
         self.overbooked: list[str] = []
+        self.profiling_shared: list[str] = []  # nodes seen with profiling and another
         self.faults: Counter[str] = Counter()
         self.api_unavailable = 0
         self.api_errors: list[str] = []  # other 5xx answers (retried)
@@ -115,6 +121,7 @@ class Soak:
             "hours": plan.hours,
             "client_request_id": str(uuid.uuid4()),
             "github_user": "alice",
+            "profiling": plan.profiling,
         }
         reply = self.call("POST", "/v1/reservations", plan.user, body)
         assert reply.status in (200, 202), reply.body
@@ -131,12 +138,24 @@ class Soak:
                 for n in store.list("nodes", None)["items"]
             }
             used: Counter[str] = Counter()
-            for pod in store.list("pods", "gpu-dev")["items"]:
-                if pod["status"].get("phase") in ("Succeeded", "Failed"):
-                    continue
-                limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
-                used[pod["spec"].get("nodeName")] += int(limits.get("nvidia.com/gpu", 0))
+            holders: dict[str, set[tuple[str, bool]]] = {}
+            for namespace in ("gpu-dev", "gpu-dev-profiling"):
+                for pod in store.list("pods", namespace)["items"]:
+                    if pod["status"].get("phase") in ("Succeeded", "Failed"):
+                        continue
+                    node = pod["spec"].get("nodeName")
+                    limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
+                    used[node] += int(limits.get("nvidia.com/gpu", 0))
+                    if node and not pod["metadata"].get("deletionTimestamp"):
+                        reservation = pod["metadata"]["labels"].get("gpu-dev/reservation", "")
+                        profiling = namespace == "gpu-dev-profiling"
+                        holders.setdefault(node, set()).add((reservation, profiling))
             self.overbooked += [n for n, gpus in used.items() if gpus > capacity.get(n, 0)]
+            self.profiling_shared += [
+                node
+                for node, held in holders.items()
+                if any(profiling for _, profiling in held) and len({r for r, _ in held}) > 1
+            ]
             time.sleep(0.2)
 
     def inject(self) -> None:
@@ -188,6 +207,9 @@ class Soak:
             )
             for shape in (self.rng.choice(SHAPES) for _ in range(args.reservations))
         ]
+        for plan in plans:  # drawn apart, so the other plans stay those of the same seed
+            if self.rng.random() < 0.1:
+                plan.user, plan.profiling = "carol", True
         threads = [
             threading.Thread(target=self.monitor, name="soak-monitor", daemon=True),
             threading.Thread(target=self.inject, name="soak-faults", daemon=True),
@@ -304,6 +326,7 @@ class Soak:
             },
             "invariants": {
                 "overbooked_nodes": len(set(self.overbooked)),
+                "profiling_nodes_shared": len(set(self.profiling_shared)),
                 "queue_order_violations": len(violations),
                 "leaked_objects": self.leaked_objects(),
                 "slots_held_by_ended": int(held),

@@ -2,7 +2,9 @@
 organisation, `gpudev:organizationId`) and optionally only sessions of named roles
 (`gpudev:allowedRoles`, entries `[path/]RoleName[*]`); and the operators
 (`gpudev:adminRoles`, IAM role ARNs, the name optionally ending in `*`), whose sessions may
-call `/v1/admin/...`, rendered into the API function's `ADMIN_ROLES`.
+call `/v1/admin/...`, rendered into the API function's `ADMIN_ROLES`; and who may ask for
+profiling (`gpudev:profilingRoles`, entries as `gpudev:allowedRoles`; none: nobody), whose
+pods get CAP_SYS_ADMIN, rendered into its `PROFILING_ROLES`.
 
 Both are enforced twice. The REST API's resource policy compares the caller's whole role
 ARN, path included (`aws:PrincipalArn`); the API function compares the role *name* only
@@ -21,7 +23,7 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from gpudev.identity import AdminRole, RolePattern
+from gpudev.identity import PROFILING_ROLES_CONTEXT, AdminRole, RolePattern
 
 ALLOWED_ROLES_CONTEXT = "gpudev:allowedRoles"
 ORGANIZATION_CONTEXT = "gpudev:organizationId"
@@ -40,25 +42,20 @@ class ApiAccess:
     allowed_roles: tuple[str, ...]  # [path/]RoleName[*], as ALLOWED_ROLES takes them
     organization_id: str | None
     admin_roles: tuple[str, ...] = ()  # IAM role ARNs, as ADMIN_ROLES takes them
+    profiling_roles: tuple[str, ...] = ()  # [path/]RoleName[*], as PROFILING_ROLES takes them
 
     @classmethod
     def from_context(cls, scope: Construct) -> ApiAccess:
-        raw = scope.node.try_get_context(ALLOWED_ROLES_CONTEXT) or []
-        entries = raw.split(",") if isinstance(raw, str) else list(raw)
-        roles = tuple(str(e).strip().strip("/") for e in entries if str(e).strip())
-        for role in roles:
-            if not _ENTRY.match(role):
-                raise ValueError(
-                    f"{ALLOWED_ROLES_CONTEXT}: {role!r} is not [path/]RoleName[*], e.g. "
-                    "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
-                )
+        roles = _role_entries(scope, ALLOWED_ROLES_CONTEXT)
         organization = scope.node.try_get_context(ORGANIZATION_CONTEXT) or None
         if organization is not None and not _ORGANIZATION.match(str(organization)):
             raise ValueError(f"{ORGANIZATION_CONTEXT}: {organization!r} is not o-xxxxxxxxxx")
         _require_roles_that_name_their_users(roles, organization)
         admin_roles = _admin_roles(scope)
         _require_admin_roles_allowed(roles, admin_roles)
-        return cls(roles, organization, admin_roles)
+        profiling_roles = _role_entries(scope, PROFILING_ROLES_CONTEXT)
+        _require_profiling_roles_allowed(roles, profiling_roles)
+        return cls(roles, organization, admin_roles, profiling_roles)
 
     def environment(self) -> dict[str, str]:
         """The API function's settings (gpudev.settings.ApiSettings)."""
@@ -66,6 +63,7 @@ class ApiAccess:
             "DEPLOYMENT_ACCOUNT_ID": Aws.ACCOUNT_ID,
             "ALLOWED_ROLES": ",".join(self.allowed_roles),
             "ADMIN_ROLES": ",".join(self.admin_roles),
+            "PROFILING_ROLES": ",".join(self.profiling_roles),
         }
         if self.organization_id:
             values["ORGANIZATION_ID"] = self.organization_id
@@ -181,6 +179,40 @@ def _deny_signed_invoke(
         resources=list(resources),
         conditions={"Null": {"aws:PrincipalAccount": "false"}, **conditions},
     )
+
+
+def _role_entries(scope: Construct, key: str) -> tuple[str, ...]:
+    """A list (or comma-separated string) of `[path/]RoleName[*]` entries; a malformed one
+    stops the synth, named."""
+    raw = scope.node.try_get_context(key) or []
+    entries = raw.split(",") if isinstance(raw, str) else list(raw)
+    roles = tuple(str(e).strip().strip("/") for e in entries if str(e).strip())
+    for role in roles:
+        if not _ENTRY.match(role):
+            raise ValueError(
+                f"{key}: {role!r} is not [path/]RoleName[*], e.g. "
+                "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevUsers_*"
+            )
+    return roles
+
+
+def _require_profiling_roles_allowed(allowed: tuple[str, ...], profiling: tuple[str, ...]) -> None:
+    """A profiling role outside the allowed roles could never call at all: stop the synth
+    naming it, as for an admin role."""
+    if not allowed:
+        return
+    patterns = [RolePattern.parse(entry) for entry in allowed]
+    missing = [
+        entry
+        for entry in profiling
+        if not any(pattern.covers(RolePattern.parse(entry)) for pattern in patterns)
+    ]
+    if missing:
+        raise ValueError(
+            f"{PROFILING_ROLES_CONTEXT}: {', '.join(missing)} not allowed by "
+            f"{ALLOWED_ROLES_CONTEXT}, so the API would refuse its sessions on every route; "
+            f"add it to {ALLOWED_ROLES_CONTEXT}"
+        )
 
 
 def _admin_roles(scope: Construct) -> tuple[str, ...]:

@@ -165,6 +165,9 @@ class LocalCloud:
                 "DEPLOYMENT_ACCOUNT_ID": ACCOUNT_ID,
                 # The local operator (`gpu-dev admin ...`): sessions of carol's SSO role.
                 "ADMIN_ROLES": f"arn:aws:iam::{ACCOUNT_ID}:role{SSO_ROLE_PATH}{SSO_ROLE_NAME}",
+                # Profiling (CAP_SYS_ADMIN): sessions of carol's SSO role too; alice and bob
+                # are IAM users, which no role entry matches: their profiling asks are 403.
+                "PROFILING_ROLES": f"{SSO_ROLE_PATH.strip('/')}/{SSO_ROLE_NAME}",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # EMF metrics are CloudWatch's; locally they would only interleave with output.
                 "POWERTOOLS_METRICS_DISABLED": "true",

@@ -279,7 +279,8 @@ def describe_failure(reply: Reply) -> str:
     with a `hint` where one helps), and the status."""
     payload = reply.body if isinstance(reply.body, dict) else {}
     message = payload.get("message") or ""
-    if reply.status == 403:
+    if reply.status == 403 and not payload.get("field"):
+        # (a 403 naming a request field refuses that field, e.g. profiling: said as is)
         return (
             f"access denied ({message or 'forbidden'}): check that your AWS credentials "
             "are for the gpu-dev account and role"

@@ -97,6 +97,10 @@ class Kubelet:
             if time.monotonic() - seen < self.kubelet_delay_seconds:
                 continue
             if not kubelet_admission.admitted(pod):
+                failure = kubelet_admission.predicate_failure(nodes[node], pod)
+                if failure is not None:
+                    self._refuse(pod, *failure)
+                    continue
                 wanted = gpu_request(pod)
                 if used.get(node, 0) + wanted > allocatable[node]:
                     self._reject(pod, wanted, used.get(node, 0), allocatable[node])
@@ -157,6 +161,13 @@ class Kubelet:
                 pod, self.jupyter_images, self.trusted_scripts, self.shell_less_images
             )
             self._write(pod, functools.partial(init_containers.record, outcomes=outcomes))
+
+    def _refuse(self, pod: Obj, reason: str, message: str) -> None:
+        meta = pod["metadata"]
+        change = functools.partial(kubelet_admission.reject, message=message, reason=reason)
+        if self._write(pod, change):
+            log.info("pod %s/%s rejected: %s", meta["namespace"], meta["name"], message)
+        self._bound_seen_at.pop(meta["uid"], None)
 
     def _reject(self, pod: Obj, wanted: int, used: int, capacity: int) -> None:
         meta = pod["metadata"]

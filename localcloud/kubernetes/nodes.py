@@ -1,7 +1,7 @@
 """The simulated EKS nodes: one per InService instance of the Auto Scaling groups in moto,
 named after it, labelled like EKS GPU nodes, with allocatable GPUs/CPU/memory from the GPU
 catalogue and EC2's addresses; and what decides whether a node can take a pod (Ready and
-schedulable, nodeName, nodeSelector, required node affinity)."""
+schedulable, nodeName, nodeSelector, required node affinity, taints and tolerations)."""
 
 from __future__ import annotations
 
@@ -122,6 +122,30 @@ def node_accepts(node: Obj, pod: Obj) -> bool:
         all(selectors.expression_matches(labels, e) for e in term.get("matchExpressions", []))
         for term in terms
     )
+
+
+def tolerates(toleration: Obj, taint: Obj) -> bool:
+    """Kubernetes' matching: the same key (an empty key with Exists: every key), the same
+    effect (none: every effect), and with Equal (the default) the same value."""
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if key and key != taint.get("key"):
+        return False
+    if not key and operator != "Exists":
+        return False
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    return operator == "Exists" or (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taints(node: Obj, pod: Obj, effects: tuple[str, ...]) -> list[Obj]:
+    """The node's taints of `effects` that none of the pod's tolerations matches."""
+    tolerations = pod["spec"].get("tolerations") or []
+    return [
+        taint
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in effects and not any(tolerates(t, taint) for t in tolerations)
+    ]
 
 
 def node_is_ready(node: Obj) -> bool:

@@ -1,5 +1,6 @@
 """The simulated scheduler: binds each Pending, unbound pod (oldest first) to a Ready,
-schedulable node that satisfies nodeName, nodeSelector and required node affinity, has the
+schedulable node that satisfies nodeName, nodeSelector and required node affinity, whose
+NoSchedule and NoExecute taints the pod tolerates, has the
 GPUs it requests free (those of every bound, unfinished pod counted, Terminating ones
 included) and suits its volumes; a pod that fits nowhere stays Pending with a
 FailedScheduling-style `PodScheduled` condition."""
@@ -11,7 +12,13 @@ import logging
 from typing import Any
 
 from localcloud.kubernetes.errors import ApiError
-from localcloud.kubernetes.nodes import allocatable_gpus, gpu_request, node_accepts, node_is_ready
+from localcloud.kubernetes.nodes import (
+    allocatable_gpus,
+    gpu_request,
+    node_accepts,
+    node_is_ready,
+    untolerated_taints,
+)
 from localcloud.kubernetes.scheduling_failure import scheduling_failure
 from localcloud.kubernetes.storage_simulation import StorageSimulation
 from localcloud.kubernetes.store import ObjectStore
@@ -42,6 +49,7 @@ class Scheduler:
                 if not claim_problem
                 and node_is_ready(n)
                 and node_accepts(n, pod)
+                and not untolerated_taints(n, pod, ("NoSchedule", "NoExecute"))
                 and allocatable_gpus(n) - used.get(n["metadata"]["name"], 0) >= wanted
             ]
             fits = [n for n in candidates if not self._storage.conflicts(pod, n)]

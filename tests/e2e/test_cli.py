@@ -71,6 +71,11 @@ def test_table_output_is_readable(run):
             "name must be at most 63 characters; got 'nnnn",
         ),
         (("disk", "create", ""), "the disk name must not be empty"),
+        # alice is an IAM user: outside the local cloud's PROFILING_ROLES (carol's SSO role)
+        (
+            ("reserve", "-t", "t4", "--profiling", "--no-wait"),
+            "may ask for it; you called as arn:aws:iam::123456789012:user/alice",
+        ),
         # too short for an id, so it may be a name: the CLI looks for both
         (("show", "e85"), "no reservation with the id or name 'e85'"),
     ],

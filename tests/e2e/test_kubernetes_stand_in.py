@@ -633,3 +633,71 @@ def test_a_pod_writing_past_its_local_storage_limits_is_evicted_as_the_kubelet_d
     finally:
         for name in names:
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
+
+PROFILING = "gpu-dev.pytorch.org/profiling"
+
+
+def test_taints_and_node_selectors_are_honoured_as_the_scheduler_and_the_kubelet_do(
+    core: client.CoreV1Api,
+):
+    """The scheduler keeps a pod off nodes whose NoSchedule/NoExecute taints it does not
+    tolerate. A pod bound by nodeName skips the scheduler: the kubelet still refuses it for
+    a nodeSelector its node does not match or an untolerated NoExecute taint, and runs it
+    despite a NoSchedule one (Kubernetes 1.22 on)."""
+    run = uuid.uuid4().hex[:6]
+    t4 = sorted(n.metadata.name for n in core.list_node(label_selector="GpuType=t4").items)
+    taint = {"key": PROFILING, "value": "true", "effect": "NoSchedule"}
+
+    def pod(name: str, **spec: Any) -> dict[str, Any]:
+        manifest = _pod(f"{name}-{run}", 1, "t4", {"run": run})
+        manifest["spec"] |= spec
+        core.create_namespaced_pod(NAMESPACE, manifest)
+        return manifest
+
+    def settled(name: str, phase: str) -> Any:
+        """The pod once in `phase` (Pending: once the scheduler said why)."""
+        return wait_for(
+            lambda: (
+                (
+                    (p := core.read_namespaced_pod(f"{name}-{run}", NAMESPACE)).status.phase
+                    == phase
+                    and (phase != "Pending" or p.status.conditions)
+                )
+                and p
+            ),
+            message=f"{name} {phase}",
+        )
+
+    try:
+        for name in t4:
+            core.patch_node(
+                name, {"metadata": {"labels": {PROFILING: "true"}}, "spec": {"taints": [taint]}}
+            )
+        pod("plain")
+        pod("tolerant", tolerations=[{"key": PROFILING, "operator": "Equal", "value": "true"}])
+        assert settled("tolerant", "Running").spec.node_name in t4
+        plain = settled("plain", "Pending")
+        assert plain.spec.node_name is None
+        assert plain.status.conditions[0].reason == "Unschedulable"
+
+        core.patch_node(t4[0], {"spec": {"taints": [{**taint, "effect": "NoExecute"}]}})
+        pod("no-execute", nodeName=t4[0])
+        pod("elsewhere", nodeName=t4[1], nodeSelector={"GpuType": "h100"})
+        pod("despite", nodeName=t4[1])
+        refused = settled("no-execute", "Failed")
+        assert refused.status.reason == "TaintToleration"
+        assert f"untolerated taint {{{PROFILING}: true}}" in refused.status.message
+        assert settled("elsewhere", "Failed").status.reason == "NodeAffinity"
+        assert settled("despite", "Running").spec.node_name == t4[1]
+    finally:
+        for name in t4:
+            core.patch_node(
+                name, {"metadata": {"labels": {PROFILING: None}}, "spec": {"taints": None}}
+            )
+        core.delete_collection_namespaced_pod(
+            NAMESPACE, label_selector=f"run={run}", grace_period_seconds=0
+        )
+    assert all(
+        not n.spec.taints and PROFILING not in n.metadata.labels
+        for n in core.list_node(label_selector="GpuType=t4").items
+    )

@@ -250,12 +250,13 @@ def test_allowed_roles_refuse_other_principals_before_anything_is_written(
 
 
 def test_profiling_is_off_unless_asked_for_and_is_echoed_in_the_reservation(api, local_cloud):
+    """carol's SSO role is the local cloud's PROFILING_ROLES (localcloud/stack.py)."""
     drain_jobs(local_cloud)
     plain = reserve(api)
-    profiling = reserve(api, profiling=True)
+    profiling = reserve(api, profile="carol", github_user="carol", profiling=True)
     assert (plain.status, profiling.status) == (202, 202)
     assert (plain.body["profiling"], profiling.body["profiling"]) == (False, True)
-    shown = api.call("GET", f"/v1/reservations/{profiling.body['reservation_id']}", profile="alice")
+    shown = api.call("GET", f"/v1/reservations/{profiling.body['reservation_id']}", profile="carol")
     assert shown.status == 200 and shown.body["profiling"] is True
     with psycopg.connect(local_cloud.database_url) as conn:
         stored = conn.execute(
@@ -264,6 +265,53 @@ def test_profiling_is_off_unless_asked_for_and_is_echoed_in_the_reservation(api,
         ).fetchone()
     assert stored == (False,)
     drain_jobs(local_cloud)
+
+
+def _written(cloud) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+    """Rows a refused request must not add: reservations, outbox jobs, users."""
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT (SELECT count(*) FROM reservations), (SELECT count(*) FROM outbox),"
+            " (SELECT count(*) FROM users)"
+        ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+@pytest.mark.parametrize("profile", ["alice", "bob"])
+def test_profiling_asked_by_a_caller_outside_the_profiling_roles_is_403_and_writes_nothing(
+    api, local_cloud, profile
+):
+    """alice and bob are IAM users: no role, so never one of gpudev:profilingRoles."""
+    drain_jobs(local_cloud)
+    before = _written(local_cloud)
+    reply = reserve(api, profile=profile, github_user=profile, profiling=True)
+    assert reply.status == 403, reply.body
+    message = reply.body["message"]
+    assert "gpudev:profilingRoles" in message and f"user/{profile}" in message
+    assert "CAP_SYS_ADMIN" in message and reply.body["field"] == "profiling"
+    assert reply.body["hint"].startswith("reserve without --profiling")
+    assert _written(local_cloud) == before
+    assert drain_jobs(local_cloud) == []
+    assert reserve(api, profile=profile, github_user=profile).status == 202  # without: fine
+    drain_jobs(local_cloud)
+
+
+def test_no_profiling_roles_means_nobody_may_profile(api, local_cloud, monkeypatch):
+    from gpudev.settings import reset_settings_cache
+
+    monkeypatch.setenv("PROFILING_ROLES", "")
+    reset_settings_cache()
+    try:
+        before = _written(local_cloud)
+        reply = reserve(api, profile="carol", github_user="carol", profiling=True)
+        assert reply.status == 403
+        assert "gpudev:profilingRoles, and this deployment names none" in reply.body["message"]
+        assert "assumed-role/AWSReservedSSO_GpuDevUsers_" in reply.body["message"]
+        assert _written(local_cloud) == before
+    finally:
+        monkeypatch.undo()
+        reset_settings_cache()
 
 
 def test_a_profiling_value_that_is_not_a_boolean_is_422_and_writes_nothing(api, local_cloud):

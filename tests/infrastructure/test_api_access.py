@@ -73,6 +73,7 @@ def test_the_api_function_knows_its_account_and_admits_cdk_jsons_permission_set_
     assert environment["DEPLOYMENT_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
     assert environment["ALLOWED_ROLES"] == SSO_ROLE
     assert environment["ADMIN_ROLES"] == ""  # nobody is an operator unless context says so
+    assert environment["PROFILING_ROLES"] == ""  # nobody may profile unless context says so
     assert "ORGANIZATION_ID" not in environment
 
 
@@ -89,6 +90,7 @@ def with_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]
             "gpudev:allowedRoles": [SSO_ROLE, f"/{OPS_ROLE}"],
             "gpudev:organizationId": "o-abcdefghij",
             "gpudev:adminRoles": [ADMIN_ROLE, OTHER_ADMIN_ROLE],
+            "gpudev:profilingRoles": [OPS_ROLE],
         },
     )
     app.synth()
@@ -100,6 +102,7 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
     assert environment["ALLOWED_ROLES"] == f"{SSO_ROLE},{OPS_ROLE}"
     assert environment["ORGANIZATION_ID"] == "o-abcdefghij"
     assert environment["ADMIN_ROLES"] == f"{ADMIN_ROLE},{OTHER_ADMIN_ROLE}"
+    assert environment["PROFILING_ROLES"] == OPS_ROLE
     statements = _statements(with_context)
     assert set(statements) == {
         "PublicPaths",
@@ -139,6 +142,11 @@ def test_allowed_roles_and_the_organisation_come_from_cdk_context(with_context: 
         ({"gpudev:organizationId": "org-1"}, "is not o-xxxxxxxxxx"),
         ({"gpudev:adminRoles": ["GpuDevAdmins"]}, "is not an IAM role ARN"),
         ({"gpudev:adminRoles": "arn:aws:iam::123456789012:user/ops"}, "is not an IAM role ARN"),
+        (
+            {"gpudev:profilingRoles": "GpuDevUsers,aws-reserved/*/X"},
+            "^gpudev:profilingRoles: 'aws-reserved/\\*/X' is not \\[path/\\]RoleName",
+        ),
+        ({"gpudev:profilingRoles": ["arn:aws:iam::1:role/X"]}, "^gpudev:profilingRoles: "),
     ],
 )
 def test_malformed_access_context_fails_the_synth_with_the_expected_form(
@@ -230,3 +238,16 @@ def test_an_admin_role_outside_the_allowed_roles_stops_the_synth_naming_it(
         ApiAccess.from_context(cdk.App(context=context))
     assert str(raised.value).startswith(f"gpudev:adminRoles: {ADMIN_ARN}{admin} not allowed by")
     assert re.search(f"add {entry} to gpudev:allowedRoles$", str(raised.value))
+
+
+def test_a_profiling_role_outside_the_allowed_roles_stops_the_synth_naming_it():
+    import aws_cdk as cdk
+
+    from cdk_app.access import ApiAccess
+
+    context = {"gpudev:allowedRoles": ["GpuDevUsers"], "gpudev:profilingRoles": "Perf"}
+    refusal = r"^gpudev:profilingRoles: Perf not allowed by gpudev:allowedRoles"
+    with pytest.raises(ValueError, match=refusal):
+        ApiAccess.from_context(cdk.App(context=context))
+    context["gpudev:profilingRoles"] = "GpuDevUsers"
+    assert ApiAccess.from_context(cdk.App(context=context)).profiling_roles == ("GpuDevUsers",)

@@ -5,9 +5,14 @@ do). After every step:
 
 - no node holds more slots than it has, and every slot held belongs to a live reservation
   (nothing is left behind by an ending);
-- every granted reservation holds exactly its shape (N nodes × GPUs per node);
+- every granted reservation holds exactly its shape (N nodes × GPUs per node; a profiling
+  one, N whole nodes);
+- a profiling reservation's node holds no other reservation;
 - the queue is work-conserving at its head: the oldest waiting reservation of each type does
   not fit in what is free after the pass (a head that fits and waits is a broken FIFO).
+
+About one in five arrivals asks for profiling (no node is dedicated to it here: whole nodes
+of the type's own; tests/integration/test_allocator_profiling.py has dedicated ones).
 """
 
 from __future__ import annotations
@@ -68,12 +73,20 @@ def _check(conn: psycopg.Connection[Any]) -> None:
     assert leftovers == []
     shapes = conn.execute(
         "SELECT r.reservation_id, r.total_nodes, greatest(r.gpu_count / r.total_nodes, 1),"
-        " count(DISTINCT a.node_name), count(*) / count(DISTINCT a.node_name)"
+        " count(DISTINCT a.node_name), count(*) / count(DISTINCT a.node_name), r.gpu_type,"
+        " r.profiling"
         " FROM reservations r JOIN allocations a USING (reservation_id)"
         " GROUP BY r.reservation_id"
     ).fetchall()
-    for _, nodes, per_node, held_nodes, held_per_node in shapes:
-        assert (held_nodes, held_per_node) == (nodes, per_node)
+    for _, nodes, per_node, held_nodes, held_per_node, gpu_type, profiling in shapes:
+        whole = SHAPES[gpu_type][0]
+        assert (held_nodes, held_per_node) == (nodes, whole if profiling else per_node)
+    shared = conn.execute(
+        "SELECT a.node_name FROM allocations a JOIN reservations r USING (reservation_id)"
+        " GROUP BY a.node_name"
+        " HAVING bool_or(r.profiling) AND count(DISTINCT a.reservation_id) > 1"
+    ).fetchall()
+    assert shared == [], "a profiling reservation's node holds another reservation"
     free = dict(
         conn.execute(
             "SELECT n.node_name, n.slots - count(a.slot) FROM cluster_nodes n"
@@ -81,12 +94,13 @@ def _check(conn: psycopg.Connection[Any]) -> None:
         ).fetchall()
     )
     heads = conn.execute(
-        "SELECT DISTINCT ON (gpu_type) gpu_type, gpu_count, total_nodes FROM reservations"
+        "SELECT DISTINCT ON (gpu_type) gpu_type, gpu_count, total_nodes, profiling"
+        " FROM reservations"
         " WHERE status = 'queued' AND granted_at IS NULL ORDER BY gpu_type, created_at"
     ).fetchall()
-    for gpu_type, gpus, nodes in heads:
+    for gpu_type, gpus, nodes, profiling in heads:
         capacity, _ = SHAPES[gpu_type]
-        per_node = max(1, gpus // nodes)
+        per_node = capacity if profiling else max(1, gpus // nodes)
         frees = [f for name, f in free.items() if name.startswith(f"{gpu_type}-")]
         if nodes == 1:
             assert max(frees) < per_node, f"{gpu_type} head of {gpus} fits in {frees}"
@@ -118,8 +132,8 @@ def test_random_arrivals_endings_and_concurrent_passes_keep_every_invariant(fres
                 gpus = rng.choice(SHAPES[gpu_type][1])
                 conn.execute(
                     "INSERT INTO reservations (reservation_id, user_id, status, gpu_type,"
-                    " gpu_count, total_nodes, duration_hours, task_token)"
-                    " VALUES (%s, %s, 'queued', %s, %s, %s, %s, 'token')",
+                    " gpu_count, total_nodes, duration_hours, task_token, profiling)"
+                    " VALUES (%s, %s, 'queued', %s, %s, %s, %s, 'token', %s)",
                     (
                         uuid.uuid4(),
                         rng.choice(["alice", "bob"]),
@@ -127,6 +141,7 @@ def test_random_arrivals_endings_and_concurrent_passes_keep_every_invariant(fres
                         gpus,
                         2 if gpus == 16 else 1,
                         rng.choice([0.5, 1, 4]),
+                        rng.random() < 0.2,
                     ),
                 )
                 created += 1

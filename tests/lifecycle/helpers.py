@@ -171,7 +171,11 @@ def end_everything(api: ApiClient, cloud: LocalCloud) -> None:
     assert cloud.kubernetes is not None
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        pods = cloud.kubernetes.store.list("pods", "gpu-dev")["items"]
+        pods = [
+            pod
+            for namespace in ("gpu-dev", "gpu-dev-profiling")
+            for pod in cloud.kubernetes.store.list("pods", namespace)["items"]
+        ]
         if not pods:
             return
         time.sleep(0.1)

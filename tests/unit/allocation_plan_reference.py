@@ -11,6 +11,10 @@ not at all. A slot is one GPU on a GPU node and one user on a CPU node (three pe
 
 ETAs replay the same end times for the whole queue in order, each request holding its
 capacity for its duration once placed.
+
+Profiling requests (2026-11-27) are granted whole nodes: each asks for every slot of its
+pool's largest node. A GPU type with nodes dedicated to profiling has two pools, planned
+apart: its profiling nodes for its profiling requests only, its other nodes for the rest.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class NodeCapacity:
     gpu_type: str
     slots: int
     free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
+    profiling: bool = False  # dedicated to profiling
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Request:
     slots_per_node: int
     nodes: int
     duration_seconds: float
+    profiling: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,19 +126,38 @@ def plan(
     queue: Iterable[Request],
     now: float,
 ) -> Decisions:
-    """Decisions for every GPU type; `queue` in arrival order."""
-    by_type: dict[str, list[NodeCapacity]] = defaultdict(list)
+    """Decisions for every pool (a GPU type, or its profiling nodes); `queue` in arrival
+    order."""
+    nodes = list(nodes)
+    with_profiling_nodes = {n.gpu_type for n in nodes if n.profiling}
+    by_pool: dict[tuple[str, bool], list[NodeCapacity]] = defaultdict(list)
     for node in nodes:
-        by_type[node.gpu_type].append(node)
-    waiting: dict[str, list[Request]] = defaultdict(list)
+        by_pool[(node.gpu_type, node.profiling)].append(node)
+    waiting: dict[tuple[str, bool], list[Request]] = defaultdict(list)
     for request in queue:
-        waiting[request.gpu_type].append(request)
+        dedicated = request.profiling and request.gpu_type in with_profiling_nodes
+        waiting[(request.gpu_type, dedicated)].append(request)
     holdings = list(holdings)
     decisions = Decisions()
-    for gpu_type, requests in waiting.items():
-        names = {n.name for n in by_type[gpu_type]}
+    for pool, requests in waiting.items():
+        pool_nodes = by_pool[pool]
+        names = {n.name for n in pool_nodes}
+        largest = max((n.slots for n in pool_nodes), default=0)
+        requests = [
+            Request(
+                r.reservation_id,
+                r.gpu_type,
+                max(largest, r.slots_per_node),
+                r.nodes,
+                r.duration_seconds,
+                True,
+            )
+            if r.profiling
+            else r
+            for r in requests
+        ]
         _plan_type(
-            by_type[gpu_type],
+            pool_nodes,
             [h for h in holdings if h.node in names],
             requests,
             now,

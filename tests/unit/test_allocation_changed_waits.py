@@ -25,6 +25,7 @@ def _queue(recorded: list[tuple[int | None, datetime | None]]) -> QueueColumns:
         gpu_counts=(8,) * n,
         total_nodes=(1,) * n,
         duration_hours=(1.0,) * n,
+        profiling=(False,) * n,
         queue_positions=tuple(position for position, _ in recorded),
         # as the queue read gives them: epoch seconds (`date_part`)
         estimated_starts=tuple(None if s is None else s.timestamp() for _, s in recorded),

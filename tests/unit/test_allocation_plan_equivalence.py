@@ -1,7 +1,8 @@
 """The faster planner (gpudev/allocation/plan.py) decides exactly what the planner before it
 did (tests/unit/allocation_plan_reference.py): the same grants on the same slots, and the
 same positions and ETAs, on random clusters and queues of several GPU types, CPU nodes,
-partly free nodes, multinode requests and releases at equal times.
+partly free nodes, multinode requests, releases at equal times, and profiling requests
+(whole nodes) with and without nodes dedicated to them.
 
 The current planner holds a placed request's capacity until its expected end
 (`values.expected_end`: the provisioning allowance, then the duration), as the service does for
@@ -21,13 +22,18 @@ from tests.unit import allocation_plan_reference as reference
 NOW = 10_000.0
 
 
-def _scenario(rng: random.Random) -> tuple[list[tuple], list[tuple], list[tuple]]:
+def _scenario(
+    rng: random.Random, profiling: bool = False
+) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """`profiling`: some requests ask for it, and some types have profiling nodes."""
     nodes, holdings, queue = [], [], []
     for gpu_type, slots in (("h100", 8), ("a100", 4), ("cpu", 3)):
+        dedicated = profiling and rng.random() < 0.5
         for i in range(rng.randint(0, 12)):
             name = f"{gpu_type}-{i:02d}"
             held = rng.choice([0, 0, slots, rng.randint(0, slots)])
-            nodes.append((name, gpu_type, slots, tuple(range(held, slots))))
+            on_profiling = dedicated and rng.random() < 0.3
+            nodes.append((name, gpu_type, slots, tuple(range(held, slots)), on_profiling))
             # some end at the same time, some never get a release (other workloads)
             if held and rng.random() < 0.9:
                 holdings.append((name, held, NOW + rng.choice([5, 30, 30, 60, 600])))
@@ -37,7 +43,8 @@ def _scenario(rng: random.Random) -> tuple[list[tuple], list[tuple], list[tuple]
             if rng.random() < 0.05:
                 per_node = slots + 1  # never fits
             duration = rng.choice([10, 20, 20, 45, 90, 3600])
-            queue.append((str(uuid.uuid4()), gpu_type, per_node, total, float(duration)))
+            asks = profiling and rng.random() < 0.25
+            queue.append((str(uuid.uuid4()), gpu_type, per_node, total, float(duration), asks))
     rng.shuffle(queue)  # arrival order interleaves types
     return nodes, holdings, queue
 
@@ -58,7 +65,7 @@ def _decide(module, nodes, holdings, queue, allowance):  # type: ignore[no-untyp
         decisions = reference.plan(
             [reference.NodeCapacity(*n) for n in nodes],
             [reference.Holding(*h) for h in holdings],
-            [reference.Request(*r[:-1], allowance + r[-1]) for r in queue],
+            [reference.Request(*r[:4], allowance + r[4], r[5]) for r in queue],
             NOW,
         )
     grants = [(g.reservation_id, tuple(g.placements)) for g in decisions.grants]
@@ -79,3 +86,18 @@ def test_the_planner_decides_as_the_reference_planner_on_random_inputs():
         waited += sum(1 for w in ours[1] if w[2])
     # the scenarios exercise both paths: grants now and waits with an ETA
     assert granted > 1_000 and waited > 1_000
+
+
+def test_the_planner_decides_as_the_reference_planner_with_profiling_requests_and_nodes():
+    rng = random.Random(2026_11_27)
+    granted = waited = whole = 0
+    for _ in range(800):
+        nodes, holdings, queue = _scenario(rng, profiling=True)
+        allowance = rng.choice([0.0, 0.0, 15.0, 600.0])
+        ours = _decide(current, nodes, holdings, queue, allowance)
+        assert ours == _decide(reference, nodes, holdings, queue, allowance)
+        granted += len(ours[0])
+        waited += sum(1 for w in ours[1] if w[2])
+        profiling = {r[0] for r in queue if r[5]}
+        whole += sum(1 for g in ours[0] if g[0] in profiling)
+    assert granted > 500 and waited > 500 and whole > 100

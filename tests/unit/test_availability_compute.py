@@ -156,3 +156,25 @@ def test_full_cpu_node_offers_nothing():
         pods,
     )
     assert_counts(result, available_gpus=0, max_reservable=0)
+
+
+def test_a_profiling_pods_node_is_held_whole_and_profiling_nodes_are_not_offered():
+    """Profiling reservations hold whole nodes (allocation/plan.py), and nodes dedicated to
+    profiling never take an ordinary request: neither is available to one."""
+    nodes = [
+        node("a", "h100", 8),
+        node("b", "h100", 8),
+        Node("p", "h100", True, False, 8, profiling=True),
+    ]
+    pods = [Pod("gpu-dev-x", "a", "Running", 1, namespace="gpu-dev-profiling")]
+    groups = [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 3, 3)]
+    result = compute_availability([H100], groups, nodes, pods, "gpu-dev-profiling")[0]
+    assert_counts(result, available_gpus=8, full_nodes_available=1, max_reservable=8)
+    cpu = compute_availability(
+        [CPU],
+        [ScalingGroup("pytorch-gpu-dev-cpu-nodes-cpu-x86", 1, 1)],
+        [node("c", "cpu-x86", 0)],
+        [Pod("gpu-dev-y", "c", "Running", 0, namespace="gpu-dev-profiling")],
+        "gpu-dev-profiling",
+    )[0]
+    assert_counts(cpu, available_gpus=0, max_reservable=0)

@@ -37,3 +37,17 @@ def test_the_sentence_and_its_hint_are_one_line():
 
 def test_a_body_without_a_message_falls_back_to_the_status():
     assert describe_failure(_reply(413, {})) == "Request Entity Too Large (HTTP 413)"
+
+
+def test_a_403_refusing_a_request_field_is_the_apis_sentence_not_a_credentials_hint():
+    body = {
+        "message": "profiling gives the pod CAP_SYS_ADMIN, root on its node, so only sessions "
+        "of the roles in gpudev:profilingRoles (Perf) may ask for it; you called as x",
+        "field": "profiling",
+        "hint": "reserve without --profiling",
+    }
+    assert describe_failure(_reply(403, body)) == (
+        f"{body['message']} (HTTP 403); hint: reserve without --profiling"
+    )
+    refused = describe_failure(_reply(403, {"message": "gpu-dev accepts sessions of the roles X"}))
+    assert refused.startswith("access denied (") and "AWS credentials" in refused

@@ -10,6 +10,7 @@ from gpudev.identity import (
     require_admin,
     require_allowed_role,
     require_bound,
+    require_profiling_role,
 )
 
 
@@ -261,3 +262,33 @@ def test_an_operator_is_a_session_of_an_admin_role_of_the_account(arn: str, admi
 def test_a_malformed_admin_role_is_refused(entry: str):
     with pytest.raises(ValueError, match="expected an IAM role ARN"):
         AdminRole.parse(entry)
+
+
+PROFILERS = "aws-reserved/sso.amazonaws.com/AWSReservedSSO_GpuDevProfilers_*"
+SESSION = "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_"
+
+
+@pytest.mark.parametrize(
+    ("arn", "allowed"),
+    [
+        (f"{SESSION}GpuDevProfilers_0123abcd4567ef89/o", True),
+        (f"{SESSION}GpuDevUsers_0123abcd4567ef89/o", False),
+        ("arn:aws:iam::123456789012:user/AWSReservedSSO_GpuDevProfilers_0123abcd4567ef89", False),
+    ],
+)
+def test_profiling_is_for_sessions_of_the_profiling_roles_only(arn: str, allowed: bool):
+    patterns = parse_role_patterns(PROFILERS)
+    if allowed:
+        require_profiling_role(caller_from_arn(arn), patterns)
+        return
+    with pytest.raises(NotAuthorized) as refused:
+        require_profiling_role(caller_from_arn(arn), patterns)
+    assert f"gpudev:profilingRoles ({PROFILERS})" in refused.value.message
+    assert arn in refused.value.message and refused.value.field == "profiling"
+
+
+def test_no_profiling_roles_means_nobody_may_profile():
+    caller = caller_from_arn("arn:aws:sts::123456789012:assumed-role/Anything/o")
+    names_none = "gpudev:profilingRoles, and this deployment names none"
+    with pytest.raises(NotAuthorized, match=names_none):
+        require_profiling_role(caller, ())

@@ -19,9 +19,10 @@ from tests.unit.test_manifest_drift import _catalogue, _reservation
 T4 = next(t for t in _catalogue() if t.gpu_type == "t4")
 
 
-def _pod(profiling: bool, nodes: int = 1) -> dict[str, Any]:
+def _pod(profiling: bool, nodes: int = 1, profiling_node: bool = False) -> dict[str, Any]:
     reservation = _reservation("alice", T4, T4.max_gpus * nodes, nodes, profiling=profiling)
-    return objects.pod(reservation, T4, Placement(0, "i-0abc", "10.0.0.1", T4.max_gpus), "img")
+    placement = Placement(0, "i-0abc", "10.0.0.1", T4.max_gpus, None, profiling_node)
+    return objects.pod(reservation, T4, placement, "img")
 
 
 def _container(pod: dict[str, Any]) -> dict[str, Any]:
@@ -89,3 +90,21 @@ def test_the_network_policy_admits_only_the_reservations_own_pods_both_ways():
         "egress": [{"to": [own]}],
     }
     assert "networkpolicies" in KINDS  # so tear down deletes it
+
+
+def test_a_profiling_pod_on_a_dedicated_node_selects_its_label_and_tolerates_its_taint():
+    spec = _pod(profiling=True, profiling_node=True)["spec"]
+    assert spec["nodeSelector"] == {"GpuType": "t4", "gpu-dev.pytorch.org/profiling": "true"}
+    assert spec["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "gpu-dev.pytorch.org/profiling", "operator": "Equal", "value": "true"},
+    ]
+
+
+@pytest.mark.parametrize(("profiling", "profiling_node"), [(True, False), (False, False)])
+def test_a_pod_off_dedicated_nodes_neither_selects_nor_tolerates_them(
+    profiling: bool, profiling_node: bool
+):
+    spec = _pod(profiling=profiling, profiling_node=profiling_node)["spec"]
+    assert spec["nodeSelector"] == {"GpuType": "t4"}
+    assert all(t["key"] != "gpu-dev.pytorch.org/profiling" for t in spec["tolerations"])

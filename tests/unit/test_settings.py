@@ -67,6 +67,14 @@ def test_the_api_needs_its_deployment_account_and_valid_allowed_roles(
         "aws-reserved/sso.amazonaws.com/AWSReservedSSO_X_*",
         "R",
     ]
+    assert api_settings().profiling_role_patterns == ()  # unset: nobody may profile
+    reset_settings_cache()
+    monkeypatch.setenv("PROFILING_ROLES", "Perf,aws-reserved/*/X")
+    with pytest.raises(SettingsError, match=r"ApiSettings is invalid: .*'aws-reserved/\*/X'"):
+        api_settings()
+    reset_settings_cache()
+    monkeypatch.setenv("PROFILING_ROLES", "Perf")
+    assert [str(p) for p in api_settings().profiling_role_patterns] == ["Perf"]
 
 
 def test_the_sweeper_needs_the_jobs_queue_and_the_state_machine(monkeypatch: pytest.MonkeyPatch):

@@ -8,12 +8,14 @@
 -- asking for as much time or more, it fits only where the earlier one fits, and the earlier
 -- one is placed first in the same pass: that is a violation. Hours are as requested (an
 -- extension, once active, raises duration_hours afterwards). `head`: the earliest created
--- reservation of the type waiting at the grant.
+-- reservation of the type waiting at the grant. Profiling is another shape (whole nodes),
+-- so a pair is of the same profiling too.
 WITH requested AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(hours)s::float8[]) AS q (reservation_id, hours)
 ),
 queue AS (
-    SELECT r.reservation_id, r.gpu_type, r.gpu_count, q.hours, r.created_at, r.granted_at,
+    SELECT r.reservation_id, r.gpu_type, r.gpu_count, r.profiling, q.hours, r.created_at,
+           r.granted_at,
            r.cancel_requested_at,
            (SELECT min(e.at) FROM reservation_events e
              WHERE e.reservation_id = r.reservation_id AND e.to_status = 'queued') AS queued_at,
@@ -33,6 +35,7 @@ SELECT earlier.hours <= later.hours AS violation,
 FROM queue later
 JOIN queue earlier
   ON earlier.gpu_type = later.gpu_type AND earlier.gpu_count = later.gpu_count
+ AND earlier.profiling = later.profiling
  AND earlier.created_at < later.created_at
 LEFT JOIN LATERAL (
     SELECT w.reservation_id, w.gpu_count, w.hours FROM queue w

@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from gpudev.callers import caller_for_request
 from gpudev.db.pool import autocommit_connection
-from gpudev.identity import Caller, require_admin
+from gpudev.identity import Caller, require_admin, require_profiling_role
 from gpudev.ratelimit.rules import RequestRate
 from gpudev.ratelimit.service import take_request
 from gpudev.settings import api_settings, rate_limit_settings
@@ -45,6 +45,10 @@ class CallerRequest:
 
     def __init__(self, caller: Caller) -> None:
         self.caller = caller
+
+    def require_profiling(self) -> None:
+        """Profiling only for sessions of PROFILING_ROLES: 403 before anything is read."""
+        require_profiling_role(self.caller, api_settings().profiling_role_patterns)
 
     def read(
         self,

@@ -42,6 +42,11 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
             "description": "a repeated client_request_id: the first reservation, unchanged",
             "content": {"application/json": {"model": ReservationView}},
         },
+        403: {
+            "description": "profiling asked for by a caller outside gpudev:profilingRoles "
+            "(or any refused caller); nothing was saved",
+            "content": {"application/json": {"model": ErrorMessage}},
+        },
         429: {
             "description": "a per-user limit is reached (live reservations, or GPUs held or "
             "queued; the message states the limit and the usage), or the caller's request "
@@ -53,6 +58,8 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
 def create_reservation(request: ReservationRequest, caller: ForCaller) -> Response[ReservationView]:
     from gpudev.reservations.service import submit_reservation
 
+    if request.profiling:
+        caller.require_profiling()
     reservation, created = caller.change(submit_reservation, request)
     return _view(202 if created else 200, reservation)
 

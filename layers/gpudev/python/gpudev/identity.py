@@ -269,3 +269,27 @@ def require_admin(caller: Caller, admins: tuple[AdminRole, ...]) -> None:
         f"this is an operator route: it needs a session of an admin role; you called as "
         f"{caller.principal_arn}"
     )
+
+
+PROFILING_ROLES_CONTEXT = "gpudev:profilingRoles"
+
+
+def require_profiling_role(caller: Caller, profiling_roles: tuple[RolePattern, ...]) -> None:
+    """A profiling reservation's pod has CAP_SYS_ADMIN in the node's user namespace, which
+    is root on the node: only sessions of the roles in `PROFILING_ROLES` (CDK context
+    `gpudev:profilingRoles`, the same `[path/]RoleName[*]` entries as `ALLOWED_ROLES`) may
+    ask for one. None configured: nobody; an IAM user has no role and never may."""
+    if caller.role_name is not None and any(p.matches(caller.role_name) for p in profiling_roles):
+        return
+    roles = (
+        f"the roles in {PROFILING_ROLES_CONTEXT} ({', '.join(sorted(map(str, profiling_roles)))})"
+        if profiling_roles
+        else f"the roles in {PROFILING_ROLES_CONTEXT}, and this deployment names none"
+    )
+    raise NotAuthorized(
+        f"profiling gives the pod CAP_SYS_ADMIN, root on its node, so only sessions of {roles} "
+        f"may ask for it; you called as {caller.principal_arn}",
+        field="profiling",
+        hint=f"reserve without --profiling, or ask an operator for a role in "
+        f"{PROFILING_ROLES_CONTEXT}",
+    )

@@ -106,11 +106,15 @@ class ApiSettings(BaseSettings):
     # Comma-separated IAM role ARNs whose sessions may call the operator routes (/v1/admin);
     # empty: nobody. An operator must be allowed by `allowed_roles` too.
     admin_roles: str = ""
+    # Comma-separated [path/]RoleName[*] whose sessions may ask for profiling (CAP_SYS_ADMIN,
+    # root on the node; CDK context `gpudev:profilingRoles`); empty: nobody.
+    profiling_roles: str = ""
 
     @model_validator(mode="after")
     def _valid_roles(self) -> ApiSettings:
         parse_role_patterns(self.allowed_roles)  # a bad entry fails at first use, named
         parse_admin_roles(self.admin_roles)
+        parse_role_patterns(self.profiling_roles)
         return self
 
     @property
@@ -120,6 +124,10 @@ class ApiSettings(BaseSettings):
     @property
     def admin_role_patterns(self) -> tuple[AdminRole, ...]:
         return parse_admin_roles(self.admin_roles)
+
+    @property
+    def profiling_role_patterns(self) -> tuple[RolePattern, ...]:
+        return parse_role_patterns(self.profiling_roles)
 
 
 class UserLimitSettings(BaseSettings):

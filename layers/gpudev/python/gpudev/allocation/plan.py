@@ -13,6 +13,14 @@ ETAs replay the end times for the whole queue in order (replay.py). The same pas
 "how long would a new request wait?" per GPU type (what `avail` and `status` show): a
 one-slot probe request put at the back of each type's queue, decided like any other (0 when
 it would start now), then dropped; being last, it changes nobody's decision.
+
+Profiling (CAP_SYS_ADMIN, root on the node) is never packed with anyone: a profiling request
+asks for its nodes whole (as many slots per node as the largest node of its pool has), so it
+starts only on an entirely free node, holds every slot of it until it ends, and the replay
+and backfill see the whole node taken. Where a GPU type has nodes dedicated to profiling
+(`NodeCapacity.profiling`, or named in `profiling_types`), those form a pool of their own:
+the type's profiling requests go only there and its other requests never do; each pool is
+planned as a type is, first come first served within it.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from gpudev.allocation import replay
@@ -38,6 +47,8 @@ from gpudev.allocation.values import (
 if TYPE_CHECKING:
     from gpudev.allocation.memo import PlanMemo
 
+PROFILING_FIELD = itemgetter(Request._fields.index("profiling"))
+
 
 def plan(
     nodes: Iterable[NodeCapacity],
@@ -47,24 +58,36 @@ def plan(
     probe_seconds: float,
     allowance_seconds: float,
     memo: PlanMemo | None = None,
+    profiling_types: Iterable[str] = (),
 ) -> Decisions:
     """Decisions for every GPU type; `queue` in arrival order. `probe_seconds`: how long the
     probe for a new request's ETA lasts (it matters only to backfill); `allowance_seconds`:
     the provisioning allowance of `expected_end`; `memo`: a type whose inputs are those of
-    its last plan there may reuse it (memo.py)."""
-    by_type: dict[str, list[NodeCapacity]] = defaultdict(list)
+    its last plan there may reuse it (memo.py); `profiling_types`: types with profiling
+    nodes besides those among `nodes` (a cordoned one: the type's profiling waits for it)."""
+    nodes = list(nodes)
+    dedicated = set(profiling_types) | {n.gpu_type for n in nodes if n.profiling}
+    by_pool: dict[tuple[str, bool], list[NodeCapacity]] = defaultdict(list)
     for node in nodes:
-        by_type[node.gpu_type].append(node)
-    waiting: dict[str, list[Request]] = defaultdict(list)
+        by_pool[node.gpu_type, node.profiling].append(node)
+    by_type: dict[str, list[Request]] = defaultdict(list)
     for request in queue:
-        waiting[request.gpu_type].append(request)
+        by_type[request.gpu_type].append(request)
+    # (split only for a type with profiling nodes: a pass at scale reads 100,000 requests)
+    waiting: dict[tuple[str, bool], list[Request]] = {}
+    for gpu_type, requests in by_type.items():
+        if gpu_type in dedicated:
+            waiting[gpu_type, True] = [r for r in requests if r.profiling]
+            waiting[gpu_type, False] = [r for r in requests if not r.profiling]
+        else:
+            waiting[gpu_type, False] = requests
     holdings = list(holdings)
     decisions = Decisions()
-    for gpu_type in sorted(set(waiting) | set(by_type)):
-        names = {n.name for n in by_type[gpu_type]}
-        type_nodes = by_type[gpu_type]
+    for gpu_type, profiling_pool in sorted(set(waiting) | set(by_pool)):
+        type_nodes = by_pool[gpu_type, profiling_pool]
+        names = {n.name for n in type_nodes}
         type_holdings = [h for h in holdings if h.node in names]
-        type_queue = waiting[gpu_type]
+        type_queue = whole_nodes(waiting.get((gpu_type, profiling_pool), []), type_nodes)
 
         def plan_type(
             gpu_type: str = gpu_type,
@@ -87,11 +110,27 @@ def plan(
             decided = plan_type()
         else:
             inputs = (type_nodes, type_holdings, type_queue, probe_seconds, allowance_seconds)
-            decided = memo.decide(gpu_type, inputs, now, plan_type)
+            key = f"{gpu_type} (profiling nodes)" if profiling_pool else gpu_type
+            decided = memo.decide(key, inputs, now, plan_type)
         decisions.grants += decided.grants
         decisions.waits += decided.waits
-        decisions.next_request_waits[gpu_type] = decided.probe_eta
+        if not profiling_pool:  # a new (ordinary) request's wait: the type's shared nodes
+            decisions.next_request_waits[gpu_type] = decided.probe_eta
     return decisions
+
+
+def whole_nodes(queue: list[Request], nodes: list[NodeCapacity]) -> list[Request]:
+    """The pool's queue with each profiling request asking for its nodes whole: every slot
+    of the pool's largest node, per node (a multinode request asks for that already)."""
+    if not any(map(PROFILING_FIELD, queue)):  # (in C: no Python call per request)
+        return queue
+    whole = max((n.slots for n in nodes), default=0)
+    return [
+        request._replace(slots_per_node=max(whole, request.slots_per_node))
+        if request.profiling
+        else request
+        for request in queue
+    ]
 
 
 def _plan_type(

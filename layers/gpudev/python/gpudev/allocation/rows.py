@@ -41,6 +41,7 @@ def node_rows(
                 schedulable=node.schedulable and not node.tainted,
                 node_ip=node.internal_ip,
                 external_address=node.external_address,
+                profiling=node.profiling,
             )
         )
     return rows, live
@@ -79,6 +80,7 @@ def requests(waiting: QueueColumns, settings: LifecycleSettings) -> list[Request
             per_node,
             waiting.total_nodes,
             durations,
+            waiting.profiling,
         )
     )
 

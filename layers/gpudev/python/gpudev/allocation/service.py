@@ -129,7 +129,11 @@ class Allocator:
                 used_outside = sum(p.gpu_requests for p in outside)
                 capacity.append(
                     NodeCapacity(
-                        n.node_name, n.gpu_type, n.slots, self._free_slots(n, used_outside)
+                        n.node_name,
+                        n.gpu_type,
+                        n.slots,
+                        () if n.held_by_profiling else self._free_slots(n, used_outside),
+                        n.profiling,
                     )
                 )
                 holdings += released_pod_holdings(n.node_name, outside, now)
@@ -145,6 +149,9 @@ class Allocator:
                 probe_seconds,
                 allowance_seconds=self._settings.ready_timeout_seconds,
                 memo=self._memo,
+                # the cluster's profiling nodes, cordoned ones too: their type's profiling
+                # reservations wait for them rather than go elsewhere
+                profiling_types={row.gpu_type for row in rows if row.profiling},
             )
             waited, report.waits_written = self._write(decisions, waiting, now)
         report.nodes, report.queued = len(capacity), len(queue)

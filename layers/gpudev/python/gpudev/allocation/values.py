@@ -18,6 +18,7 @@ class NodeCapacity(NamedTuple):
     gpu_type: str
     slots: int
     free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
+    profiling: bool = False  # dedicated to profiling (cluster/vocabulary.py PROFILING_LABEL)
 
 
 class Holding(NamedTuple):
@@ -34,6 +35,8 @@ class Request(NamedTuple):
     slots_per_node: int
     nodes: int
     duration_seconds: float
+    # CAP_SYS_ADMIN: granted whole nodes only, on the type's profiling nodes if it has any
+    profiling: bool = False
 
 
 class Grant(NamedTuple):

@@ -18,6 +18,9 @@ Per active type:
   for h100/h200/b200/a100 with 8 GPUs per node (falling back to the largest single-node free
   count when that is 0), else the largest single-node free count.
 - CPU nodes: free slots = 3 − live `gpu-dev-*` pods on the node; max reservable 1 if any.
+- Profiling (docs/architecture.md "Isolation"): nodes dedicated to it are not counted (an
+  ordinary request never gets them), and a node with a live pod in the profiling namespace
+  is held whole by it: nothing on it is free.
 - Kubernetes unreachable: available = total, full nodes and max reservable 0 (seed rule).
 """
 
@@ -108,19 +111,24 @@ def compute_availability(
     groups: list[ScalingGroup],
     nodes: list[Node] | None,
     pods: list[Pod] | None,
+    profiling_namespace: str | None = None,
 ) -> list[Availability]:
-    """`nodes`/`pods` None means Kubernetes could not be reached."""
+    """`nodes`/`pods` None means Kubernetes could not be reached; `profiling_namespace`:
+    where profiling pods run (each holds its node whole)."""
     all_types = list(types)
     used_gpus: dict[str, int] = defaultdict(int)
     dev_pods: dict[str, int] = defaultdict(int)
+    held_whole: set[str] = set()
     for pod in pods or []:
         if pod.node_name and pod.phase in LIVE_POD_PHASES:
             used_gpus[pod.node_name] += pod.gpu_requests
             if pod.name.startswith("gpu-dev-"):
                 dev_pods[pod.node_name] += 1
+            if profiling_namespace is not None and pod.namespace == profiling_namespace:
+                held_whole.add(pod.node_name)
     nodes_by_type: dict[str, list[Node]] = defaultdict(list)
     for node in nodes or []:
-        if node.gpu_type and node.schedulable:
+        if node.gpu_type and node.schedulable and not node.profiling:
             nodes_by_type[node.gpu_type].append(node)
 
     results = []
@@ -139,12 +147,16 @@ def compute_availability(
             available = sum(
                 max(0, CPU_SLOTS_PER_NODE - dev_pods[n.name])
                 for n in nodes_by_type[config.gpu_type]
+                if n.name not in held_whole
             )
             full = available
             max_reservable = 1 if available > 0 else 0
         else:
             free = [
-                (max(0, n.allocatable_gpus - used_gpus[n.name]), n.allocatable_gpus)
+                (
+                    0 if n.name in held_whole else max(0, n.allocatable_gpus - used_gpus[n.name]),
+                    n.allocatable_gpus,
+                )
                 for n in nodes_by_type[config.gpu_type]
             ]
             available = sum(f for f, _ in free)

@@ -30,6 +30,7 @@ from gpudev.repositories import (
     PodHealthRepository,
     ReconcilerRunsRepository,
 )
+from gpudev.settings import cluster_settings
 from gpudev.signals import Signals, Wake
 
 if TYPE_CHECKING:
@@ -116,7 +117,9 @@ def update_availability(
             run = runs.start(RECONCILER, invoked_by)
             gpu_types = GpuTypesRepository(conn)
             types = [GpuTypeConfig(t.gpu_type, t.max_per_node) for t in gpu_types.list_active()]
-            results = compute_availability(types, groups, nodes, pods)
+            results = compute_availability(
+                types, groups, nodes, pods, cluster_settings().kubernetes_profiling_namespace
+            )
             without_groups = [r.gpu_type for r in results if not r.groups_found]
             if without_groups:
                 logger.warning(

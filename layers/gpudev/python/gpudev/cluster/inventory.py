@@ -14,6 +14,7 @@ from gpudev.cluster.vocabulary import (
     CRASH_LOOP,
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
+    PROFILING_LABEL,
     RESERVATION_LABEL,
     Node,
     Pod,
@@ -26,13 +27,25 @@ if TYPE_CHECKING:
 # Failed with reason Evicted, and the availability updater ends its reservation saying so.
 LISTED_PODS = "status.phase!=Succeeded"
 OOM_KILLED = "OOMKilled"
-TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
+# Our pods tolerate these: GPU pods the device plugin's, profiling pods the profiling one
+# (the allocator keeps everyone else off a profiling node).
+TOLERATED_TAINTS = frozenset({GPU_RESOURCE, PROFILING_LABEL})
 
 
 def _tainted(spec: dict[str, Any]) -> bool:
     return any(
         t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") not in TOLERATED_TAINTS
         for t in spec.get("taints") or []
+    )
+
+
+def _dedicated_to_profiling(item: dict[str, Any]) -> bool:
+    """Labelled `PROFILING_LABEL=true`, or tainted with that key: either way the operator
+    meant the node for profiling, and nobody else's pod should be bound there."""
+    labels = item["metadata"].get("labels") or {}
+    taints = (item.get("spec") or {}).get("taints") or []
+    return labels.get(PROFILING_LABEL) == "true" or any(
+        t.get("key") == PROFILING_LABEL for t in taints
     )
 
 
@@ -50,6 +63,7 @@ def _node(item: dict[str, Any]) -> Node:
         tainted=_tainted(item.get("spec", {})),
         internal_ip=_address(status, "InternalIP"),
         external_address=_address(status, "ExternalIP") or _address(status, "ExternalDNS"),
+        profiling=_dedicated_to_profiling(item),
     )
 
 
@@ -105,6 +119,7 @@ def _pod(item: dict[str, Any]) -> Pod:
         ),
         reason=status.get("reason"),
         message=status.get("message"),
+        namespace=metadata.get("namespace"),
     )
 
 

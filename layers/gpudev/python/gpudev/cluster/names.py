@@ -16,6 +16,7 @@ class Placement:
     node_ip: str | None  # internal: what the pods use (rendezvous)
     slots: int
     external_address: str | None = None  # what users outside the VPC connect to
+    profiling_node: bool = False  # a node dedicated to profiling (vocabulary.PROFILING_LABEL)
 
     @property
     def ssh_address(self) -> tuple[str | None, str]:

@@ -27,6 +27,7 @@ from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_en
 from gpudev.cluster.vocabulary import (
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
+    PROFILING_LABEL,
     RANK_LABEL,
     RESERVATION_LABEL,
     USER_LABEL,
@@ -42,6 +43,9 @@ JUPYTER_PORT = 8888
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).
 DROPPED_CAPABILITIES = ["NET_RAW"]
 PROFILING_CAPABILITIES = ["SYS_ADMIN"]
+# What a profiling pod on a dedicated node tolerates: the operator's taint of that node
+# (`gpu-dev.pytorch.org/profiling=true:NoSchedule`), whatever its effect.
+PROFILING_TOLERATION = {"key": PROFILING_LABEL, "operator": "Equal", "value": "true"}
 STARTUP_SCRIPT = Path(__file__).with_name("startup.sh")
 JUPYTER_CHECK_SCRIPT = Path(__file__).with_name("jupyter_check.sh")
 JUPYTER_CHECK = "jupyter-check"  # node 0's init container: can the image serve Jupyter?
@@ -252,6 +256,11 @@ def pod(
         spec["containers"][0] |= listing_hook()
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    if reservation.profiling and placement.profiling_node:
+        # A node dedicated to profiling (the allocator put it there): select its label, so
+        # the kubelet refuses the pod anywhere else, and tolerate its taint.
+        spec["nodeSelector"][PROFILING_LABEL] = "true"
+        spec["tolerations"] = [*spec.get("tolerations", []), PROFILING_TOLERATION]
     pod_manifest = manifest(
         "Pod",
         reservation,

@@ -16,6 +16,11 @@ from datetime import datetime
 GPU_RESOURCE = "nvidia.com/gpu"
 # Node label naming the node's GPU type (as in gpu_types.gpu_type); our pods select on it.
 GPU_TYPE_LABEL = "GpuType"
+# Nodes dedicated to profiling reservations: labelled `<key>=true` and tainted
+# `<key>=true:NoSchedule` by the operator (docs/architecture.md "Isolation"). A node with
+# either is dedicated: the allocator puts profiling reservations only there (when the type
+# has some) and nothing else; their pods select the label and tolerate the taint.
+PROFILING_LABEL = "gpu-dev.pytorch.org/profiling"
 # Every object of a reservation carries it (value: the reservation id); tear down and the
 # sweeper find objects by it, and never by name.
 RESERVATION_LABEL = "gpu-dev/reservation"
@@ -44,11 +49,13 @@ class Node:
     ready: bool
     unschedulable: bool
     allocatable_gpus: int
-    tainted: bool = False  # a NoSchedule/NoExecute taint other than GPU_RESOURCE
+    # a NoSchedule/NoExecute taint other than GPU_RESOURCE's and PROFILING_LABEL's
+    tainted: bool = False
     internal_ip: str | None = None
     # ExternalIP, else ExternalDNS: where users outside the VPC reach the node (None in a
     # private subnet).
     external_address: str | None = None
+    profiling: bool = False  # dedicated to profiling: labelled or tainted PROFILING_LABEL
 
     @property
     def schedulable(self) -> bool:
@@ -69,6 +76,7 @@ class Pod:
     crash_looping: bool = False  # a container waits in CrashLoopBackOff
     reason: str | None = None  # status.reason, e.g. "Evicted" (phase Failed)
     message: str | None = None  # status.message
+    namespace: str | None = None
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -35,6 +35,7 @@ class SeenNode:
     schedulable: bool
     node_ip: str | None
     external_address: str | None = None
+    profiling: bool = False  # dedicated to profiling (cluster/vocabulary.py PROFILING_LABEL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,10 @@ class NodeState:
     gpu_type: str
     slots: int
     schedulable: bool
+    profiling: bool  # dedicated to profiling
     allocated: list[int]
     holders: list[str]  # reservation ids, as text
+    held_by_profiling: bool  # a holder is a profiling reservation: no slot is free
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,7 @@ class QueueColumns:
     gpu_counts: tuple[int, ...]
     total_nodes: tuple[int, ...]
     duration_hours: tuple[float, ...]
+    profiling: tuple[bool, ...]
     queue_positions: tuple[int | None, ...]  # as the last pass recorded them
     # the estimated start the last pass recorded, in epoch seconds (`date_part`: the
     # timestamptz's microseconds / 1e6, correctly rounded, so one start is one float)
@@ -121,7 +125,14 @@ class AllocationsRepository:
         self._conn.execute(
             query("allocation/sync_nodes"),
             column_arrays(
-                nodes, "name", "gpu_type", "slots", "schedulable", "node_ip", "external_address"
+                nodes,
+                "name",
+                "gpu_type",
+                "slots",
+                "schedulable",
+                "node_ip",
+                "external_address",
+                "profiling",
             ),
         )
 

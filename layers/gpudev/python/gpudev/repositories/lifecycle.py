@@ -131,6 +131,13 @@ class LifecycleRepository:
                 query("allocation/placements"), {"reservation_id": reservation_id}
             ).fetchall()
         return [
-            Placement(r["rank"], r["node_name"], r["node_ip"], r["slots"], r["external_address"])
+            Placement(
+                r["rank"],
+                r["node_name"],
+                r["node_ip"],
+                r["slots"],
+                r["external_address"],
+                r["profiling"],
+            )
             for r in rows
         ]

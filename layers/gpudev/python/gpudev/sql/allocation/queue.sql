@@ -4,7 +4,7 @@
 -- a timestamptz). The id as text (repositories/allocations.py QueueColumns); FIFO on the
 -- uuid itself.
 SELECT r.reservation_id::text AS reservation_id, gpu_type, gpu_count, total_nodes, duration_hours,
-       queue_position, date_part('epoch', estimated_start_at) AS estimated_start
+       profiling, queue_position, date_part('epoch', estimated_start_at) AS estimated_start
 FROM reservations r
 WHERE status = 'queued' AND granted_at IS NULL AND task_token IS NOT NULL
   AND cancel_requested_at IS NULL
