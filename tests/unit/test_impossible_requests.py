@@ -48,7 +48,9 @@ CATALOGUE = [
 def test_a_type_with_no_nodes_is_refused_naming_the_types_that_have_nodes():
     with pytest.raises(InvalidRequest) as refused:
         resolve_shape(CATALOGUE, "A100", 8)
-    assert refused.value.message == "no a100 nodes in this cluster; types with nodes: h100, t4, cpu-x86"
+    assert refused.value.message == (
+        "no a100 nodes in this cluster; types with nodes: h100, t4, cpu-x86"
+    )
     assert (refused.value.field, refused.value.allowed) == ("gpu_type", "h100, t4, cpu-x86")
 
 

@@ -80,9 +80,7 @@ def types_with_nodes(catalogue: list[GpuType]) -> list[str]:
     return [t.gpu_type for t in catalogue if t.has_possible_nodes is not False]
 
 
-def beyond_the_cluster(
-    gpu_type: GpuType, total_nodes: int, catalogue: list[GpuType]
-) -> str | None:
+def beyond_the_cluster(gpu_type: GpuType, total_nodes: int, catalogue: list[GpuType]) -> str | None:
     """Why `total_nodes` nodes of `gpu_type` can never be placed in this cluster, in one
     sentence naming the types that have nodes; None when they can, or when the availability
     updater has not measured the type yet. "Possible" counts what the type's node groups can
