@@ -73,7 +73,7 @@ def test_a_type_the_updater_has_not_measured_yet_is_not_refused():
     catalogue = [gpu_type("a100", 8, 0, measured=False), gpu_type("t4", 4, 0)]
     assert resolve_shape(catalogue, "a100", 8).total_nodes == 1
     assert beyond_the_cluster(catalogue[0], 4, catalogue) is None
-    assert types_with_nodes(catalogue) == ["a100"]
+    assert types_with_nodes(catalogue) == []  # named only once measured
 
 
 def test_a_cluster_without_any_nodes_says_none():

@@ -75,9 +75,9 @@ def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int)
 
 
 def types_with_nodes(catalogue: list[GpuType]) -> list[str]:
-    """The types whose node groups can hold a node, in the catalogue's order (GPU types by
-    name, then CPU types); a type not measured yet counts (nothing is refused for it)."""
-    return [t.gpu_type for t in catalogue if t.has_possible_nodes is not False]
+    """The types whose node groups can hold a node as last measured, in the catalogue's
+    order (GPU types by name, then CPU types)."""
+    return [t.gpu_type for t in catalogue if t.has_possible_nodes]
 
 
 def beyond_the_cluster(gpu_type: GpuType, total_nodes: int, catalogue: list[GpuType]) -> str | None:
