@@ -8,7 +8,7 @@ import time
 from gpudev.cluster import network, objects
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
-from gpudev.cluster.pod_readiness import pods_state
+from gpudev.cluster.pod_readiness import needs_events, pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
@@ -82,6 +82,11 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         cluster = lc.objects(reservation)
         pods = cluster.pods(str(reservation_id))
         state = pods_state(pods, reservation.total_nodes)
+        if not state.ready and not state.failed and needs_events(pods):
+            # A Pending pod's status rarely says why (ContainerCreating): its Warning events
+            # do (FailedAttachVolume, FailedMount), so that reason reaches the row.
+            pending = [p["metadata"]["name"] for p in pods if needs_events([p])]
+            state = pods_state(pods, reservation.total_nodes, cluster.warning_events(pending))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
             return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
