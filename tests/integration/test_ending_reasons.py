@@ -16,8 +16,8 @@ from psycopg import errors
 from gpudev.errors import InvalidRequest
 from gpudev.models import FINAL_STATUSES, ReservationStatus
 from gpudev.repositories import LifecycleRepository, ReservationsRepository
-from gpudev.reservations.service import record_cancel, submit_reservation
 from gpudev.reservations.schemas import ReservationRequest
+from gpudev.reservations.service import record_cancel, submit_reservation
 from tests.support.submitters import ALICE, RecordingQueue
 
 FINAL = sorted(FINAL_STATUSES)

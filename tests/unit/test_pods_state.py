@@ -329,3 +329,12 @@ def test_a_status_that_says_why_wins_over_events():
     assert pods_state([pulling], 1, [event]).problem == (
         "the image could not be pulled (ImagePullBackOff: m)"
     )
+
+
+def test_a_long_event_message_keeps_its_head_and_its_cause_at_the_end():
+    message = "AttachVolume.Attach failed for volume " + "x" * 500 + " VolumeInUse: in use"
+    event = _event("FailedAttachVolume", message, "2026-11-27T10:00:00Z")
+    problem = pods_state([CREATING], 1, [event]).problem
+    assert problem is not None and len(problem) < 450
+    assert "(FailedAttachVolume: AttachVolume.Attach failed for volume xxx" in problem
+    assert problem.endswith("x VolumeInUse: in use)") and "…" in problem

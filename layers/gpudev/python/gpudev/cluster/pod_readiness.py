@@ -9,6 +9,9 @@ from typing import Any
 from gpudev.cluster.vocabulary import CRASH_LOOP
 
 SHOWN_MESSAGE = 200  # characters of a container's termination message in a reason
+# An event's message: its head (what failed) and its tail (why: EC2's error code comes
+# last in an attach failure), the middle cut when longer.
+EVENT_HEAD, EVENT_TAIL = 100, 260
 WAITING_FAILURES = {
     "ErrImagePull": "the image could not be pulled",
     "ImagePullBackOff": "the image could not be pulled",
@@ -130,7 +133,8 @@ def _latest_warning(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> st
     )
     reason = str(latest.get("reason") or "Warning")
     message = str(latest.get("message") or "").strip()
-    shown = message if len(message) <= SHOWN_MESSAGE else message[:SHOWN_MESSAGE] + "…"
+    cut = len(message) > EVENT_HEAD + EVENT_TAIL + 1
+    shown = f"{message[:EVENT_HEAD]}…{message[-EVENT_TAIL:]}" if cut else message
     said = f"{reason}: {shown}" if shown else reason
     return f"{EVENT_PROBLEMS[reason]} ({said})" if reason in EVENT_PROBLEMS else said
 

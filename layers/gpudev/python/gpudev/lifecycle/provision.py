@@ -99,6 +99,8 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
                 outcome="failed", reason=f"the pod was not ready in time: {state.problem}"
             )
         if time.monotonic() + READY_WATCH_SECONDS > watch_until:
+            if state.problem and state.problem != reservation.current_detailed_status:
+                lc.rows.progress(reservation_id, state.problem)  # `show` says why it waits
             return CheckReadyOutput(outcome="waiting", detail=state.problem)
         lc.sleep(READY_WATCH_SECONDS)
 
