@@ -114,3 +114,14 @@ def test_a_group_shrunk_below_a_multinode_request_ends_only_that_request(conn):
         "needs 4; types with nodes: h100, t4, cpu-x86"
     )
     assert _row(conn, small)[0] == "queued"
+
+
+def test_a_single_node_type_is_looked_at_only_once_it_has_no_node_at_all(conn):
+    rid = queued_h100(conn, token="t4")
+    conn.execute("UPDATE reservations SET gpu_type = 't4', gpu_count = 1 WHERE reservation_id = %s",
+                 (rid,))  # fmt: skip
+    _measure(conn, "t4", 1, PATIENCE_SECONDS + 5)
+    assert _pass(conn, Recorded()).capacity_gone == []
+    _measure(conn, "t4", 0, PATIENCE_SECONDS + 5)
+    assert _pass(conn, Recorded()).capacity_gone == [rid]
+    assert _row(conn, rid)[1].startswith("cancelled while queued: no t4 nodes in this cluster")

@@ -386,7 +386,10 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
     released = conn.execute(query("allocation/release"), {"reservation_id": rid}).fetchone()
     assert released == (1,)
     # the allocator's end of a queue whose capacity left: read (locked), then the ending
-    conn.execute(query("allocation/capacity_gone"), {"most_nodes": 5, "patience_seconds": 1800})
+    conn.execute(
+        query("allocation/capacity_gone"),
+        {"multinode_types": ["h100"], "most_nodes": 4, "patience_seconds": 1800, "batch": 10},
+    )
     conn.execute(query("lifecycle/progress"), {"reservation_id": rid, "detail": "pulling"})
 
 

@@ -21,11 +21,13 @@ from gpudev.models import ReservationStatus
 from gpudev.repositories import GpuTypesRepository
 from gpudev.repositories.allocations import AllocationsRepository
 from gpudev.repositories.lifecycle import LifecycleRepository
-from gpudev.reservations.rules import MAX_NODES, beyond_the_cluster
+from gpudev.reservations.rules import MAX_NODES, MULTINODE_TYPES, beyond_the_cluster
 
 # How long a type's node groups must stay unable to hold a waiting reservation before it is
 # ended, in clock hours (real time unless the local cloud scales hours down).
 CAPACITY_GONE_PATIENCE_HOURS = 0.5
+# At most this many ended a pass (each is one statement): the next pass ends the rest.
+ENDED_PER_PASS = 200
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,10 @@ def end_capacity_gone(conn: psycopg.Connection[Any], seconds_per_hour: float) ->
     """End, in the caller's transaction (which holds the pass lock), every waiting
     reservation its type can no longer hold; the ended ones with the tokens to wake."""
     gone = AllocationsRepository(conn).capacity_gone(
-        MAX_NODES + 1, CAPACITY_GONE_PATIENCE_HOURS * seconds_per_hour
+        sorted(MULTINODE_TYPES),
+        MAX_NODES,
+        CAPACITY_GONE_PATIENCE_HOURS * seconds_per_hour,
+        ENDED_PER_PASS,
     )
     if not gone:
         return []

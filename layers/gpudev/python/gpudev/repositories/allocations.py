@@ -141,14 +141,26 @@ class AllocationsRepository:
     def holdings(self) -> list[HeldSlots]:
         return fetch_all(self._conn, "allocation/holdings", HeldSlots)
 
-    def capacity_gone(self, most_nodes: int, patience_seconds: float) -> list[CapacityGone]:
-        """Waiting reservations needing more nodes than their type's node groups have been
-        able to hold for `patience_seconds` (allocation/capacity_gone.sql), locked."""
+    def capacity_gone(
+        self,
+        multinode_types: Sequence[str],
+        most_nodes: int,
+        patience_seconds: float,
+        batch: int,
+    ) -> list[CapacityGone]:
+        """Up to `batch` waiting reservations needing more nodes than their type's node
+        groups have been able to hold for `patience_seconds` (allocation/capacity_gone.sql),
+        locked."""
         return fetch_all(
             self._conn,
             "allocation/capacity_gone",
             CapacityGone,
-            {"most_nodes": most_nodes, "patience_seconds": patience_seconds},
+            {
+                "multinode_types": list(multinode_types),
+                "most_nodes": most_nodes,
+                "patience_seconds": patience_seconds,
+                "batch": batch,
+            },
         )
 
     def queue(self) -> QueueColumns:
