@@ -36,18 +36,31 @@ def stale_holder(local_cloud: Any) -> Iterator[str]:
     holder = ec2.run_instances(
         ImageId="ami-12c6146b", MinCount=1, MaxCount=1, InstanceType="t3.micro"
     )["Instances"][0]["InstanceId"]
-    attacher = local_cloud.cluster.storage.attacher
-    attacher.stale_holder = holder
+    local_cloud.cluster.storage.attacher.stale_holder = holder
     try:
         yield holder
     finally:
-        attacher.stale_holder = None
-        volumes = ec2.describe_volumes(
-            Filters=[{"Name": "attachment.instance-id", "Values": [holder]}]
-        )["Volumes"]
-        for volume in volumes:
-            ec2.detach_volume(VolumeId=volume["VolumeId"], InstanceId=holder)
+        _let_go(local_cloud, holder)
         ec2.terminate_instances(InstanceIds=[holder])
+
+
+def _let_go(cloud: Any, holder: str) -> None:
+    """The fault ends: the stale holder detaches what it held (the disk can then be saved)."""
+    cloud.cluster.storage.attacher.stale_holder = None
+    ec2 = cloud.aws.client("ec2")
+    volumes = ec2.describe_volumes(
+        Filters=[{"Name": "attachment.instance-id", "Values": [holder]}]
+    )["Volumes"]
+    for volume in volumes:
+        ec2.detach_volume(VolumeId=volume["VolumeId"], InstanceId=holder)
+
+
+def _disk_free(cloud: Any, name: str) -> bool:
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT reservation_id IS NULL FROM disks WHERE disk_name = %s", (name,)
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def test_a_volume_that_cannot_attach_ends_at_the_ready_deadline_with_the_attach_failure(
@@ -74,4 +87,6 @@ def test_a_volume_that_cannot_attach_ends_at_the_ready_deadline_with_the_attach_
     ), reason
     assert "VolumeInUse" in reason  # EC2's refusal, at the end of the event's message
     assert failed["current_detailed_status"] == reason
+    _let_go(local_cloud, stale_holder)  # its snapshot needs the volume detached
+    wait_for(lambda: _disk_free(local_cloud, disk), timeout=30, message="disk saved and freed")
     assert_nothing_left(local_cloud, rid)
