@@ -38,7 +38,8 @@ def end_early(conn: Any) -> None:
         ).fetchone()
         release_allocation(conn, reservation_id)
         conn.execute(
-            "UPDATE reservations SET status = 'cancelled', cancelled_at = now(),"
+            "UPDATE reservations SET failure_reason = 'ended by the bench',"
+            " status = 'cancelled', cancelled_at = now(),"
             " reservation_ended = now()"
             " WHERE reservation_id = %s",
             (reservation_id,),

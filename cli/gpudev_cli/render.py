@@ -100,8 +100,11 @@ def reservation_panel(r: dict[str, Any]) -> None:
         lines.append(f"[red]Health: {r['health_warning']}[/]")
     if r.get("extension_error"):
         lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
-    if r.get("failure_reason"):
-        lines.append(f"[red]Failed: {r['failure_reason']}[/]")
+    if r.get("failure_reason"):  # why it ended, whatever the ending
+        from rich.markup import escape
+
+        color = "red" if r["status"] == "failed" else "yellow"
+        lines.append(f"[{color}]Ended ({r['status']}): {escape(r['failure_reason'])}[/]")
     if r.get("cancel_requested_at") and r["status"] in LIVE:
         lines.append("Cancel requested.")
     # soft_wrap: the terminal wraps long lines, so a copied ssh command stays one line.

@@ -30,4 +30,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "signalled": report.signalled,
         "released_dead": report.released_dead,
         "signal_failures": report.signal_failures,
+        "capacity_gone": [str(r) for r in report.capacity_gone],
     }

@@ -10,6 +10,10 @@ volume attached elsewhere with VolumeInUse (or, when our own pod on another node
 the controller's Multi-Attach error), a missing one with NotFound; the pod then waits
 (ContainerCreating) with a FailedAttachVolume event, and the attach is retried every
 `retry_seconds`. moto's attach_volume checks none of this, so it is checked here first.
+
+Fault injection: `stale_holder`, an EC2 instance outside the cluster (a node that died with
+the volume still attached to it): every volume is first attached to it in EC2, so our
+attach finds the volume in use and fails as EBS refuses it (VolumeInUse).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class EbsCsiAttacher:
         self._retry_at: dict[str, float] = {}  # volume id -> when to try a failed attach again
         self._zones: dict[str, str] = {}  # instance -> its availability zone
         self._said: set[tuple[str, str]] = set()  # (pod uid, message) recorded
+        self.stale_holder: str | None = None  # fault injection (module docstring)
 
     @property
     def attachments(self) -> int:
@@ -93,6 +98,8 @@ class EbsCsiAttacher:
 
     def _attach(self, volume_id: str, instance: str, pod: Obj, pv: Obj) -> None:
         name = pv["metadata"]["name"]
+        if self.stale_holder is not None:
+            self._held_elsewhere(volume_id, self.stale_holder)
         try:
             device = self._checked_device(volume_id, instance)
             try:
@@ -146,6 +153,15 @@ class EbsCsiAttacher:
             a["Device"] for a in volume.get("Attachments") or []
         }
         return next(d for d in DEVICES if d not in taken)
+
+    def _held_elsewhere(self, volume_id: str, holder: str) -> None:
+        """The fault: the volume attached, in EC2, to an instance outside the cluster."""
+        try:
+            volume = self._ec2.describe_volumes(VolumeIds=[volume_id])["Volumes"][0]
+            if not volume.get("Attachments"):
+                self._ec2.attach_volume(VolumeId=volume_id, InstanceId=holder, Device="/dev/xvdzz")
+        except ClientError as error:  # gone meanwhile: our own attach says so next
+            log.info("volume %s: stale attach to %s: %s", volume_id, holder, _describe(error))
 
     def _zone(self, instance: str) -> str:
         if instance not in self._zones:

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Any
 
-from localcloud.kubernetes import init_containers, kubelet_admission, readiness
+from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
@@ -111,8 +111,8 @@ class Kubelet:
                     self._write(pod, container_creating)
                 continue
             if self.image_pulls_fail:
-                if not _waiting_for_image(pod):
-                    self._write(pod, _pull_failed)
+                if not _waiting_for_image(pod) and self._write(pod, _pull_failed):
+                    self._pull_events(pod)
                 continue
             if pod["spec"].get("initContainers") and not init_containers.completed(pod):
                 self._initialize(pod)
@@ -120,6 +120,21 @@ class Kubelet:
             if self._write(pod, functools.partial(_start_pod, node=node)):
                 log.info("pod %s/%s running on %s", meta["namespace"], meta["name"], node)
             self._bound_seen_at.pop(meta["uid"], None)
+
+    def _pull_events(self, pod: Obj) -> None:
+        """The kubelet's Warning events of a failed pull, once per pull failure, as a real
+        one records them (`Failed`, then `BackOff` while it waits to pull again)."""
+        for container in pod["spec"].get("containers") or []:
+            image = container.get("image", "")
+            for reason, message in (
+                (
+                    "Failed",
+                    f'Failed to pull image "{image}": rpc error: code = NotFound desc = '
+                    f'failed to pull and unpack image "{image}": not found',
+                ),
+                ("BackOff", f'Back-off pulling image "{image}"'),
+            ):
+                events.record(self._store, pod, "Warning", reason, message, "kubelet")
 
     def _write(self, pod: Obj, change: Any) -> bool:
         """Change the pod in the store; False if it went meanwhile."""

@@ -284,7 +284,8 @@ def test_connect_runs_ssh_with_a_private_per_reservation_config(
     for r in _json(run("-o", "json", "list", "--status", "active")):
         with psycopg.connect(local_cloud.database_url) as conn:
             conn.execute(
-                "UPDATE reservations SET status = 'cancelled', reservation_ended = now()"
+                "UPDATE reservations SET failure_reason = 'ended by a test',"
+                " status = 'cancelled', reservation_ended = now()"
                 " WHERE reservation_id = %s",
                 (r["reservation_id"],),
             )
@@ -332,7 +333,8 @@ def test_listing_writes_configs_of_active_reservations_and_prunes_ended_ones(
     assert run("-o", "json", "show", rid[:8]).exit_code == 0 and config.exists()
     with psycopg.connect(local_cloud.database_url) as conn:
         conn.execute(
-            "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+            "UPDATE reservations SET failure_reason = 'ended by a test',"
+            " status = 'expired', reservation_ended = now()"
             " WHERE reservation_id = %s",
             (rid,),
         )

@@ -47,7 +47,7 @@ def recorded(local_cloud: LocalCloud, run) -> Iterator[None]:
                 (
                     rid, user, status, kind, gpus, nodes, created, granted, granted,
                     granted + timedelta(hours=24) if granted else None, ended,
-                    reason if status == "failed" else None, reason,
+                    (reason or status) if ended else None, reason,
                 ),
             )  # fmt: skip
     yield

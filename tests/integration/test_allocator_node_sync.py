@@ -31,7 +31,8 @@ def _end(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> None:
     with conn.transaction():
         release_allocation(conn, reservation_id)
         conn.execute(
-            "UPDATE reservations SET status = 'cancelled', reservation_ended = now(),"
+            "UPDATE reservations SET failure_reason = 'ended by a test',"
+            " status = 'cancelled', reservation_ended = now(),"
             " task_token = NULL WHERE reservation_id = %s",
             (reservation_id,),
         )

@@ -54,7 +54,8 @@ def _end(conn: psycopg.Connection[Any], reservation_id: uuid.UUID, status: str) 
     with conn.transaction():
         conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (reservation_id,))
         conn.execute(
-            "UPDATE reservations SET status = %s, reservation_ended = now(), task_token = NULL"
+            "UPDATE reservations SET failure_reason = 'ended by a test',"
+            " status = %s, reservation_ended = now(), task_token = NULL"
             " WHERE reservation_id = %s",
             (status, reservation_id),
         )

@@ -42,7 +42,8 @@ def test_the_node_of_a_released_reservation_waits_for_its_terminating_pod(fresh_
         assert _pass(conn, []) == [first]
         conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (first,))
         conn.execute(
-            "UPDATE reservations SET status = 'cancelled', reservation_ended = now(),"
+            "UPDATE reservations SET failure_reason = 'ended by a test',"
+            " status = 'cancelled', reservation_ended = now(),"
             " task_token = NULL WHERE reservation_id = %s",
             (first,),
         )

@@ -136,3 +136,34 @@ def test_a_failed_scaling_group_listing_changes_nothing_and_records_a_failed_run
     assert _t4(fresh_database) == (0, 0, None)
     [(outcome, error)] = _runs(fresh_database)
     assert outcome == "failed" and "Throttling" in error
+
+
+def _max_nodes(url: str) -> dict[str, tuple[int, Any]]:
+    with psycopg.connect(url) as conn:
+        return {
+            row[0]: (row[1], row[2])
+            for row in conn.execute("SELECT gpu_type, max_nodes, max_nodes_since FROM gpu_types")
+        }
+
+
+def test_max_nodes_is_the_groups_max_size_and_its_since_moves_only_when_it_changes(
+    conn: psycopg.Connection[Any], autoscaling: tuple[Any, Stubber], fresh_database: str
+):
+    client, stubber = autoscaling
+    _t4_group_of_two(stubber)  # MaxSize 10
+    _t4_group_of_two(stubber)
+    shrunk = _scaling_group("pytorch-gpu-dev-gpu-nodes-t4-a", 0, 0)
+    shrunk["MaxSize"] = 0
+    stubber.add_response("describe_auto_scaling_groups", {"AutoScalingGroups": [shrunk]}, {})
+
+    update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
+    first = _max_nodes(fresh_database)
+    update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
+    again = _max_nodes(fresh_database)
+    update_availability(conn, client, _unreachable_cluster, _NO_SIGNALS, invoked_by="test")
+    scaled_to_zero = _max_nodes(fresh_database)
+
+    assert first["t4"][0] == 10 and first["h100"][0] == 0 and first["t4"][1] is not None
+    assert again["t4"] == first["t4"]  # unchanged: its patience clock keeps running
+    assert scaled_to_zero["t4"][0] == 0 and scaled_to_zero["t4"][1] > first["t4"][1]
+    assert scaled_to_zero["h100"] == first["h100"]

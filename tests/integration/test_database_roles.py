@@ -71,8 +71,10 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "lifecycle/end",
         "lifecycle/park",
         "lifecycle/preparing",
+        "lifecycle/progress",
         "lifecycle/start",
         "allocation/grant",
+        "allocation/capacity_gone",
         "allocation/holdings",
         "allocation/lock",
         "allocation/mark_signalled",
@@ -388,6 +390,12 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
     )
     released = conn.execute(query("allocation/release"), {"reservation_id": rid}).fetchone()
     assert released == (1,)
+    # the allocator's end of a queue whose capacity left: read (locked), then the ending
+    conn.execute(
+        query("allocation/capacity_gone"),
+        {"multinode_types": ["h100"], "most_nodes": 4, "patience_seconds": 1800, "batch": 10},
+    )
+    conn.execute(query("lifecycle/progress"), {"reservation_id": rid, "detail": "pulling"})
 
 
 def test_the_reconciler_role_records_runs_updates_availability_and_imports_disks(
@@ -410,6 +418,7 @@ def test_the_reconciler_role_records_runs_updates_availability_and_imports_disks
             "running_instances": [2],
             "desired_capacity": [2],
             "max_per_node": [4],
+            "max_nodes": [8],
         },
     )
     conn.execute(

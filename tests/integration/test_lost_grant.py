@@ -74,7 +74,8 @@ def _queued(conn: psycopg.Connection[Any]) -> uuid.UUID:
 def _release(conn: psycopg.Connection[Any], reservation_id: uuid.UUID) -> None:
     conn.execute("DELETE FROM allocations WHERE reservation_id = %s", (reservation_id,))
     conn.execute(
-        "UPDATE reservations SET status = 'cancelled', reservation_ended = now(),"
+        "UPDATE reservations SET failure_reason = 'ended by a test',"
+        " status = 'cancelled', reservation_ended = now(),"
         " task_token = NULL WHERE reservation_id = %s",
         (reservation_id,),
     )

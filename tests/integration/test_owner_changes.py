@@ -79,7 +79,8 @@ def test_no_change_reaches_an_ended_reservation(db: psycopg.Connection[Any]):
     repo = ReservationsRepository(db)
     rid = _reservation(db)
     db.execute(
-        "UPDATE reservations SET status = 'expired', reservation_ended = now()"
+        "UPDATE reservations SET failure_reason = 'ended by a test',"
+        " status = 'expired', reservation_ended = now()"
         " WHERE reservation_id = %s",
         (rid,),
     )

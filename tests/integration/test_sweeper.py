@@ -311,7 +311,8 @@ def test_a_queued_reservation_whose_execution_is_gone_is_ended(world):
 def end_row(url: str, rid: uuid.UUID, ago: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            "UPDATE reservations SET status = 'expired', reservation_ended = now() - %s::interval"
+            "UPDATE reservations SET failure_reason = 'ended by a test',"
+            " status = 'expired', reservation_ended = now() - %s::interval"
             " WHERE reservation_id = %s",
             (ago, rid),
         )

@@ -64,7 +64,7 @@ def _reservation(
         (
             rid, user, status, gpu_type, gpus, nodes, created, granted,
             granted, granted + timedelta(hours=24) if granted else None, ended,
-            reason if status == "failed" else None, reason,
+            (reason or status) if ended else None, reason,
         ),
     )  # fmt: skip
     return rid

@@ -64,7 +64,9 @@ def test_ended_and_cancel_requested_reservations_do_not_count(db):
     first, _ = submit_reservation(db, queue, ALICE, _request(), limits)
     second, _ = submit_reservation(db, queue, ALICE, _request(), limits)
     request_cancel(db, queue, ALICE, str(first.reservation_id))
-    ReservationsRepository(db).set_status(second.reservation_id, ReservationStatus.EXPIRED)
+    ReservationsRepository(db).set_status(
+        second.reservation_id, ReservationStatus.EXPIRED, "expired"
+    )
     for _ in range(2):
         assert submit_reservation(db, queue, ALICE, _request(), limits)[1]
 

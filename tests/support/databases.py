@@ -63,12 +63,13 @@ def insert_pending_reservation(database_url: str, reservation_id: str) -> None:
 
 
 def mark_ended(database_url: str, reservation_id: object, status: str) -> None:
-    """Set the reservation's final `status` and end time directly, as if it had ended."""
+    """Set the reservation's final `status`, end time and reason directly, as if it had
+    ended (every ending has a reason: reservations_ending_reason_check)."""
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(
-            "UPDATE reservations SET status = %s, reservation_ended = now()"
-            " WHERE reservation_id = %s",
-            (status, reservation_id),
+            "UPDATE reservations SET status = %s, reservation_ended = now(),"
+            " failure_reason = %s WHERE reservation_id = %s",
+            (status, f"{status} (marked by a test)", reservation_id),
         )
 
 

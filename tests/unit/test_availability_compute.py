@@ -178,3 +178,19 @@ def test_a_profiling_pods_node_is_held_whole_and_profiling_nodes_are_not_offered
         "gpu-dev-profiling",
     )[0]
     assert_counts(cpu, available_gpus=0, max_reservable=0)
+
+def test_max_nodes_is_what_the_groups_can_scale_to_a_group_at_zero_included():
+    groups = [
+        ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100-a", 0, 0, max_size=4),
+        ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100-b", 1, 1, max_size=2),
+    ]
+    assert_counts(one(H100, groups, [], []), max_nodes=6, running_instances=1)
+
+
+def test_max_nodes_is_never_below_what_runs_or_is_wanted_and_zero_without_groups():
+    # A MaxSize lowered under the running count: the running nodes still exist.
+    lowered = [ScalingGroup("pytorch-gpu-dev-gpu-nodes-t4", 3, 3, max_size=1)]
+    assert_counts(one(T4, lowered, [], []), max_nodes=3)
+    assert_counts(one(L4, [], [], []), max_nodes=0, total_cluster_gpus=0)
+    at_zero = [ScalingGroup("pytorch-gpu-dev-gpu-nodes-t4", 0, 0, max_size=0)]
+    assert_counts(one(T4, at_zero, [], []), max_nodes=0)

@@ -144,6 +144,29 @@ def test_an_active_reservation_says_when_it_expires_in_clock_minutes_and_timesta
 
 
 @pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("cancelled", "stale: waited 48 h in the queue without getting capacity [the timeout]"),
+        ("expired", "expired: its reserved time ran out"),
+        ("failed", "the pod was not ready in time: its disk's volume could not be attached"),
+    ],
+)
+def test_show_says_why_any_reservation_ended(capsys, status, reason):
+    ended = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "status": status,
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "duration_hours": 1.0,
+        "jupyter_enabled": False,
+        "failure_reason": reason,
+    }
+    render.reservation_panel(ended)
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"Ended ({status}): {reason}" in printed  # brackets are text, not markup
+
+
+@pytest.mark.parametrize(
     ("jupyter", "shown", "hidden"),
     [
         (  # Jupyter is reached through SSH: the command that opens the tunnel, no URL

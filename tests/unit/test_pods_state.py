@@ -267,3 +267,74 @@ def test_a_pod_failed_without_a_reason_says_so_without_a_dangling_colon():
     assert state.failed
     assert state.problem is not None
     assert state.problem.startswith("pod gpu-dev-1 failed; init container jupyter-check failed")
+
+
+# Scheduled, waiting in ContainerCreating: its status says nothing of why.
+CREATING = _pod(
+    "gpu-dev-1",
+    "Pending",
+    conditions=[{"type": "PodScheduled", "status": "True"}],
+    containerStatuses=[
+        {"name": "gpu-dev", "ready": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+    ],
+)
+
+
+def _event(reason: str, message: str, at: str, kind: str = "Warning", pod: str = "gpu-dev-1"):
+    return {
+        "type": kind,
+        "reason": reason,
+        "message": message,
+        "lastTimestamp": at,
+        "involvedObject": {"kind": "Pod", "name": pod},
+    }
+
+
+def test_a_pending_pod_says_why_through_its_warning_events_the_attach_failure_first():
+    attach = _event(
+        "FailedAttachVolume",
+        'AttachVolume.Attach failed for volume "pv-1" : InvalidVolume.ZoneMismatch',
+        "2026-11-27T10:00:00Z",
+    )
+    mount = _event("FailedMount", "timed out waiting for the condition", "2026-11-27T10:02:00Z")
+    normal = _event("Scheduled", "assigned", "2026-11-27T10:03:00Z", kind="Normal")
+    other_pod = _event("FailedMount", "not this one", "2026-11-27T10:04:00Z", pod="gpu-dev-2")
+
+    state = pods_state([CREATING], 1, [attach, mount, normal, other_pod])
+
+    assert not state.ready and not state.failed  # an attach may still succeed: not final
+    assert state.problem == (
+        "its disk's volume could not be attached (FailedAttachVolume: AttachVolume.Attach "
+        'failed for volume "pv-1" : InvalidVolume.ZoneMismatch)'
+    )
+    assert pods_state([CREATING], 1, [mount]).problem == (
+        "a volume could not be mounted (FailedMount: timed out waiting for the condition)"
+    )
+    assert pods_state([CREATING], 1, [normal]).problem == "the pod is starting"
+    assert pods_state([CREATING], 1).problem == "the pod is starting"
+
+
+def test_a_status_that_says_why_wins_over_events():
+    pulling = _pod(
+        "gpu-dev-1",
+        "Pending",
+        containerStatuses=[
+            {
+                "name": "gpu-dev",
+                "state": {"waiting": {"reason": "ImagePullBackOff", "message": "m"}},
+            }
+        ],
+    )
+    event = _event("BackOff", 'Back-off pulling image "x"', "2026-11-27T10:00:00Z")
+    assert pods_state([pulling], 1, [event]).problem == (
+        "the image could not be pulled (ImagePullBackOff: m)"
+    )
+
+
+def test_a_long_event_message_keeps_its_head_and_its_cause_at_the_end():
+    message = "AttachVolume.Attach failed for volume " + "x" * 500 + " VolumeInUse: in use"
+    event = _event("FailedAttachVolume", message, "2026-11-27T10:00:00Z")
+    problem = pods_state([CREATING], 1, [event]).problem
+    assert problem is not None and len(problem) < 450
+    assert "(FailedAttachVolume: AttachVolume.Attach failed for volume xxx" in problem
+    assert problem.endswith("x VolumeInUse: in use)") and "…" in problem

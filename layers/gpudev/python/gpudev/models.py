@@ -57,6 +57,9 @@ class TypeCapacity(Row):
     running_instances: int
     desired_capacity: int
     max_per_node: int
+    # The most nodes the type's node groups can ever hold: the sum of their Auto Scaling
+    # groups' MaxSize (never fewer than they want or run); 0: no nodes, none to come.
+    max_nodes: int = 0
 
 
 class GpuType(TypeCapacity):
@@ -76,6 +79,14 @@ class GpuType(TypeCapacity):
     @property
     def is_cpu_only(self) -> bool:
         return self.max_gpus == 0
+
+    @property
+    def has_possible_nodes(self) -> bool | None:
+        """Whether the type's node groups can hold a node at all; None before the
+        availability updater first measured them (then nothing is refused for it)."""
+        if self.last_availability_update is None:
+            return None
+        return self.max_nodes > 0
 
 
 class ReservationShown(Row):

@@ -28,6 +28,7 @@ from uuid import UUID
 
 import psycopg
 
+from gpudev.allocation.capacity_gone import Ended, end_capacity_gone
 from gpudev.allocation.memo import PlanMemo
 from gpudev.allocation.plan import eta_minutes, plan
 from gpudev.allocation.rows import (
@@ -67,6 +68,8 @@ class AllocatorReport:
     released_dead: int = 0
     signal_failures: int = 0  # sends that failed for a transient reason: retried next pass
     waits_written: int = 0  # waiting reservations whose position or estimated start changed
+    # waiting reservations ended because their type's node groups can no longer hold them
+    capacity_gone: list[UUID] = field(default_factory=list)
 
 
 @contextmanager
@@ -120,6 +123,7 @@ class Allocator:
             # The pass's time, read once it holds the lock (a pass may wait there for another):
             # grants are stamped with it, so a grant never predates what it grants.
             now = whole_microseconds(self._clock())
+            gone = end_capacity_gone(self._conn, self._settings.seconds_per_hour)
             self._allocations.sync_nodes(rows)
             capacity, holdings = [], []
             for n in self._allocations.nodes():
@@ -157,8 +161,29 @@ class Allocator:
         report.nodes, report.queued = len(capacity), len(queue)
         report.granted = [UUID(g.reservation_id) for g in decisions.grants]
         report.granted_waits = [waited[g.reservation_id] for g in decisions.grants]
+        self._wake_ended(gone, report)
         self._signal(report)
         return report
+
+    def _wake_ended(self, ended: list[Ended], report: AllocatorReport) -> None:
+        """Tell the executions of the reservations this pass ended: their tear down keeps
+        the ending. A closed token or a failed send changes nothing for the user (the row
+        is ended and holds no capacity); an execution not woken stays parked until its
+        queue timeout, then tears down and keeps the ending."""
+        for gone in ended:
+            report.capacity_gone.append(UUID(gone.reservation_id))
+            logger.warning(
+                "ended a waiting reservation its type can no longer hold",
+                extra={"reservation_id": gone.reservation_id, "reason": gone.reason},
+            )
+            try:
+                self._signals.wake(gone.task_token, Wake(outcome="cancel"))
+            except Exception:
+                logger.warning(
+                    "could not wake an ended reservation's execution",
+                    extra={"reservation_id": gone.reservation_id},
+                    exc_info=True,
+                )
 
     @staticmethod
     def _free_slots(node: NodeState, used_by_others: int) -> tuple[int, ...]:

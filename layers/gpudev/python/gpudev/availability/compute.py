@@ -12,6 +12,9 @@ Per active type:
   not counted for the shorter one (`…-t4`): the longest matching type prefix owns a group.
 - desired = Σ DesiredCapacity; running = Σ InService instances; total = running × GPUs per node
   (CPU: × 3 user slots).
+- max nodes = Σ MaxSize, never less than desired or running: what the type's groups can ever
+  hold, scaled up from zero included. No groups: 0, a type with no nodes (the API refuses
+  requests for more nodes than this; the allocator ends queued ones, allocation/impossible.py).
 - nodes labelled `GpuType=<type>` that are Ready and not cordoned; free GPUs on a node =
   allocatable `nvidia.com/gpu` − Σ GPU requests of its Running/Pending pods (floored at 0);
   available = Σ free; full nodes = nodes with every GPU free; max reservable = min(4, full) × 8
@@ -57,6 +60,7 @@ class ScalingGroup:
     name: str
     desired_capacity: int
     in_service: int
+    max_size: int = 0
 
 
 def counted_group_name(group: Mapping[str, Any]) -> str | None:
@@ -136,6 +140,7 @@ def compute_availability(
         matched = _groups_for(config, groups, all_types)
         desired = sum(g.desired_capacity for g in matched)
         running = sum(g.in_service for g in matched)
+        max_nodes = max(sum(g.max_size for g in matched), desired, running)
         per_node = CPU_SLOTS_PER_NODE if config.is_cpu else config.gpus_per_node
         total = running * per_node
         available = full = max_reservable = 0
@@ -175,6 +180,7 @@ def compute_availability(
                 running_instances=running,
                 desired_capacity=desired,
                 max_per_node=config.gpus_per_node,
+                max_nodes=max_nodes,
                 groups_found=bool(matched),
             )
         )

@@ -74,6 +74,7 @@ def list_scaling_groups(autoscaling: Any) -> list[ScalingGroup]:
                     ScalingGroup(
                         name=name,
                         desired_capacity=group["DesiredCapacity"],
+                        max_size=group["MaxSize"],
                         in_service=sum(
                             i["LifecycleState"] == "InService" for i in group["Instances"]
                         ),

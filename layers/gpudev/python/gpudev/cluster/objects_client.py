@@ -22,9 +22,13 @@ _SERVED = [
     ("networkpolicies", "NetworkPolicy", "networking", "network_policy"),
     ("persistentvolumeclaims", "PersistentVolumeClaim", "core", "persistent_volume_claim"),
 ]
+# Read only (a Pending pod's Warning events), never created or deleted by us.
+_READ_ONLY = [("events", "Event", "core", "event")]
 # Resource or manifest kind -> (API object, method name suffix).
 _METHODS = {
-    key: (api, suffix) for resource, kind, api, suffix in _SERVED for key in (resource, kind)
+    key: (api, suffix)
+    for resource, kind, api, suffix in [*_SERVED, *_READ_ONLY]
+    for key in (resource, kind)
 }
 
 
@@ -130,6 +134,23 @@ class ReservationObjects:
 
     def pods(self, reservation_id: str) -> list[dict[str, Any]]:
         return self._list("pods", reservation_id)
+
+    def warning_events(self, pod_names: list[str]) -> list[dict[str, Any]]:
+        """The Warning events about the named pods (one list each, by the field selectors
+        every API server serves for events): why a Pending pod is not starting."""
+        found: list[dict[str, Any]] = []
+        for name in pod_names:
+            response = self._call(
+                "list",
+                "events",
+                self._namespace,
+                field_selector=f"involvedObject.name={name}",
+                _preload_content=False,
+            )
+            found += [
+                e for e in json.loads(response.data).get("items", []) if e.get("type") == "Warning"
+            ]
+        return found
 
     def node_port(self, reservation_id: str, service_name: str) -> int | None:
         """The NodePort Kubernetes gave the reservation's service, if it exists."""

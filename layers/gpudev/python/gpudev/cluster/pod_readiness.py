@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpudev.cluster.vocabulary import CRASH_LOOP
 
 SHOWN_MESSAGE = 200  # characters of a container's termination message in a reason
+# An event's message: its head (what failed) and its tail (why: EC2's error code comes
+# last in an attach failure), the middle cut when longer.
+EVENT_HEAD, EVENT_TAIL = 100, 260
 WAITING_FAILURES = {
     "ErrImagePull": "the image could not be pulled",
     "ImagePullBackOff": "the image could not be pulled",
     "InvalidImageName": "the image name is invalid",
     "CreateContainerConfigError": "the container could not be configured",
+}
+# What a pod's Warning events say when its status does not (a Pending pod waits in
+# ContainerCreating while its volume cannot attach or mount); other reasons are shown as
+# they are.
+EVENT_PROBLEMS = {
+    "FailedAttachVolume": "its disk's volume could not be attached",
+    "FailedMount": "a volume could not be mounted",
+    "Failed": "the container could not start",
+    "BackOff": "the kubelet is backing off",
+    "FailedCreatePodSandBox": "the pod's sandbox could not be created",
 }
 
 
@@ -24,10 +38,14 @@ class PodsState:
     failed: bool = False
 
 
-def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
+def pods_state(
+    pods: list[dict[str, Any]], expected: int, events: Sequence[dict[str, Any]] = ()
+) -> PodsState:
     """Ready when every expected pod has the `Ready` condition, which a pod with our
     readiness probe gets only once sshd answers (Running is not enough); otherwise the most
-    telling reason it is not (unschedulable, image pull, crash, SSH not answering yet).
+    telling reason it is not (unschedulable, image pull, crash, SSH not answering yet, and
+    for a Pending pod whose status says nothing, its latest Warning event from `events`:
+    a volume that cannot attach or mount).
     Final (`failed`): a pod that ended (phase Failed or Succeeded), or a container, init or
     not, that the kubelet restarted and that failed again (CrashLoopBackOff)."""
     if len(pods) < expected:
@@ -74,6 +92,9 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
                     f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
                     f"{waiting.get('message', '')})".replace(": )", ")")
                 )
+        warning = _latest_warning(pod, events) if len(problems) == known else None
+        if status.get("phase") == "Pending" and warning:
+            problems.append(warning)
         if status.get("phase") == "Running":
             if _condition(status, "Ready") == "True":
                 ready += 1
@@ -82,6 +103,40 @@ def pods_state(pods: list[dict[str, Any]], expected: int) -> PodsState:
     if ready == expected:
         return PodsState(True, None)
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
+
+
+def needs_events(pods: list[dict[str, Any]]) -> bool:
+    """Whether a pod waits in Pending, where only its events may say why."""
+    return any((p.get("status") or {}).get("phase") == "Pending" for p in pods)
+
+
+def _latest_warning(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> str | None:
+    """The pod's most recent Warning event (this pod: its uid), in words a user can act on:
+    `its disk's volume could not be attached (FailedAttachVolume: <message>)`."""
+    uid = pod["metadata"].get("uid")
+    own = [
+        e
+        for e in events
+        if e.get("type") == "Warning"
+        and (e.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
+        and (uid is None or (e.get("involvedObject") or {}).get("uid") in (None, uid))
+    ]
+    if not own:
+        return None
+    # An attach failure is the cause the mount's timeout follows from: it wins, then the latest.
+    latest = max(
+        own,
+        key=lambda e: (
+            e.get("reason") == "FailedAttachVolume",
+            str(e.get("lastTimestamp") or e.get("eventTime") or ""),
+        ),
+    )
+    reason = str(latest.get("reason") or "Warning")
+    message = str(latest.get("message") or "").strip()
+    cut = len(message) > EVENT_HEAD + EVENT_TAIL + 1
+    shown = f"{message[:EVENT_HEAD]}…{message[-EVENT_TAIL:]}" if cut else message
+    said = f"{reason}: {shown}" if shown else reason
+    return f"{EVENT_PROBLEMS[reason]} ({said})" if reason in EVENT_PROBLEMS else said
 
 
 def _failed_run(container: dict[str, Any]) -> dict[str, Any]:

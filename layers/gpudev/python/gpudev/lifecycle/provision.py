@@ -11,7 +11,7 @@ from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.objects_client import ReservationObjects
-from gpudev.cluster.pod_readiness import pods_state
+from gpudev.cluster.pod_readiness import needs_events, pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
@@ -101,6 +101,11 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         cluster = lc.objects(reservation)
         pods = cluster.pods(str(reservation_id))
         state = pods_state(pods, reservation.total_nodes)
+        if not state.ready and not state.failed and needs_events(pods):
+            # A Pending pod's status rarely says why (ContainerCreating): its Warning events
+            # do (FailedAttachVolume, FailedMount), so that reason reaches the row.
+            pending = [p["metadata"]["name"] for p in pods if needs_events([p])]
+            state = pods_state(pods, reservation.total_nodes, cluster.warning_events(pending))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
             return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
@@ -113,6 +118,8 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
                 outcome="failed", reason=f"the pod was not ready in time: {state.problem}"
             )
         if time.monotonic() + READY_WATCH_SECONDS > watch_until:
+            if state.problem and state.problem != reservation.current_detailed_status:
+                lc.rows.progress(reservation_id, state.problem)  # `show` says why it waits
             return CheckReadyOutput(outcome="waiting", detail=state.problem)
         lc.sleep(READY_WATCH_SECONDS)
 

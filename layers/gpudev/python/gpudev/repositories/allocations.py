@@ -82,6 +82,16 @@ class QueueColumns:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityGone:
+    """A waiting reservation its type's node groups can no longer ever hold."""
+
+    reservation_id: UUID
+    task_token: str
+    gpu_type: str
+    total_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
 class SlotGrant:
     node_name: str
     slot: int
@@ -141,6 +151,28 @@ class AllocationsRepository:
 
     def holdings(self) -> list[HeldSlots]:
         return fetch_all(self._conn, "allocation/holdings", HeldSlots)
+
+    def capacity_gone(
+        self,
+        multinode_types: Sequence[str],
+        most_nodes: int,
+        patience_seconds: float,
+        batch: int,
+    ) -> list[CapacityGone]:
+        """Up to `batch` waiting reservations needing more nodes than their type's node
+        groups have been able to hold for `patience_seconds` (allocation/capacity_gone.sql),
+        locked."""
+        return fetch_all(
+            self._conn,
+            "allocation/capacity_gone",
+            CapacityGone,
+            {
+                "multinode_types": list(multinode_types),
+                "most_nodes": most_nodes,
+                "patience_seconds": patience_seconds,
+                "batch": batch,
+            },
+        )
 
     def queue(self) -> QueueColumns:
         """Reservations parked waiting for capacity, FIFO per GPU type."""

@@ -38,6 +38,11 @@ class LifecycleRepository:
         """Store the token that wakes the execution; None once the reservation has ended."""
         return self._write("park", {"reservation_id": reservation_id, "task_token": task_token})
 
+    def progress(self, reservation_id: UUID, detail: str) -> Reservation | None:
+        """A preparing reservation's status line: why it is not ready yet (None if it
+        said that already, or is no longer preparing)."""
+        return self._write("progress", {"reservation_id": reservation_id, "detail": detail})
+
     def preparing(
         self,
         reservation_id: UUID,

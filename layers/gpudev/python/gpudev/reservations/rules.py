@@ -1,6 +1,7 @@
 """What a reservation request must satisfy, checked at submit time with messages a user can
 act on (reference §2.4 and §3, minus its defects: types are case-insensitive, fractional hours
-are allowed, a T4 node cannot be asked for 8 GPUs)."""
+are allowed, a T4 node cannot be asked for 8 GPUs, and a type the cluster has no nodes for is
+refused at once instead of waiting 48 h for capacity that cannot come)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,46 @@ def resolve_shape(catalogue: list[GpuType], requested_type: str, gpu_count: int)
             allowed=", ".join(map(str, allowed)),
         )
     nodes = max(1, gpu_count // 8) if gpu_count > gpu_type.max_per_node else 1
-    return Shape(gpu_type, gpu_count, nodes)
+    shape = Shape(gpu_type, gpu_count, nodes)
+    _check_possible(shape, catalogue)
+    return shape
+
+
+def types_with_nodes(catalogue: list[GpuType]) -> list[str]:
+    """The types whose node groups can hold a node as last measured, in the catalogue's
+    order (GPU types by name, then CPU types)."""
+    return [t.gpu_type for t in catalogue if t.has_possible_nodes]
+
+
+def beyond_the_cluster(gpu_type: GpuType, total_nodes: int, catalogue: list[GpuType]) -> str | None:
+    """Why `total_nodes` nodes of `gpu_type` can never be placed in this cluster, in one
+    sentence naming the types that have nodes; None when they can, or when the availability
+    updater has not measured the type yet. "Possible" counts what the type's node groups can
+    scale to (their Auto Scaling MaxSize), not only what runs now: a group that scales from
+    zero is capacity that can come (availability/compute.py)."""
+    if gpu_type.has_possible_nodes is None or total_nodes <= gpu_type.max_nodes:
+        return None
+    others = ", ".join(types_with_nodes(catalogue)) or "none"
+    if gpu_type.max_nodes == 0:
+        head = f"no {gpu_type.gpu_type} nodes in this cluster"
+    else:
+        head = (
+            f"{gpu_type.gpu_type} has at most {gpu_type.max_nodes} "
+            f"node{'s' if gpu_type.max_nodes > 1 else ''} in this cluster and this request "
+            f"needs {total_nodes}"
+        )
+    return f"{head}; types with nodes: {others}"
+
+
+def _check_possible(shape: Shape, catalogue: list[GpuType]) -> None:
+    sentence = beyond_the_cluster(shape.gpu_type, shape.total_nodes, catalogue)
+    if sentence is not None:
+        raise InvalidRequest(
+            sentence,
+            field="gpu_type" if shape.gpu_type.max_nodes == 0 else "gpu_count",
+            allowed=", ".join(types_with_nodes(catalogue)),
+            hint="`gpu-dev avail` lists the types and what is free",
+        )
 
 
 def _check_pattern(
