@@ -4,6 +4,7 @@ once; the EBS reconciler never writes them."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -42,6 +43,26 @@ class DiskHoldsRepository:
     def record_volume(self, reservation_id: UUID, volume_id: str) -> Disk | None:
         return self._one(
             "record_volume", {"reservation_id": reservation_id, "volume_id": volume_id}
+        )
+
+    def record_snapshot(
+        self,
+        reservation_id: UUID,
+        *,
+        completed: bool,
+        started_at: datetime | None = None,
+        size_gb: int | None = None,
+    ) -> Disk | None:
+        """The holder's snapshot on the disk's figures: started (backing up), or completed
+        (counted once, its start the last snapshot's time, its size the disk's)."""
+        return self._one(
+            "record_snapshot",
+            {
+                "reservation_id": reservation_id,
+                "completed": completed,
+                "started_at": started_at,
+                "size_gb": size_gb,
+            },
         )
 
     def record_listing(self, reservation_id: UUID, listing: str) -> Disk | None:
