@@ -122,7 +122,7 @@ def _place_volume(
             )
     if disk.held_volume_id != volume["VolumeId"]:
         holds.record_volume(reservation.reservation_id, volume["VolumeId"])
-    _drop_superseded(lc, ref, keep=volume["VolumeId"])
+    _drop_superseded(lc, holds, ref, keep=volume["VolumeId"])
     return volume
 
 
@@ -151,7 +151,7 @@ def _from_existing(
     snapshot = lc.volumes.snapshot(ref, volume_id)
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume_id)
-        holds.record_snapshot(reservation.reservation_id, completed=False)
+        holds.snapshot_started(reservation.reservation_id)
         logger.info(
             "disk volume in another zone: snapshot started",
             extra={"volume": volume_id, "from": existing["AvailabilityZone"], "to": zone},
@@ -162,6 +162,7 @@ def _from_existing(
     if snapshot["State"] != "error":
         return None
     lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+    holds.snapshot_dropped(reservation.reservation_id)
     return (
         f"the disk's volume {volume_id} is in {existing['AvailabilityZone']}, not in {zone}, and"
         f" its snapshot {snapshot['SnapshotId']} failed"
@@ -173,17 +174,18 @@ def _from_existing(
 def _record_completed(
     holds: DiskHoldsRepository, reservation: Reservation, snapshot: dict[str, Any]
 ) -> None:
-    holds.record_snapshot(
-        reservation.reservation_id,
-        completed=True,
-        started_at=snapshot["StartTime"],
-        size_gb=snapshot.get("VolumeSize"),
+    holds.snapshot_completed(
+        reservation.reservation_id, snapshot["StartTime"], snapshot.get("VolumeSize")
     )
 
 
-def _drop_superseded(lc: Lifecycle, ref: DiskRef, keep: str | None) -> None:
-    """Delete the existing volumes this reservation adopted and copied (other than `keep`),
-    each only once a snapshot of it completed: their data is in that snapshot."""
+def _drop_superseded(
+    lc: Lifecycle, holds: DiskHoldsRepository, ref: DiskRef, keep: str | None
+) -> None:
+    """The existing volumes this reservation adopted (other than `keep`, the one it
+    mounts): one a snapshot of which completed is deleted (its data is in that snapshot, the
+    source of the volume made for the reservation); any other is left as it was found,
+    and the reservation's unfinished snapshot of it deleted."""
     for adopted in lc.volumes.adopted(ref):
         if adopted["VolumeId"] == keep:
             continue
@@ -191,6 +193,9 @@ def _drop_superseded(lc: Lifecycle, ref: DiskRef, keep: str | None) -> None:
         if snapshot is not None and snapshot["State"] == "completed":
             lc.volumes.delete_volume(adopted["VolumeId"])
             logger.info("copied disk volume deleted", extra={"volume": adopted["VolumeId"]})
+        elif snapshot is not None and keep is None:  # the reservation ends: nothing left
+            lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+            holds.snapshot_dropped(ref.reservation_id)
 
 
 def _not_taken(holds: DiskHoldsRepository, reservation: Reservation) -> str:
@@ -268,7 +273,7 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
-        holds.record_snapshot(reservation.reservation_id, completed=False)
+        holds.snapshot_started(reservation.reservation_id)
         logger.info("disk snapshot started", extra={"snapshot": snapshot["SnapshotId"]})
     if snapshot["State"] == "completed":
         _record_completed(holds, reservation, snapshot)
@@ -282,6 +287,7 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     )
     holds.record_error(reservation.reservation_id, reason)
     lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+    holds.snapshot_dropped(reservation.reservation_id)
     logger.warning("disk snapshot failed", extra={"reason": reason})
     retry = max(1, math.ceil(lc.schedule.minutes(lc.settings.fault_retry_minutes)))
     return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
@@ -326,16 +332,12 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
             # The disk's existing volume holds its data: never deleted without a snapshot.
             # Never mounted, it is left as it was found; mounted, it must be saved first.
             if mounted:
-                raise RuntimeError(
-                    f"volume {volume['VolumeId']} has no completed snapshot to keep"
-                )
+                raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
         else:
             if mounted and not saved and volume["State"] != "error":
-                raise RuntimeError(
-                    f"volume {volume['VolumeId']} has no completed snapshot to keep"
-                )
+                raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
             lc.volumes.delete_volume(volume["VolumeId"])
-    _drop_superseded(lc, ref, keep=None)
+    _drop_superseded(lc, holds, ref, keep=None)
     holds.free(reservation.reservation_id)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")
