@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
+import psycopg
+
+from localcloud.earlier_run import EarlierRun, refuse_earlier_run
 from localcloud.options import Ports
 from localcloud.postgres import PostgresError
 from localcloud.sqs_process import SqsProcessError
@@ -63,6 +66,19 @@ def clock_line(seconds_per_hour: float) -> str:
     )
 
 
+def state_line(cloud: LocalCloud) -> str:
+    """The banner's statement of what this start kept: nothing."""
+    if cloud.options.database_url:
+        return (
+            "NEW: AWS (moto) and the cluster start empty; the database is DATABASE_URL's,"
+            " checked to hold no reservation or disk of an earlier run"
+        )
+    return (
+        "NEW: every start is clean (database, AWS (moto) and cluster alike); nothing of an"
+        " earlier run is kept"
+    )
+
+
 def banner(cloud: LocalCloud, state: Path) -> str:
     stack = cloud.describe()
     return f"""
@@ -75,6 +91,7 @@ gpu-dev local cloud is up
   PostgreSQL                {stack["database_url"]}
   credentials               {stack["credentials_file"]}   profiles: {", ".join(stack["profiles"])}
   description               {state / "stack.json"}
+  state                     {state_line(cloud)}
 
 Try it from another terminal:
   export AWS_SHARED_CREDENTIALS_FILE={stack["credentials_file"]}
@@ -194,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cloud = LocalCloud(state, options, on_failure=on_failure)
     try:
+        if database_url is not None:
+            refuse_earlier_run(database_url)
         cloud.start()
-    except (PostgresError, OSError, SqsProcessError) as exc:
+    except (PostgresError, OSError, SqsProcessError, EarlierRun, psycopg.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
