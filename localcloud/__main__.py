@@ -6,7 +6,9 @@ ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway 
 SigV4 and runs our API function in-process (or, with `--api-processes N`, in up to N
 processes of its own, as Lambda runs its execution environments; `--function-processes M`
 does the same for every other function). What it started is
-written to `.local/stack.json`.
+written to `.local/stack.json`. Every start is clean: the embedded PostgreSQL's database is
+made anew, as moto's AWS and the cluster are (they live in memory), and a database given by
+DATABASE_URL that holds reservations or disks is refused (localcloud/earlier_run.py).
 
 Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
 the stop itself hangs, a watchdog prints every thread's stack, ends PostgreSQL and exits
