@@ -9,7 +9,7 @@ figures as soon as it completes, not when the reconciler next sees a volume."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -262,3 +262,52 @@ def test_a_reservation_cancelled_while_the_copy_is_pending_leaves_the_volume_as_
     wait_for_status(api, rid, "cancelled")
 
     _left_as_it_was(local_cloud, name, volume_id, rid)
+
+
+@pytest.fixture
+def refused_copies() -> Iterator[Callable[[bool], None]]:
+    """While set, EC2 refuses to make a volume from a snapshot (`InsufficientVolumeCapacity`,
+    as it answers when a zone has no room): the copy fails after its snapshot completed."""
+    from moto.ec2.exceptions import EC2ClientError
+    from moto.ec2.models.elastic_block_store import EBSBackend
+
+    original = EBSBackend.create_volume
+    refusing = {"on": False}
+
+    def create_volume(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if refusing["on"] and kwargs.get("snapshot_id"):
+            raise EC2ClientError("InsufficientVolumeCapacity", "no room in this zone")
+        return original(self, *args, **kwargs)
+
+    EBSBackend.create_volume = create_volume  # type: ignore[method-assign]
+    yield lambda on: refusing.update(on=on)
+    EBSBackend.create_volume = original  # type: ignore[method-assign]
+
+
+def test_a_copy_refused_after_its_snapshot_completed_loses_nothing_the_snapshot_holds_it(
+    api, local_cloud, imported, refused_copies
+):
+    """Snapshot-first: the old volume is deleted only because a completed snapshot of it
+    exists, and the next reservation restores the disk from that snapshot."""
+    name, volume_id = imported(_other_zone(local_cloud))
+    refused_copies(True)
+
+    rid = reserve(api, gpu_type="cpu-x86", gpu_count=0, disk_name=name)["reservation_id"]
+    ended = wait_for_status(api, rid, "failed")
+    assert "InsufficientVolumeCapacity" in ended["failure_reason"]
+    freed = _free(local_cloud, name)
+
+    (saved,) = _snapshots(local_cloud, name)
+    assert saved["State"] == "completed" and saved["VolumeId"] == volume_id
+    assert (freed["snapshot_count"], freed["last_snapshot_at"]) == (1, saved["StartTime"])
+    made = _ec2(local_cloud).describe_volumes(
+        Filters=[{"Name": "tag:reservation-id", "Values": [rid]}]
+    )["Volumes"]
+    assert made == [], "no copy left; the old volume deleted: its snapshot holds the data"
+    assert_nothing_left(local_cloud, rid)
+
+    refused_copies(False)
+    again = reserve(api, gpu_type="cpu-x86", gpu_count=0, disk_name=name)["reservation_id"]
+    wait_for_status(api, again, "active")
+    restored = _volume(local_cloud, show(api, again)["ebs_volume_id"])
+    assert restored is not None and restored["SnapshotId"] == saved["SnapshotId"]
