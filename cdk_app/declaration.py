@@ -28,6 +28,9 @@ METRICS_NAMESPACE = "GpuDev"  # gpudev/observability.py emits under it (a unit t
 DISK_RESERVATION_TAG = "reservation-id"
 _VOLUMES = "arn:{partition}:ec2:{region}:{account}:volume/*"
 _SNAPSHOTS = "arn:{partition}:ec2:{region}::snapshot/*"  # snapshot ARNs carry no account
+# The tags a reservation puts on a disk's existing volume it takes (gpudev/disks/ebs.py
+# RESERVATION_TAG and ADOPTED_TAG; tests/infrastructure keeps them in step).
+DISK_ADOPTION_TAG_KEYS = (DISK_RESERVATION_TAG, "gpu-dev-adopted-by")
 # The tag that marks our EBS volumes and snapshots (gpudev/disks/ebs.py USER_TAG; a unit
 # test keeps the two in step).
 EBS_OWNER_TAG = "gpu-dev-user"
@@ -60,6 +63,13 @@ DISK_VOLUME_GRANTS = (
         ("ec2:CreateTags",),
         (_VOLUMES, _SNAPSHOTS),
         (("StringEquals", "ec2:CreateAction", ("CreateVolume", "CreateSnapshot")),),
+    ),
+    # A disk's existing volume (imported: no reservation tag) is adopted by the reservation
+    # that takes it (gpudev/disks/volumes.py `adopt`): these two keys only, on ours only.
+    ResourceGrant(
+        ("ec2:CreateTags",),
+        (_VOLUMES,),
+        (_OURS, ("ForAllValues:StringEquals", "aws:TagKeys", DISK_ADOPTION_TAG_KEYS)),
     ),
     ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), _TAGGED),
     ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), _TAGGED),

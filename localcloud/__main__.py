@@ -6,7 +6,9 @@ ticker, the Kubernetes stand-in with its simulated cluster, and the API gateway 
 SigV4 and runs our API function in-process (or, with `--api-processes N`, in up to N
 processes of its own, as Lambda runs its execution environments; `--function-processes M`
 does the same for every other function). What it started is
-written to `.local/stack.json`.
+written to `.local/stack.json`. Every start is clean: the embedded PostgreSQL's database is
+made anew, as moto's AWS and the cluster are (they live in memory), and a database given by
+DATABASE_URL that holds reservations or disks is refused (localcloud/earlier_run.py).
 
 Ctrl+C (or SIGTERM) stops everything within STOP_BUDGET_SECONDS (see LocalCloud.stop); if
 the stop itself hangs, a watchdog prints every thread's stack, ends PostgreSQL and exits
@@ -27,6 +29,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
+import psycopg
+
+from localcloud.earlier_run import EarlierRun, refuse_earlier_run
 from localcloud.options import Ports
 from localcloud.postgres import PostgresError
 from localcloud.sqs_process import SqsProcessError
@@ -63,6 +68,19 @@ def clock_line(seconds_per_hour: float) -> str:
     )
 
 
+def state_line(cloud: LocalCloud) -> str:
+    """The banner's statement of what this start kept: nothing."""
+    if cloud.options.database_url:
+        return (
+            "NEW: AWS (moto) and the cluster start empty; the database is DATABASE_URL's,"
+            " checked to hold no reservation or disk of an earlier run"
+        )
+    return (
+        "NEW: every start is clean (database, AWS (moto) and cluster alike); nothing of an"
+        " earlier run is kept"
+    )
+
+
 def banner(cloud: LocalCloud, state: Path) -> str:
     stack = cloud.describe()
     return f"""
@@ -75,6 +93,7 @@ gpu-dev local cloud is up
   PostgreSQL                {stack["database_url"]}
   credentials               {stack["credentials_file"]}   profiles: {", ".join(stack["profiles"])}
   description               {state / "stack.json"}
+  state                     {state_line(cloud)}
 
 Try it from another terminal:
   export AWS_SHARED_CREDENTIALS_FILE={stack["credentials_file"]}
@@ -194,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cloud = LocalCloud(state, options, on_failure=on_failure)
     try:
+        if database_url is not None:
+            refuse_earlier_run(database_url)
         cloud.start()
-    except (PostgresError, OSError, SqsProcessError) as exc:
+    except (PostgresError, OSError, SqsProcessError, EarlierRun, psycopg.Error) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:

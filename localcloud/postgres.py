@@ -209,7 +209,9 @@ class EmbeddedPostgres:
             shutil.rmtree(self.data_dir, ignore_errors=True)
             raise PostgresError(f"initdb failed: {result.stderr.decode(errors='replace')}")
 
-    def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
+    def start(self, timeout: float = 30.0, *, fresh: bool = False) -> EmbeddedPostgres:
+        """Start the server (initdb on first use); `fresh`: the database `gpudev` is dropped
+        and made anew, empty, as the local cloud starts (its AWS and cluster are new too)."""
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._check_reachable()
         stop_stale_server(self.data_dir)
@@ -243,7 +245,7 @@ class EmbeddedPostgres:
         )
         log.close()
         self._wait_until_ready(timeout)
-        self._ensure_database()
+        self._ensure_database(fresh)
         return self
 
     def _wait_until_ready(self, timeout: float) -> None:
@@ -268,8 +270,10 @@ class EmbeddedPostgres:
                     ) from exc
                 time.sleep(0.05)
 
-    def _ensure_database(self) -> None:
+    def _ensure_database(self, fresh: bool = False) -> None:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            if fresh:
+                conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE_NAME}" WITH (FORCE)')
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
             ).fetchone()

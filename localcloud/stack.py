@@ -116,7 +116,10 @@ class LocalCloud:
             self.database_url = self.options.database_url
         else:
             pg = EmbeddedPostgres(self.state_dir / "postgres" / "data", port=ports.postgres or None)
-            pg.start()
+            # A clean start: moto's AWS and the simulated cluster live in memory and start
+            # empty, so a database kept from an earlier run would point at volumes,
+            # snapshots, executions and pods that no longer exist (docs/architecture.md).
+            pg.start(fresh=True)
             self._postgres, self.postgres_pid = pg, pg.pid
             self._stop.add(
                 "postgres",

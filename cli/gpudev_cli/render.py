@@ -91,7 +91,10 @@ def reservation_panel(r: dict[str, Any]) -> None:
             else f"Jupyter: off (gpu-dev edit {rid} --enable-jupyter)"
         )
     users = ", ".join(r.get("secondary_users") or []) or f"none (gpu-dev edit {rid} --add-user GH)"
-    lines.append(f"Disk: {r.get('disk_name') or 'none'}   Other users: {users}")
+    disk = r.get("disk_name") or "none"
+    if r.get("disk_name") and r.get("ebs_volume_id"):
+        disk += f" (volume {r['ebs_volume_id']})"
+    lines.append(f"Disk: {disk}   Other users: {users}")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

@@ -226,13 +226,14 @@ def test_disk_list_show_and_content_say_the_state(run, local_cloud):
         conn.execute(
             "UPDATE disks SET operation_status = 'failed', operation_error = 'EBS refused it',"
             " lifecycle_error = 'snapshot snap-1 failed', content_listing = 'f 9 train.py',"
-            " content_listed_at = '2026-11-20 10:30+00'"
+            " content_listed_at = '2026-11-20 10:30+00', held_volume_id = 'vol-0abc'"
             " WHERE user_id = 'alice' AND disk_name = %s",
             (name,),
         )
     shown = run("disk", "show", name).stdout
     assert "last operation: failed: EBS refused it" in shown
     assert "not saved yet: snapshot snap-1 failed" in shown
+    assert "volume: vol-0abc" in shown
     listing = run("disk", "list-content", name).stdout
     assert "f 9 train.py" in listing and "2026-11-20 10:30" in listing
 

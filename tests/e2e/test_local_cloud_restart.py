@@ -1,4 +1,5 @@
-"""Ctrl+C always ends `make run` within 10 s, and a new one starts at once on the same ports.
+"""Ctrl+C always ends `make run` within 10 s, and a new one starts at once on the same ports,
+clean: its database, AWS (moto) and cluster are all new, and its banner says so.
 
 Each cloud here runs in a child process with its own embedded PostgreSQL (under .local, so
 the unprivileged server user can reach it): stopping one in the middle of work must not
@@ -14,6 +15,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from tests.support.api import ApiClient
 from tests.support.local_cloud_process import LocalCloudProcess, child_environment, free_ports
@@ -103,3 +106,52 @@ def test_a_cloud_stopped_while_handlers_are_blocked_in_kubernetes_calls_stops_wi
     assert all(t["daemon"] for t in report["alive_after_stop"])
     assert report["alive_later"] == []
     assert report["postgres_pid"] is not None and not _alive(report["postgres_pid"])
+
+
+def _rest_of_banner(cloud: LocalCloudProcess) -> str:
+    assert cloud.process.stdout is not None
+    lines = []
+    for line in cloud.process.stdout:
+        lines.append(line)
+        if "Ctrl+C stops everything" in line:
+            break
+    return "".join(lines)
+
+
+def test_a_restart_starts_clean_and_says_so_never_keeping_rows_that_point_at_gone_objects(
+    state_dir: Path,
+):
+    """moto's volumes and snapshots and the stand-in's cluster live in memory: a database
+    kept across the restart would name a disk's volume, or a reservation's pods, that no
+    longer exist. The embedded PostgreSQL's database is made anew at every start."""
+    ports = free_ports()
+    first = LocalCloudProcess(state_dir, ports)
+    try:
+        stack = first.wait_until_up()
+        with psycopg.connect(stack["database_url"]) as conn:
+            conn.execute(
+                "INSERT INTO users (username, principal_arn)"
+                " VALUES ('alice', 'arn:aws:iam::123456789012:user/alice')"
+            )
+            conn.execute(
+                "INSERT INTO disks (user_id, disk_name, ebs_volume_id, snapshot_count)"
+                " VALUES ('alice', 'work', 'vol-0123456789abcdef0', 3)"
+            )
+        assert first.interrupt() < STOP_LIMIT_SECONDS
+    finally:
+        first.kill()
+
+    second = LocalCloudProcess(state_dir, ports)
+    try:
+        stack = second.wait_until_up()
+        banner = _rest_of_banner(second)
+        with psycopg.connect(stack["database_url"]) as conn:
+            disks = conn.execute("SELECT count(*) FROM disks").fetchone()
+            users = conn.execute("SELECT count(*) FROM users").fetchone()
+            types = conn.execute("SELECT count(*) FROM gpu_types").fetchone()
+        assert second.interrupt() < STOP_LIMIT_SECONDS
+    finally:
+        second.kill()
+    assert "NEW: every start is clean" in banner
+    assert (disks, users) == ((0,), (0,)), "nothing of the earlier run is kept"
+    assert types is not None and types[0] > 0, "migrated: the GPU catalogue is there"

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from aws_cdk.assertions import Template
 
-from cdk_app.declaration import DISK_RESERVATION_TAG
-from gpudev.disks.ebs import RESERVATION_TAG, USER_TAG
+from cdk_app.declaration import DISK_ADOPTION_TAG_KEYS, DISK_RESERVATION_TAG
+from gpudev.disks.ebs import ADOPTED_TAG, RESERVATION_TAG, USER_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
 # both tags a reservation writes at creation: reservation-id alone is a common key
@@ -57,34 +57,37 @@ def _kind(resource: Any) -> str:
 
 def test_the_declared_tag_is_the_one_the_layer_writes():
     assert DISK_RESERVATION_TAG == RESERVATION_TAG
+    assert DISK_ADOPTION_TAG_KEYS == (RESERVATION_TAG, ADOPTED_TAG)
 
 
 @pytest.mark.parametrize("service", ["gpudev-reservation-tasks", "gpudev-sweeper"])
 def test_the_disk_functions_hold_exactly_the_ec2_actions_they_call_scoped_by_tag(
     template: Template, service: str
 ):
-    granted: dict[tuple[str, str], Any] = {}
+    granted: dict[tuple[str, str], list[Any]] = {}
     for statement in _ec2_statements(template, service):
         resources = statement["Resource"]
         for action in statement["Action"]:
             for resource in resources if isinstance(resources, list) else [resources]:
                 kind = "*" if resource == "*" else _kind(resource)
-                granted[(action, kind)] = statement.get("Condition")
+                granted.setdefault((action, kind), []).append(statement.get("Condition"))
+    creating = {"StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}}
+    # a disk's existing volume (imported, ours) adopted by the reservation taking it
+    adopting = {
+        **OURS,
+        "ForAllValues:StringEquals": {"aws:TagKeys": [RESERVATION_TAG, ADOPTED_TAG]},
+    }
     assert granted == {
-        ("ec2:DescribeVolumes", "*"): None,  # Describe* takes no resource-level scoping
-        ("ec2:DescribeSnapshots", "*"): None,
-        ("ec2:CreateVolume", "volume"): TAGGING,
-        ("ec2:CreateVolume", "snapshot"): OURS,  # only from a snapshot of ours
-        ("ec2:CreateSnapshot", "volume"): TAGGED,
-        ("ec2:CreateSnapshot", "snapshot"): TAGGING,
-        ("ec2:CreateTags", "volume"): {
-            "StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}
-        },
-        ("ec2:CreateTags", "snapshot"): {
-            "StringEquals": {"ec2:CreateAction": ["CreateVolume", "CreateSnapshot"]}
-        },
-        ("ec2:DeleteVolume", "volume"): TAGGED,
-        ("ec2:DeleteSnapshot", "snapshot"): TAGGED,
+        ("ec2:DescribeVolumes", "*"): [None],  # Describe* takes no resource-level scoping
+        ("ec2:DescribeSnapshots", "*"): [None],
+        ("ec2:CreateVolume", "volume"): [TAGGING],
+        ("ec2:CreateVolume", "snapshot"): [OURS],  # only from a snapshot of ours
+        ("ec2:CreateSnapshot", "volume"): [TAGGED],
+        ("ec2:CreateSnapshot", "snapshot"): [TAGGING],
+        ("ec2:CreateTags", "volume"): [creating, adopting],
+        ("ec2:CreateTags", "snapshot"): [creating],
+        ("ec2:DeleteVolume", "volume"): [TAGGED],
+        ("ec2:DeleteSnapshot", "snapshot"): [TAGGED],
     }
 
 

@@ -102,6 +102,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disk_holds/named",
         "disk_holds/record_error",
         "disk_holds/record_listing",
+        "disk_holds/record_snapshot",
         "disk_holds/record_volume",
         "disk_holds/take",
         # the sweeper logs in as the lifecycle
@@ -243,7 +244,8 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "UPDATE reservations SET duration_hours = 48",
         "UPDATE reservations SET user_id = 'someone'",
         "SELECT * FROM users",
-        "UPDATE disks SET snapshot_count = 0",
+        # the snapshot figures are the lifecycle's too since 0032; the volume EBS lists is not
+        "UPDATE disks SET ebs_volume_id = 'vol-x'",
         "UPDATE disks SET is_deleted = false",
         "UPDATE disks SET disk_name = 'x'",
         "DELETE FROM disks",

@@ -145,3 +145,49 @@ def test_the_reconciler_never_changes_the_holder(
         True,
         "snapshot failed",
     )
+
+
+def test_the_holders_snapshots_are_on_the_disks_figures_as_they_happen_counted_once(
+    conn: psycopg.Connection[Any],
+):
+    from datetime import UTC, datetime, timedelta
+
+    rid = _reservation(conn)
+    holds = DiskHoldsRepository(conn)
+    holds.take(rid, "alice", "work")
+    t1 = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+    started = holds.snapshot_started(rid)
+    assert started is not None and started.is_backing_up and started.snapshot_count == 0
+    done = holds.snapshot_completed(rid, t1, 2048)
+    again = holds.snapshot_completed(rid, t1, 2048)  # a save polled again: counted once
+    older = holds.snapshot_completed(rid, t1 - timedelta(hours=1), 2048)  # never backwards
+
+    for disk in (done, again, older):
+        assert disk is not None
+        assert (disk.snapshot_count, disk.last_snapshot_at, disk.size_gb) == (1, t1, 2048)
+        assert disk.is_backing_up is False
+    newer = holds.snapshot_completed(rid, t1 + timedelta(hours=2), 2048)
+    assert newer is not None and newer.snapshot_count == 2
+    assert newer.last_snapshot_at == t1 + timedelta(hours=2)
+    holds.snapshot_started(rid)
+    dropped = holds.snapshot_dropped(rid)
+    assert dropped is not None and dropped.is_backing_up is False and dropped.snapshot_count == 2
+    # Only by the holder.
+    assert holds.snapshot_completed(uuid.uuid4(), t1 + timedelta(hours=3), 1) is None
+
+
+def test_the_recorded_volume_is_the_reservations_too_only_while_it_holds_the_disk(
+    conn: psycopg.Connection[Any],
+):
+    rid, other = _reservation(conn), _reservation(conn)
+    holds = DiskHoldsRepository(conn)
+    holds.take(rid, "alice", "work")
+
+    assert holds.record_volume(other, "vol-other") is None  # not the holder: nothing written
+    recorded = holds.record_volume(rid, "vol-1")
+
+    assert recorded is not None and recorded.held_volume_id == "vol-1"
+    reservations = ReservationsRepository(conn)
+    assert reservations.get(rid).ebs_volume_id == "vol-1"  # type: ignore[union-attr]
+    assert reservations.get(other).ebs_volume_id is None  # type: ignore[union-attr]

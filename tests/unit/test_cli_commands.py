@@ -253,3 +253,22 @@ def test_the_hours_prompt_accepts_the_stated_minimum_exactly():
     result = CliRunner().invoke(ask, input="0.0833\n")
     assert "Hours (5 minutes = 0.0833, to 24)" in result.output
     assert result.output.strip().endswith("chose 0.0833")
+
+
+def test_show_prints_the_volume_the_reservations_disk_is_on(capsys):
+    reservation = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "name": "data",
+        "status": "active",
+        "gpu_type": "cpu-x86",
+        "gpu_count": 0,
+        "duration_hours": 1.0,
+        "created_at": "2026-11-24T00:01:00+00:00",
+        "jupyter_enabled": False,
+        "disk_name": "datasets",
+        "ebs_volume_id": "vol-0123456789abcdef0",
+    }
+    render.reservation_panel(reservation)
+    assert "Disk: datasets (volume vol-0123456789abcdef0)" in capsys.readouterr().out
+    render.reservation_panel({**reservation, "ebs_volume_id": None})
+    assert "Disk: datasets " in capsys.readouterr().out

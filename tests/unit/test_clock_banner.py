@@ -33,8 +33,11 @@ def test_the_banner_says_how_to_point_the_cli_at_the_cloud(tmp_path):
         "credentials_file": str(tmp_path / "credentials"),
         "profiles": ["alice", "bob", "carol"],
     }
-    cloud = SimpleNamespace(describe=lambda: stack, options=SimpleNamespace(seconds_per_hour=60.0))
+    options = SimpleNamespace(seconds_per_hour=60.0, database_url=None)
+    cloud = SimpleNamespace(describe=lambda: stack, options=options)
     text = banner(cloud, tmp_path)  # type: ignore[arg-type]
+    # A restart keeps nothing (docs/architecture.md, "Every start is clean").
+    assert "state                     NEW: every start is clean" in text
     assert (
         'alias gpu-dev=".venv/bin/gpu-dev --api-url http://127.0.0.1:18650 --region us-east-2"'
         in text

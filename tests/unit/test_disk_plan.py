@@ -222,3 +222,71 @@ def test_statistics_use_exactly_the_seed_names():
         "orphaned_db_active",
         "orphaned_db_deleted",
     )
+
+
+def _created(raw: dict[str, Any], at: datetime) -> dict[str, Any]:
+    return {**raw, "CreateTime": at}
+
+
+def test_of_several_volumes_of_a_disk_the_newest_is_linked_and_the_others_reported():
+    older, newer = _created(volume("vol-old"), T0), _created(volume("vol-new"), T0 + timedelta(1))
+    plan = plan_reconciliation([older, newer], {}, [])
+    assert [i.state.ebs_volume_id for i in plan.imports] == ["vol-new"]
+    assert [(d.linked_volume_id, d.duplicate_volume_id) for d in plan.duplicates] == [
+        ("vol-new", "vol-old")
+    ]
+
+
+def test_the_recorded_volume_is_linked_before_a_newer_one():
+    current = row(ebs_volume_id="vol-old", size_gb=1024)
+    older, newer = _created(volume("vol-old"), T0), _created(volume("vol-new"), T0 + timedelta(1))
+    plan = plan_reconciliation([newer, older], {}, [current])
+    assert plan.syncs == [] and [d.duplicate_volume_id for d in plan.duplicates] == ["vol-new"]
+
+
+def test_the_volume_the_holder_mounts_is_linked_before_the_recorded_one():
+    """As the lifecycle copies an imported volume to the node's zone: while both exist the
+    reservation's copy is the disk's, never a duplicate to act on."""
+    current = row(
+        ebs_volume_id="vol-imported",
+        size_gb=1024,
+        reservation_id=RESERVATION,
+        held_volume_id="vol-copy",
+    )
+    imported = _created(volume("vol-imported"), T0 + timedelta(1))
+    copy = _created(volume("vol-copy", reservation_id=str(RESERVATION)), T0)
+    plan = plan_reconciliation([imported, copy], {}, [current])
+    (sync,) = plan.syncs
+    assert sync.state.ebs_volume_id == "vol-copy"
+    assert [d.duplicate_volume_id for d in plan.duplicates] == ["vol-imported"]
+
+
+def test_a_listing_behind_the_row_never_moves_the_snapshot_figures_backwards():
+    """The lifecycle recorded a snapshot at T0 + 1 h that DescribeSnapshots does not list
+    yet: the row's count and time stay; the listing's backing-up flag is taken."""
+    current = row(
+        ebs_volume_id="vol-1",
+        size_gb=1024,
+        snapshot_count=3,
+        last_snapshot_at=T0 + timedelta(hours=1),
+    )
+    snaps = {("alice", "work"): Snapshots(count=2, backing_up=True, last_completed_at=T0)}
+    plan = plan_reconciliation([volume("vol-1")], snaps, [current])
+    (sync,) = plan.syncs
+    assert (sync.state.snapshot_count, sync.state.last_snapshot_at, sync.state.is_backing_up) == (
+        3,
+        T0 + timedelta(hours=1),
+        True,
+    )
+    nothing_listed = plan_reconciliation([volume("vol-1")], {}, [current])
+    assert nothing_listed.syncs == [] and nothing_listed.statistics["synced"] == 1
+
+
+@pytest.mark.parametrize("listed_count", [1, 5])
+def test_a_listing_as_new_as_the_row_or_newer_is_the_truth_count_included(listed_count: int):
+    """Caught up, EBS's count is taken, lower too (snapshots deleted outside gpu-dev)."""
+    current = row(ebs_volume_id="vol-1", size_gb=1024, snapshot_count=3, last_snapshot_at=T0)
+    for last in (T0, T0 + timedelta(minutes=5)):
+        snaps = {("alice", "work"): Snapshots(count=listed_count, last_completed_at=last)}
+        (sync,) = plan_reconciliation([volume("vol-1")], snaps, [current]).syncs
+        assert (sync.state.snapshot_count, sync.state.last_snapshot_at) == (listed_count, last)

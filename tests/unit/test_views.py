@@ -44,7 +44,9 @@ def _disk(row: type[Disk] = Disk, **columns: Any) -> Disk:
 
 def test_the_disk_view_is_the_shown_columns_and_none_of_the_rows_own():
     own = set(Disk.model_fields) - set(DiskShown.model_fields)
-    assert {"disk_id", "user_id", "ebs_volume_id", "held_volume_id", "tagged_name"} <= own
+    assert {"disk_id", "user_id", "ebs_volume_id", "tagged_name"} <= own
+    # The volume its holder mounts is shown (issue #28): `disk show` prints it.
+    assert "held_volume_id" in DiskShown.model_fields
     assert set(DiskView.model_fields) == set(DiskShown.model_fields) == _published(DiskView)
     shown = DiskView.of(_disk(ebs_volume_id="vol-1", tagged_name="old", lifecycle_error="slow"))
     assert shown.model_dump().keys() == DiskShown.model_fields.keys()

@@ -70,6 +70,7 @@ def _panel(d: dict[str, Any]) -> None:
         f"last snapshot: {_when(d.get('last_snapshot_at'))}   "
         f"last used: {_when(d.get('last_used'))}   created: {_when(d['created_at'])}\n"
         f"last operation: {operation}"
+        + (f"\nvolume: {d['held_volume_id']}" if d.get("held_volume_id") else "")
     )
     if d.get("lifecycle_error"):
         console.print(f"[red]not saved yet[/]: {d['lifecycle_error']}")

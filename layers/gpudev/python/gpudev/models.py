@@ -145,6 +145,8 @@ class ReservationShown(Row):
     oom_count: int
     last_oom_at: datetime | None
     health_warning: str | None
+    # The volume its disk is on, once taken (0032): made for it, or the disk's existing one.
+    ebs_volume_id: str | None
     client_request_id: str | None
     cancel_requested_at: datetime | None
     created_at: datetime
@@ -159,7 +161,6 @@ class Reservation(ReservationShown):
     jupyter_port: int | None
     jupyter_token: str | None
     namespace: str
-    ebs_volume_id: str | None
     warnings_sent: list[int]
     # While queued, the allocator's estimated start (NULL: it never fits); once granted, the
     # grant time (0020; it replaces `estimated_wait_minutes`, which nothing writes any more).
@@ -242,6 +243,8 @@ class DiskShown(Row):
     lifecycle_error: str | None
     last_used: datetime | None
     created_at: datetime
+    # migrations/0011: the volume the reservation holding it mounts (NULL when free)
+    held_volume_id: str | None = None
 
 
 class Disk(DiskShown):
@@ -257,7 +260,6 @@ class Disk(DiskShown):
     # migrations/0011: the listing of the contents recorded at the last snapshot (the disk
     # lifecycle writes it), and the volume made for the holder
     content_listing: str | None = None
-    held_volume_id: str | None = None
     # migrations/0012: the name EBS tags carry while a rename has not reached them
     tagged_name: str | None = None
     # migrations/0017: when the pod that last mounted it wrote `content_listing`

@@ -6,12 +6,16 @@ purge, the lifecycle). This module owns the tag vocabulary: tag names are the re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 USER_TAG = "gpu-dev-user"
 NAME_TAGS = ("disk_name", "disk-name")  # the first is written; either is read
 RESERVATION_TAG = "reservation-id"
+# On a disk's existing volume (imported, made before the system) that a reservation attached
+# or copied: the reservation's id. Such a volume is never deleted without a completed
+# snapshot, even by a reservation that never mounted it (gpudev/lifecycle/disk.py).
+ADOPTED_TAG = "gpu-dev-adopted-by"
 DELETE_DATE_TAG = "delete-date"
 MARKED_DELETED_TAG = "marked-deleted-at"
 GPU_DEV_TAG_FILTER = [{"Name": "tag-key", "Values": [USER_TAG]}]
@@ -38,6 +42,26 @@ def disk_tags(user_id: str, disk_name: str, reservation_id: str) -> list[dict[st
         {"Key": RESERVATION_TAG, "Value": reservation_id},
         {"Key": "Name", "Value": name_tag(user_id, disk_name)},
     ]
+
+
+def is_adopted(resource: dict[str, Any]) -> bool:
+    return ADOPTED_TAG in tags_of(resource)
+
+
+def volume_rank(
+    volume: dict[str, Any], held: Collection[str], recorded: Collection[str]
+) -> tuple[bool, bool, float]:
+    """Which of one disk's volumes is the disk's, best first (sort by it): the one its
+    holder uses (`disks.held_volume_id`), else the one its row records
+    (`disks.ebs_volume_id`), else the newest. The EBS reconciler links that one and
+    reports the others as duplicates; the lifecycle takes that one (`DiskVolumes.current`)."""
+    volume_id = volume.get("VolumeId")
+    created = volume.get("CreateTime")
+    return (
+        volume_id not in held,
+        volume_id not in recorded,
+        -created.timestamp() if created is not None else 0.0,
+    )
 
 
 def _pages(ec2: Any, operation: str, key: str, page_size: int, **kwargs: Any) -> Iterator[Any]:

@@ -11,8 +11,17 @@ true to EBS, with the seed's statistics.
    `last_used`, `content_listing` and `lifecycle_error` belong to the lifecycle
    (migrations/0011_disk_holders.sql): the reconciler never writes them.
 Rows match by volume id, then by (user, disk name). When several volumes carry the same
-(user, disk name), the first listed is linked and the others are reported as duplicates.
+(user, disk name), the disk's volume is linked and the others are reported as duplicates:
+the one its holder uses, else the one its row records, else the newest (`volume_rank`,
+gpudev/disks/ebs.py: the rule the lifecycle takes a disk's existing volume by).
 Without snapshot data (the snapshot query failed) snapshot fields are left as they are.
+
+The snapshot figures never move backwards: the lifecycle records each completed snapshot
+as it happens (gpudev/sql/disk_holds/record_snapshot.sql), and a listing whose newest
+completed snapshot is older than the row's `last_snapshot_at` has not caught up with it
+yet (DescribeSnapshots is eventually consistent): the row's count and time are kept. A
+listing as new as the row, or newer, is the truth, its count included (lower when
+snapshots were deleted).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from gpudev.disks.ebs import USER_TAG, disk_name_of
+from gpudev.disks.ebs import USER_TAG, disk_name_of, volume_rank
 from gpudev.repositories.disk_reconciliation import DiskRow, DiskState, ImportDisk, SyncDisk
 
 log = logging.getLogger(__name__)
@@ -133,9 +142,20 @@ def summarize_snapshots(
     return summary
 
 
+def _behind(snapshots: Snapshots, row: DiskRow) -> bool:
+    """The listing does not show the newest completed snapshot the row knows of yet."""
+    if row.last_snapshot_at is None:
+        return False
+    listed = snapshots.last_completed_at
+    return listed is None or listed < row.last_snapshot_at
+
+
 def _desired(volume: Volume, snapshots: Snapshots | None, row: DiskRow | None) -> DiskState:
     if snapshots is None and row is not None:  # no snapshot data: keep what we have
         count, backing_up, last = row.snapshot_count, row.is_backing_up, row.last_snapshot_at
+    elif snapshots is not None and row is not None and _behind(snapshots, row):
+        count, last = row.snapshot_count, row.last_snapshot_at  # never backwards
+        backing_up = snapshots.backing_up
     else:
         snapshots = snapshots or Snapshots()
         count, backing_up, last = snapshots.count, snapshots.backing_up, snapshots.last_completed_at
@@ -173,8 +193,10 @@ def plan_reconciliation(
     by_name = {(r.user_id, r.disk_name): r for r in rows}
     linked: dict[tuple[str, str], str] = {}
     matched: set[uuid.UUID] = set()
+    held = {r.held_volume_id for r in rows if r.held_volume_id}
 
-    for raw in raw_volumes:
+    # The disk's volume first among its duplicates (a stable sort: otherwise as listed).
+    for raw in sorted(raw_volumes, key=lambda v: volume_rank(v, held, by_volume)):
         volume = parse_volume(raw)
         if volume is None:
             plan.skipped_volumes.append(raw.get("VolumeId", "?"))

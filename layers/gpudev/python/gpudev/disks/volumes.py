@@ -10,7 +10,13 @@ row (`disks.held_volume_id`): every later step acts on that volume, not on whate
 search lists first. Snapshots are found by the reservation tag and that volume's id. The
 disk's previous snapshots are found by the user tag and either name tag (`disk_name`,
 older `disk-name`), under the disk's name or the name its tags still carry while a rename
-has not reached them (`tagged_name`). The tag vocabulary is `gpudev/disks/ebs.py`'s."""
+has not reached them (`tagged_name`). The tag vocabulary is `gpudev/disks/ebs.py`'s.
+
+A disk whose data is on an existing volume (imported by the reconciler from the system this
+one replaces, with no snapshot, or none newer than the volume) is taken from that volume
+(`current`): the reservation adopts it (`adopt`: tagged with the reservation and
+`gpu-dev-adopted-by`) and attaches it when it is available in the node's zone, or snapshots
+it and makes its volume from that snapshot (`create_volume(..., source=)`)."""
 
 from __future__ import annotations
 
@@ -20,7 +26,16 @@ from uuid import UUID
 
 from botocore.exceptions import ClientError
 
-from gpudev.disks.ebs import RESERVATION_TAG, USER_TAG, disk_name_of, disk_tags, tags_of
+from gpudev.disks.ebs import (
+    ADOPTED_TAG,
+    RESERVATION_TAG,
+    USER_TAG,
+    disk_name_of,
+    disk_tags,
+    is_adopted,
+    tags_of,
+    volume_rank,
+)
 
 DEFAULT_SIZE_GB = 1024
 # Volumes and snapshots that still count: a deleted one, or a failed snapshot handled
@@ -72,8 +87,8 @@ class DiskVolumes:
         self._ec2 = ec2
 
     def volume(self, disk: DiskRef) -> dict[str, Any] | None:
-        """The reservation's volume of this disk, if it made one and it is not deleted: the
-        recorded one, or before it is recorded the one tagged with the reservation."""
+        """The reservation's volume of this disk, if it is not deleted: the recorded one, or
+        before it is recorded the one it made (tagged with the reservation, not adopted)."""
         if disk.volume_id is not None:
             try:
                 volumes = self._ec2.describe_volumes(VolumeIds=[disk.volume_id])["Volumes"]
@@ -86,8 +101,58 @@ class DiskVolumes:
         volumes = self._ec2.describe_volumes(
             Filters=[*disk.of_reservation(), {"Name": "status", "Values": _LIVE_VOLUME}]
         )["Volumes"]
-        mine = sorted((v for v in volumes if disk.is_ours(v)), key=lambda v: v["CreateTime"])
+        mine = sorted(
+            (v for v in volumes if disk.is_ours(v) and not is_adopted(v)),
+            key=lambda v: v["CreateTime"],
+        )
         return mine[0] if mine else None
+
+    def current(self, disk: DiskRef, recorded: str | None) -> dict[str, Any] | None:
+        """The disk's existing volume, when the disk's data is on it rather than in its
+        snapshots: the disk's volume (`volume_rank`: the one its row records, else the
+        newest) among those available or attached, if the disk has no completed snapshot,
+        or its newest is of that volume, or older than it."""
+        volumes = self._ec2.describe_volumes(
+            Filters=[*disk.of_user(), {"Name": "status", "Values": ["available", "in-use"]}]
+        )["Volumes"]
+        mine = sorted(
+            (v for v in volumes if disk.is_ours(v)),
+            key=lambda v: volume_rank(v, (), {recorded} if recorded else ()),
+        )
+        if not mine:
+            return None
+        volume: dict[str, Any] = mine[0]
+        newest = self.latest_snapshot(disk)
+        if (
+            newest is None
+            or newest.get("VolumeId") == volume["VolumeId"]
+            or volume["CreateTime"] > newest["StartTime"]
+        ):
+            return volume
+        return None
+
+    def adopt(self, disk: DiskRef, volume_id: str) -> None:
+        """Tag the disk's existing volume as the reservation's (what lets the reservation
+        snapshot it and, once a snapshot of it completed, delete it) and as adopted."""
+        reservation = str(disk.reservation_id)
+        self._ec2.create_tags(
+            Resources=[volume_id],
+            Tags=[
+                {"Key": RESERVATION_TAG, "Value": reservation},
+                {"Key": ADOPTED_TAG, "Value": reservation},
+            ],
+        )
+
+    def adopted(self, disk: DiskRef) -> list[dict[str, Any]]:
+        """The disk's existing volumes this reservation adopted, not deleted."""
+        volumes = self._ec2.describe_volumes(
+            Filters=[
+                *disk.of_reservation(),
+                {"Name": f"tag:{ADOPTED_TAG}", "Values": [str(disk.reservation_id)]},
+                {"Name": "status", "Values": _LIVE_VOLUME},
+            ]
+        )["Volumes"]
+        return [v for v in volumes if disk.is_ours(v)]
 
     def latest_snapshot(self, disk: DiskRef) -> dict[str, Any] | None:
         """The disk's newest completed snapshot, whichever reservation made it."""
@@ -99,9 +164,16 @@ class DiskVolumes:
         mine = [s for page in pages for s in page["Snapshots"] if disk.is_ours(s)]
         return max(mine, key=lambda s: s["StartTime"], default=None)
 
-    def create_volume(self, disk: DiskRef, zone: str, size_gb: int | None) -> dict[str, Any]:
-        """A gp3 volume in `zone`, from the latest completed snapshot (empty on first use)."""
-        source = self.latest_snapshot(disk)
+    def create_volume(
+        self,
+        disk: DiskRef,
+        zone: str,
+        size_gb: int | None,
+        source: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A gp3 volume in `zone`, from `source` (a completed snapshot) or else the latest
+        completed snapshot (empty on first use)."""
+        source = source or self.latest_snapshot(disk)
         size = max(size_gb or DEFAULT_SIZE_GB, source["VolumeSize"] if source else 0)
         extra = {"SnapshotId": source["SnapshotId"]} if source else {}
         try:

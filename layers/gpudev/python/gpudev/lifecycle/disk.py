@@ -1,13 +1,18 @@
 """A reservation's named disk, snapshot-first (docs/architecture.md, "Persistent disks").
 
 Granted: `take_disk` takes the disk (one conditional statement: a reservation that loses
-the race ends with the holder named) and creates its volume in node 0's zone from the
-disk's latest completed snapshot; `check_disk` polls it until available; `provision` mounts
-it (`mount_home`). Ended (after tear down deleted the pod and the claim): `save_disk` polls
-until the pod is gone and the volume detached, snapshots it and polls the snapshot until it
-completes (a failed one: reason recorded on the disk, snapshot dropped, tried again later,
-the volume kept); `release_disk` deletes the volume (only after its snapshot completed) and
-frees the disk. The state machine does the waiting (Wait states), never a Lambda. The
+the race ends with the holder named) and places its volume in node 0's zone
+(`_place_volume`): a new one from the disk's latest completed snapshot, or, when the
+disk's data is on an existing volume newer than that snapshot (an imported disk), that
+volume, attached as it is when it is available in the zone, else copied through a snapshot
+of it; `check_disk` polls (and advances the copy) until the volume is available;
+`provision` mounts it (`mount_home`). Every completed snapshot is recorded on the disk's
+figures as it happens (`record_snapshot`). Ended (after tear down deleted the pod and the
+claim): `save_disk` polls until the pod is gone and the volume detached, snapshots it and
+polls the snapshot until it completes (a failed one: reason recorded on the disk, snapshot
+dropped, tried again later, the volume kept); `release_disk` deletes the volume (only after
+its snapshot completed; an adopted volume never mounted is left as it was found) and frees
+the disk. The state machine does the waiting (Wait states), never a Lambda. The
 volume is created with the reservation id as ClientToken and recorded on the disk's row
 (`held_volume_id`); every later step acts on that volume and finds its snapshot (by the
 reservation tag and the volume id) before making one.
@@ -28,6 +33,7 @@ from uuid import UUID
 from gpudev.cluster import home_listing
 from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
+from gpudev.disks.ebs import is_adopted
 from gpudev.disks.volumes import DiskRef, VolumeTokenMismatch
 from gpudev.lifecycle.payloads import (
     CheckDisk,
@@ -68,22 +74,128 @@ def take_disk(lc: Lifecycle, task: TakeDisk) -> TakeDiskOutput:
     disk = holds.take(reservation.reservation_id, reservation.user_id, reservation.disk_name)
     if disk is None:
         return TakeDiskOutput(outcome="in_use", reason=_not_taken(holds, reservation))
+    outcome = _place_volume(lc, holds, reservation, disk)
+    if isinstance(outcome, str):  # the reservation ends with it (the hold is let go then)
+        return TakeDiskOutput(outcome="in_use", reason=outcome)
+    return TakeDiskOutput(outcome="creating")
+
+
+def _node_zone(lc: Lifecycle, reservation: Reservation) -> str:
+    node = lc.rows.placements(reservation.reservation_id)[0].node_name
+    return PersistentVolumes(lc.api_client).zone_of(node)
+
+
+def _place_volume(
+    lc: Lifecycle, holds: DiskHoldsRepository, reservation: Reservation, disk: Disk
+) -> dict[str, Any] | str | None:
+    """The held disk's volume in node 0's zone, one step further each call (take, then
+    every check): the volume, None while a snapshot of the disk's existing volume is
+    pending, or why it cannot be had. Snapshot-first: the disk's existing volume is only
+    deleted once a snapshot of it completed and the volume made from it is recorded."""
     ref = _ref(reservation, disk)
     volume = lc.volumes.volume(ref)
     if volume is None:
-        node = lc.rows.placements(reservation.reservation_id)[0].node_name
-        zone = PersistentVolumes(lc.api_client).zone_of(node)
-        try:
-            volume = lc.volumes.create_volume(ref, zone, disk.size_gb)
-        except VolumeTokenMismatch as exc:
-            raise Transient(str(exc)) from exc  # retried with backoff; then it is listed
-        logger.info(
-            "disk volume created",
-            extra={"volume": volume["VolumeId"], "zone": zone, "from": volume.get("SnapshotId")},
-        )
+        zone = _node_zone(lc, reservation)
+        source = None
+        existing = lc.volumes.current(ref, disk.ebs_volume_id)
+        if existing is not None:
+            outcome = _from_existing(lc, holds, reservation, ref, existing, zone)
+            if outcome is None or isinstance(outcome, str):
+                return outcome
+            how, found = outcome
+            if how == "attach":
+                volume = found
+            else:
+                source = found
+        if volume is None:
+            try:
+                volume = lc.volumes.create_volume(ref, zone, disk.size_gb, source)
+            except VolumeTokenMismatch as exc:
+                raise Transient(str(exc)) from exc  # retried with backoff; then it is listed
+            logger.info(
+                "disk volume created",
+                extra={
+                    "volume": volume["VolumeId"],
+                    "zone": zone,
+                    "from": volume.get("SnapshotId"),
+                },
+            )
     if disk.held_volume_id != volume["VolumeId"]:
         holds.record_volume(reservation.reservation_id, volume["VolumeId"])
-    return TakeDiskOutput(outcome="creating")
+    _drop_superseded(lc, holds, ref, keep=volume["VolumeId"])
+    return volume
+
+
+def _from_existing(
+    lc: Lifecycle,
+    holds: DiskHoldsRepository,
+    reservation: Reservation,
+    ref: DiskRef,
+    existing: dict[str, Any],
+    zone: str,
+) -> tuple[Literal["attach", "copy"], dict[str, Any]] | str | None:
+    """The disk's data is on `existing`: adopt it. Available in the node's zone: attach it;
+    elsewhere: copy it, from its snapshot once completed (None while pending); attached to
+    something else, or its snapshot failed: the reason."""
+    volume_id = existing["VolumeId"]
+    if existing["State"] != "available":
+        attached = ", ".join(a.get("InstanceId", "?") for a in existing.get("Attachments", []))
+        return (
+            f"the disk's volume {volume_id} is in use (attached to {attached or 'an instance'}),"
+            " not by gpu-dev; detach it, then reserve again"
+        )
+    lc.volumes.adopt(ref, volume_id)
+    if existing["AvailabilityZone"] == zone:
+        logger.info("disk volume attached as it is", extra={"volume": volume_id, "zone": zone})
+        return "attach", existing
+    snapshot = lc.volumes.snapshot(ref, volume_id)
+    if snapshot is None:
+        snapshot = lc.volumes.create_snapshot(ref, volume_id)
+        holds.snapshot_started(reservation.reservation_id)
+        logger.info(
+            "disk volume in another zone: snapshot started",
+            extra={"volume": volume_id, "from": existing["AvailabilityZone"], "to": zone},
+        )
+    if snapshot["State"] == "completed":
+        _record_completed(holds, reservation, snapshot)
+        return "copy", snapshot
+    if snapshot["State"] != "error":
+        return None
+    lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+    holds.snapshot_dropped(reservation.reservation_id)
+    return (
+        f"the disk's volume {volume_id} is in {existing['AvailabilityZone']}, not in {zone}, and"
+        f" its snapshot {snapshot['SnapshotId']} failed"
+        f" ({snapshot.get('StateMessage') or 'no message'}); the volume is kept as it was:"
+        " reserve again"
+    )
+
+
+def _record_completed(
+    holds: DiskHoldsRepository, reservation: Reservation, snapshot: dict[str, Any]
+) -> None:
+    holds.snapshot_completed(
+        reservation.reservation_id, snapshot["StartTime"], snapshot.get("VolumeSize")
+    )
+
+
+def _drop_superseded(
+    lc: Lifecycle, holds: DiskHoldsRepository, ref: DiskRef, keep: str | None
+) -> None:
+    """The existing volumes this reservation adopted (other than `keep`, the one it
+    mounts): one a snapshot of which completed is deleted (its data is in that snapshot, the
+    source of the volume made for the reservation); any other is left as it was found,
+    and the reservation's unfinished snapshot of it deleted."""
+    for adopted in lc.volumes.adopted(ref):
+        if adopted["VolumeId"] == keep:
+            continue
+        snapshot = lc.volumes.snapshot(ref, adopted["VolumeId"])
+        if snapshot is not None and snapshot["State"] == "completed":
+            lc.volumes.delete_volume(adopted["VolumeId"])
+            logger.info("copied disk volume deleted", extra={"volume": adopted["VolumeId"]})
+        elif snapshot is not None and keep is None:  # the reservation ends: nothing left
+            lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+            holds.snapshot_dropped(ref.reservation_id)
 
 
 def _not_taken(holds: DiskHoldsRepository, reservation: Reservation) -> str:
@@ -103,14 +215,17 @@ def check_disk(lc: Lifecycle, task: CheckDisk) -> CheckDiskOutput:
     reservation = lc.reservation(task.reservation_id)
     if reservation.cancel_requested_at is not None:
         return CheckDiskOutput(outcome="cancel")
-    disk = DiskHoldsRepository(lc.conn).held_by(reservation.reservation_id)
-    volume = None if disk is None else lc.volumes.volume(_ref(reservation, disk))
-    if disk is None or volume is None:
+    holds = DiskHoldsRepository(lc.conn)
+    disk = holds.held_by(reservation.reservation_id)
+    if disk is None:
         return CheckDiskOutput(outcome="failed", reason="the disk's volume was not created")
+    volume = _place_volume(lc, holds, reservation, disk)
+    if isinstance(volume, str):
+        return CheckDiskOutput(outcome="failed", reason=volume)
+    if volume is None or volume["State"] == "creating":
+        return CheckDiskOutput(outcome="waiting")
     if volume["State"] == "available":
         return CheckDiskOutput(outcome="ready")
-    if volume["State"] == "creating":
-        return CheckDiskOutput(outcome="waiting")
     return CheckDiskOutput(
         outcome="failed", reason=f"the disk's volume {volume['VolumeId']} is {volume['State']}"
     )
@@ -158,8 +273,10 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
+        holds.snapshot_started(reservation.reservation_id)
         logger.info("disk snapshot started", extra={"snapshot": snapshot["SnapshotId"]})
     if snapshot["State"] == "completed":
+        _record_completed(holds, reservation, snapshot)
         return SaveDiskOutput(outcome="saved", seconds=poll)
     if snapshot["State"] != "error":
         return SaveDiskOutput(outcome="waiting", seconds=poll, detail="snapshot in progress")
@@ -170,6 +287,7 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     )
     holds.record_error(reservation.reservation_id, reason)
     lc.volumes.delete_snapshot(snapshot["SnapshotId"])
+    holds.snapshot_dropped(reservation.reservation_id)
     logger.warning("disk snapshot failed", extra={"reason": reason})
     retry = max(1, math.ceil(lc.schedule.minutes(lc.settings.fault_retry_minutes)))
     return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
@@ -209,9 +327,17 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
     if volume is not None:
         snapshot = lc.volumes.snapshot(ref, volume["VolumeId"])
         saved = snapshot is not None and snapshot["State"] == "completed"
-        if reservation.pod_name is not None and not saved and volume["State"] != "error":
-            raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
-        lc.volumes.delete_volume(volume["VolumeId"])
+        mounted = reservation.pod_name is not None
+        if is_adopted(volume) and not saved:
+            # The disk's existing volume holds its data: never deleted without a snapshot.
+            # Never mounted, it is left as it was found; mounted, it must be saved first.
+            if mounted:
+                raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
+        else:
+            if mounted and not saved and volume["State"] != "error":
+                raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
+            lc.volumes.delete_volume(volume["VolumeId"])
+    _drop_superseded(lc, holds, ref, keep=None)
     holds.free(reservation.reservation_id)
     logger.info("disk freed", extra={"disk": disk.disk_name, "size_gb": disk.size_gb})
     return ReleaseDiskOutput(outcome="released")

@@ -4,6 +4,7 @@ once; the EBS reconciler never writes them."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -42,6 +43,42 @@ class DiskHoldsRepository:
     def record_volume(self, reservation_id: UUID, volume_id: str) -> Disk | None:
         return self._one(
             "record_volume", {"reservation_id": reservation_id, "volume_id": volume_id}
+        )
+
+    def snapshot_started(self, reservation_id: UUID) -> Disk | None:
+        """The holder snapshots the disk: it is backing up."""
+        return self._snapshot(reservation_id, completed=False, backing_up=True)
+
+    def snapshot_completed(
+        self, reservation_id: UUID, started_at: datetime, size_gb: int | None
+    ) -> Disk | None:
+        """Counted once (by its start time, the last snapshot's time), its size the disk's."""
+        return self._snapshot(
+            reservation_id, completed=True, backing_up=False, started_at=started_at, size_gb=size_gb
+        )
+
+    def snapshot_dropped(self, reservation_id: UUID) -> Disk | None:
+        """The holder deleted its unfinished (or failed) snapshot: no longer backing up."""
+        return self._snapshot(reservation_id, completed=False, backing_up=False)
+
+    def _snapshot(
+        self,
+        reservation_id: UUID,
+        *,
+        completed: bool,
+        backing_up: bool,
+        started_at: datetime | None = None,
+        size_gb: int | None = None,
+    ) -> Disk | None:
+        return self._one(
+            "record_snapshot",
+            {
+                "reservation_id": reservation_id,
+                "completed": completed,
+                "backing_up": backing_up,
+                "started_at": started_at,
+                "size_gb": size_gb,
+            },
         )
 
     def record_listing(self, reservation_id: UUID, listing: str) -> Disk | None:

@@ -33,6 +33,7 @@ class DiskRow:
     snapshot_count: int
     is_backing_up: bool
     last_snapshot_at: datetime | None
+    held_volume_id: str | None = None  # the lifecycle's: the volume its holder uses
 
 
 @dataclass(frozen=True)
