@@ -1,5 +1,5 @@
 """Changes wake a reservation's execution at most once per bound (lifecycle/wakes.py,
-migration 0029): the jobs consumer wakes an active execution for the first change and
+migration 0028): the jobs consumer wakes an active execution for the first change and
 leaves the ones within the bound to the checkpoint due by then; a cancel always wakes;
 parking wakes itself for a change only past the bound. Against real PostgreSQL, with Step
 Functions' task tokens as they behave (a token is woken once)."""

@@ -244,7 +244,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         "UPDATE reservations SET duration_hours = 48",
         "UPDATE reservations SET user_id = 'someone'",
         "SELECT * FROM users",
-        # the snapshot figures are the lifecycle's too since 0032; the volume EBS lists is not
+        # the snapshot figures are the lifecycle's too since 0030; the volume EBS lists is not
         "UPDATE disks SET ebs_volume_id = 'vol-x'",
         "UPDATE disks SET is_deleted = false",
         "UPDATE disks SET disk_name = 'x'",

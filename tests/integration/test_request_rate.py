@@ -1,4 +1,4 @@
-"""Each principal's request bucket (gpudev/ratelimit/, migration 0029) against real
+"""Each principal's request bucket (gpudev/ratelimit/, migration 0028) against real
 PostgreSQL: a burst past the bucket is refused with how long to wait while another
 principal is untouched; the bucket refills at its rate; concurrent requests of one principal
 never take more than the burst; a refusal writes nothing; the API's role may run it."""

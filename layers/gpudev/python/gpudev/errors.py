@@ -121,7 +121,7 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
         "a reservation with this client request id already exists",
     ),
     "reservations_status_check": (InvalidRequest, "unknown reservation status"),
-    # A code path that ends a reservation without a reason (migration 0033): a bug, refused.
+    # A code path that ends a reservation without a reason (migration 0031): a bug, refused.
     "reservations_ending_reason_check": (
         InvalidRequest,
         "a reservation cannot end without a reason (failure_reason)",

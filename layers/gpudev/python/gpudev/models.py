@@ -126,7 +126,7 @@ class ReservationShown(Row):
     node_ip: str | None
     node_port: int | None
     ssh_command: str | None
-    # Made once per reservation, kept across container restarts (0031).
+    # Made once per reservation, kept across container restarts (0029).
     ssh_host_keys: list[str] = Field(
         description="the public host keys of the pod's sshd (`ssh-ed25519 AAAA...`), made "
         "once per reservation and kept across container restarts: pin them (the CLI writes "
@@ -145,7 +145,7 @@ class ReservationShown(Row):
     oom_count: int
     last_oom_at: datetime | None
     health_warning: str | None
-    # The volume its disk is on, once taken (0032): made for it, or the disk's existing one.
+    # The volume its disk is on, once taken (0030): made for it, or the disk's existing one.
     ebs_volume_id: str | None
     client_request_id: str | None
     cancel_requested_at: datetime | None

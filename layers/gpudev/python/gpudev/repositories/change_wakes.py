@@ -1,5 +1,5 @@
 """When a reservation's execution last applied a change or was woken for one (change_wakes,
-migration 0029): what bounds its change wakes (lifecycle/wakes.py)."""
+migration 0028): what bounds its change wakes (lifecycle/wakes.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each principal's request bucket (api_request_buckets, migration 0029; gpudev/ratelimit/)."""
+"""Each principal's request bucket (api_request_buckets, migration 0028; gpudev/ratelimit/)."""
 
 from __future__ import annotations
 
