@@ -17,7 +17,7 @@ from tools import state_diagram
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 OPERATOR_GUIDE = ROOT / "docs" / "operator-guide.md"
-CONFIGURATION = "## 3. Every CDK context value"
+CONFIGURATION = "### 3. Every CDK context value"
 
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.MULTILINE | re.DOTALL)
 INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
