@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from gpudev.observability import logger
 from localcloud.child_process import ChildProcess
-from tests.support.test_logs import route_logs
+from tests.support.test_logs import ROOT, route_logs
 
 
 @pytest.fixture
@@ -67,3 +69,32 @@ def test_a_child_processs_output_goes_to_the_file(routed, capfd):
 if __name__ == "__main__":  # the child: `python -m tests.unit.test_test_logs FD`
     print("from the child on stdout", flush=True)
     print("from the child on stderr", file=sys.stderr, flush=True)
+
+
+def test_a_failing_session_names_its_log_file_and_a_passing_one_does_not(tmp_path: Path):
+    (tmp_path / "test_one.py").write_text(
+        "import logging, os\n"
+        "def test_it():\n"
+        "    logging.getLogger('localcloud.events').info('from the session')\n"
+        "    assert os.environ['OUTCOME'] == 'pass'\n"
+    )
+    log = tmp_path / "session.log"
+
+    def session(outcome: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "tests.conftest", str(tmp_path / "test_one.py")],
+            cwd=ROOT,
+            env={**os.environ, "GPUDEV_TEST_LOG": str(log), "OUTCOME": outcome},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    failed = session("fail")
+    assert failed.returncode == 1, failed.stdout
+    assert f"the local cloud's and the functions' logs: {log}" in failed.stdout
+    assert "from the session" in log.read_text()
+    assert "from the session" in failed.stdout  # the failing test's captured log
+    passed = session("pass")
+    assert passed.returncode == 0, passed.stdout
+    assert "logs:" not in passed.stdout
