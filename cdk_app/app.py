@@ -47,8 +47,8 @@ def cluster_endpoint_out_of_reach(app: cdk.App) -> str | None:
     return (
         f"{' and '.join(missing)} not set: the functions cannot reach the cluster's private "
         "endpoint (outside its VPC, or not admitted on 443 by its security group). Deploy "
-        "GpuDev with the GpuDevCluster output MainStackContext (docs/deploy.md, Starting "
-        "from nothing)."
+        "GpuDev with the GpuDevCluster output MainStackContext (docs/operator-guide.md, "
+        "Starting from nothing)."
     )
 
 

@@ -2,7 +2,7 @@
 stack's own one, an EKS cluster with access entries, the add-ons gpu-dev relies on and the
 managed node groups the availability updater counts (cdk_app/node_groups.py). Synthesized only
 with `-c gpudev:createCluster=true`; the main stack is then deployed into its VPC with the ids
-it outputs (docs/deploy.md, "Starting from nothing").
+it outputs (docs/operator-guide.md, "Starting from nothing").
 
 L1 constructs only (`CfnCluster`, `CfnNodegroup`, `CfnAddon`, `CfnAccessEntry`): the L2
 `aws_eks.Cluster` manages the cluster through a kubectl Lambda layer and custom resources,

@@ -67,8 +67,8 @@ def build_dashboard(
         cloudwatch.TextWidget(
             markdown=(
                 "# gpu-dev\nGPUs by type come from the availability updater (every minute); "
-                "queue figures from the allocator's passes. Runbook: `docs/deploy.md`; "
-                "dead letters: `docs/architecture.md` (Alarms and dead letters)."
+                "queue figures from the allocator's passes. Runbooks, alarms and dead letters: "
+                "`docs/operator-guide.md`."
             ),
             width=24,
             height=2,

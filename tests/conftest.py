@@ -4,6 +4,9 @@ PostgreSQL: one server per test session (embedded, or DATABASE_URL's), a templat
 database migrated once, and per-test isolation by a rolled-back transaction (~0.2 ms; see
 docs/decisions.md). Tests that must commit or use several connections take
 `fresh_database`, a clone of the template (~30-60 ms).
+
+Logs: what the local cloud and the functions log goes to one file per session
+(tests/support/test_logs.py), named at the end of a failing run.
 """
 
 from __future__ import annotations
@@ -22,10 +25,25 @@ import pytest
 
 from gpudev.db.migrations import apply_migrations
 from tests.support.databases import create_database, database_url_for, drop_database
+from tests.support.test_logs import route_logs, session_log
 
 ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS = ROOT / "migrations"
 TEMPLATE_DB = "gpudev_template"
+TEST_LOG = session_log()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_LOG_STREAM] = route_logs(TEST_LOG)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int) -> None:
+    if exitstatus:
+        where = TEST_LOG.relative_to(ROOT) if TEST_LOG.is_relative_to(ROOT) else TEST_LOG
+        terminalreporter.write_line(f"the local cloud's and the functions' logs: {where}")
+
+
+_LOG_STREAM = pytest.StashKey[Any]()
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """`make deploy-check`: before `cdk deploy`, check with the operator's own AWS credentials
-(the standard chain: AWS_PROFILE, SSO, environment) every prerequisite docs/deploy.md lists,
-and print what is missing. Exit status 1 when something required is missing.
+(the standard chain: AWS_PROFILE, SSO, environment) every prerequisite
+docs/operator-guide.md lists, and print what is missing. Exit status 1 when something
+required is missing.
 
 It reads the same CDK context as the deploy (cdk.json, then `-c key=value` overrides), so it
 checks the cluster and network the deploy will use. Read-only: describe/list calls only."""

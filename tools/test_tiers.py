@@ -10,7 +10,10 @@ ended (also when interrupted: a CI job killed at its limit still shows them). Th
 status is the first failing session's (0 if all passed; 130 after Ctrl+C or SIGTERM, once
 every session tore down: a SIGTERM is passed on to the sessions as a Ctrl+C). Each session
 prints its 15 slowest tests, to watch the suite's budget; arguments given to this module
-(pytest options, not paths) are passed to every session.
+(pytest options, not paths) are passed to every session. What the local cloud and the
+functions log goes to `.local/test-logs/<name>.log` per session (`GPUDEV_TEST_LOG`,
+tests/support/test_logs.py), never to the terminal; a failing session's file is named at the
+end.
 
 With `DATABASE_URL` (a server of your own) the sessions would share it and its template
 database, so the tiers run in one session, one after another.
@@ -56,13 +59,25 @@ class Session:
     def log(self) -> Path:
         return ROOT / ".local" / f"test-{self.name}.log"
 
+    @property
+    def records(self) -> str:
+        """Where the session's local cloud and functions log, relative to the repository."""
+        return f".local/test-logs/{self.name}.log"
+
+    def environment(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PYTEST_POSTGRES_DIR": f".local/pytest-postgres-{self.name}",
+            "GPUDEV_TEST_LOG": self.records,
+        }
+
     def start(self, extra: list[str]) -> subprocess.Popen[bytes]:
         output = self.log.open("wb") if self.logged else None
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "pytest", *REPORT, *extra, *self.args],
                 cwd=ROOT,
-                env={**os.environ, "PYTEST_POSTGRES_DIR": f".local/pytest-postgres-{self.name}"},
+                env=self.environment(),
                 stdout=output,
                 stderr=subprocess.STDOUT if output else None,
             )
@@ -125,6 +140,10 @@ def main(extra: list[str]) -> int:
     failed = [name for name, status in statuses.items() if status]
     summary = ", ".join(f"{name}: exit {status}" for name, status in statuses.items())
     print(f"\n== all tiers {'FAILED' if failed else 'passed'} in {_since(started)} ({summary})")
+    for session in running:
+        if session.name in failed:
+            where = session.records
+            print(f"== {session.name}: the local cloud's and the functions' logs: {where}")
     return statuses[failed[0]] if failed else 0
 
 

@@ -1,12 +1,13 @@
-"""The README's CLI session is what a new user sees: every `$ gpu-dev …` line of the README's
-blocks marked `<!-- run by tests/e2e/test_readme.py -->` runs, in order, against the local
-cloud, and its output must show the lines written under it.
+"""The README's CLI session is what a new user sees: every `$ gpu-dev …` line of the blocks
+marked `<!-- run by tests/e2e/test_readme.py -->` in the README and then in the user guide
+(which goes on from the README's first session) runs, in order, against the local cloud, and
+its output must show the lines written under it.
 
 In the expected lines, `…` stands for anything and `<id8>` for an 8-character id: the first
 one seen is remembered and stands for the same id in later commands and output. A line
 whose output starts with `error:` must fail (exit 1); every other must succeed. Other `$`
-lines (export, alias) set up what the `run` fixture sets up: the credentials file, the API
-URL and the region."""
+lines (export, alias) set up what the `run` fixture sets up: the credentials file, the
+profile (alice), the API URL and the region."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+# Read in this order: the user guide's session continues the README's.
+DOCUMENTS = (README, ROOT / "docs" / "user-guide.md")
 MARKER = "<!-- run by tests/e2e/test_readme.py -->"
 ID8 = "<id8>"
 
@@ -51,9 +55,20 @@ def _pattern(expected: list[str], id8: str | None) -> re.Pattern[str]:
     return re.compile(first, re.DOTALL)
 
 
-def test_the_readme_has_a_session_to_run():
-    steps = [step for session in sessions(README.read_text()) for step in session]
-    commands = [step.command for step in steps if step.command.startswith("gpu-dev ")]
+def _commands(*documents: Path) -> list[str]:
+    steps = [step for d in documents for session in sessions(d.read_text()) for step in session]
+    return [step.command for step in steps if step.command.startswith("gpu-dev ")]
+
+
+def test_the_readme_has_a_first_session_to_run():
+    commands = _commands(README)
+    assert len(commands) >= 5
+    for needed in ("reserve", "show", "cancel", "avail"):
+        assert any(needed in command for command in commands), needed
+
+
+def test_the_readme_and_the_user_guide_have_a_session_to_run():
+    commands = _commands(*DOCUMENTS)
     assert len(commands) >= 10
     for needed in ("reserve", "list", "show", "cancel", "avail", "-o json"):
         assert any(needed in command for command in commands), needed
@@ -61,7 +76,7 @@ def test_the_readme_has_a_session_to_run():
 
 def test_the_readme_session_runs_as_written(run):
     id8: str | None = None
-    for session in sessions(README.read_text()):
+    for session in [s for document in DOCUMENTS for s in sessions(document.read_text())]:
         for step in session:
             if not step.command.startswith("gpu-dev "):
                 continue

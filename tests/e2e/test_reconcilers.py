@@ -168,7 +168,7 @@ def _disk(cloud: LocalCloud, user: str, name: str) -> tuple[Any, ...] | None:
 def test_an_ebs_attachment_does_not_make_a_disk_in_use(local_cloud: LocalCloud):
     """The holder (reservation_id, and in_use generated from it) is the lifecycle's: the
     reconciler imports the volume and follows its size and snapshots, never its attachments
-    (docs/architecture.md, "Persistent disks", who owns which field)."""
+    (docs/disks.md, "Persistent disks", who owns which field)."""
     result = _run(local_cloud, "DiskReconciler", "disk_reconciler")
     assert result["outcome"] in ("succeeded", "skipped")  # the ticker may be mid-run
     wait_for(lambda: _disk(local_cloud, "alice", "datasets"), message="seeded volume imported")

@@ -2,7 +2,7 @@
 what their SQL needs: every statement a group runs passes the privilege checks as that
 group, and what lies outside its grants is refused.
 
-Locally every function logs in as one superuser (docs/architecture.md, Known differences),
+Locally every function logs in as one superuser (docs/local-cloud.md, Known differences),
 so these tests are where the grants are proven. Each test runs in the shared rolled-back
 transaction with `SET LOCAL ROLE <group>`, which drops the superuser's rights.
 

@@ -1,6 +1,6 @@
 """`--help` says what is true: every command explains itself, the `disk` group names the
 subcommands it has, and `config set` answers in JSON like every command that prints a
-result (README: all but `connect` and `completion`)."""
+result (docs/user-guide.md: all but `connect` and `completion`)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tools import test_tiers
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A session that, on SIGINT, takes a second to tear down, then says so and exits 2.
@@ -82,3 +84,40 @@ def test_an_interrupt_lets_every_session_tear_down_then_exits_130(
     assert runner.returncode == 130, output
     assert sorted(p.name for p in tmp_path.glob("*.torn-down")) == ["a.torn-down", "b.torn-down"]
     assert "Traceback" not in output
+
+
+def test_each_session_logs_to_a_file_of_its_own():
+    files = [session.environment()["GPUDEV_TEST_LOG"] for session in test_tiers.SESSIONS]
+    assert files == [f".local/test-logs/{session.name}.log" for session in test_tiers.SESSIONS]
+
+
+FAILING_DRIVER = """
+import subprocess, sys
+from dataclasses import dataclass
+from tools import test_tiers
+
+@dataclass(frozen=True)
+class Fake(test_tiers.Session):
+    def start(self, extra):
+        status = 1 if self.name == "broken" else 0
+        return subprocess.Popen([sys.executable, "-c", f"raise SystemExit({status})"])
+
+test_tiers.SESSIONS = [Fake("broken", (), logged=False), Fake("fine", (), logged=False)]
+sys.exit(test_tiers.main([]))
+"""
+
+
+def test_a_failing_session_names_its_log_file_and_a_passing_one_does_not():
+    result = subprocess.run(
+        [sys.executable, "-c", FAILING_DRIVER],
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "broken: the local cloud's and the functions' logs: .local/test-logs/broken.log" in (
+        result.stdout
+    )
+    assert "test-logs/fine.log" not in result.stdout
