@@ -9,7 +9,7 @@ pods get CAP_SYS_ADMIN, rendered into its `PROFILING_ROLES`.
 Both are enforced twice. The REST API's resource policy compares the caller's whole role
 ARN, path included (`aws:PrincipalArn`); the API function compares the role *name* only
 (API Gateway's `userArn` for a session has no role path), from the same entries rendered
-into its `ALLOWED_ROLES`, and binds each username to its principal (docs/architecture.md,
+into its `ALLOWED_ROLES`, and binds each username to its principal (docs/security.md,
 "Security model").
 """
 
@@ -139,7 +139,7 @@ def _require_roles_that_name_their_users(
     roles: tuple[str, ...], organization: object | None
 ) -> None:
     """A username is the caller's session name, and the first principal to use it claims it
-    (docs/architecture.md, "Usernames can't be squatted"). Without allowed roles, anyone
+    (docs/security.md, "Usernames can't be squatted"). Without allowed roles, anyone
     in the account who may assume some role could choose the session name `alice` before
     Alice signs in: refuse the synth. In an organisation, another account's administrators
     can create a role of any name outside the path Identity Center keeps: only permission

@@ -104,7 +104,7 @@ _FEDERATED_ACTIONS = {
 def _allowed_roles(iam: Any, context: Context) -> Iterator[Finding]:
     """Each `gpudev:allowedRoles` role must get its session names from an identity provider:
     the session name is the username, and the first principal to use a username claims it
-    (docs/architecture.md, "Usernames can't be squatted"). A role that IAM principals may
+    (docs/security.md, "Usernames can't be squatted"). A role that IAM principals may
     assume with `sts:AssumeRole` lets them pick any session name, another user's included."""
     entries = context.ids("gpudev:allowedRoles")
     if not entries:

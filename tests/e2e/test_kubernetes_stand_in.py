@@ -634,6 +634,7 @@ def test_a_pod_writing_past_its_local_storage_limits_is_evicted_as_the_kubelet_d
         for name in names:
             core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0)
 
+
 PROFILING = "gpu-dev.pytorch.org/profiling"
 
 

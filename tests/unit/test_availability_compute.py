@@ -179,6 +179,7 @@ def test_a_profiling_pods_node_is_held_whole_and_profiling_nodes_are_not_offered
     )[0]
     assert_counts(cpu, available_gpus=0, max_reservable=0)
 
+
 def test_max_nodes_is_what_the_groups_can_scale_to_a_group_at_zero_included():
     groups = [
         ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100-a", 0, 0, max_size=4),

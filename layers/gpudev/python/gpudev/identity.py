@@ -154,7 +154,7 @@ def parse_role_patterns(entries: str) -> tuple[RolePattern, ...]:
 
 def require_allowed_role(caller: Caller, allowed: tuple[RolePattern, ...], account_id: str) -> None:
     """Admit only principals whose name their holder cannot choose, since the name is the
-    username and the first principal to use a username claims it (docs/architecture.md,
+    username and the first principal to use a username claims it (docs/security.md,
     "Usernames can't be squatted").
 
     With roles configured (every deployment: the synth refuses none), only sessions of those
