@@ -328,8 +328,13 @@ def test_jupyter_runs_when_enabled_and_on_node_0_only(
     started = [c for c in sandbox.calls() if c.startswith("su - dev -c")]
     assert bool(started) == starts
     if starts:
-        # on the pod's loopback only: reached through SSH, never over the network
-        assert "jupyter-lab --ip=127.0.0.1 " in started[0] and "0.0.0.0" not in started[0]
+        # on a Unix socket in a directory only dev may enter: reached through dev's SSH
+        # connection, never over the network, and no collaborator can listen in its place
+        assert (
+            "--ServerApp.sock=/" in started[0] and "/run/gpu-dev/jupyter/jupyter.sock" in started[0]
+        )
+        assert "--ip" not in started[0] and "--port" not in started[0]
+        assert (sandbox.root / "run/gpu-dev/jupyter").stat().st_mode & 0o777 == 0o700
         assert "t0ken" not in started[0], "the token never goes on a command line"
         assert sandbox.file("/run/gpu-dev/jupyter_token") == "t0ken"
         assert sandbox.file("/run/gpu-dev/jupyter.pid").strip().isdigit()

@@ -1,5 +1,5 @@
 """A reservation's network objects: the NodePort Service users reach pod 0's sshd by (and
-Jupyter through it: Jupyter listens on the pod's loopback, never on a Service), the headless
+Jupyter through it: Jupyter listens on a Unix socket, never on a Service), the headless
 Service its pods find each other by, and its NetworkPolicy
 (isolation: docs/architecture.md "Security model")."""
 

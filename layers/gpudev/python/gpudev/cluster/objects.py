@@ -36,8 +36,9 @@ from gpudev.cluster.vocabulary import (
 from gpudev.cluster.workspace import workspace_gib
 from gpudev.models import GpuType, Reservation
 
-# Jupyter listens on the pod's loopback only (startup.sh): users reach it through their SSH
-# connection (`gpu-dev connect --jupyter` forwards a local port), never through a Service.
+# Jupyter listens on a Unix socket only dev can open (startup.sh): the owner reaches it through
+# SSH (`gpu-dev connect --jupyter` forwards a local port), never through a Service. This is
+# the local port its URL names.
 JUPYTER_PORT = 8888
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).

@@ -221,9 +221,12 @@ apply_jupyter() {
     install -m 400 -o dev "$KEYS/jupyter_token" "$RUN/jupyter_token"
     local start
     # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
-    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=127.0.0.1 \
-      --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 & echo $!' \
-      "$RUN/jupyter_token" "$ROOT/workspace"
+    # A Unix socket in a directory only dev may enter, not a loopback port: a collaborator
+    # could listen on 127.0.0.1:8888 first and catch the owner's token through the tunnel.
+    install -d -m 700 -o dev "$RUN/jupyter"
+    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ServerApp.sock=%q \
+      --ServerApp.sock_mode=0600 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 \
+      & echo $!' "$RUN/jupyter_token" "$RUN/jupyter/jupyter.sock" "$ROOT/workspace"
     jupyter_running || su - dev -c "$start" > "$RUN/jupyter.pid"
   elif ! jupyter_wanted; then
     if jupyter_running; then kill "$(cat "$RUN/jupyter.pid")" 2>/dev/null; fi
