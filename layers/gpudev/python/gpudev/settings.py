@@ -100,8 +100,9 @@ class ApiSettings(BaseSettings):
     deployment_account_id: str = Field(pattern=r"^\d{12}$")
     # With an AWS Organizations id, principals of the organisation's accounts may call too.
     organization_id: str | None = Field(default=None, pattern=r"^o-[a-z0-9]{10,32}$")
-    # Comma-separated [path/]RoleName[*] (docs/architecture.md "Security model"); empty
-    # allows every principal of the account.
+    # Comma-separated [path/]RoleName[*] (docs/security.md). A deployment always sets it (the
+    # synth refuses none); empty, the local cloud's: IAM users of the account and Identity
+    # Center sessions only (identity.require_allowed_role).
     allowed_roles: str = ""
     # Comma-separated IAM role ARNs whose sessions may call the operator routes (/v1/admin);
     # empty: nobody. An operator must be allowed by `allowed_roles` too.

@@ -14,7 +14,7 @@ Per active type:
   (CPU: × 3 user slots).
 - max nodes = Σ MaxSize, never less than desired or running: what the type's groups can ever
   hold, scaled up from zero included. No groups: 0, a type with no nodes (the API refuses
-  requests for more nodes than this; the allocator ends queued ones, allocation/impossible.py).
+  requests for more nodes than this; the allocator ends queued ones, allocation/capacity_gone.py).
 - nodes labelled `GpuType=<type>` that are Ready and not cordoned; free GPUs on a node =
   allocatable `nvidia.com/gpu` − Σ GPU requests of its Running/Pending pods (floored at 0);
   available = Σ free; full nodes = nodes with every GPU free; max reservable = min(4, full) × 8
