@@ -1,4 +1,4 @@
--- Per-principal request buckets (the API's fair share, docs/architecture.md "Limits") and
+-- Per-principal request buckets (the API's fair share, docs/security.md "Limits") and
 -- the last change a reservation's execution applied (the bound on its change wakes).
 --
 -- api_request_buckets: a token bucket per canonical principal, taken by one statement per

@@ -162,7 +162,11 @@ def test_connect_jupyter_prints_the_localhost_url_and_runs_the_tunnel(fake_ssh, 
     args = fake_ssh.read_text().splitlines()
     local = args[args.index("-L") + 1]
     port, target = local.split(":", 1)
-    assert target == "/run/gpu-dev/jupyter/jupyter.sock" and "-N" in args and args[-1] == "gpu-dev-5e4d3c2b"
+    assert (
+        target == "/run/gpu-dev/jupyter/jupyter.sock"
+        and "-N" in args
+        and args[-1] == "gpu-dev-5e4d3c2b"
+    )
     assert f"http://localhost:{port}/lab?token=s3cret" in done.stdout
     assert "54.12.34.56" not in done.stdout
 

@@ -132,7 +132,7 @@ class ApiSettings(BaseSettings):
 
 
 class UserLimitSettings(BaseSettings):
-    """Per-user caps on what one user holds or waits for (docs/architecture.md, "Limits").
+    """Per-user caps on what one user holds or waits for (docs/security.md, "Limits").
     A live reservation is pending, queued, preparing or active and not being cancelled.
     Deployed values come from CDK context (cdk.json); these defaults apply when unset."""
 
@@ -145,7 +145,7 @@ class UserLimitSettings(BaseSettings):
 
 
 class RateLimitSettings(BaseSettings):
-    """Each principal's fair share of the API (docs/architecture.md, "Limits"): a token
+    """Each principal's fair share of the API (docs/security.md, "Limits"): a token
     bucket per canonical principal, refilled at `api_requests_per_minute` up to
     `api_request_burst`. Deployed values come from CDK context (cdk.json)."""
 
@@ -175,7 +175,7 @@ class LifecycleSettings(BaseSettings):
     fault_retry_minutes: float = Field(default=2.0, gt=0)
     # At most one change (extend, add-user, Jupyter) wakes an active execution per this many
     # minutes; changes meanwhile are applied together at the next checkpoint, due by then.
-    # Bounds an execution's history (25,000 events; docs/architecture.md, "Limits").
+    # Bounds an execution's history (25,000 events; docs/security.md, "Limits").
     change_wake_minutes: float = Field(default=3.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)

@@ -21,7 +21,7 @@ Per active type:
   for h100/h200/b200/a100 with 8 GPUs per node (falling back to the largest single-node free
   count when that is 0), else the largest single-node free count.
 - CPU nodes: free slots = 3 − live `gpu-dev-*` pods on the node; max reservable 1 if any.
-- Profiling (docs/architecture.md "Isolation"): nodes dedicated to it are not counted (an
+- Profiling (docs/security.md "Isolation"): nodes dedicated to it are not counted (an
   ordinary request never gets them), and a node with a live pod in the profiling namespace
   is held whole by it: nothing on it is free.
 - Kubernetes unreachable: available = total, full nodes and max reservable 0 (seed rule).

@@ -1,7 +1,7 @@
 """A reservation's network objects: the NodePort Service users reach pod 0's sshd by (and
 Jupyter through it: Jupyter listens on a Unix socket, never on a Service), the headless
 Service its pods find each other by, and its NetworkPolicy
-(isolation: docs/architecture.md "Security model")."""
+(isolation: docs/security.md)."""
 
 from __future__ import annotations
 

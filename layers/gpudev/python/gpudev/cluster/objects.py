@@ -7,7 +7,7 @@ keys, sshd's host key, Jupyter token) are mounted into it and its startup script
 Services and NetworkPolicy are built in `cluster/network.py`, PersistentVolumes in
 `cluster/volumes.py`.
 
-Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
+Isolation (docs/security.md): the pod runs under the RuntimeDefault
 seccomp profile with no service-account token and without NET_RAW (dev has sudo: root of
 its own container, nothing more); only a profiling reservation gets CAP_SYS_ADMIN, and it
 lives in its own namespace because Pod Security `baseline` (enforced on gpu-dev) refuses

@@ -217,13 +217,13 @@ apply_jupyter() {
   if jupyter_wanted && ensure_jupyter; then
     # The token reaches Jupyter in dev's environment (readable by dev only), never on a
     # command line (readable by every user in the pod); its log is dev's, mode 600. It
-    # listens on the loopback only: users reach it through SSH (gpu-dev connect --jupyter).
+    # listens on a Unix socket in a directory only dev may enter, reached through SSH (gpu-dev
+    # connect --jupyter). Not a loopback port: a collaborator could listen on 127.0.0.1:8888
+    # first and catch the owner's token through the tunnel.
     install -m 400 -o dev "$KEYS/jupyter_token" "$RUN/jupyter_token"
+    install -d -m 700 -o dev "$RUN/jupyter"
     local start
     # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
-    # A Unix socket in a directory only dev may enter, not a loopback port: a collaborator
-    # could listen on 127.0.0.1:8888 first and catch the owner's token through the tunnel.
-    install -d -m 700 -o dev "$RUN/jupyter"
     printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ServerApp.sock=%q \
       --ServerApp.sock_mode=0600 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 \
       & echo $!' "$RUN/jupyter_token" "$RUN/jupyter/jupyter.sock" "$ROOT/workspace"
