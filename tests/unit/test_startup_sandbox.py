@@ -625,6 +625,23 @@ def test_a_removed_user_loses_keys_account_and_home(sandbox: Sandbox):
     assert not any(c.startswith("userdel") and "gh-bob" in c for c in sandbox.calls())
 
 
+def test_an_account_whose_removal_did_not_finish_is_removed_at_the_next_pass(
+    sandbox: Sandbox,
+):
+    """Its key file went with the first try, but userdel refused (a process outlived the
+    kills): the account, still in /etc/passwd, is tried again until it is gone."""
+    sandbox.mount(CONTROL, KEYS)
+    assert sandbox.run().returncode == 0
+    (sandbox.root / "users" / "gh-ghost").write_text("1500")
+    (sandbox.root / "etc" / "passwd").write_text(
+        "root:x:0:0::/root:/bin/bash\ngh-ghost:x:1500:1500::/home/gh-ghost:/bin/bash\n"
+    )
+    assert _control(sandbox).returncode == 0
+    assert "userdel -r -- gh-ghost" in sandbox.calls()
+    assert "userdel -r -- root" not in sandbox.calls()
+    assert not any("gh-alice" in c and c.startswith("userdel") for c in sandbox.calls())
+
+
 def test_keys_deleted_on_github_leave_the_account_with_none(sandbox: Sandbox):
     """The lifecycle writes the empty answer; the loop installs it: no key opens it."""
     assert sandbox.run().returncode == 0
