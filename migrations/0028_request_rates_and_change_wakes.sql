@@ -7,7 +7,8 @@
 CREATE TABLE api_request_buckets (
     principal_arn text PRIMARY KEY,
     tokens double precision NOT NULL,
-    refilled_at timestamptz NOT NULL
+    refilled_at timestamptz NOT NULL,
+    taken boolean NOT NULL  -- whether the last request took a token
 ) WITH (fillfactor = 50);
 GRANT SELECT, INSERT, UPDATE ON api_request_buckets TO gpudev_api;
 
