@@ -254,3 +254,37 @@ def test_the_handler_commits_a_run_and_records_a_failed_one_that_survives_the_fa
         failed = ReconcilerRunsRepository(conn).latest("disk_reconciliation")
     assert failed is not None and failed.outcome == "failed"
     assert "InternalError" in (failed.error or "")
+
+
+def test_a_sync_planned_before_the_lifecycle_recorded_a_snapshot_moves_no_figure_back(conn):
+    """The reconciler read the row and AWS (no completed snapshot yet), then the lifecycle
+    recorded the save's completed snapshot, then the reconciler writes its plan: the row
+    keeps the newer figures."""
+    from gpudev.repositories.disk_reconciliation import (
+        DiskReconciliationRepository,
+        DiskState,
+        SyncDisk,
+    )
+
+    saved_at = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+    conn.execute(
+        "INSERT INTO users (username, principal_arn)"
+        " VALUES ('figures', 'arn:aws:iam::123456789012:user/figures')"
+    )
+    (disk_id,) = conn.execute(
+        "INSERT INTO disks (user_id, disk_name, ebs_volume_id, size_gb, snapshot_count,"
+        " last_snapshot_at) VALUES ('figures', 'work', 'vol-1', 100, 1, %s) RETURNING disk_id",
+        (saved_at,),
+    ).fetchone()
+    planned = DiskState(
+        ebs_volume_id="vol-1",
+        size_gb=100,
+        snapshot_count=0,
+        is_backing_up=False,
+        last_snapshot_at=None,
+    )
+    DiskReconciliationRepository(conn).sync([SyncDisk(disk_id, planned)])
+    row = conn.execute(
+        "SELECT snapshot_count, last_snapshot_at FROM disks WHERE disk_id = %s", (disk_id,)
+    ).fetchone()
+    assert row == (1, saved_at)

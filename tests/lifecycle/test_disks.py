@@ -397,7 +397,10 @@ def test_an_execution_that_died_while_its_snapshot_ran_has_its_disk_freed_by_the
 
     runs = _sweep_until_free(local_cloud, disk)
 
-    assert runs[0]["reservations_ended"] == 0 and runs[-1]["disks_freed"] == 1
+    # The sweeper frees it, unless the save task that was running when the execution
+    # stopped did first (StopExecution ends no running Lambda, in AWS as here): once.
+    assert runs[0]["reservations_ended"] == 0
+    assert sum(run["disks_freed"] for run in runs) <= 1
     (saved,) = _snapshots(local_cloud, disk)  # the execution's, found by its tag
     assert saved["State"] == "completed"
     assert _volumes(local_cloud, rid) == []

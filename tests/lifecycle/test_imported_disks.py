@@ -257,7 +257,8 @@ def test_a_reservation_cancelled_while_the_copy_is_pending_leaves_the_volume_as_
 
     rid = reserve(api, gpu_type="cpu-x86", gpu_count=0, disk_name=name)["reservation_id"]
     wait_for(lambda: _snapshots(local_cloud, name), message="the copy's snapshot started")
-    assert _disk_row(local_cloud, name)["is_backing_up"] is True
+    # recorded by the task that started it, moments after EC2 has it
+    wait_for(lambda: _disk_row(local_cloud, name)["is_backing_up"], message="backing up")
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")
 

@@ -40,10 +40,14 @@ def _assert_peers_policy(objects: dict[str, list[dict[str, Any]]], rid: str) -> 
 
 def test_ordinary_profiling_and_multinode_reservations_are_isolated_and_torn_down(api, local_cloud):
     plain = reserve(api, gpu_type="t4", gpu_count=1, hours=1)["reservation_id"]
-    profiling = reserve(api, gpu_type="t4", gpu_count=1, hours=1, profiling=True)["reservation_id"]
+    # carol's SSO role is the local cloud's profiling role (gpudev:profilingRoles)
+    profiling = reserve(api, "carol", gpu_type="t4", gpu_count=1, hours=1, profiling=True)[
+        "reservation_id"
+    ]
     multinode = reserve(api, gpu_type="h100", gpu_count=16, hours=1)["reservation_id"]
-    for rid in (plain, profiling, multinode):
-        wait_for_status(api, rid, "active", timeout=30)
+    owners = ((plain, "alice"), (profiling, "carol"), (multinode, "alice"))
+    for rid, owner in owners:
+        wait_for_status(api, rid, "active", timeout=30, profile=owner)
 
     plain_objects = objects_of(local_cloud, plain)
     _assert_peers_policy(plain_objects, plain)
@@ -63,14 +67,14 @@ def test_ordinary_profiling_and_multinode_reservations_are_isolated_and_torn_dow
     assert {o["metadata"]["namespace"] for kind in profiling_objects.values() for o in kind} == {
         "gpu-dev-profiling"
     }  # its services, ConfigMap and Secret live beside it
-    assert api.call("GET", f"/v1/reservations/{profiling}").body["profiling"] is True
+    assert api.call("GET", f"/v1/reservations/{profiling}", "carol").body["profiling"] is True
 
     multinode_objects = objects_of(local_cloud, multinode)
     _assert_peers_policy(multinode_objects, multinode)
     assert len(multinode_objects["pods"]) == 2
 
-    for rid in (plain, profiling, multinode):
-        cancel(api, rid)
-    for rid in (plain, profiling, multinode):
-        wait_for_status(api, rid, "cancelled", timeout=30)
+    for rid, owner in owners:
+        cancel(api, rid, owner)
+    for rid, owner in owners:
+        wait_for_status(api, rid, "cancelled", timeout=30, profile=owner)
         assert_nothing_left(local_cloud, rid)
