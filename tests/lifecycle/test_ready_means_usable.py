@@ -128,5 +128,8 @@ def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(ap
         )
     finally:
         keys_file.write_text(known)
-    assert show(api, rid)["warning_text"], "refreshed by the warning's checkpoint"
+    # the checkpoint writes the Secret, then the row's warning, moments apart
+    wait_for(
+        lambda: show(api, rid)["warning_text"], message="refreshed by the warning's checkpoint"
+    )
     assert keys["authorized_keys"] == "ssh-ed25519 AAAAnew alice@github\n"
