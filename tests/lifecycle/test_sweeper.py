@@ -19,6 +19,7 @@ from tests.lifecycle.helpers import (
     reserve,
     show,
     stop_execution,
+    task_token,
     sweep,
     wait_for_status,
 )
@@ -131,3 +132,29 @@ def test_a_sweep_of_a_healthy_deployment_changes_nothing(api, local_cloud):
     swept = sweep(local_cloud)
     assert swept["repairs"] == 0 and swept["statistics"]["live_reservations"] >= 1
     assert show(api, rid)["status"] == "active" and allocated_slots(local_cloud, rid) == 1
+
+
+def test_a_cancel_whose_job_dead_lettered_ends_the_reservation_within_one_sweep(api, local_cloud):
+    # Given an active 8-GPU reservation whose cancel was committed ten minutes ago but whose
+    # job never reached the execution (dead-lettered: the API's row, no job)
+    rid = reserve(api, gpu_type="h100", gpu_count=8, hours=2)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    task_token(local_cloud, rid)  # parked on its token
+    sql(
+        local_cloud,
+        "UPDATE reservations SET cancel_requested_at = now() - interval '10 minutes'"
+        " WHERE reservation_id = %s",
+        rid,
+    )
+    assert allocated_slots(local_cloud, rid) == 8
+
+    # When one sweep runs
+    swept = sweep(local_cloud)
+
+    # Then the execution was woken and tore the reservation down: cancelled, GPUs released
+    assert swept["statistics"]["executions_woken"] == 1
+    assert swept["statistics"]["reservations_ended"] == 0, "its own tear down ends it"
+    assert swept["repairs"] == 1
+    wait_for_status(api, rid, "cancelled")
+    assert_nothing_left(local_cloud, rid)
+    assert sweep(local_cloud)["repairs"] == 0, "nothing left to repair"

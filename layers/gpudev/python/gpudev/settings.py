@@ -198,6 +198,9 @@ class SweeperSettings(BaseSettings):
     # Objects of a reservation that ended less than this before a run began are left to its
     # tear down (which may still be finishing) and judged by the next run.
     ended_margin_seconds: float = Field(default=60.0, ge=0)
+    # A cancel requested this long ago on a row whose execution still runs was never
+    # delivered (its job dead-lettered): the sweeper wakes the execution itself.
+    requested_after_seconds: float = Field(default=120.0, ge=0)
     jobs_queue_url: str = Field(validation_alias="JOBS_QUEUE_URL")
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
