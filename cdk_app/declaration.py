@@ -214,9 +214,7 @@ DISK_RECONCILER = FunctionSpec(
     database=RECONCILERS_DATABASE,
 )
 # How many completed snapshots of each live disk the daily purge keeps (disks/retention.py).
-SNAPSHOT_RETENTION = ContextSetting(
-    "diskSnapshotRetention", "DISK_SNAPSHOT_RETENTION", default=3
-)
+SNAPSHOT_RETENTION = ContextSetting("diskSnapshotRetention", "DISK_SNAPSHOT_RETENTION", default=3)
 DISK_PURGE = FunctionSpec(
     "DiskPurge",
     "disk_purge",

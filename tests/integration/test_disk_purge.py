@@ -251,7 +251,8 @@ def test_a_retired_snapshot_ebs_refuses_is_reported_and_tried_again(conn: Any, e
         keep=1,
     )
 
-    assert refused.outcome == "succeeded" and "InvalidSnapshot.InUse" in refused.refused[oldest_first[0]]
+    assert refused.outcome == "succeeded"
+    assert "InvalidSnapshot.InUse" in refused.refused[oldest_first[0]]
     assert refused.statistics["snapshots_retired"] == 1
     assert remaining(ec2) == {oldest_first[0], oldest_first[-1]}
     later = purge_disks(conn, ec2, "test", today=date.today(), keep=1)

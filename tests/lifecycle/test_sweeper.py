@@ -19,8 +19,8 @@ from tests.lifecycle.helpers import (
     reserve,
     show,
     stop_execution,
-    task_token,
     sweep,
+    task_token,
     wait_for_status,
 )
 

@@ -6,6 +6,7 @@ started, succeeded, exited; any other state 2)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -102,7 +103,7 @@ def walk_the_save(
             continue
         name = state["Next"]
         assert events < 25_000, "an unbounded loop"
-    return visited + [name], events, elapsed
+    return [*visited, name], events, elapsed
 
 
 def never_done(_call: int, elapsed: float) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def test_a_save_that_completes_goes_on_to_free_the_disk():
             return {"outcome": "saved", "seconds": 5}
         return never_done(call, elapsed)
 
-    visited, events, elapsed = walk_the_save(saved_at_third)
+    visited, _events, elapsed = walk_the_save(saved_at_third)
 
     assert visited[-1] == "Free the disk" and visited.count("Save the disk") == 3
     assert elapsed < 30, "the first polls are not slowed: most saves finish in seconds"
@@ -164,7 +165,7 @@ def test_a_save_that_completes_goes_on_to_free_the_disk():
 def test_the_waits_start_at_the_poll_grow_geometrically_and_stop_at_the_cap():
     waits = [next_wait(elapsed, PATIENCE)[1] for elapsed in (0, 10, 20, 40, 100, 1_000, 10_000)]
     assert waits == [5, 5, 5, 10, 25, 250, 300]
-    assert all(a <= b for a, b in zip(waits, waits[1:], strict=False))
+    assert all(a <= b for a, b in itertools.pairwise(waits))
 
 
 def test_the_save_hands_off_once_the_patience_is_over_and_not_before():

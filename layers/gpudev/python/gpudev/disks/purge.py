@@ -97,7 +97,9 @@ class DiskPurge:
     run_id: int | None = None
 
 
-def _delete_snapshot(ec2: Any, snapshot_id: str, stats: dict[str, int], refused: dict[str, str]) -> bool:
+def _delete_snapshot(
+    ec2: Any, snapshot_id: str, stats: dict[str, int], refused: dict[str, str]
+) -> bool:
     """Whether the snapshot is gone (deleted now, or already); a refusal is reported."""
     try:
         ec2.delete_snapshot(SnapshotId=snapshot_id)
