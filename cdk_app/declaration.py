@@ -247,7 +247,9 @@ SWEEPER = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",  # deletes leftover objects in gpu-dev
     sends_to=("Jobs",),  # create jobs sent again
-    answers_tasks=(RESERVATION_MACHINE,),  # its allocator pass signals grants
+    # its allocator pass signals grants; it wakes executions whose cancel or change job
+    # never arrived (sweeper/plan.py `unheard_request`)
+    answers_tasks=(RESERVATION_MACHINE,),
     watches=(RESERVATION_MACHINE,),
     # saves the disks of reservations whose execution died, as the lifecycle does
     describe_actions=DISK_VOLUME_DESCRIBES,
