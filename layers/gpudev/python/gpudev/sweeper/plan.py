@@ -1,7 +1,7 @@
 """What the sweeper should repair, decided without I/O (gpudev/sweeper/service.py reads the
 world and applies it).
 
-Three things the lifecycle can leave behind when something outside it fails:
+What the lifecycle can leave behind when something outside it fails:
 
 - a live reservation whose Step Functions execution is no longer RUNNING (stopped by an
   operator, `TearDownFailed`, lost with moto's memory): end it `failed` with a reason, give
@@ -78,8 +78,9 @@ class Limits:
     # A cancel asked this long ago on a row whose execution still runs was not heard (its
     # job dead-lettered or was lost): the sweeper wakes the execution itself.
     requested_after_seconds: float = 120.0
-    # The change-wake bound (LifecycleSettings.change_wake_minutes, in real seconds): a
-    # change is woken by the sweeper only outside it, like the consumer's.
+    # The change-wake bound (LifecycleSettings.change_wake_minutes, in seconds on the
+    # lifecycle's clock, as the jobs consumer has it): a change is woken by the sweeper
+    # only outside it.
     change_wake_bound_seconds: float = 180.0
 
 
