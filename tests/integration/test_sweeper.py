@@ -526,25 +526,30 @@ def test_the_rows_read_are_the_live_ones_and_when_the_listed_ended_ones_ended(wo
     assert rows.ended_at == {str(listed_ended): ended_at}
 
 
-def park(url: str, rid: uuid.UUID, token: str, sql: str = "") -> None:
+def park(
+    url: str, rid: uuid.UUID, token: str, *, cancel_ago: str | None = None, change: bool = False
+) -> None:
+    """Parked on `token`, with a cancel asked `cancel_ago` or a change not applied."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            f"UPDATE reservations SET task_token = %s {sql} WHERE reservation_id = %s",  # noqa: S608
-            (token, rid),
+            "UPDATE reservations SET task_token = %s,"
+            " cancel_requested_at = now() - %s::interval,"
+            " change_generation = change_generation + %s WHERE reservation_id = %s",
+            (token, cancel_ago, int(change), rid),
         )
 
 
 def test_unheard_requests_wake_their_executions_once_and_a_refused_wake_is_an_error(world):
     cancelled = insert(world.url, "active")  # its cancel job dead-lettered ten minutes ago
-    park(world.url, cancelled, "t-cancel", ", cancel_requested_at = now() - interval '10 min'")
+    park(world.url, cancelled, "t-cancel", cancel_ago="10 minutes")
     changed = insert(world.url, "active")  # its change job was lost
-    park(world.url, changed, "t-change", ", change_generation = 1")
+    park(world.url, changed, "t-change", change=True)
     moved_on = insert(world.url, "active")  # woken by the consumer meanwhile: token closed
-    park(world.url, moved_on, "t-closed", ", cancel_requested_at = now() - interval '1 hour'")
+    park(world.url, moved_on, "t-closed", cancel_ago="1 hour")
     throttled = insert(world.url, "queued")
-    park(world.url, throttled, "t-throttled", ", cancel_requested_at = now() - interval '1 hour'")
+    park(world.url, throttled, "t-throttled", cancel_ago="1 hour")
     fresh = insert(world.url, "active")  # the consumer's own wake is on its way
-    park(world.url, fresh, "t-fresh", ", cancel_requested_at = now()")
+    park(world.url, fresh, "t-fresh", cancel_ago="0 seconds")
     for rid in (cancelled, changed, moved_on, throttled, fresh):
         world.stepfunctions.executions[execution_of(rid)] = "RUNNING"
     world.stepfunctions.tokens.update(
