@@ -28,6 +28,7 @@ METRICS_NAMESPACE = "GpuDev"  # gpudev/observability.py emits under it (a unit t
 DISK_RESERVATION_TAG = "reservation-id"
 _VOLUMES = "arn:{partition}:ec2:{region}:{account}:volume/*"
 _SNAPSHOTS = "arn:{partition}:ec2:{region}::snapshot/*"  # snapshot ARNs carry no account
+_INSTANCES = "arn:{partition}:ec2:{region}:{account}:instance/*"
 # The tags a reservation puts on a disk's existing volume it takes (gpudev/disks/ebs.py
 # RESERVATION_TAG and ADOPTED_TAG; tests/infrastructure keeps them in step).
 DISK_ADOPTION_TAG_KEYS = (DISK_RESERVATION_TAG, "gpu-dev-adopted-by")
@@ -73,6 +74,15 @@ DISK_VOLUME_GRANTS = (
     ),
     ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), _TAGGED),
     ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), _TAGGED),
+    # A volume saved while still attached to a hung node is forced off it (lifecycle/disk.py
+    # `release_disk`): DetachVolume authorizes the volume (ours, by tag) and the instance
+    # (an EKS node: EKS tags every node it launches with its cluster's name).
+    ResourceGrant(("ec2:DetachVolume",), (_VOLUMES,), _TAGGED),
+    ResourceGrant(
+        ("ec2:DetachVolume",),
+        (_INSTANCES,),
+        (("StringLike", "ec2:ResourceTag/eks:cluster-name", ("*",)),),
+    ),
 )
 DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
 
@@ -203,18 +213,28 @@ DISK_RECONCILER = FunctionSpec(
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,
 )
+# How many completed snapshots of each live disk the daily purge keeps (disks/retention.py).
+SNAPSHOT_RETENTION = ContextSetting("diskSnapshotRetention", "DISK_SNAPSHOT_RETENTION", default=3)
 DISK_PURGE = FunctionSpec(
     "DiskPurge",
     "disk_purge",
     timeout_seconds=300,
-    describe_actions=("ec2:DescribeSnapshots",),
+    # Volumes: the snapshots they were made from are never retired (disks/retention.py).
+    describe_actions=("ec2:DescribeSnapshots", "ec2:DescribeVolumes"),
     grants=(
         ResourceGrant(
             ("ec2:DeleteSnapshot",),
             (_SNAPSHOTS,),
             (_OURS, ("Null", f"aws:ResourceTag/{DISK_DELETE_DATE_TAG}", ("false",))),
         ),
+        # Retention: a live disk's older snapshots (ours, without delete-date).
+        ResourceGrant(
+            ("ec2:DeleteSnapshot",),
+            (_SNAPSHOTS,),
+            (_OURS, ("Null", f"aws:ResourceTag/{DISK_DELETE_DATE_TAG}", ("true",))),
+        ),
     ),
+    context_environment=(SNAPSHOT_RETENTION,),
     reserved_concurrency=1,  # with the advisory lock: never two runs at once
     alarm_on_errors=True,
     database=PURGE_DATABASE,  # its own role: DELETE on disks (migrations/0017)
@@ -227,7 +247,9 @@ SWEEPER = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",  # deletes leftover objects in gpu-dev
     sends_to=("Jobs",),  # create jobs sent again
-    answers_tasks=(RESERVATION_MACHINE,),  # its allocator pass signals grants
+    # its allocator pass signals grants; it wakes executions whose cancel or change job
+    # never arrived (sweeper/plan.py `unheard_request`)
+    answers_tasks=(RESERVATION_MACHINE,),
     watches=(RESERVATION_MACHINE,),
     # saves the disks of reservations whose execution died, as the lifecycle does
     describe_actions=DISK_VOLUME_DESCRIBES,

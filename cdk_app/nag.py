@@ -45,6 +45,13 @@ ACKNOWLEDGED: dict[str, str] = {
         "earlier snapshots; the disk jobs' tags), and for the purge's deletes also on the "
         "delete-date tag a deleted disk's snapshots carry."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+    "<AWS::AccountId>:instance/*]": (
+        "Only DetachVolume, to force a disk's volume off a hung node after a snapshot of it "
+        "completed; the node's id is not known in advance, the instance must carry EKS's "
+        "eks:cluster-name tag, and the same call must also be allowed on the volume, which "
+        "is conditioned on the disk's reservation-id and gpu-dev-user tags."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "
         "aliases (<arn>:*), and nothing else."

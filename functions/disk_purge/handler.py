@@ -1,5 +1,5 @@
-"""EventBridge rate(1 day) → the snapshots and rows of disks past their delete_date
-(gpudev/disks/purge.py)."""
+"""EventBridge rate(1 day) → the snapshots and rows of disks past their delete_date, and the
+live disks' snapshots beyond the retention (gpudev/disks/purge.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gpudev.aws import aws_clients
 from gpudev.db.pool import autocommit_connection
 from gpudev.disks.purge import purge_disks
 from gpudev.observability import logger, metrics, tracer
+from gpudev.settings import disk_purge_settings
 
 
 @metrics.log_metrics
@@ -25,6 +26,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             aws_clients().ec2,
             f"{context.function_name}:{context.aws_request_id}",
             today=datetime.now(UTC).date(),
+            keep=disk_purge_settings().snapshot_retention,
         )
     metrics.add_metric("RunSkipped", MetricUnit.Count, int(result.outcome == "skipped"))
     for name, value in result.statistics.items():

@@ -24,6 +24,7 @@ TAGGED = {
 TAGGING = {
     "StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "*", f"aws:RequestTag/{USER_TAG}": "*"}
 }
+EKS_NODE = {"StringLike": {"ec2:ResourceTag/eks:cluster-name": "*"}}
 # a disk's earlier snapshots: ours, imported ones too (made before the reservation tag)
 OURS = {"Null": {f"aws:ResourceTag/{USER_TAG}": "false"}}
 
@@ -50,8 +51,10 @@ def _ec2_statements(template: Template, service_name: str) -> list[dict[str, Any
 
 
 def _kind(resource: Any) -> str:
-    """volume or snapshot, from an ARN rendered with Fn::Join."""
+    """volume, snapshot or instance, from an ARN rendered with Fn::Join."""
     text = resource if isinstance(resource, str) else str(resource["Fn::Join"][1])
+    if ":instance/" in text:
+        return "instance"
     return "snapshot" if ":snapshot/" in text or "::snapshot/" in text else "volume"
 
 
@@ -88,6 +91,9 @@ def test_the_disk_functions_hold_exactly_the_ec2_actions_they_call_scoped_by_tag
         ("ec2:CreateTags", "snapshot"): [creating],
         ("ec2:DeleteVolume", "volume"): [TAGGED],
         ("ec2:DeleteSnapshot", "snapshot"): [TAGGED],
+        # a volume saved while attached to a hung node, forced off it: ours, from an EKS node
+        ("ec2:DetachVolume", "volume"): [TAGGED],
+        ("ec2:DetachVolume", "instance"): [EKS_NODE],
     }
 
 

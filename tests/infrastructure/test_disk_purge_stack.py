@@ -70,15 +70,22 @@ def test_the_purge_logs_in_as_its_own_role_and_the_reconcilers_cannot(template: 
 
 
 def test_the_purge_deletes_only_our_snapshots_and_changes_nothing_else(template: Template):
-    purge_id, _ = function_of_service(template, "gpudev-disk-purge")
-    ec2 = _ec2(_statements(template, purge_id))
-    assert set(ec2) == {"ec2:DescribeSnapshots", "ec2:DeleteSnapshot"}
-    delete = ec2["ec2:DeleteSnapshot"]
-    assert ":snapshot/*" in _resources(delete) and ":volume/" not in _resources(delete)
-    # only snapshots a disk job marked for deletion
-    assert delete["Condition"] == {
-        "Null": {"aws:ResourceTag/gpu-dev-user": "false", "aws:ResourceTag/delete-date": "false"}
-    }
+    purge_id, props = function_of_service(template, "gpudev-disk-purge")
+    statements = _statements(template, purge_id)
+    ec2 = _ec2(statements)
+    assert set(ec2) == {"ec2:DescribeSnapshots", "ec2:DescribeVolumes", "ec2:DeleteSnapshot"}
+    deletes = [s for s in statements if "ec2:DeleteSnapshot" in str(s["Action"])]
+    for delete in deletes:
+        assert ":snapshot/*" in _resources(delete) and ":volume/" not in _resources(delete)
+    # only our snapshots: marked for deletion by a disk job (the purge), or not (retention)
+    assert sorted(json.dumps(d["Condition"], sort_keys=True) for d in deletes) == sorted(
+        json.dumps(
+            {"Null": {"aws:ResourceTag/gpu-dev-user": "false", "aws:ResourceTag/delete-date": v}},
+            sort_keys=True,
+        )
+        for v in ("false", "true")
+    )
+    assert props["Environment"]["Variables"]["DISK_SNAPSHOT_RETENTION"] == "3"
 
 
 def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapshots(

@@ -5,6 +5,7 @@ recorded in reconciler_runs as `disk_purge`."""
 
 from __future__ import annotations
 
+import time
 from datetime import date, timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -97,6 +98,11 @@ def test_delete_then_tags_then_purge_on_the_date_and_not_before(conn: Any, ec2: 
         "snapshots_in_use": 0,
         "errors": 0,
         "disks_purged": 1,
+        # retention: "work" is live, with its one snapshot (bob has no disk "data")
+        "retained_disks": 1,
+        "snapshots_retained": 1,
+        "snapshots_retired": 0,
+        "snapshots_sources": 0,
     }
     run = ReconcilerRunsRepository(conn).latest("disk_purge")
     assert run is not None and run.outcome == "succeeded"
@@ -186,3 +192,68 @@ def test_the_handler_records_a_failed_run_that_survives_the_failure(
     run = ReconcilerRunsRepository(conn).latest("disk_purge")
     assert run is not None and run.outcome == "failed" and "InternalError" in (run.error or "")
     assert DisksRepository(conn).get("alice", "data") is not None
+
+
+# -- snapshot retention of live disks (disks/retention.py) ---------------------------------
+
+
+def live_disk_with_snapshots(conn: Any, ec2: Any, name: str, count: int) -> list[str]:
+    """A live disk and its snapshots, oldest first. moto's StartTime has whole seconds
+    (EBS's has milliseconds): one a second, so their order is the one EBS would give."""
+    create_disk(conn, RecordingQueue(), ALICE, DiskRequest(disk_name=name))  # type: ignore[arg-type]
+    made = []
+    for _ in range(count):
+        made += snapshots_of(ec2, "alice", name, 1)
+        time.sleep(1.01)
+    return made
+
+
+def test_retention_keeps_the_latest_n_snapshots_of_a_live_disk(conn: Any, ec2: Any):
+    oldest_first = live_disk_with_snapshots(conn, ec2, "work", 5)
+    others = snapshots_of(ec2, "alice", "other", 2)  # no such disk: not ours to judge
+
+    result = purge_disks(conn, ec2, "test", today=date.today(), keep=3)
+
+    assert remaining(ec2) == set(oldest_first[2:] + others)
+    assert result.statistics["snapshots_retired"] == 2
+    assert result.statistics["snapshots_deleted"] == 0, "the purge's own count is apart"
+    again = purge_disks(conn, ec2, "test", today=date.today(), keep=3)
+    assert again.statistics["snapshots_retired"] == 0 and remaining(ec2) == set(
+        oldest_first[2:] + others
+    )
+
+
+def test_retention_never_deletes_the_snapshot_a_volume_is_restored_from(conn: Any, ec2: Any):
+    oldest_first = live_disk_with_snapshots(conn, ec2, "work", 4)
+    ec2.create_volume(
+        AvailabilityZone="us-east-2a",
+        SnapshotId=oldest_first[0],
+        TagSpecifications=[
+            {"ResourceType": "volume", "Tags": [{"Key": "gpu-dev-user", "Value": "alice"}]}
+        ],
+    )
+
+    result = purge_disks(conn, ec2, "test", today=date.today(), keep=1)
+
+    assert remaining(ec2) == {oldest_first[0], oldest_first[-1]}
+    assert result.statistics["snapshots_sources"] == 1
+    assert result.statistics["snapshots_retired"] == 2
+
+
+def test_a_retired_snapshot_ebs_refuses_is_reported_and_tried_again(conn: Any, ec2: Any):
+    oldest_first = live_disk_with_snapshots(conn, ec2, "work", 3)
+
+    refused = purge_disks(
+        conn,
+        RefusesToDelete(ec2, oldest_first[0], "InvalidSnapshot.InUse"),
+        "test",
+        today=date.today(),
+        keep=1,
+    )
+
+    assert refused.outcome == "succeeded"
+    assert "InvalidSnapshot.InUse" in refused.refused[oldest_first[0]]
+    assert refused.statistics["snapshots_retired"] == 1
+    assert remaining(ec2) == {oldest_first[0], oldest_first[-1]}
+    later = purge_disks(conn, ec2, "test", today=date.today(), keep=1)
+    assert later.statistics["snapshots_retired"] == 1 and remaining(ec2) == {oldest_first[-1]}

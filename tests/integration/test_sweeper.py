@@ -70,11 +70,23 @@ class Objects:
 
 
 class StepFunctions:
-    """ListExecutions (paginated) and DescribeExecution over a dict of ARN → status."""
+    """ListExecutions (paginated) and DescribeExecution over a dict of ARN → status;
+    SendTaskSuccess to the open tokens (`tokens`: token → the error code it answers, or
+    None to take it; a token not there is closed)."""
 
     def __init__(self) -> None:
         self.executions: dict[str, str] = {}
         self.described: list[str] = []
+        self.tokens: dict[str, str | None] = {}
+        self.woken: list[tuple[str, str]] = []
+
+    def send_task_success(self, taskToken: str, output: str) -> dict[str, Any]:
+        code = self.tokens.get(taskToken, "TaskDoesNotExist")
+        if code is not None:
+            raise ClientError({"Error": {"Code": code, "Message": "no"}}, "SendTaskSuccess")
+        del self.tokens[taskToken]
+        self.woken.append((taskToken, output))
+        return {}
 
     def get_paginator(self, operation: str) -> Any:
         assert operation == "list_executions"
@@ -512,3 +524,51 @@ def test_the_rows_read_are_the_live_ones_and_when_the_listed_ended_ones_ended(wo
         ).fetchone()  # type: ignore[misc]
     assert [r.reservation_id for r in rows.live] == [live]
     assert rows.ended_at == {str(listed_ended): ended_at}
+
+
+def park(
+    url: str, rid: uuid.UUID, token: str, *, cancel_ago: str | None = None, change: bool = False
+) -> None:
+    """Parked on `token`, with a cancel asked `cancel_ago` or a change not applied."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE reservations SET task_token = %s,"
+            " cancel_requested_at = now() - %s::interval,"
+            " change_generation = change_generation + %s WHERE reservation_id = %s",
+            (token, cancel_ago, int(change), rid),
+        )
+
+
+def test_unheard_requests_wake_their_executions_once_and_a_refused_wake_is_an_error(world):
+    cancelled = insert(world.url, "active")  # its cancel job dead-lettered ten minutes ago
+    park(world.url, cancelled, "t-cancel", cancel_ago="10 minutes")
+    changed = insert(world.url, "active")  # its change job was lost
+    park(world.url, changed, "t-change", change=True)
+    moved_on = insert(world.url, "active")  # woken by the consumer meanwhile: token closed
+    park(world.url, moved_on, "t-closed", cancel_ago="1 hour")
+    throttled = insert(world.url, "queued")
+    park(world.url, throttled, "t-throttled", cancel_ago="1 hour")
+    fresh = insert(world.url, "active")  # the consumer's own wake is on its way
+    park(world.url, fresh, "t-fresh", cancel_ago="0 seconds")
+    for rid in (cancelled, changed, moved_on, throttled, fresh):
+        world.stepfunctions.executions[execution_of(rid)] = "RUNNING"
+    world.stepfunctions.tokens.update(
+        {"t-cancel": None, "t-change": None, "t-throttled": "ThrottlingException", "t-fresh": None}
+    )
+
+    result = world.run()
+
+    assert sorted(world.stepfunctions.woken) == [
+        ("t-cancel", '{"outcome": "cancel"}'),
+        ("t-change", '{"outcome": "changed"}'),
+    ]
+    assert result.statistics["executions_woken"] == 2 and result.repairs == 2
+    assert result.statistics["errors"] == 1, "the throttled wake, tried again next run"
+    assert result.statistics["reservations_ended"] == 0
+    with psycopg.connect(world.url) as conn:
+        wakes = conn.execute("SELECT reservation_id FROM change_wakes").fetchall()
+    assert wakes == [(changed,)], "a change wake counts against the bound"
+
+    world.stepfunctions.tokens["t-change"] = None  # parked again before applying it
+    again = world.run()
+    assert again.statistics["executions_woken"] == 0, "within the bound: not woken twice"

@@ -20,6 +20,7 @@ from tests.lifecycle.helpers import (
     show,
     stop_execution,
     sweep,
+    task_token,
     wait_for_status,
 )
 
@@ -131,3 +132,67 @@ def test_a_sweep_of_a_healthy_deployment_changes_nothing(api, local_cloud):
     swept = sweep(local_cloud)
     assert swept["repairs"] == 0 and swept["statistics"]["live_reservations"] >= 1
     assert show(api, rid)["status"] == "active" and allocated_slots(local_cloud, rid) == 1
+
+
+def wait_until_parked(cloud: LocalCloud, reservation_id: str) -> None:
+    """Its execution parked on a token (after its first checkpoint)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            task_token(cloud, reservation_id)
+            return
+        except AssertionError:
+            assert time.monotonic() < deadline, "never parked"
+            time.sleep(0.1)
+
+
+def test_a_cancel_whose_job_dead_lettered_ends_the_reservation_within_one_sweep(api, local_cloud):
+    # Given an active 8-GPU reservation whose cancel was committed ten minutes ago but whose
+    # job never reached the execution (dead-lettered: the API's row, no job)
+    rid = reserve(api, gpu_type="h100", gpu_count=8, hours=2)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    wait_until_parked(local_cloud, rid)
+    sql(
+        local_cloud,
+        "UPDATE reservations SET cancel_requested_at = now() - interval '10 minutes'"
+        " WHERE reservation_id = %s",
+        rid,
+    )
+    assert allocated_slots(local_cloud, rid) == 8
+
+    # When one sweep runs
+    swept = sweep(local_cloud)
+
+    # Then the execution was woken and tore the reservation down: cancelled, GPUs released
+    assert swept["statistics"]["executions_woken"] == 1
+    assert swept["statistics"]["reservations_ended"] == 0, "its own tear down ends it"
+    assert swept["repairs"] == 1
+    wait_for_status(api, rid, "cancelled")
+    assert_nothing_left(local_cloud, rid)
+    assert sweep(local_cloud)["repairs"] == 0, "nothing left to repair"
+
+
+def test_a_change_whose_job_dead_lettered_is_applied_after_one_sweep(api, local_cloud):
+    # Given an active reservation extended by an hour whose change job never arrived (the
+    # API's row, as change.sql writes it, and no job)
+    rid = reserve(api, hours=1)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    wait_until_parked(local_cloud, rid)
+    before = show(api, rid)["expires_at"]
+    sql(
+        local_cloud,
+        "UPDATE reservations SET duration_hours = duration_hours + 1,"
+        " change_generation = change_generation + 1 WHERE reservation_id = %s",
+        rid,
+    )
+
+    # When one sweep runs
+    swept = sweep(local_cloud)
+
+    # Then the execution was woken and applied it: the expiry moved by the hour
+    assert swept["statistics"]["executions_woken"] == 1
+    deadline = time.monotonic() + 20
+    while show(api, rid)["expires_at"] == before:
+        assert time.monotonic() < deadline, "the change was never applied"
+        time.sleep(0.2)
+    assert sweep(local_cloud)["statistics"]["executions_woken"] == 0, "applied: nothing to wake"

@@ -89,3 +89,26 @@ def test_the_sweeper_needs_the_jobs_queue_and_the_state_machine(monkeypatch: pyt
     monkeypatch.setenv("SWEEPER_PENDING_AFTER_SECONDS", "60")
     settings = sweeper_settings()
     assert settings.pending_after_seconds == 60 and settings.max_create_resends == 3
+
+
+def test_a_snapshot_retention_that_keeps_nothing_is_refused(monkeypatch: pytest.MonkeyPatch):
+    from gpudev.settings import disk_purge_settings
+
+    assert disk_purge_settings().snapshot_retention == 3
+    reset_settings_cache()
+    monkeypatch.setenv("DISK_SNAPSHOT_RETENTION", "0")
+    with pytest.raises(SettingsError, match="snapshot_retention"):
+        disk_purge_settings()
+    reset_settings_cache()
+
+
+def test_the_save_patience_and_the_pod_patience_are_positive(monkeypatch: pytest.MonkeyPatch):
+    from gpudev.settings import lifecycle_settings
+
+    for name in ("LIFECYCLE_SAVE_PATIENCE_SECONDS", "LIFECYCLE_POD_RELEASE_PATIENCE_SECONDS"):
+        reset_settings_cache()
+        monkeypatch.setenv(name, "0")
+        with pytest.raises(SettingsError, match=name.removeprefix("LIFECYCLE_").lower()):
+            lifecycle_settings()
+        monkeypatch.delenv(name)
+    reset_settings_cache()

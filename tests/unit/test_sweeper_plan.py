@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
@@ -269,3 +270,64 @@ def test_a_held_disk_is_saved_only_when_its_execution_is_confirmed_not_alive():
     assert sorted(disks_to_save(every, listed, described)) == sorted(
         [aborted.reservation_id, failed.reservation_id, missing.reservation_id, none.reservation_id]
     )
+
+
+# -- requests whose jobs were never delivered (dead-lettered) --------------------------------
+
+
+def parked(status: S = S.ACTIVE, **fields: object) -> LiveRow:
+    return replace(row(status), task_token="token", **fields)  # type: ignore[arg-type]
+
+
+def test_a_cancel_unheard_for_longer_than_the_limit_wakes_its_parked_execution():
+    limits = Limits(300, 3, requested_after_seconds=120)
+    old = parked(cancel_requested_at=NOW - timedelta(seconds=121))
+    queued = parked(S.QUEUED, cancel_requested_at=NOW - timedelta(seconds=600))
+    fresh = parked(cancel_requested_at=NOW - timedelta(seconds=30))
+    between_steps = replace_token(parked(cancel_requested_at=NOW - timedelta(hours=1)), None)
+
+    plan = plan_sweep([old, queued, fresh, between_steps], {}, [], limits, listed_at=NOW)
+
+    assert {(w.reservation_id, w.outcome) for w in plan.wakes} == {
+        (old.reservation_id, "cancel"),
+        (queued.reservation_id, "cancel"),
+    }
+    assert not plan.ends, "the execution tears down itself: it saves the disk too"
+
+
+def replace_token(live: LiveRow, token: str | None) -> LiveRow:
+    return replace(live, task_token=token)
+
+
+def test_a_change_not_applied_wakes_only_outside_the_change_wake_bound():
+    limits = Limits(300, 3, change_wake_bound_seconds=180)
+    never_woken = parked(change_generation=2, applied_generation=1)
+    woken_long_ago = parked(change_generation=1, change_woken_seconds=181.0)
+    within_bound = parked(change_generation=1, change_woken_seconds=60.0)
+    applied = parked(change_generation=3, applied_generation=3)
+    not_active = parked(S.PREPARING, change_generation=1)
+
+    plan = plan_sweep(
+        [never_woken, woken_long_ago, within_bound, applied, not_active],
+        {},
+        [],
+        limits,
+        listed_at=NOW,
+    )
+
+    assert {(w.reservation_id, w.outcome) for w in plan.wakes} == {
+        (never_woken.reservation_id, "changed"),
+        (woken_long_ago.reservation_id, "changed"),
+    }
+
+
+def test_a_request_on_a_row_whose_execution_died_is_ended_not_woken():
+    dead = parked(cancel_requested_at=NOW - timedelta(hours=1))
+    plan = plan_sweep([dead], {dead.execution_arn or "": "ABORTED"}, [], LIMITS, listed_at=NOW)
+    assert not plan.wakes and [end.reservation_id for end in plan.ends] == [dead.reservation_id]
+
+
+def test_the_wake_keeps_its_token_out_of_logs_and_reprs():
+    limits = Limits(300, 3, requested_after_seconds=0)
+    plan = plan_sweep([parked(cancel_requested_at=NOW)], {}, [], limits, listed_at=NOW)
+    assert "'token'" not in repr(plan.wakes[0])

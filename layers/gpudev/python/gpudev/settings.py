@@ -177,12 +177,28 @@ class LifecycleSettings(BaseSettings):
     # minutes; changes meanwhile are applied together at the next checkpoint, due by then.
     # Bounds an execution's history (25,000 events; docs/security.md, "Limits").
     change_wake_minutes: float = Field(default=3.0, gt=0)
+    # Saving a disk (lifecycle/patience.py; real seconds, an infrastructure wait): polls back
+    # off up to `save_wait_max_seconds`; after `save_patience_seconds` since the end the
+    # sweeper takes the disk over; a pod still there `pod_release_patience_seconds` after the
+    # end is deleted with no grace period (its node is gone or hung).
+    save_wait_max_seconds: int = Field(default=300, ge=1)
+    save_patience_seconds: float = Field(default=4 * 3600.0, gt=0)
+    pod_release_patience_seconds: float = Field(default=600.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None
     reservation_state_machine_arn: str = Field(
         default="", validation_alias="RESERVATION_STATE_MACHINE_ARN"
     )
+
+
+class DiskPurgeSettings(BaseSettings):
+    """The daily disk purge (gpudev/disks/purge.py): how many completed snapshots of each
+    live disk it keeps (CDK context `diskSnapshotRetention`; disks/retention.py)."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="DISK_")
+
+    snapshot_retention: int = Field(default=3, ge=1)
 
 
 class SweeperSettings(BaseSettings):
@@ -199,6 +215,9 @@ class SweeperSettings(BaseSettings):
     # Objects of a reservation that ended less than this before a run began are left to its
     # tear down (which may still be finishing) and judged by the next run.
     ended_margin_seconds: float = Field(default=60.0, ge=0)
+    # A cancel requested this long ago on a row whose execution still runs was never
+    # delivered (its job dead-lettered): the sweeper wakes the execution itself.
+    requested_after_seconds: float = Field(default=120.0, ge=0)
     jobs_queue_url: str = Field(validation_alias="JOBS_QUEUE_URL")
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
@@ -237,6 +256,7 @@ user_limit_settings = _getter(UserLimitSettings)
 rate_limit_settings = _getter(RateLimitSettings)
 lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
+disk_purge_settings = _getter(DiskPurgeSettings)
 
 
 def reset_settings_cache() -> None:

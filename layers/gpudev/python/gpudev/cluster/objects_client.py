@@ -197,6 +197,26 @@ class ReservationObjects:
             raise
         return True
 
+    def force_delete_pod(self, name: str, uid: str | None) -> None:
+        """Delete a pod with no grace period (the kubelet is not asked: its node is gone or
+        hung), only the one listed (uid precondition); one gone already is what we wanted."""
+        from kubernetes.client import V1DeleteOptions, V1Preconditions
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._call(
+                "delete",
+                "pods",
+                name,
+                self._namespace,
+                body=V1DeleteOptions(
+                    grace_period_seconds=0, preconditions=V1Preconditions(uid=uid)
+                ),
+            )
+        except ApiException as exc:
+            if _status(exc) not in (404, 409):
+                raise
+
     def delete_all(
         self, reservation_id: str, kinds: tuple[str, ...] = KINDS, name: str | None = None
     ) -> int:

@@ -11,6 +11,10 @@ EBS will not delete (used by an AMI: `InvalidSnapshot.InUse`, or any other refus
 reported and keeps its disk's row, so the next run tries again; one already gone counts as
 deleted. The row goes only when none of its snapshots is left. `today` is injected (the
 handler passes the UTC date), so tests choose the day.
+
+The same run applies snapshot retention to the live disks (disks/retention.py): their
+completed snapshots beyond the latest `keep` are deleted, never one a reservation may
+restore from. A refused delete is reported like the purge's and tried again the next day.
 """
 
 from __future__ import annotations
@@ -24,7 +28,16 @@ from uuid import UUID
 import psycopg
 from botocore.exceptions import ClientError
 
-from gpudev.disks.ebs import DELETE_DATE_TAG, USER_TAG, disk_name_of, list_gpudev_snapshots, tags_of
+from gpudev.disks.ebs import (
+    DELETE_DATE_TAG,
+    USER_TAG,
+    disk_name_of,
+    list_gpudev_snapshots,
+    list_gpudev_volumes,
+    tags_of,
+)
+from gpudev.disks.retention import STATISTICS as RETENTION_STATISTICS
+from gpudev.disks.retention import RetentionPlan, plan_retention, volume_sources
 from gpudev.models import Disk
 from gpudev.observability import logger
 from gpudev.repositories import DiskOperationsRepository, ReconcilerRunsRepository
@@ -38,6 +51,7 @@ STATISTICS = (
     "snapshots_in_use",
     "errors",
     "disks_purged",
+    *RETENTION_STATISTICS,
 )
 GONE = {"InvalidSnapshot.NotFound"}
 IN_USE = {"InvalidSnapshot.InUse"}
@@ -83,6 +97,23 @@ class DiskPurge:
     run_id: int | None = None
 
 
+def _delete_snapshot(
+    ec2: Any, snapshot_id: str, stats: dict[str, int], refused: dict[str, str]
+) -> bool:
+    """Whether the snapshot is gone (deleted now, or already); a refusal is reported."""
+    try:
+        ec2.delete_snapshot(SnapshotId=snapshot_id)
+    except ClientError as exc:
+        code = exc.response["Error"]["Code"]
+        if code in GONE:
+            return True
+        refused[snapshot_id] = f"{code}: {exc.response['Error'].get('Message', '')}"
+        stats["snapshots_in_use" if code in IN_USE else "errors"] += 1
+        logger.warning("snapshot not deleted", extra={"snapshot_id": snapshot_id, "code": code})
+        return False
+    return True
+
+
 def _delete_snapshots(ec2: Any, plan: PurgePlan, refused: dict[str, str]) -> set[UUID]:
     """Deletes the planned snapshots; returns the disks that have none left."""
     stats = plan.statistics
@@ -90,25 +121,32 @@ def _delete_snapshots(ec2: Any, plan: PurgePlan, refused: dict[str, str]) -> set
     for disk_id, snapshot_ids in plan.deletes.items():
         left = False
         for snapshot_id in snapshot_ids:
-            try:
-                ec2.delete_snapshot(SnapshotId=snapshot_id)
-            except ClientError as exc:
-                code = exc.response["Error"]["Code"]
-                if code not in GONE:
-                    left = True
-                    refused[snapshot_id] = f"{code}: {exc.response['Error'].get('Message', '')}"
-                    stats["snapshots_in_use" if code in IN_USE else "errors"] += 1
-                    logger.warning(
-                        "snapshot not purged", extra={"snapshot_id": snapshot_id, "code": code}
-                    )
-                    continue
-            stats["snapshots_deleted"] += 1
+            if _delete_snapshot(ec2, snapshot_id, stats, refused):
+                stats["snapshots_deleted"] += 1
+            else:
+                left = True
         if not left and disk_id not in plan.kept:
             emptied.add(disk_id)
     return emptied
 
 
-def purge_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str, today: date) -> DiskPurge:
+def _retire_snapshots(
+    ec2: Any, retention: RetentionPlan, stats: dict[str, int], refused: dict[str, str]
+) -> None:
+    """Deletes the snapshots retention retires; counts those gone in `snapshots_retired`."""
+    retention.statistics["snapshots_retired"] = sum(
+        _delete_snapshot(ec2, snapshot_id, stats, refused)
+        for snapshot_ids in retention.deletes.values()
+        for snapshot_id in snapshot_ids
+    )
+    stats.update(retention.statistics)
+
+
+def purge_disks(
+    conn: psycopg.Connection[Any], ec2: Any, invoked_by: str, today: date, keep: int = 3
+) -> DiskPurge:
+    """`keep`: how many completed snapshots of each live disk are kept (CDK context
+    `diskSnapshotRetention`)."""
     runs = ReconcilerRunsRepository(conn)
     disks = DiskOperationsRepository(conn)
     refused: dict[str, str] = {}
@@ -119,11 +157,17 @@ def purge_disks(conn: psycopg.Connection[Any], ec2: Any, invoked_by: str, today:
                 return DiskPurge("skipped", run_id=run.run_id)
             run = runs.start(RECONCILER, invoked_by)
             due = disks.due(today)
-            snapshots = list_gpudev_snapshots(ec2) if due else []
+            live = disks.live()
+            # Volumes before snapshots: a volume made meanwhile from a snapshot was made
+            # from one of the latest, which retention keeps anyway.
+            sources = volume_sources(list_gpudev_volumes(ec2))
+            snapshots = list_gpudev_snapshots(ec2)
             plan = plan_purge(due, snapshots, today)
             emptied = _delete_snapshots(ec2, plan, refused)
             purged = disks.delete_purged(sorted(emptied), today) if emptied else []
             plan.statistics["disks_purged"] = len(purged)
+            retention = plan_retention(live, snapshots, keep, sources)
+            _retire_snapshots(ec2, retention, plan.statistics, refused)
             runs.finish(run.run_id, "succeeded", plan.statistics)
     except Exception as exc:
         with conn.transaction():

@@ -229,6 +229,16 @@ class DiskVolumes:
     def delete_snapshot(self, snapshot_id: str) -> None:
         self._delete(self._ec2.delete_snapshot, "InvalidSnapshot.NotFound", SnapshotId=snapshot_id)
 
+    def force_detach(self, volume: dict[str, Any]) -> None:
+        """Detach a volume whose instance never let it go (a hung node), forced: used only
+        after a snapshot of it completed (lifecycle/disk.py `release_disk`)."""
+        for attachment in volume.get("Attachments", []):
+            if attachment.get("State") == "detaching":
+                continue
+            self._ec2.detach_volume(
+                VolumeId=volume["VolumeId"], InstanceId=attachment["InstanceId"], Force=True
+            )
+
     def delete_volume(self, volume_id: str) -> None:
         self._delete(self._ec2.delete_volume, "InvalidVolume.NotFound", VolumeId=volume_id)
 

@@ -12,7 +12,11 @@ claim): `save_disk` polls until the pod is gone and the volume detached, snapsho
 polls the snapshot until it completes (a failed one: reason recorded on the disk, snapshot
 dropped, tried again later, the volume kept); `release_disk` deletes the volume (only after
 its snapshot completed; an adopted volume never mounted is left as it was found) and frees
-the disk. The state machine does the waiting (Wait states), never a Lambda. The
+the disk. The state machine does the waiting (Wait states), never a Lambda, with a
+backoff measured from the reservation's end, and hands the disk to the sweeper after
+`save_patience_seconds` (`handoff`); a pod still there after `pod_release_patience_seconds`
+is deleted with no grace period and the volume snapshotted as it is, attached or not, then
+force-detached (lifecycle/patience.py). The
 volume is created with the reservation id as ClientToken and recorded on the disk's row
 (`held_volume_id`); every later step acts on that volume and finds its snapshot (by the
 reservation tag and the volume id) before making one.
@@ -35,6 +39,7 @@ from gpudev.cluster.names import Names
 from gpudev.cluster.volumes import HomeDisk, PersistentVolumes, claim, persistent_volume
 from gpudev.disks.ebs import is_adopted
 from gpudev.disks.volumes import DiskRef, VolumeTokenMismatch
+from gpudev.lifecycle.patience import SavePatience, next_wait, pod_overdue
 from gpudev.lifecycle.payloads import (
     CheckDisk,
     CheckDiskOutput,
@@ -248,6 +253,21 @@ def mount_home(lc: Lifecycle, reservation: Reservation) -> str | None:
     return Names.of(reservation).home
 
 
+def save_patience(lc: Lifecycle) -> SavePatience:
+    settings = lc.settings
+    return SavePatience(
+        base_seconds=settings.ready_poll_seconds,
+        cap_seconds=settings.save_wait_max_seconds,
+        patience_seconds=settings.save_patience_seconds,
+        pod_patience_seconds=settings.pod_release_patience_seconds,
+    )
+
+
+def _since_end(lc: Lifecycle, reservation: Reservation) -> float:
+    ended = reservation.reservation_ended
+    return 0.0 if ended is None else lc.clock() - ended.timestamp()
+
+
 def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     holds = DiskHoldsRepository(lc.conn)
     disk = holds.held_by(task.reservation_id)
@@ -255,18 +275,37 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     if disk is None:
         return SaveDiskOutput(outcome="none", seconds=poll)
     reservation = lc.reservation(task.reservation_id)
+    patience = save_patience(lc)
+    elapsed = _since_end(lc, reservation)
+
+    def not_yet(detail: str) -> SaveDiskOutput:
+        outcome, seconds = next_wait(elapsed, patience)
+        if outcome == "handoff":
+            logger.warning(
+                "disk not saved in time: left to the sweeper",
+                extra={"reservation_id": str(reservation.reservation_id), "waiting": detail},
+            )
+        return SaveDiskOutput(outcome=outcome, seconds=seconds, detail=detail)
+
     ref = _ref(reservation, disk)
-    pods = lc.objects(reservation).pods(str(reservation.reservation_id))
+    cluster = lc.objects(reservation)
+    pods = cluster.pods(str(reservation.reservation_id))
     if pods:  # first, whatever else: a pod held by the listing's finalizer is let go here
         _record_listing(lc, holds, reservation, pods)
-        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the pod is stopping")
+        if pod_overdue(elapsed, patience):
+            _force_release(lc, reservation, pods)
+            return not_yet("the pod did not stop: deleted with no grace period")
+        return not_yet("the pod is stopping")
     volume = lc.volumes.volume(ref)
     if volume is None or reservation.pod_name is None:
         # No volume (never made, or deleted after its snapshot), or never mounted by a pod:
         # the latest snapshot still holds everything.
         return SaveDiskOutput(outcome="saved", seconds=poll)
-    if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
-        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="the volume is detaching")
+    busy = any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", []))
+    if busy and not pod_overdue(elapsed, patience):
+        return not_yet("the volume is detaching")
+    # Past the pod patience a volume still attached (a hung node) is snapshotted as it is:
+    # crash-consistent, as after a power cut; `release_disk` force-detaches it after.
     if volume["State"] == "error":  # nothing to snapshot: the last snapshot holds the disk
         logger.warning("disk volume in error: not saved", extra={"volume": volume["VolumeId"]})
         return SaveDiskOutput(outcome="saved", seconds=poll)
@@ -274,12 +313,15 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     if snapshot is None:
         snapshot = lc.volumes.create_snapshot(ref, volume["VolumeId"])
         holds.snapshot_started(reservation.reservation_id)
-        logger.info("disk snapshot started", extra={"snapshot": snapshot["SnapshotId"]})
+        logger.info(
+            "disk snapshot started",
+            extra={"snapshot": snapshot["SnapshotId"], "attached": busy},
+        )
     if snapshot["State"] == "completed":
         _record_completed(holds, reservation, snapshot)
         return SaveDiskOutput(outcome="saved", seconds=poll)
     if snapshot["State"] != "error":
-        return SaveDiskOutput(outcome="waiting", seconds=poll, detail="snapshot in progress")
+        return not_yet("snapshot in progress")
     reason = (
         f"snapshot {snapshot['SnapshotId']} of volume {volume['VolumeId']} failed"
         f" ({snapshot.get('StateMessage') or 'no message'}); the volume is kept and the"
@@ -291,6 +333,28 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
     logger.warning("disk snapshot failed", extra={"reason": reason})
     retry = max(1, math.ceil(lc.schedule.minutes(lc.settings.fault_retry_minutes)))
     return SaveDiskOutput(outcome="failed", seconds=retry, detail=reason)
+
+
+def _force_release(lc: Lifecycle, reservation: Reservation, pods: list[Any]) -> None:
+    """Pods that did not go within the patience: their node is gone or hung, so no kubelet
+    will confirm the deletion. The listing's finalizer is removed (the listing is lost: a
+    warning says so) and the pod deleted with no grace period, as `kubectl delete --force`."""
+    from kubernetes.client.exceptions import ApiException
+
+    cluster = lc.objects(reservation)
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        if home_listing.holds_listing(pod):
+            try:
+                cluster.replace(home_listing.without_finalizer(pod))
+            except ApiException as exc:
+                if exc.status not in (404, 409):
+                    raise
+        cluster.force_delete_pod(name, pod["metadata"].get("uid"))
+        logger.warning(
+            "pod did not stop within the patience: deleted with no grace period",
+            extra={"pod": name, "node": pod.get("spec", {}).get("nodeName")},
+        )
 
 
 def _record_listing(
@@ -336,6 +400,11 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
         else:
             if mounted and not saved and volume["State"] != "error":
                 raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
+            if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
+                # Saved while attached to a hung node (save_disk, past the pod patience):
+                # forced off it, and deleted once detached (the task's retries wait).
+                lc.volumes.force_detach(volume)
+                raise Transient(f"volume {volume['VolumeId']} is being detached by force")
             lc.volumes.delete_volume(volume["VolumeId"])
     _drop_superseded(lc, holds, ref, keep=None)
     holds.free(reservation.reservation_id)
@@ -353,7 +422,12 @@ def save_for_the_sweeper(lc: Lifecycle, reservation_id: UUID) -> SweptDisk:
     makes sure no execution is running for `reservation_id`."""
     PersistentVolumes(lc.api_client).delete_all(str(reservation_id))
     saved = save_disk(lc, SaveDisk(reservation_id=reservation_id))
+    if saved.outcome == "handoff":  # the sweeper has no patience to run out of: it waits
+        return "waiting"
     if saved.outcome != "saved":
         return saved.outcome
-    release_disk(lc, ReleaseDisk(reservation_id=reservation_id))
+    try:
+        release_disk(lc, ReleaseDisk(reservation_id=reservation_id))
+    except Transient:  # a forced detach under way: the next run deletes the volume
+        return "waiting"
     return "freed"

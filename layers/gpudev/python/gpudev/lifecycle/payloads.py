@@ -210,7 +210,8 @@ class CheckDiskOutput(TaskOutput):
 
 
 class SaveDiskOutput(TaskOutput):
-    outcome: Literal["none", "waiting", "saved", "failed"]
+    # handoff: not saved within the save's patience; the execution leaves it to the sweeper
+    outcome: Literal["none", "waiting", "saved", "failed", "handoff"]
     seconds: int  # with "waiting" or "failed": before looking again
     detail: str | None = None  # what it waits for, or why the snapshot failed
 

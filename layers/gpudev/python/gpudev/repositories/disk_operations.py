@@ -63,6 +63,11 @@ class DiskOperationsRepository:
         with self._conn.cursor(row_factory=class_row(Disk)) as cur:
             return cur.execute(query("disks/purge_due"), {"today": today}).fetchall()
 
+    def live(self) -> list[Disk]:
+        """Every disk not deleted (snapshot retention, disks/retention.py)."""
+        with self._conn.cursor(row_factory=class_row(Disk)) as cur:
+            return cur.execute(query("disks/retention_live")).fetchall()
+
     def delete_purged(self, disk_ids: Sequence[UUID], today: date) -> list[UUID]:
         rows = self._conn.execute(
             query("disks/purge_delete"), {"disk_ids": list(disk_ids), "today": today}

@@ -34,6 +34,13 @@ class LiveRow:
     create_job_resent_at: datetime | None
     read_at: datetime  # the database's now() when the row was read
     reservation_ended: datetime | None = None  # set on the ended rows the sweeper reads
+    # What a requested change needs to be repaired (sweeper/plan.py `wakes`): the parked
+    # execution's token, whether a change is not applied yet, and the change-wake bound's age
+    # (change_wakes; None: never woken for one).
+    task_token: str | None = None
+    change_generation: int = 0
+    applied_generation: int = 0
+    change_woken_seconds: float | None = None
 
 
 @dataclass(frozen=True)

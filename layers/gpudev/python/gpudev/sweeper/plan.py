@@ -1,7 +1,7 @@
 """What the sweeper should repair, decided without I/O (gpudev/sweeper/service.py reads the
 world and applies it).
 
-Three things the lifecycle can leave behind when something outside it fails:
+What the lifecycle can leave behind when something outside it fails:
 
 - a live reservation whose Step Functions execution is no longer RUNNING (stopped by an
   operator, `TearDownFailed`, lost with moto's memory): end it `failed` with a reason, give
@@ -13,7 +13,11 @@ Three things the lifecycle can leave behind when something outside it fails:
   (it died before `Free the disk`): save and free it (`disks_to_save`, sweeper/disks.py);
 - a `pending` reservation that no execution took (its create job was lost, or sits in the
   dead-letter queue): send its create job again, up to a limit, then end it with a reason
-  (`cancelled` if its owner asked for that meanwhile).
+  (`cancelled` if its owner asked for that meanwhile);
+- a requested change the running execution never heard of (its cancel or change job
+  dead-lettered): a cancel asked `requested_after_seconds` ago, or a change not applied and
+  outside the change-wake bound (lifecycle/wakes.py), wakes the parked execution through
+  its stored token, as the jobs consumer would have (`wakes`).
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from gpudev.cluster.home_listing import LISTING_PATIENCE
+from gpudev.lifecycle.wakes import coalesced
 from gpudev.models import ReservationStatus
 from gpudev.repositories.sweeper import WITH_EXECUTION, EndReservation, HeldDisk, LiveRow
 
@@ -70,6 +75,13 @@ class Limits:
     # A pod of an ended reservation still held by the disk listing's finalizer this long
     # after its deletion began is let go (sweeper/listings.py).
     listing_patience_seconds: float = LISTING_PATIENCE.total_seconds()
+    # A cancel asked this long ago on a row whose execution still runs was not heard (its
+    # job dead-lettered or was lost): the sweeper wakes the execution itself.
+    requested_after_seconds: float = 120.0
+    # The change-wake bound (LifecycleSettings.change_wake_minutes, in seconds on the
+    # lifecycle's clock, as the jobs consumer has it): a change is woken by the sweeper
+    # only outside it.
+    change_wake_bound_seconds: float = 180.0
 
 
 @dataclass(frozen=True)
@@ -88,11 +100,23 @@ class DeleteObject:
     resource_version: str | None = None
 
 
+@dataclass(frozen=True)
+class WakeExecution:
+    """A parked execution to wake through its token: the cancel or change its job should
+    have delivered (idempotent: a token already woken is closed, and the execution reads
+    the committed row whatever woke it)."""
+
+    reservation_id: UUID
+    task_token: str = field(repr=False)
+    outcome: Literal["cancel", "changed"]
+
+
 @dataclass
 class SweepPlan:
     ends: list[EndReservation] = field(default_factory=list)
     deletes: list[DeleteObject] = field(default_factory=list)
     resends: list[ResendCreate] = field(default_factory=list)
+    wakes: list[WakeExecution] = field(default_factory=list)
 
 
 def executions_to_describe(rows: Iterable[LiveRow], running: set[str]) -> list[str]:
@@ -151,6 +175,28 @@ def _stuck_pending(row: LiveRow, limits: Limits) -> bool:
         return False
     since = row.create_job_resent_at or row.created_at
     return (row.read_at - since).total_seconds() >= limits.pending_after_seconds
+
+
+def unheard_request(row: LiveRow, limits: Limits) -> WakeExecution | None:
+    """The wake a row's requested change still needs, if its execution is parked on a
+    token (one between steps reads the row at its next step): a cancel asked at least
+    `requested_after_seconds` ago, or a change not yet applied by an active execution and
+    not within the change-wake bound (lifecycle/wakes.py: the checkpoint due by its end
+    applies it)."""
+    if row.status not in WITH_EXECUTION or row.task_token is None:
+        return None
+    if row.cancel_requested_at is not None:
+        age = (row.read_at - row.cancel_requested_at).total_seconds()
+        if age >= limits.requested_after_seconds:
+            return WakeExecution(row.reservation_id, row.task_token, "cancel")
+        return None
+    if (
+        row.status == ReservationStatus.ACTIVE
+        and row.change_generation > row.applied_generation
+        and not coalesced(row.change_woken_seconds, limits.change_wake_bound_seconds)
+    ):
+        return WakeExecution(row.reservation_id, row.task_token, "changed")
+    return None
 
 
 def leftover(
@@ -216,6 +262,8 @@ def plan_sweep(
                 )
             else:
                 plan.resends.append(ResendCreate(row.reservation_id, row.user_id))
+        elif wake := unheard_request(row, limits):
+            plan.wakes.append(wake)
     ending = {str(end.reservation_id) for end in plan.ends}
     live = {str(row.reservation_id) for row in rows} - ending
     ended_at = ended_at or {}

@@ -33,6 +33,8 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
             settings.max_create_resends,
             settings.outbox_after_seconds,
             settings.ended_margin_seconds,
+            requested_after_seconds=settings.requested_after_seconds,
+            change_wake_bound_seconds=tasks.schedule.minutes(tasks.settings.change_wake_minutes),
         ),
         allocate=tasks.allocate,
         save_disk=lambda reservation_id: save_for_the_sweeper(tasks, reservation_id),

@@ -21,6 +21,10 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
 - Pods of ended reservations stuck Terminating by the disk listing's finalizer past the
   listing patience, whose disk nothing holds any more: the finalizer removed, counted in
   `listings_released` (a repair; sweeper/listings.py).
+- Requested changes the running execution never heard of (a cancel or change whose job
+  dead-lettered): its parked execution woken through its token, as the jobs consumer
+  would have, counted in `executions_woken` (a repair); a change wake is recorded in
+  `change_wakes`, so it respects the change-wake bound like the consumer's.
 - The outbox relay (gpudev/outbox.py): one batch of jobs the API did not send after its
   commit, sent and deleted, counted in `jobs_relayed` (a repair: the API's send failed).
 - One failing delete or send is counted in `errors` and the run goes on; a failure to read
@@ -46,7 +50,9 @@ from gpudev.jobs import CreateReservationJob, JobQueue
 from gpudev.observability import logger
 from gpudev.outbox import relay_outbox
 from gpudev.repositories import ReconcilerRunsRepository, SweeperRepository
+from gpudev.repositories.change_wakes import ChangeWakesRepository
 from gpudev.repositories.sweeper import EndReservation
+from gpudev.signals import Signals, Wake
 from gpudev.sweeper.disks import DiskSaver, SaveStep
 from gpudev.sweeper.listings import HeldPod, listings_to_release
 from gpudev.sweeper.listings import release as release_listings
@@ -55,6 +61,7 @@ from gpudev.sweeper.plan import (
     ClusterObject,
     Limits,
     SweepPlan,
+    WakeExecution,
     executions_to_describe,
     plan_sweep,
 )
@@ -68,6 +75,7 @@ REPAIRS = (
     "jobs_relayed",
     "disks_freed",
     "listings_released",
+    "executions_woken",
 )
 
 
@@ -186,6 +194,7 @@ class Sweeper:
             "disks_failed": 0,
             "disks_freed": 0,
             "listings_released": 0,
+            "executions_woken": 0,
             "errors": 0,
         }
         not_ended = self._end(plan.ends, statistics)
@@ -197,6 +206,7 @@ class Sweeper:
             held_pods, live, holding, rows.ended_at, started_at, self.limits
         )
         release_listings({o.namespace: o for o in self.objects}, stuck, statistics)
+        self._wake(plan.wakes, statistics)
         self._resend(plan, statistics)
         self._relay(statistics)
         if statistics["slots_released"] or statistics["reservations_ended"]:
@@ -248,6 +258,31 @@ class Sweeper:
                 continue
             statistics["objects_deleted"] += 1
             logger.warning("sweeper deleted a leftover object", extra={"object": delete.__dict__})
+
+    def _wake(self, wakes: list[WakeExecution], statistics: dict[str, int]) -> None:
+        """Deliver the cancels and changes whose jobs were never delivered. A closed token
+        (the execution moved on since the read) is not a repair: its next step reads the
+        row."""
+        signals = Signals(self.stepfunctions)
+        for wake in wakes:
+            try:
+                delivered = signals.wake(wake.task_token, Wake(outcome=wake.outcome))
+            except (BotoCoreError, ClientError) as exc:
+                statistics["errors"] += 1
+                logger.error(
+                    "sweeper could not wake an execution",
+                    extra={"reservation_id": str(wake.reservation_id), "error": str(exc)},
+                )
+                continue
+            if not delivered:
+                continue
+            if wake.outcome == "changed":
+                ChangeWakesRepository(self.conn).record(wake.reservation_id)
+            statistics["executions_woken"] += 1
+            logger.warning(
+                "sweeper woke an execution for a request its job never delivered",
+                extra={"reservation_id": str(wake.reservation_id), "outcome": wake.outcome},
+            )
 
     def _relay(self, statistics: dict[str, int]) -> None:
         """Send the outbox rows the API did not send after its commit (one batch a run)."""
