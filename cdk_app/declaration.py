@@ -106,7 +106,31 @@ PURGE_DATABASE = DatabaseAccess(PURGE_ROLE, statement_timeout_ms=60_000, lock_ti
 OWNER_DATABASE = DatabaseAccess(None, statement_timeout_ms=0, lock_timeout_ms=0)
 
 
-MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300, database=OWNER_DATABASE)
+# The database's connections, bounded (docs/operator-guide.md "Database connections"): each
+# function's environments run at most its concurrency cap at once (reserved concurrency, or
+# its queue's maximum concurrency), each holding at most DB_POOL_MAX_SIZE connections
+# (gpudev.settings.DatabaseSettings' default; a unit test keeps the two in step). Their sum
+# stays within DATABASE_CONNECTION_BUDGET: under the 189 max_connections Aurora PostgreSQL
+# Serverless v2 has at a maximum of 1 ACU, so it holds whatever the capacity range, and
+# about a tenth of the ~1,669 it has at our maximum of 8 ACUs (the rest: operators, psql,
+# the RDS agent). tests/unit/test_connection_budget.py sums them.
+DB_POOL_MAX_SIZE = 2
+DATABASE_CONNECTION_BUDGET = 150
+# API requests in flight at once: ~20 ms each at the database, so about 1,000 a second.
+API_CONCURRENCY = 20
+# Lifecycle tasks at once (Step Functions retries a throttled task with backoff: the
+# reservation machine's Retry on Lambda.TooManyRequestsException).
+TASK_CONCURRENCY = 20
+# Jobs consumed at once (batches of 10): a backlog after an outage drains at this many.
+JOBS_CONCURRENCY = 5
+
+MIGRATE = FunctionSpec(
+    "Migrate",
+    "migrate",
+    timeout_seconds=300,
+    reserved_concurrency=1,  # the deploy trigger runs it once
+    database=OWNER_DATABASE,
+)
 RESERVATION_MACHINE = "Reservation"
 # Per-user limits (gpudev.settings.UserLimitSettings; docs/security.md, "Limits").
 USER_LIMITS = (
@@ -126,6 +150,7 @@ API = FunctionSpec(
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
     context_environment=USER_LIMITS + REQUEST_RATE,
+    reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
 )
 # Disk jobs make the tags of a disk's volumes and snapshots agree with its row
@@ -152,10 +177,16 @@ JOBS_CONSUMER = FunctionSpec(
     starts=(RESERVATION_MACHINE,),
     answers_tasks=(RESERVATION_MACHINE,),
     alarm_on_errors=True,
+    # no reserved concurrency: the queue's maximum concurrency bounds it without throttles
+    # (a throttled batch would count a receive towards the dead-letter queue)
     database=LIFECYCLE_DATABASE,
 )
 JOBS = QueueSpec(
-    "Jobs", consumer=JOBS_CONSUMER.name, visibility_timeout_seconds=180, max_receive_count=3
+    "Jobs",
+    consumer=JOBS_CONSUMER.name,
+    max_concurrency=JOBS_CONCURRENCY,
+    visibility_timeout_seconds=180,
+    max_receive_count=3,
 )
 # The dev pods' image (gpudev.settings.LifecycleSettings.pod_image): the public PyTorch image
 # by default; operators build deploy/dev-image/Dockerfile, push it and set `podImage`.
@@ -173,6 +204,7 @@ RESERVATION_TASKS = FunctionSpec(
     context_environment=(POD_IMAGE,),
     describe_actions=DISK_VOLUME_DESCRIBES,
     grants=DISK_VOLUME_GRANTS,  # a named disk's volume and snapshots
+    reserved_concurrency=TASK_CONCURRENCY,
     alarm_on_errors=True,
     database=LIFECYCLE_DATABASE,
 )
@@ -183,6 +215,8 @@ ALLOCATOR = FunctionSpec(
     timeout_seconds=120,
     uses_cluster=True,
     answers_tasks=(RESERVATION_MACHINE,),
+    # passes take the advisory lock in turn: a second waits, a third would only wait longer
+    reserved_concurrency=2,
     alarm_on_errors=True,
     database=LIFECYCLE_DATABASE,
 )
@@ -200,6 +234,7 @@ AVAILABILITY_UPDATER = FunctionSpec(
     describe_actions=("autoscaling:DescribeAutoScalingGroups",),
     uses_cluster=True,
     answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone
+    reserved_concurrency=2,  # every minute, up to 120 s: two may overlap
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,  # + the pod health columns (migrations/0014)
 )

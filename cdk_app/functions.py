@@ -112,7 +112,11 @@ class FunctionBuilder:
                     f"{spec.name} uses the database: declare its role and limits "
                     "(database=DatabaseAccess(...) in cdk_app/declaration.py)"
                 )
-            environment = {"DB_NAME": DATABASE_NAME, **access.environment()}
+            environment = {
+                "DB_NAME": DATABASE_NAME,
+                "DB_APPLICATION_NAME": spec.deployed_name,
+                **access.environment(),
+            }
             endpoint = self._database.cluster_endpoint
             if access.login_user:  # IAM database authentication as its group's login role
                 environment["DB_HOST"] = endpoint.hostname

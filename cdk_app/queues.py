@@ -48,7 +48,10 @@ def build_queue(parts: StackParts, spec: QueueSpec, deployment: Deployment) -> s
     if spec.consumer:
         functions[spec.consumer].add_event_source(
             event_sources.SqsEventSource(
-                queue, batch_size=spec.batch_size, report_batch_item_failures=True
+                queue,
+                batch_size=spec.batch_size,
+                report_batch_item_failures=True,
+                max_concurrency=spec.max_concurrency,
             )
         )
     for sender in deployment.functions:

@@ -126,6 +126,11 @@ class QueueSpec(_NamedResource):
         str | None
     )  # FunctionSpec invoked with batches (ReportBatchItemFailures); None: not yet
     batch_size: int = 10
+    # The event source's maximum concurrency (Lambda's ScalingConfig, 2-1000): at most this
+    # many batches at once, so a backlog drains at a bounded rate and never into the
+    # function's throttles (a throttled batch returns to the queue and counts a receive
+    # towards the dead-letter queue). None: Lambda's own scaling, unbounded.
+    max_concurrency: int | None = None
     visibility_timeout_seconds: int = 180
     max_receive_count: int = 3  # then the message moves to the dead-letter queue
 
@@ -213,6 +218,25 @@ class Deployment:
 
     def function(self, name: str) -> FunctionSpec:
         return next(spec for spec in self.functions if spec.name == name)
+
+    def concurrency_cap(self, name: str) -> int | None:
+        """How many environments of the function run at once, at most: its reserved
+        concurrency, or the maximum concurrency of the queue it consumes (only its event
+        source invokes it), whichever is lower; None: unbounded."""
+        caps = [self.function(name).reserved_concurrency]
+        caps += [queue.max_concurrency for queue in self.queues if queue.consumer == name]
+        bounded = [cap for cap in caps if cap is not None]
+        return min(bounded) if bounded else None
+
+    def database_connections(self, pool_max_size: int) -> dict[str, int | None]:
+        """Per function that uses the database, the most connections its environments hold
+        at once: its concurrency cap times each environment's pool; None: unbounded."""
+        return {
+            spec.name: None if cap is None else cap * pool_max_size
+            for spec in self.functions
+            if spec.uses_database
+            for cap in [self.concurrency_cap(spec.name)]
+        }
 
     def without_schedules(self, *names: str) -> Deployment:
         """The same deployment with these schedules left out (tests fire them by hand)."""

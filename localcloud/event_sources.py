@@ -8,8 +8,9 @@ queue's redrive policy (in moto) moves a message to the dead-letter queue after
 message ends a long poll at once (moto's queue notifies a condition): delivery adds no wait.
 Like Lambda's pollers for a standard queue, which start with five batches at a time (five
 concurrent invocations, each in an environment of its own), it runs `CONCURRENT_BATCHES`
-polls at once: jobs of one reservation may be handled at the same time or out of order, as in
-AWS, and a backlog does not build up behind one batch. moto's queue is made safe for them
+polls at once, or fewer where the queue's `max_concurrency` says so (its event source's
+ScalingConfig): jobs of one reservation may be handled at the same time or out of order, as
+in AWS, and a backlog does not build up behind one batch. moto's queue is made safe for them
 in `moto_sqs.py`; the five also take turns to receive (a lock per queue), so one long poll
 waits for messages while the others wait for it, and a poll that waited its turn receives
 nothing once paused or stopping.
@@ -37,6 +38,16 @@ log = logging.getLogger("localcloud.events")
 # invocations" of a standard queue's function and scales up from there (AWS Lambda developer
 # guide, "Configuring scaling behavior for SQS event source mappings").
 CONCURRENT_BATCHES = 5
+
+
+def concurrent_batches(spec: QueueSpec) -> int:
+    """Batches in flight at once: Lambda's first five, never more than the event source's
+    maximum concurrency (its ScalingConfig), as in AWS."""
+    if spec.max_concurrency is None:
+        return CONCURRENT_BATCHES
+    return min(CONCURRENT_BATCHES, spec.max_concurrency)
+
+
 # After a failed poll (SQS unreachable, the queue gone) a poller waits this long; the first
 # failure of a streak is logged with its traceback, then one line every FAILURES_PER_WARNING.
 FAILED_POLL_PAUSE_SECONDS = 1.0
@@ -99,7 +110,7 @@ class SqsPoller(_EventSource):
         self._polls = 0  # polls in flight
         self._receiving = threading.Lock()  # one long poll at a time
         self._failures = 0  # failed polls in a row, of all its threads (under _idle)
-        for number in range(CONCURRENT_BATCHES):
+        for number in range(concurrent_batches(spec)):
             self._in_background(self._run, f"sqs-{spec.name}-{number}")
 
     def pause(self, timeout: float = 30.0) -> None:

@@ -51,6 +51,7 @@ def function_environment(spec: FunctionSpec, cloud_environment: dict[str, str]) 
     if spec.database is not None:
         environment["DB_STATEMENT_TIMEOUT_MS"] = str(spec.database.statement_timeout_ms)
         environment["DB_LOCK_TIMEOUT_MS"] = str(spec.database.lock_timeout_ms)
+        environment["DB_APPLICATION_NAME"] = spec.deployed_name  # as deployed
     return environment | spec.environment
 
 

@@ -88,11 +88,22 @@ def test_queues_and_their_redrive_match(local_cloud: LocalCloud, cdk_template: d
         )
     assert cdk_queues == local_queues
     mappings = _resources(cdk_template, "AWS::Lambda::EventSourceMapping")
-    assert {(m["BatchSize"], tuple(m["FunctionResponseTypes"])) for m in mappings} == {
-        (q.batch_size, ("ReportBatchItemFailures",))
+    assert {
+        (
+            m["BatchSize"],
+            tuple(m["FunctionResponseTypes"]),
+            m.get("ScalingConfig", {}).get("MaximumConcurrency"),
+        )
+        for m in mappings
+    } == {
+        (q.batch_size, ("ReportBatchItemFailures",), q.max_concurrency)
         for q in local_cloud.deployment.queues
         if q.consumer
     }
+    # the local cloud's pollers take no more batches at once than the mapping allows
+    for poller in local_cloud.pollers.values():
+        cap = poller.spec.max_concurrency
+        assert cap is None or len(poller._threads) <= cap
 
 
 def test_state_machines_and_placeholders_match(local_cloud: LocalCloud, cdk_template: dict):

@@ -114,3 +114,20 @@ def test_a_missing_ca_bundle_fails_the_build_saying_how_to_fetch_it(tmp_path: Pa
     not_pem.write_text("")
     with pytest.raises(RdsCaBundleMissing, match="not a PEM certificate bundle"):
         rds_ca_bundle(not_pem)
+
+
+@pytest.mark.parametrize(
+    "spec", [s for s in DEPLOYMENT.functions if s.uses_database], ids=lambda spec: spec.name
+)
+def test_each_function_that_uses_the_database_is_capped_as_declared(template: Template, spec: Any):
+    """Reserved concurrency on the function, or the maximum concurrency of the SQS event
+    source that invokes it (docs/operator-guide.md "Database connections")."""
+    logical_id, function = _function(template, spec.deployed_name)
+    reserved = function["Properties"].get("ReservedConcurrentExecutions")
+    assert reserved == spec.reserved_concurrency
+    mappings = template.find_resources(
+        "AWS::Lambda::EventSourceMapping", {"Properties": {"FunctionName": {"Ref": logical_id}}}
+    )
+    scaling = [m["Properties"].get("ScalingConfig", {}) for m in mappings.values()]
+    caps = [reserved] + [s.get("MaximumConcurrency") for s in scaling]
+    assert min(c for c in caps if c is not None) == DEPLOYMENT.concurrency_cap(spec.name)

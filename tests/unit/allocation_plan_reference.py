@@ -15,6 +15,10 @@ capacity for its duration once placed.
 Profiling requests (2026-11-27) are granted whole nodes: each asks for every slot of its
 pool's largest node. A GPU type with nodes dedicated to profiling has two pools, planned
 apart: its profiling nodes for its profiling requests only, its other nodes for the rest.
+
+Requests not parked yet (2026-11-27: pending, or queued before their park) are in the order
+but never granted: as the head, one that fits now reserves what it would take (its shadow
+time is now); behind the head, one waits like a request that does not fit.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class Request:
     nodes: int
     duration_seconds: float
     profiling: bool = False
+    parked: bool = True  # not parked: never granted, but it keeps its place
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,7 @@ def plan(
                 r.nodes,
                 r.duration_seconds,
                 True,
+                r.parked,
             )
             if r.profiling
             else r
@@ -194,11 +200,19 @@ def _plan_type(
     for request in queue:
         if not head_blocked:
             placement = pool.fit(request)
-            if placement:
+            if placement and request.parked:
                 grant(request, placement)
                 continue
             head_blocked = True
-            shadow, spare = _shadow(pool, releases, request)
+            if placement:  # fits but not parked yet: what it would take now is its own
+                shadow, spare = now, dict(pool.free)
+                for name in placement:
+                    spare[name] -= request.slots_per_node
+            else:
+                shadow, spare = _shadow(pool, releases, request)
+            still_waiting.append(request)
+            continue
+        if not request.parked:
             still_waiting.append(request)
             continue
         ends = now + request.duration_seconds

@@ -26,6 +26,7 @@ def _queue(recorded: list[tuple[int | None, datetime | None]]) -> QueueColumns:
         total_nodes=(1,) * n,
         duration_hours=(1.0,) * n,
         profiling=(False,) * n,
+        parked=(True,) * n,
         queue_positions=tuple(position for position, _ in recorded),
         # as the queue read gives them: epoch seconds (`date_part`)
         estimated_starts=tuple(None if s is None else s.timestamp() for _, s in recorded),

@@ -112,3 +112,57 @@ def test_a_grant_holds_its_capacity_until_its_expected_end_as_a_holding_read_bac
     holding = Holding("a", 8, expected_end(NOW, 60, allowance))
     again = plan(_h100_nodes({"a": 0}), [holding], [second], later, PROBE_SECONDS, allowance)
     assert later + again.waits[0].eta_seconds == NOW + wait.eta_seconds
+
+
+def test_a_parked_request_never_takes_the_node_an_earlier_one_not_parked_yet_needs():
+    # one free node; the older request is queued but not parked yet, the newer one parked
+    nodes = _h100_nodes({"a": 8})
+    older = _request(8, 60)._replace(parked=False)
+    newer = _request(8, 60)
+
+    decisions = plan(nodes, [], [older, newer], NOW, PROBE_SECONDS, ALLOWANCE)
+
+    # nobody is granted: the older one starts once it parks (its ETA is now), the newer waits
+    assert decisions.grants == []
+    assert [(w.reservation_id, w.position, w.eta_seconds) for w in decisions.waits] == [
+        (older.reservation_id, 1, 0.0),
+        (newer.reservation_id, 2, 60.0),
+    ]
+
+
+def test_once_the_earlier_request_parks_it_is_granted_the_node():
+    nodes = _h100_nodes({"a": 8})
+    older, newer = _request(8, 60), _request(8, 60)
+
+    decisions = plan(nodes, [], [older, newer], NOW, PROBE_SECONDS, ALLOWANCE)
+
+    assert [g.reservation_id for g in decisions.grants] == [older.reservation_id]
+
+
+def test_a_later_request_backfills_around_an_earlier_one_not_parked_yet():
+    # node a free (the older one's), node b has 4 free: the newer 4-GPU one fits on b only
+    nodes = _h100_nodes({"a": 8, "b": 4})
+    holdings = [Holding("b", 4, NOW + 100)]
+    older = _request(8, 60)._replace(parked=False)
+    newer, also = _request(4, 600), _request(4, 600)
+
+    decisions = plan(nodes, holdings, [older, newer, also], NOW, PROBE_SECONDS, ALLOWANCE)
+
+    # the newer one takes b's spare slots; the next would need a: it waits
+    assert [g.placements for g in decisions.grants] == [(("b", (0, 1, 2, 3)),)]
+    assert decisions.grants[0].reservation_id == newer.reservation_id
+
+
+def test_requests_not_parked_behind_a_blocked_head_are_never_granted():
+    nodes = _h100_nodes({"a": 0, "b": 8})
+    holdings = [Holding("a", 8, NOW + 20)]
+    head = _request(16, 60)
+    short_unparked = _request(1, 5)._replace(parked=False)
+
+    decisions = plan(nodes, holdings, [head, short_unparked], NOW, PROBE_SECONDS, ALLOWANCE)
+
+    assert decisions.grants == []
+    assert [w.reservation_id for w in decisions.waits] == [
+        head.reservation_id,
+        short_unparked.reservation_id,
+    ]

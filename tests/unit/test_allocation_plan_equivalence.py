@@ -1,8 +1,9 @@
 """The faster planner (gpudev/allocation/plan.py) decides exactly what the planner before it
 did (tests/unit/allocation_plan_reference.py): the same grants on the same slots, and the
 same positions and ETAs, on random clusters and queues of several GPU types, CPU nodes,
-partly free nodes, multinode requests, releases at equal times, and profiling requests
-(whole nodes) with and without nodes dedicated to them.
+partly free nodes, multinode requests, releases at equal times, profiling requests (whole
+nodes) with and without nodes dedicated to them, and requests not parked yet (never granted,
+their place kept).
 
 The current planner holds a placed request's capacity until its expected end
 (`values.expected_end`: the provisioning allowance, then the duration), as the service does for
@@ -23,9 +24,10 @@ NOW = 10_000.0
 
 
 def _scenario(
-    rng: random.Random, profiling: bool = False
+    rng: random.Random, profiling: bool = False, unparked: float = 0.0
 ) -> tuple[list[tuple], list[tuple], list[tuple]]:
-    """`profiling`: some requests ask for it, and some types have profiling nodes."""
+    """`profiling`: some requests ask for it, and some types have profiling nodes;
+    `unparked`: the share of requests not parked yet."""
     nodes, holdings, queue = [], [], []
     for gpu_type, slots in (("h100", 8), ("a100", 4), ("cpu", 3)):
         dedicated = profiling and rng.random() < 0.5
@@ -44,7 +46,10 @@ def _scenario(
                 per_node = slots + 1  # never fits
             duration = rng.choice([10, 20, 20, 45, 90, 3600])
             asks = profiling and rng.random() < 0.25
-            queue.append((str(uuid.uuid4()), gpu_type, per_node, total, float(duration), asks))
+            parked = rng.random() >= unparked
+            queue.append(
+                (str(uuid.uuid4()), gpu_type, per_node, total, float(duration), asks, parked)
+            )
     rng.shuffle(queue)  # arrival order interleaves types
     return nodes, holdings, queue
 
@@ -65,7 +70,7 @@ def _decide(module, nodes, holdings, queue, allowance):  # type: ignore[no-untyp
         decisions = reference.plan(
             [reference.NodeCapacity(*n) for n in nodes],
             [reference.Holding(*h) for h in holdings],
-            [reference.Request(*r[:4], allowance + r[4], r[5]) for r in queue],
+            [reference.Request(*r[:4], allowance + r[4], r[5], r[6]) for r in queue],
             NOW,
         )
     grants = [(g.reservation_id, tuple(g.placements)) for g in decisions.grants]
@@ -101,3 +106,20 @@ def test_the_planner_decides_as_the_reference_planner_with_profiling_requests_an
         profiling = {r[0] for r in queue if r[5]}
         whole += sum(1 for g in ours[0] if g[0] in profiling)
     assert granted > 500 and waited > 500 and whole > 100
+
+
+def test_the_planner_decides_as_the_reference_planner_with_requests_not_parked_yet():
+    rng = random.Random(2026_11_28)
+    granted = waited = kept = 0
+    for _ in range(800):
+        nodes, holdings, queue = _scenario(rng, profiling=rng.random() < 0.3, unparked=0.3)
+        allowance = rng.choice([0.0, 0.0, 15.0, 600.0])
+        ours = _decide(current, nodes, holdings, queue, allowance)
+        assert ours == _decide(reference, nodes, holdings, queue, allowance)
+        granted += len(ours[0])
+        waited += sum(1 for w in ours[1] if w[2])
+        not_parked = {r[0] for r in queue if not r[6]}
+        assert not not_parked & {g[0] for g in ours[0]}  # never granted
+        kept += sum(1 for w in ours[1] if w[0] in not_parked and w[2] == 0.0)
+    # not parked yet and fitting now: ETA 0, it starts at its park
+    assert granted > 300 and waited > 300 and kept > 100

@@ -91,6 +91,18 @@ def test_a_database_url_gets_the_timeouts_but_no_token():
     assert kwargs["options"] == "-c statement_timeout=0 -c lock_timeout=3000"
 
 
+def test_each_connection_names_its_function_when_told_and_none_otherwise():
+    named = DatabaseSettings(database_url="postgresql://u@h:1/d", db_application_name="gpudev-api")
+    assert connect_kwargs(named)["application_name"] == "gpudev-api"
+    unnamed = DatabaseSettings(database_url="postgresql://u@h:1/d")
+    assert "application_name" not in connect_kwargs(unnamed)
+
+
+def test_an_application_name_longer_than_postgresql_keeps_is_refused():
+    with pytest.raises(ValueError, match="63"):
+        DatabaseSettings(database_url="postgresql://u@h:1/d", db_application_name="x" * 64)
+
+
 def test_the_iam_token_is_signed_by_botocore_for_the_login_role_without_a_request():
     import boto3
 

@@ -26,7 +26,8 @@ def test_a_reserved_concurrency_caps_a_functions_processes_and_zero_keeps_it_in_
     limits = {spec.name: 4 for spec in DEPLOYMENT.functions} | {"Migrate": 0}
     processes = FunctionProcesses(DEPLOYMENT.functions, {}, limits, in_process=in_process)
 
-    assert processes.of["Allocator"].limit == 4
+    assert processes.of["JobsConsumer"].limit == 4  # no reserved concurrency
+    assert processes.of["Allocator"].limit == 2  # reserved_concurrency=2
     assert processes.of["Sweeper"].limit == 1  # reserved_concurrency=1: never two at once
     assert "Migrate" not in processes.of
     assert processes.invoke("Migrate", {}).payload == {"ran": "Migrate"}

@@ -23,4 +23,5 @@ def test_an_api_process_gets_the_clouds_environment_with_the_api_groups_own_limi
     assert "DB_POOL_MAX_SIZE" not in environment  # the settings' default, as deployed
     assert environment["DB_STATEMENT_TIMEOUT_MS"] == str(api.database.statement_timeout_ms)
     assert environment["DB_LOCK_TIMEOUT_MS"] == str(api.database.lock_timeout_ms)
+    assert environment["DB_APPLICATION_NAME"] == "gpudev-api"  # who holds a connection
     assert cloud["DB_POOL_MAX_SIZE"] == "16"  # the cloud's own is left as it was

@@ -40,6 +40,9 @@ class DatabaseSettings(BaseSettings):
     # The RDS CA bundle shipped in the layer (/opt/certs): TLS with sslmode=verify-full.
     db_ssl_root_cert: str = "/opt/certs/rds-global-bundle.pem"
     db_pool_max_size: int = Field(default=2, ge=1, le=20)
+    # The function's deployed name on each of its connections (pg_stat_activity shows who
+    # holds them: docs/operator-guide.md "Database connections"); unset: libpq's default.
+    db_application_name: str | None = Field(default=None, max_length=63)
     db_connect_timeout_seconds: int = Field(default=5, ge=1, le=60)
     # Waiting for a free pooled connection; well below the API function's 29 s timeout
     # (API Gateway's integration limit), so a starved pool answers 503, not a timeout.

@@ -1,8 +1,12 @@
 """The allocator's decisions, pure: who starts now, and for everyone else a queue position
 and an ETA.
 
-Per GPU type, first come first served by creation time, with EASY backfill. The head of the
-queue that cannot start now gets a reserved start, the shadow time: the earliest moment it
+Per GPU type, first come first served by creation time, with EASY backfill. The queue holds
+every waiting request, parked on a task token or not yet (pending, or queued before its
+park): only a parked one can be granted, but one not parked yet keeps its place, so a later
+request never takes what it needs. The head of the queue that cannot start now (it does not
+fit, or it is not parked yet) gets a reserved start, the shadow time (now, for a head not
+parked yet that fits): the earliest moment it
 fits once running reservations end at their known end times. A later request may start now
 only if its expected end (values.py) comes before the shadow time or it runs on capacity the
 head will not need then, so backfill never delays the head. Multinode requests take whole
@@ -178,11 +182,21 @@ def _plan_type(
     for request in queue:
         if not head_blocked:
             placement = pool.fit(request)
-            if placement:
+            if placement and request.parked:
                 grant(request, placement)
                 continue
             head_blocked = True
-            shadow, spare = replay.shadow(pool, releases, request)
+            if placement:
+                # not parked yet, but it fits: it starts once it parks, so the capacity it
+                # would take now is reserved for it (its shadow time is now)
+                shadow, spare = now, list(pool.free)
+                for node in placement:
+                    spare[node] -= request.slots_per_node
+            else:
+                shadow, spare = replay.shadow(pool, releases, request)
+            still_waiting.append(request)
+            continue
+        if not request.parked:  # behind the head: it waits, its place kept for the replay
             still_waiting.append(request)
             continue
         need = request.slots_per_node

@@ -65,7 +65,7 @@ def etas(
     ids: list[str] = []
     etas: list[float | None] = []
     for request in queue:
-        reservation_id, _, need, nodes, duration, _ = request
+        reservation_id, _, need, nodes, duration, _, _ = request
         ids.append(reservation_id)
         if nodes == 1 and need > 0:  # (a request for no slot fits where none is free)
             node = -1

@@ -81,6 +81,7 @@ def requests(waiting: QueueColumns, settings: LifecycleSettings) -> list[Request
             waiting.total_nodes,
             durations,
             waiting.profiling,
+            waiting.parked,
         )
     )
 

@@ -37,6 +37,10 @@ class Request(NamedTuple):
     duration_seconds: float
     # CAP_SYS_ADMIN: granted whole nodes only, on the type's profiling nodes if it has any
     profiling: bool = False
+    # waiting on a task token (queued and parked): only a parked request can be granted. One
+    # not parked yet (pending, or queued before its park) keeps its place in the order: it
+    # is never granted, and later requests pass it only as backfill (plan.py)
+    parked: bool = True
 
 
 class Grant(NamedTuple):

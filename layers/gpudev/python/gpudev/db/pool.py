@@ -116,6 +116,8 @@ def connect_kwargs(
             f"-c lock_timeout={settings.db_lock_timeout_ms}"
         ),
     }
+    if settings.db_application_name:
+        kwargs["application_name"] = settings.db_application_name
     if settings.db_iam_user and not settings.database_url:
         kwargs["password"] = (token_factory or iam_auth_token)(settings)
     return kwargs

@@ -75,6 +75,7 @@ class QueueColumns:
     total_nodes: tuple[int, ...]
     duration_hours: tuple[float, ...]
     profiling: tuple[bool, ...]
+    parked: tuple[bool, ...]  # on a task token: only these can be granted
     queue_positions: tuple[int | None, ...]  # as the last pass recorded them
     # the estimated start the last pass recorded, in epoch seconds (`date_part`: the
     # timestamptz's microseconds / 1e6, correctly rounded, so one start is one float)
