@@ -44,7 +44,11 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
 
     table = Table(title="GPU Reservations")
     for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
-        table.add_column(column, no_wrap=column == "Queue")
+        # An id stays whole (8 characters: what every command takes) however narrow the
+        # terminal: the other columns wrap instead.
+        table.add_column(
+            column, no_wrap=column in ("ID", "Queue"), min_width=8 if column == "ID" else None
+        )
     colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
     for r in rows:
         status = r["status"] + (
@@ -119,22 +123,25 @@ def jupyter_command(r: dict[str, Any]) -> str:
     return f"gpu-dev connect {short(r['reservation_id'])} --jupyter"
 
 
-def jupyter_changed(r: dict[str, Any], enabled: bool) -> str:
-    if not enabled:
-        return "Jupyter off."
-    return f"Jupyter on (it starts within seconds): open it with `{jupyter_command(r)}`."
-
-
 def _connect_lines(r: dict[str, Any]) -> list[str]:
     """How to connect (the caller has written the reservation's SSH config)."""
     from rich.markup import escape
 
-    alias = ssh.host_alias(r)
     included = ssh_include.installed()
-    lines = [
-        f"Connect: gpu-dev connect {short(r['reservation_id'])}",
-        f"SSH:     {escape(ssh.printed_command(r))}"
-        + (f"   (or: ssh {alias})" if included else ""),
+    reachable = ssh.ready_nodes(r)
+    rid = short(r["reservation_id"])
+    multinode = r.get("total_nodes", 1) > 1
+    lines = [f"Nodes:   {len(reachable)}/{r['total_nodes']} nodes ready"] if multinode else []
+    lines.append(f"Connect: gpu-dev connect {rid}" + (" [--node N]" if multinode else ""))
+    for node in reachable:  # one line per node: each has its own SSH endpoint
+        rank = node["rank"]
+        alias = ssh.host_alias(r, rank)
+        label = f"Node {rank}: " if multinode else "SSH:    "
+        lines.append(
+            f"{label} {escape(ssh.printed_command(r, rank=rank))}"
+            + (f"   (or: ssh {alias})" if included else "")
+        )
+    lines += [
         f"VS Code: {ssh.vscode_link(r)}"
         + ("" if included else "   (after `gpu-dev config ssh-include`)"),
     ]
