@@ -99,6 +99,11 @@ def reservation_panel(r: dict[str, Any]) -> None:
     if r.get("disk_name") and r.get("ebs_volume_id"):
         disk += f" (volume {r['ebs_volume_id']})"
     lines.append(f"Disk: {disk}   Other users: {users}")
+    for login in r.get("keyless_users") or []:  # the lifecycle's last fetch found none
+        lines.append(
+            f"[yellow]{login}: no public keys on GitHub yet (https://github.com/{login}.keys): "
+            "they can log in once they add one[/]"
+        )
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

@@ -158,6 +158,15 @@ def test_show_says_how_many_nodes_are_ready_and_one_connect_line_per_node(monkey
     assert "Node 1:  ssh -F" in text
 
 
+def test_show_says_which_added_users_have_no_github_keys(monkeypatch):
+    keyless = {**TWO_NODES, "secondary_users": ["octocat"], "keyless_users": ["octocat"]}
+    text = " ".join(_panel(keyless, monkeypatch).split())
+    assert (
+        "octocat: no public keys on GitHub yet (https://github.com/octocat.keys): they can "
+        "log in once they add one" in text
+    )
+
+
 def test_a_single_node_reservation_keeps_one_ssh_line(monkeypatch):
     single = {**TWO_NODES, "total_nodes": 1, "ssh_nodes": TWO_NODES["ssh_nodes"][1:]}
     text = _panel(single, monkeypatch)
