@@ -115,7 +115,10 @@ def test_an_extension_of_a_queued_reservation_counts_from_its_start():
 @pytest.mark.skipif(not Path(SSH).exists(), reason="OpenSSH client not installed")
 @pytest.mark.parametrize(
     ("alias", "address"),
-    [("gpu-dev-5e4d3c2b", ("54.12.34.56", "30022")), ("gpu-dev-5e4d3c2b-node1", ("54.12.34.57", "30023"))],
+    [
+        ("gpu-dev-5e4d3c2b", ("54.12.34.56", "30022")),
+        ("gpu-dev-5e4d3c2b-node1", ("54.12.34.57", "30023")),
+    ],
     ids=["node0", "node1"],
 )
 def test_every_node_has_its_own_host_pinned_to_the_reservations_key(
