@@ -42,12 +42,15 @@ def moment(value: str | None) -> str:
 def reservations_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    table = Table(title="GPU Reservations")
+    # No outer border: four columns more for the content in an 80-column terminal.
+    table = Table(title="GPU Reservations", show_edge=False, pad_edge=False)
     for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
         # An id stays whole (8 characters: what every command takes) however narrow the
-        # terminal: the other columns wrap instead.
+        # terminal, and so do a status word (at most 9) and a queue place; the others wrap.
         table.add_column(
-            column, no_wrap=column in ("ID", "Queue"), min_width=8 if column == "ID" else None
+            column,
+            no_wrap=column in ("ID", "Queue"),
+            min_width={"ID": 8, "Status": 9}.get(column),
         )
     colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
     for r in rows:
