@@ -1,6 +1,6 @@
 """Who may invoke the REST API, from CDK context: the deployment's account (or an AWS
-organisation, `gpudev:organizationId`) and optionally only sessions of named roles
-(`gpudev:allowedRoles`, entries `[path/]RoleName[*]`); and the operators
+organisation, `gpudev:organizationId`) and only sessions of named roles
+(`gpudev:allowedRoles`, entries `[path/]RoleName[*]`, never empty); and the operators
 (`gpudev:adminRoles`, IAM role ARNs, the name optionally ending in `*`), whose sessions may
 call `/v1/admin/...`, rendered into the API function's `ADMIN_ROLES`; and who may ask for
 profiling (`gpudev:profilingRoles`, entries as `gpudev:allowedRoles`; none: nobody), whose

@@ -98,7 +98,7 @@ OWNER_DATABASE = DatabaseAccess(None, statement_timeout_ms=0, lock_timeout_ms=0)
 
 MIGRATE = FunctionSpec("Migrate", "migrate", timeout_seconds=300, database=OWNER_DATABASE)
 RESERVATION_MACHINE = "Reservation"
-# Per-user limits (gpudev.settings.UserLimitSettings; docs/architecture.md, "Limits").
+# Per-user limits (gpudev.settings.UserLimitSettings; docs/security.md, "Limits").
 USER_LIMITS = (
     ContextSetting("maxLiveReservationsPerUser", "MAX_LIVE_RESERVATIONS_PER_USER", default=4),
     ContextSetting("maxGpusPerUser", "MAX_GPUS_PER_USER", default=32),

@@ -8,7 +8,7 @@ LAYER_DIR = ROOT / "layers" / "gpudev"
 FUNCTIONS_DIR = ROOT / "functions"
 MIGRATIONS_DIR = ROOT / "migrations"
 BUILD_DIR = ROOT / ".build"
-# The RDS CA bundle, a build input of the layer (docs/architecture.md "Security model")
+# The RDS CA bundle, a build input of the layer (docs/security.md)
 RDS_CA_BUNDLE = LAYER_DIR / "certs" / "rds-global-bundle.pem"
 RDS_CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem"
 # CDK context: another path to the bundle (relative to the repository root)

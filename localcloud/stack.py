@@ -329,6 +329,8 @@ class LocalCloud:
 
     def write_description(self) -> Path:
         path = self.state_dir / "stack.json"
+        path.touch(mode=0o600)  # it holds the fault control's token and the database's URL
+        path.chmod(0o600)
         path.write_text(json.dumps(self.describe(), indent=2) + "\n")
         return path
 

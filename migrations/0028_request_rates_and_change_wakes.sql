@@ -1,4 +1,4 @@
--- Per-principal request buckets (the API's fair share, docs/architecture.md "Limits") and
+-- Per-principal request buckets (the API's fair share, docs/security.md "Limits") and
 -- the last change a reservation's execution applied (the bound on its change wakes).
 --
 -- api_request_buckets: a token bucket per canonical principal, taken by one statement per
@@ -7,7 +7,8 @@
 CREATE TABLE api_request_buckets (
     principal_arn text PRIMARY KEY,
     tokens double precision NOT NULL,
-    refilled_at timestamptz NOT NULL
+    refilled_at timestamptz NOT NULL,
+    taken boolean NOT NULL  -- whether the last request took a token
 ) WITH (fillfactor = 50);
 GRANT SELECT, INSERT, UPDATE ON api_request_buckets TO gpudev_api;
 

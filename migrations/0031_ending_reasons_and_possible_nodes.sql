@@ -20,6 +20,27 @@ SET failure_reason = coalesce(
     )
 WHERE status IN ('cancelled', 'expired', 'failed')
   AND coalesce(btrim(failure_reason), '') = '';
+-- The functions deployed before this migration still run while it applies, and again after
+-- a rollback: they write a cancel's or an expiry's words to the status line only. An ending
+-- whose statement wrote a new status line and no reason takes that line as its reason, so
+-- they keep working. A statement that writes neither is still refused below.
+CREATE FUNCTION reservations_reason_from_status_line() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.failure_reason := NEW.current_detailed_status;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER reservations_reason_from_status_line
+    BEFORE UPDATE OF status ON reservations
+    FOR EACH ROW
+    WHEN (
+        NEW.status IN ('cancelled', 'expired', 'failed')
+        AND coalesce(btrim(NEW.failure_reason), '') = ''
+        AND NEW.current_detailed_status IS DISTINCT FROM OLD.current_detailed_status
+        AND coalesce(btrim(NEW.current_detailed_status), '') <> ''
+    )
+    EXECUTE FUNCTION reservations_reason_from_status_line();
 -- The last line of defence: no path can end a reservation without saying why.
 ALTER TABLE reservations ADD CONSTRAINT reservations_ending_reason_check CHECK (
     status NOT IN ('cancelled', 'expired', 'failed') OR coalesce(btrim(failure_reason), '') <> ''

@@ -92,13 +92,9 @@ def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Findi
     yield from _scaling_groups(clients("autoscaling"))
 
 
-# Who may assume a role and still not choose its session name: an identity provider does.
-_FEDERATED_ACTIONS = {
-    "sts:assumerolewithsaml",
-    "sts:assumerolewithwebidentity",
-    "sts:tagsession",
-    "sts:setsourceidentity",
-}
+# Who may assume a role and still not choose its session name: a SAML identity provider
+# (Identity Center's included) sets it. A web-identity caller passes RoleSessionName itself.
+_FEDERATED_ACTIONS = {"sts:assumerolewithsaml", "sts:tagsession", "sts:setsourceidentity"}
 
 
 def _allowed_roles(iam: Any, context: Context) -> Iterator[Finding]:
@@ -141,26 +137,35 @@ def _allowed_roles(iam: Any, context: Context) -> Iterator[Finding]:
                 not chosen,
                 f"{role['RoleName']}: session names set by an identity provider"
                 if not chosen
-                else f"{role['RoleName']}: {', '.join(chosen)} may assume it with "
-                "sts:AssumeRole and choose the session name, i.e. any user's username; "
-                "allow only sts:AssumeRoleWithSAML or sts:AssumeRoleWithWebIdentity",
+                else f"{role['RoleName']}: {', '.join(chosen)} may assume it and choose the "
+                "session name, i.e. any user's username; allow only sts:AssumeRoleWithSAML "
+                "(an identity provider names the session), or pin sts:RoleSessionName",
             )
 
 
 def _self_named_assumers(trust: Any) -> list[str]:
-    """The principals a trust policy lets assume the role with an action other than the
-    federated ones (`sts:AssumeRole`, `sts:*`, `*`)."""
+    """The principals a trust policy lets assume the role and name the session themselves:
+    any action but SAML's (`sts:AssumeRole`, `sts:AssumeRoleWithWebIdentity`, `sts:*`, `*`,
+    or a `NotAction`), unless the statement pins the name with an `sts:RoleSessionName`
+    condition."""
     document = json.loads(unquote(trust)) if isinstance(trust, str) else trust
     statements = document.get("Statement", [])
     found = []
     for statement in statements if isinstance(statements, list) else [statements]:
-        actions = statement.get("Action", [])
-        actions = [actions] if isinstance(actions, str) else actions
         if statement.get("Effect") != "Allow":
             continue
-        if any(action.lower() not in _FEDERATED_ACTIONS for action in actions):
-            principal = statement.get("Principal", "*")
-            found.append(json.dumps(principal, sort_keys=True))
+        actions = statement.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else actions
+        names_itself = "NotAction" in statement or any(
+            action.lower() not in _FEDERATED_ACTIONS for action in actions
+        )
+        pinned = any(
+            key.lower() == "sts:rolesessionname"
+            for condition in (statement.get("Condition") or {}).values()
+            for key in condition
+        )
+        if names_itself and not pinned:
+            found.append(json.dumps(statement.get("Principal", "*"), sort_keys=True))
     return found
 
 

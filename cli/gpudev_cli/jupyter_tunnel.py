@@ -1,5 +1,5 @@
-"""`gpu-dev connect --jupyter`: Jupyter listens on the pod's loopback only (the startup
-script), so its owner reaches it through SSH, a free local port forwarded to it, and its
+"""`gpu-dev connect --jupyter`: Jupyter listens on a Unix socket only `dev` can open (the
+startup script), so its owner reaches it through SSH, a free local port forwarded to it, and its
 token never crosses the network in cleartext (docs/decisions.md 2026-11-27 "Jupyter
 through SSH; host keys made once")."""
 
@@ -17,9 +17,10 @@ from gpudev_cli import ssh
 from gpudev_cli.client import CliError
 from gpudev_cli.context import short
 
-# Jupyter listens on the pod's loopback only (the startup script): it is reached through
-# the owner's SSH connection, a local port forwarded to this one.
-JUPYTER_IN_POD = "127.0.0.1:8888"
+# Jupyter listens on a Unix socket in a directory only `dev` may enter (the startup script):
+# the owner's SSH connection forwards a local port to it, and sshd opens the socket as dev,
+# so no collaborator can listen in Jupyter's place or reach it.
+JUPYTER_IN_POD = "/run/gpu-dev/jupyter/jupyter.sock"
 PREFERRED_LOCAL_PORT = 8888
 
 
@@ -65,7 +66,7 @@ def tunnel_command(reservation: dict[str, Any], local_port: int) -> list[str]:
 
 
 def open_tunnel(reservation: dict[str, Any]) -> None:
-    """ssh -N -L <free local port>:127.0.0.1:8888 until Ctrl+C, with the URL to open."""
+    """ssh -N -L <free local port>:<Jupyter's socket> until Ctrl+C, with the URL to open."""
     rid = short(reservation["reservation_id"])
     if not reservation.get("jupyter_url"):
         if reservation.get("jupyter_available") is False:

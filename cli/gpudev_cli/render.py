@@ -127,7 +127,7 @@ def reservation_panel(r: dict[str, Any]) -> None:
 
 
 def jupyter_command(r: dict[str, Any]) -> str:
-    """Jupyter listens on the pod's loopback: the owner reaches it through SSH."""
+    """Jupyter listens on a socket only `dev` can open: the owner reaches it through SSH."""
     return f"gpu-dev connect {short(r['reservation_id'])} --jupyter"
 
 

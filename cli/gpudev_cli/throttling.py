@@ -1,5 +1,5 @@
 """Waiting out a throttled request (HTTP 429): how long, and whether at all. The API's
-per-principal rate says `Retry-After` (docs/architecture.md "Limits"); API Gateway's own
+per-principal rate says `Retry-After` (docs/security.md "Limits"); API Gateway's own
 stage throttling says nothing, and gets 1, 2, 4 s; a per-user limit (no Retry-After) is not
 helped by waiting. `SigV4Client.request` waits at most THROTTLE_RETRIES times."""
 

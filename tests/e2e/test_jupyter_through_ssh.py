@@ -103,5 +103,5 @@ def test_the_cli_pins_the_host_key_and_opens_jupyter_through_ssh_only(
     assert tunnel.exit_code == 0, tunnel.output
     args = fake_ssh.read_text().splitlines()
     port, target = args[args.index("-L") + 1].split(":", 1)
-    assert target == "127.0.0.1:8888" and "-N" in args and args[-1] == alias
+    assert target == "/run/gpu-dev/jupyter/jupyter.sock" and "-N" in args and args[-1] == alias
     assert f"http://localhost:{port}/lab?token={TOKEN}" in tunnel.stdout

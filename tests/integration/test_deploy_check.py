@@ -113,30 +113,57 @@ def test_a_prepared_account_is_ready(aws, capsys):
     assert report(findings) == 0 and "ready to deploy" in capsys.readouterr().out
 
 
-def test_an_allowed_role_that_principals_may_assume_by_name_fails(aws):
+def _trusting(aws: Callable[[str], Any], name: str, statement: dict[str, Any]) -> None:
+    document = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", **statement}]}
+    aws("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(document))
+
+
+GITHUB_OIDC = "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        {"Principal": {"AWS": "arn:aws:iam::123456789012:root"}, "Action": "sts:AssumeRole"},
+        # a web-identity caller passes RoleSessionName itself
+        {"Principal": {"Federated": GITHUB_OIDC}, "Action": "sts:AssumeRoleWithWebIdentity"},
+        {"Principal": {"AWS": "*"}, "NotAction": "sts:AssumeRoleWithSAML"},
+    ],
+    ids=["assume-role", "web-identity", "not-action"],
+)
+def test_an_allowed_role_whose_callers_name_their_sessions_fails(aws, statement):
     """Its sessions name themselves: anyone the trust policy admits could claim any username."""
     _prepare(aws)
-    aws("iam").create_role(
-        RoleName="GpuDevUsers",
-        AssumeRolePolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
-                        "Action": "sts:AssumeRole",
-                    }
-                ],
-            }
-        ),
-    )
+    _trusting(aws, "GpuDevUsers", statement)
     context = Context({"gpudev:allowedRoles": ["GpuDevUsers", "Missing*"]})
     findings = [f for f in check_aws(aws, context) if f.check == "allowed roles"]
     refused, missing = findings
     assert not refused.ok and refused.required
-    assert "GpuDevUsers: " in refused.detail and "sts:AssumeRole" in refused.detail
+    assert "GpuDevUsers: " in refused.detail and "choose the session name" in refused.detail
     assert not missing.ok and not missing.required and "no role matches yet" in missing.detail
+
+
+def test_a_web_identity_role_that_pins_the_session_name_passes(aws):
+    _prepare(aws)
+    _trusting(
+        aws,
+        "GpuDevUsers",
+        {
+            "Principal": {"Federated": GITHUB_OIDC},
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": {
+                "StringEquals": {
+                    "sts:RoleSessionName": "${token.actions.githubusercontent.com:actor}"
+                }
+            },
+        },
+    )
+    (finding,) = [
+        f
+        for f in check_aws(aws, Context({"gpudev:allowedRoles": ["GpuDevUsers"]}))
+        if f.check == "allowed roles"
+    ]
+    assert finding.ok, finding.detail
 
 
 def test_a_cluster_without_access_entries_and_no_groups_fails(aws):

@@ -84,3 +84,28 @@ def test_no_path_can_end_a_reservation_without_a_reason(db, status, reason):
         assert isinstance(violation, errors.CheckViolation)
         assert violation.diag.constraint_name == "reservations_ending_reason_check"
         assert _ending(db, rid) == before  # nothing written
+
+
+# The statements of the functions deployed before migration 0031 (main at 2026-11-24): they
+# run while the migration applies, and again after a rollback.
+PREVIOUS_END = """
+UPDATE reservations SET
+    status = %(status)s, task_token = NULL, queue_position = NULL, estimated_start_at = NULL,
+    current_detailed_status = %(detail)s,
+    cancelled_at = CASE WHEN %(status)s = 'cancelled' THEN now() END,
+    failed_at = CASE WHEN %(status)s = 'failed' THEN now() END,
+    failure_reason = CASE WHEN %(status)s = 'failed' THEN %(detail)s END,
+    reservation_ended = now()
+WHERE reservation_id = %(reservation_id)s AND status NOT IN ('cancelled', 'expired', 'failed')
+"""
+
+
+@pytest.mark.parametrize("status", ["cancelled", "expired"])
+def test_the_previous_functions_endings_keep_working_their_status_line_the_reason(db, status):
+    """An upgrade runs the migrations while the previous functions still serve: their cancel
+    and expiry write the ending's words to the status line only. Refusing them would fail
+    every tear down of the deploy window."""
+    rid = _submitted(db).reservation_id
+    words = f"{status} by the previous release"
+    db.execute(PREVIOUS_END, {"status": status, "detail": words, "reservation_id": rid})
+    assert _ending(db, rid)[1] == words

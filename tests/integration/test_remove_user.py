@@ -82,9 +82,8 @@ def test_an_ended_reservation_is_refused_with_its_status(db):
     queue: Any = RecordingQueue()
     rid = _with_users(db, queue, "mona")
     db.execute(
-        "UPDATE reservations SET status = 'expired', reservation_ended = now(),"
-        " failure_reason = 'expired: its reserved time ran out'"
-        " WHERE reservation_id = %s",
+        "UPDATE reservations SET status = 'expired', failure_reason = 'expired',"
+        " reservation_ended = now() WHERE reservation_id = %s",
         (rid,),
     )
     before = _row(db, rid)

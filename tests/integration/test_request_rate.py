@@ -42,7 +42,10 @@ def test_a_burst_past_the_bucket_is_refused_while_another_principal_still_gets_t
         "too many requests: the limit is 6 a minute per caller, 3 at once; "
         f"retry in {refused.value.retry_after_seconds} s"
     )
-    assert _bucket(autocommit_conn, ALICE.principal_arn) == before  # nothing written
+    after = _bucket(autocommit_conn, ALICE.principal_arn)
+    assert before is not None and after is not None
+    # refused: no token taken; the refill it saw is stored, which leaves the level as it was
+    assert before[0] <= after[0] < 1
     for _ in range(3):  # bob's bucket is his own
         take_request(autocommit_conn, BOB, rate)
     # a principal deriving the same username is another principal, with its own bucket
@@ -93,8 +96,8 @@ def test_concurrent_requests_of_one_principal_take_at_most_the_burst(fresh_datab
         thread.start()
     for thread in threads:
         thread.join()
-    # The first requests race to create the bucket: one whose snapshot is older than the
-    # bucket is refused without a row and asks again (ratelimit/service.py).
+    # The first requests race to create the bucket; every request locks its row, so they
+    # are counted one by one (ratelimit/take.sql).
     assert outcomes.count("taken") == 5 and len(outcomes) == 12
 
 

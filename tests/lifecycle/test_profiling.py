@@ -1,4 +1,4 @@
-"""Profiling reservations end to end (docs/architecture.md "Isolation"): carol's SSO role is
+"""Profiling reservations end to end (docs/security.md "Isolation"): carol's SSO role is
 the local cloud's PROFILING_ROLES. Her profiling reservation runs in gpu-dev-profiling on a
 whole node that nobody else's pod shares while it runs; with a node labelled and tainted for
 profiling, it runs there (its pod selecting the label and tolerating the taint, which the

@@ -102,11 +102,11 @@ def test_an_ended_reservation_offers_no_jupyter():
     assert "Jupyter" not in captured.get()
 
 
-def test_the_tunnel_forwards_a_local_port_to_jupyter_on_the_pods_loopback():
+def test_the_tunnel_forwards_a_local_port_to_jupyters_socket_in_the_pod():
     command = jupyter_tunnel.tunnel_command(PINNED, 18888)
     assert command[0].endswith("ssh")
     options = resolved(*command[1:])
-    assert options["localforward"] == "18888 [127.0.0.1]:8888"
+    assert options["localforward"] == "18888 /run/gpu-dev/jupyter/jupyter.sock"
     assert options["sessiontype"] == "none"  # -N: a tunnel, no shell
     assert options["exitonforwardfailure"] == "yes"
     assert options["hostkeyalias"] == "gpu-dev-5e4d3c2b"
@@ -162,7 +162,11 @@ def test_connect_jupyter_prints_the_localhost_url_and_runs_the_tunnel(fake_ssh, 
     args = fake_ssh.read_text().splitlines()
     local = args[args.index("-L") + 1]
     port, target = local.split(":", 1)
-    assert target == "127.0.0.1:8888" and "-N" in args and args[-1] == "gpu-dev-5e4d3c2b"
+    assert (
+        target == "/run/gpu-dev/jupyter/jupyter.sock"
+        and "-N" in args
+        and args[-1] == "gpu-dev-5e4d3c2b"
+    )
     assert f"http://localhost:{port}/lab?token=s3cret" in done.stdout
     assert "54.12.34.56" not in done.stdout
 

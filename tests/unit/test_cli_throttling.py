@@ -1,5 +1,5 @@
 """The CLI waits out a 429 and sends the request again: as long as `Retry-After` says (the
-API's per-principal rate, docs/architecture.md "Limits"), or 1, 2, 4 s for API Gateway's own
+API's per-principal rate, docs/security.md "Limits"), or 1, 2, 4 s for API Gateway's own
 throttling; at most three times, saying so; never for a request whose repetition could
 apply it twice (a POST without a client request id), never for a per-user limit (no
 Retry-After), never for a wait past a minute. Against a real local HTTP server."""

@@ -33,6 +33,7 @@ def gpu_type(name: str, per_node: int, max_nodes: int, measured: bool = True) ->
         desired_capacity=0,
         max_per_node=per_node,
         max_nodes=max_nodes,
+        max_nodes_since=MEASURED if measured else None,
     )
 
 
@@ -81,3 +82,11 @@ def test_a_cluster_without_any_nodes_says_none():
     assert beyond_the_cluster(catalogue[0], 1, catalogue) == (
         "no t4 nodes in this cluster; types with nodes: none"
     )
+
+
+def test_a_type_measured_only_before_max_nodes_existed_is_refused_nothing():
+    """Right after migration 0031 every type reads max_nodes 0 until the availability
+    updater's next run: until then nothing may be refused as impossible."""
+    upgraded = gpu_type("h100", 8, 0).model_copy(update={"max_nodes_since": None})
+    assert upgraded.has_possible_nodes is None
+    resolve_shape([upgraded, *CATALOGUE[2:]], "h100", 8)

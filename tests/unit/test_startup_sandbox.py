@@ -328,8 +328,13 @@ def test_jupyter_runs_when_enabled_and_on_node_0_only(
     started = [c for c in sandbox.calls() if c.startswith("su - dev -c")]
     assert bool(started) == starts
     if starts:
-        # on the pod's loopback only: reached through SSH, never over the network
-        assert "jupyter-lab --ip=127.0.0.1 " in started[0] and "0.0.0.0" not in started[0]
+        # on a Unix socket in a directory only dev may enter: reached through dev's SSH
+        # connection, never over the network, and no collaborator can listen in its place
+        assert (
+            "--ServerApp.sock=/" in started[0] and "/run/gpu-dev/jupyter/jupyter.sock" in started[0]
+        )
+        assert "--ip" not in started[0] and "--port" not in started[0]
+        assert (sandbox.root / "run/gpu-dev/jupyter").stat().st_mode & 0o777 == 0o700
         assert "t0ken" not in started[0], "the token never goes on a command line"
         assert sandbox.file("/run/gpu-dev/jupyter_token") == "t0ken"
         assert sandbox.file("/run/gpu-dev/jupyter.pid").strip().isdigit()
@@ -618,6 +623,23 @@ def test_a_removed_user_loses_keys_account_and_home(sandbox: Sandbox):
     assert sandbox.file("/etc/ssh/authorized_keys/gh-bob") == "ssh-ed25519 AAAAbob bob\n"
     assert sandbox.exists("/users/gh-bob")
     assert not any(c.startswith("userdel") and "gh-bob" in c for c in sandbox.calls())
+
+
+def test_an_account_whose_removal_did_not_finish_is_removed_at_the_next_pass(
+    sandbox: Sandbox,
+):
+    """Its key file went with the first try, but userdel refused (a process outlived the
+    kills): the account, still in /etc/passwd, is tried again until it is gone."""
+    sandbox.mount(CONTROL, KEYS)
+    assert sandbox.run().returncode == 0
+    (sandbox.root / "users" / "gh-ghost").write_text("1500")
+    (sandbox.root / "etc" / "passwd").write_text(
+        "root:x:0:0::/root:/bin/bash\ngh-ghost:x:1500:1500::/home/gh-ghost:/bin/bash\n"
+    )
+    assert _control(sandbox).returncode == 0
+    assert "userdel -r -- gh-ghost" in sandbox.calls()
+    assert "userdel -r -- root" not in sandbox.calls()
+    assert not any("gh-alice" in c and c.startswith("userdel") for c in sandbox.calls())
 
 
 def test_keys_deleted_on_github_leave_the_account_with_none(sandbox: Sandbox):

@@ -216,8 +216,8 @@ def edit(
     "--jupyter",
     is_flag=True,
     help="Forward a free local port (8888 if free) through SSH to the pod's Jupyter, print "
-    "its http://localhost URL and keep the tunnel open until Ctrl+C (Jupyter listens on the "
-    "pod's loopback only: its token never crosses the network in cleartext).",
+    "its http://localhost URL and keep the tunnel open until Ctrl+C (Jupyter is reached "
+    "only through SSH: its token never crosses the network in cleartext).",
 )
 @click.option(
     "--node",

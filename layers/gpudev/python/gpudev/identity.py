@@ -148,7 +148,7 @@ class RolePattern:
 
 
 def parse_role_patterns(entries: str) -> tuple[RolePattern, ...]:
-    """Comma-separated `ALLOWED_ROLES` (empty: every role or user the account lets in)."""
+    """Comma-separated `ALLOWED_ROLES` (empty, the local cloud's: see `require_allowed_role`)."""
     return tuple(RolePattern.parse(e) for e in entries.split(",") if e.strip())
 
 
@@ -163,7 +163,10 @@ def require_allowed_role(caller: Caller, allowed: tuple[RolePattern, ...], accou
     cloud, tests): IAM users of the deployment's account, whose names only its IAM
     administrators choose, and IAM Identity Center sessions, named after the user's login.
     A session of any other role is refused: whoever may assume the role picks its session
-    name, so it could claim anyone's username before they do."""
+    name, so it could claim anyone's username before they do. Without roles, the path of an
+    Identity Center role cannot be checked (API Gateway gives the name only), so an IAM
+    administrator could name a role like one: that is why deployments must list roles, and
+    the resource policy then checks the path."""
     if allowed:
         if caller.role_name is not None and any(p.matches(caller.role_name) for p in allowed):
             return

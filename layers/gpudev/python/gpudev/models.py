@@ -60,6 +60,7 @@ class TypeCapacity(Row):
     # The most nodes the type's node groups can ever hold: the sum of their Auto Scaling
     # groups' MaxSize (never fewer than they want or run); 0: no nodes, none to come.
     max_nodes: int = 0
+    max_nodes_since: datetime | None = None  # when max_nodes was last measured different
 
 
 class GpuType(TypeCapacity):
@@ -83,8 +84,9 @@ class GpuType(TypeCapacity):
     @property
     def has_possible_nodes(self) -> bool | None:
         """Whether the type's node groups can hold a node at all; None before the
-        availability updater first measured them (then nothing is refused for it)."""
-        if self.last_availability_update is None:
+        availability updater first measured them (then nothing is refused for it), also
+        when it ran only before migration 0031 (max_nodes 0 was not measured then)."""
+        if self.last_availability_update is None or self.max_nodes_since is None:
             return None
         return self.max_nodes > 0
 

@@ -100,8 +100,9 @@ class ApiSettings(BaseSettings):
     deployment_account_id: str = Field(pattern=r"^\d{12}$")
     # With an AWS Organizations id, principals of the organisation's accounts may call too.
     organization_id: str | None = Field(default=None, pattern=r"^o-[a-z0-9]{10,32}$")
-    # Comma-separated [path/]RoleName[*] (docs/architecture.md "Security model"); empty
-    # allows every principal of the account.
+    # Comma-separated [path/]RoleName[*] (docs/security.md). A deployment always sets it (the
+    # synth refuses none); empty, the local cloud's: IAM users of the account and Identity
+    # Center sessions only (identity.require_allowed_role).
     allowed_roles: str = ""
     # Comma-separated IAM role ARNs whose sessions may call the operator routes (/v1/admin);
     # empty: nobody. An operator must be allowed by `allowed_roles` too.
@@ -131,7 +132,7 @@ class ApiSettings(BaseSettings):
 
 
 class UserLimitSettings(BaseSettings):
-    """Per-user caps on what one user holds or waits for (docs/architecture.md, "Limits").
+    """Per-user caps on what one user holds or waits for (docs/security.md, "Limits").
     A live reservation is pending, queued, preparing or active and not being cancelled.
     Deployed values come from CDK context (cdk.json); these defaults apply when unset."""
 
@@ -144,7 +145,7 @@ class UserLimitSettings(BaseSettings):
 
 
 class RateLimitSettings(BaseSettings):
-    """Each principal's fair share of the API (docs/architecture.md, "Limits"): a token
+    """Each principal's fair share of the API (docs/security.md, "Limits"): a token
     bucket per canonical principal, refilled at `api_requests_per_minute` up to
     `api_request_burst`. Deployed values come from CDK context (cdk.json)."""
 
@@ -174,7 +175,7 @@ class LifecycleSettings(BaseSettings):
     fault_retry_minutes: float = Field(default=2.0, gt=0)
     # At most one change (extend, add-user, Jupyter) wakes an active execution per this many
     # minutes; changes meanwhile are applied together at the next checkpoint, due by then.
-    # Bounds an execution's history (25,000 events; docs/architecture.md, "Limits").
+    # Bounds an execution's history (25,000 events; docs/security.md, "Limits").
     change_wake_minutes: float = Field(default=3.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)

@@ -14,14 +14,14 @@ Per active type:
   (CPU: × 3 user slots).
 - max nodes = Σ MaxSize, never less than desired or running: what the type's groups can ever
   hold, scaled up from zero included. No groups: 0, a type with no nodes (the API refuses
-  requests for more nodes than this; the allocator ends queued ones, allocation/impossible.py).
+  requests for more nodes than this; the allocator ends queued ones, allocation/capacity_gone.py).
 - nodes labelled `GpuType=<type>` that are Ready and not cordoned; free GPUs on a node =
   allocatable `nvidia.com/gpu` − Σ GPU requests of its Running/Pending pods (floored at 0);
   available = Σ free; full nodes = nodes with every GPU free; max reservable = min(4, full) × 8
   for h100/h200/b200/a100 with 8 GPUs per node (falling back to the largest single-node free
   count when that is 0), else the largest single-node free count.
 - CPU nodes: free slots = 3 − live `gpu-dev-*` pods on the node; max reservable 1 if any.
-- Profiling (docs/architecture.md "Isolation"): nodes dedicated to it are not counted (an
+- Profiling (docs/security.md "Isolation"): nodes dedicated to it are not counted (an
   ordinary request never gets them), and a node with a live pod in the profiling namespace
   is held whole by it: nothing on it is free.
 - Kubernetes unreachable: available = total, full nodes and max reservable 0 (seed rule).

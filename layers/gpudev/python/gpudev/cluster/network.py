@@ -1,8 +1,8 @@
 """A reservation's network objects: a NodePort Service per node, which users reach that
-node's sshd by (Jupyter through node 0's: Jupyter listens on the pod's loopback, never on a
+node's sshd by (Jupyter through node 0's: Jupyter listens on a Unix socket, never on a
 Service), the headless
 Service its pods find each other by, and its NetworkPolicy
-(isolation: docs/architecture.md "Security model")."""
+(isolation: docs/security.md)."""
 
 from __future__ import annotations
 

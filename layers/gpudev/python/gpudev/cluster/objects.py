@@ -7,7 +7,7 @@ keys, sshd's host key, Jupyter token) are mounted into it and its startup script
 Services and NetworkPolicy are built in `cluster/network.py`, PersistentVolumes in
 `cluster/volumes.py`.
 
-Isolation (docs/architecture.md "Security model"): the pod runs under the RuntimeDefault
+Isolation (docs/security.md): the pod runs under the RuntimeDefault
 seccomp profile with no service-account token and without NET_RAW (dev has sudo: root of
 its own container, nothing more); only a profiling reservation gets CAP_SYS_ADMIN, and it
 lives in its own namespace because Pod Security `baseline` (enforced on gpu-dev) refuses
@@ -36,8 +36,9 @@ from gpudev.cluster.vocabulary import (
 from gpudev.cluster.workspace import workspace_gib
 from gpudev.models import GpuType, Reservation
 
-# Jupyter listens on the pod's loopback only (startup.sh): users reach it through their SSH
-# connection (`gpu-dev connect --jupyter` forwards a local port), never through a Service.
+# Jupyter listens on a Unix socket only dev can open (startup.sh): the owner reaches it through
+# SSH (`gpu-dev connect --jupyter` forwards a local port), never through a Service. This is
+# the local port its URL names.
 JUPYTER_PORT = 8888
 # Capabilities: the runtime's default set minus NET_RAW (raw sockets: spoofing, ARP tricks
 # on the node's network), plus SYS_ADMIN for profiling only (perf counters, Nsight).

@@ -143,9 +143,10 @@ add_account() {  # an added user's own account; its home is theirs alone
   chmod 700 -- "$ROOT/home/$1"
 }
 kill_processes_of() {  # uid: every process it runs (SSH sessions, tmux, jobs), till none
-  local round pid status key real effective saved fs state found
+  local round pid status key real effective saved fs state
+  local -a found
   for round in 1 2 3 4 5 6 7 8 9 10; do
-    found=
+    found=()
     for status in /proc/[0-9]*/status; do
       pid=${status#/proc/}; pid=${pid%/status}; state=''; real=''
       while read -r key real effective saved fs; do
@@ -153,9 +154,12 @@ kill_processes_of() {  # uid: every process it runs (SSH sessions, tmux, jobs), 
       done 2>/dev/null < "$status"
       [ "$state" != Z ] || continue  # dead already, waiting for its parent
       [[ " $real $effective $saved $fs " == *" $1 "* ]] || continue
-      kill -KILL "$pid" 2>/dev/null && found=yes
+      found+=("$pid")
     done
-    [ -n "$found" ] || return 0
+    [ "${#found[@]}" -gt 0 ] || return 0
+    # Stopped first, all of them, so none forks while the others are killed.
+    kill -STOP "${found[@]}" 2>/dev/null
+    kill -KILL "${found[@]}" 2>/dev/null
     [ "$round" = 1 ] || sleep 0.2
   done
 }
@@ -184,6 +188,13 @@ apply_keys() {
     account=${file##*/}
     [ "$account" = dev ] || [ -e "$KEYS/user.$account" ] || remove_account "$account"
   done
+  # An account whose removal did not finish (a process outlived the kills, so userdel
+  # refused) is tried again at every pass: its key file is gone, its account is not.
+  [ -r "$ROOT/etc/passwd" ] || return 0
+  while IFS=: read -r account _; do
+    [[ $account =~ ^gh-[a-z0-9-]{1,29}$ ]] || continue
+    [ -e "$KEYS/user.$account" ] || remove_account "$account"
+  done < "$ROOT/etc/passwd"
 }
 apply_banner() {  # the expiry warning and the pod-health warning, shown before every prompt
   local expires warning health
@@ -217,13 +228,16 @@ apply_jupyter() {
   if jupyter_wanted && ensure_jupyter; then
     # The token reaches Jupyter in dev's environment (readable by dev only), never on a
     # command line (readable by every user in the pod); its log is dev's, mode 600. It
-    # listens on the loopback only: users reach it through SSH (gpu-dev connect --jupyter).
+    # listens on a Unix socket in a directory only dev may enter, reached through SSH (gpu-dev
+    # connect --jupyter). Not a loopback port: a collaborator could listen on 127.0.0.1:8888
+    # first and catch the owner's token through the tunnel.
     install -m 400 -o dev "$KEYS/jupyter_token" "$RUN/jupyter_token"
+    install -d -m 700 -o dev "$RUN/jupyter"
     local start
     # shellcheck disable=SC2016  # $(cat ...) is expanded by dev's shell, not this one
-    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ip=127.0.0.1 \
-      --port=8888 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 & echo $!' \
-      "$RUN/jupyter_token" "$ROOT/workspace"
+    printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ServerApp.sock=%q \
+      --ServerApp.sock_mode=0600 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 \
+      & echo $!' "$RUN/jupyter_token" "$RUN/jupyter/jupyter.sock" "$ROOT/workspace"
     jupyter_running || su - dev -c "$start" > "$RUN/jupyter.pid"
   elif ! jupyter_wanted; then
     if jupyter_running; then kill "$(cat "$RUN/jupyter.pid")" 2>/dev/null; fi

@@ -17,7 +17,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Node label naming the node's GPU type (as in gpu_types.gpu_type); our pods select on it.
 GPU_TYPE_LABEL = "GpuType"
 # Nodes dedicated to profiling reservations: labelled `<key>=true` and tainted
-# `<key>=true:NoSchedule` by the operator (docs/architecture.md "Isolation"). A node with
+# `<key>=true:NoSchedule` by the operator (docs/security.md "Isolation"). A node with
 # either is dedicated: the allocator puts profiling reservations only there (when the type
 # has some) and nothing else; their pods select the label and tolerate the taint.
 PROFILING_LABEL = "gpu-dev.pytorch.org/profiling"

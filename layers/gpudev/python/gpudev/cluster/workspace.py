@@ -5,7 +5,7 @@ The kubelet enforces both: an emptyDir past its `sizeLimit`, or a pod past its c
 `ephemeral-storage` limit, is evicted (that pod alone, not its neighbours, as a full node
 disk would do with DiskPressure). The cluster stack sizes each node group's root volume
 from the same figures (`node_disk_gib`), so on its nodes the limits always fit; on a
-cluster of your own, give GPU nodes at least that much disk (docs/deploy.md)."""
+cluster of your own, give GPU nodes at least that much disk (docs/operator-guide.md)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ add-user, Jupyter) wake it at most once per `change_wake_minutes` (LifecycleSett
 A change within the bound of the last wake (or of the last checkpoint that applied a change)
 does not wake it: the checkpoint that applied a change parks no longer than the bound, and
 every checkpoint within the bound of one parks only until the bound is over, so the next
-checkpoint applies what came meanwhile, all together. docs/architecture.md "Limits"."""
+checkpoint applies what came meanwhile, all together. docs/security.md "Limits"."""
 
 from __future__ import annotations
 

@@ -18,11 +18,6 @@ def take_request(conn: psycopg.Connection[Any], caller: Caller, rate: RequestRat
     # import psycopg, which a handler's import should not pay for (bench/cold_start.py).
     from gpudev.repositories.request_buckets import RequestBucketsRepository
 
-    buckets = RequestBucketsRepository(conn)
-    # None: refused by a bucket another request made after this statement's snapshot (a new
-    # principal's first burst): the second statement's snapshot has it.
-    wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
-    if wait is None:
-        wait = buckets.take(caller.principal_arn, rate.burst, rate.per_second)
-    if wait is None or wait > 0:
-        raise refusal(rate, wait or 1 / rate.per_second)
+    wait = RequestBucketsRepository(conn).take(caller.principal_arn, rate.burst, rate.per_second)
+    if wait > 0:
+        raise refusal(rate, wait)

@@ -13,12 +13,11 @@ class RequestBucketsRepository:
     def __init__(self, conn: psycopg.Connection[Any]):
         self._conn = conn
 
-    def take(self, principal_arn: str, burst: int, per_second: float) -> float | None:
-        """One token in one statement: 0 when taken; else the seconds until one is there
-        (nothing written); None when refused by a bucket another request created after this
-        statement's snapshot (run it again)."""
+    def take(self, principal_arn: str, burst: int, per_second: float) -> float:
+        """One token in one statement: 0 when taken, else the seconds until one is there."""
         row = self._conn.execute(
             query("ratelimit/take"),
             {"principal_arn": principal_arn, "burst": burst, "per_second": per_second},
         ).fetchone()
-        return None if row is None else float(row[0])
+        assert row is not None  # the statement always returns the caller's row
+        return float(row[0])

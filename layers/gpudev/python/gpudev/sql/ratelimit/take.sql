@@ -1,30 +1,30 @@
 -- One request from the caller's bucket, in one round trip (ratelimit/service.py): the
 -- bucket refills at %(per_second)s tokens a second up to %(burst)s; a request takes one
 -- token. A new principal starts full. Returns retry_after_seconds: 0 when the token was
--- taken, else how long until one is there (nothing written). clock_timestamp(), not now():
--- under the row lock, after the request before it, so refills are never counted twice.
--- No row only when refused by a bucket another request created after this statement's
--- snapshot (a new principal's first burst): the caller runs it again.
-WITH taken AS (
-    INSERT INTO api_request_buckets AS b (principal_arn, tokens, refilled_at)
-    VALUES (%(principal_arn)s, %(burst)s::double precision - 1, clock_timestamp())
-    ON CONFLICT (principal_arn) DO UPDATE SET
-        tokens = least(
-            %(burst)s::double precision,
-            b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
-                * %(per_second)s
-        ) - 1,
-        refilled_at = clock_timestamp()
-    WHERE least(
+-- taken, else how long until one is there.
+--
+-- Every request updates its row, taken or not, so every request waits for the row lock and
+-- sees the row as the request before it left it: concurrent requests are counted one by one,
+-- and the statement always returns its row (a refused request stores the refill it saw, which
+-- changes nothing about the level). The level is computed with clock_timestamp(), not now():
+-- under the row lock, after the request before it.
+INSERT INTO api_request_buckets AS b (principal_arn, tokens, refilled_at, taken)
+VALUES (%(principal_arn)s, %(burst)s::double precision - 1, clock_timestamp(), true)
+ON CONFLICT (principal_arn) DO UPDATE SET
+    tokens = least(
         %(burst)s::double precision,
         b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
             * %(per_second)s
-    ) >= 1
-    RETURNING 0::double precision AS retry_after_seconds
-)
-SELECT retry_after_seconds FROM taken
-UNION ALL
-SELECT (1 - (tokens + greatest(0, extract(epoch FROM clock_timestamp() - refilled_at))
-        * %(per_second)s)) / %(per_second)s
-FROM api_request_buckets
-WHERE principal_arn = %(principal_arn)s AND NOT EXISTS (SELECT FROM taken)
+    ) - CASE WHEN least(
+        %(burst)s::double precision,
+        b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
+            * %(per_second)s
+    ) >= 1 THEN 1 ELSE 0 END,
+    taken = least(
+        %(burst)s::double precision,
+        b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
+            * %(per_second)s
+    ) >= 1,
+    refilled_at = clock_timestamp()
+RETURNING CASE WHEN b.taken THEN 0 ELSE (1 - b.tokens) / %(per_second)s END
+    AS retry_after_seconds
