@@ -42,9 +42,16 @@ def moment(value: str | None) -> str:
 def reservations_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    table = Table(title="GPU Reservations")
+    # No outer border: four columns more for the content in an 80-column terminal.
+    table = Table(title="GPU Reservations", show_edge=False, pad_edge=False)
     for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
-        table.add_column(column, no_wrap=column == "Queue")
+        # An id stays whole (8 characters: what every command takes) however narrow the
+        # terminal, and so do a status word (at most 9) and a queue place; the others wrap.
+        table.add_column(
+            column,
+            no_wrap=column in ("ID", "Queue"),
+            min_width={"ID": 8, "Status": 9}.get(column),
+        )
     colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
     for r in rows:
         status = r["status"] + (
@@ -95,6 +102,11 @@ def reservation_panel(r: dict[str, Any]) -> None:
     if r.get("disk_name") and r.get("ebs_volume_id"):
         disk += f" (volume {r['ebs_volume_id']})"
     lines.append(f"Disk: {disk}   Other users: {users}")
+    for login in r.get("keyless_users") or []:  # the lifecycle's last fetch found none
+        lines.append(
+            f"[yellow]{login}: no public keys on GitHub yet (https://github.com/{login}.keys): "
+            "they can log in once they add one[/]"
+        )
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):
@@ -119,22 +131,25 @@ def jupyter_command(r: dict[str, Any]) -> str:
     return f"gpu-dev connect {short(r['reservation_id'])} --jupyter"
 
 
-def jupyter_changed(r: dict[str, Any], enabled: bool) -> str:
-    if not enabled:
-        return "Jupyter off."
-    return f"Jupyter on (it starts within seconds): open it with `{jupyter_command(r)}`."
-
-
 def _connect_lines(r: dict[str, Any]) -> list[str]:
     """How to connect (the caller has written the reservation's SSH config)."""
     from rich.markup import escape
 
-    alias = ssh.host_alias(r)
     included = ssh_include.installed()
-    lines = [
-        f"Connect: gpu-dev connect {short(r['reservation_id'])}",
-        f"SSH:     {escape(ssh.printed_command(r))}"
-        + (f"   (or: ssh {alias})" if included else ""),
+    reachable = ssh.ready_nodes(r)
+    rid = short(r["reservation_id"])
+    multinode = r.get("total_nodes", 1) > 1
+    lines = [f"Nodes:   {len(reachable)}/{r['total_nodes']} nodes ready"] if multinode else []
+    lines.append(f"Connect: gpu-dev connect {rid}" + (" [--node N]" if multinode else ""))
+    for node in reachable:  # one line per node: each has its own SSH endpoint
+        rank = node["rank"]
+        alias = ssh.host_alias(r, rank)
+        label = f"Node {rank}: " if multinode else "SSH:    "
+        lines.append(
+            f"{label} {escape(ssh.printed_command(r, rank=rank))}"
+            + (f"   (or: ssh {alias})" if included else "")
+        )
+    lines += [
         f"VS Code: {ssh.vscode_link(r)}"
         + ("" if included else "   (after `gpu-dev config ssh-include`)"),
     ]

@@ -31,8 +31,30 @@ def state_dir() -> Path:
     return Path(os.environ.get("GPU_DEV_HOME") or Path.home() / ".gpu-dev")
 
 
-def host_alias(reservation: dict[str, Any]) -> str:
-    return f"gpu-dev-{reservation['reservation_id'][:8]}"
+def host_alias(reservation: dict[str, Any], rank: int = 0) -> str:
+    """Node 0's alias is the reservation's; node N of a multinode one is `...-nodeN`."""
+    base = f"gpu-dev-{reservation['reservation_id'][:8]}"
+    return base if rank == 0 else f"{base}-node{rank}"
+
+
+def nodes(reservation: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node's SSH endpoint, by rank: the API's `ssh_nodes`, or node 0's alone (a
+    reservation made before every node had one)."""
+    listed = sorted(reservation.get("ssh_nodes") or [], key=lambda n: n["rank"])
+    if listed:
+        return listed
+    return [
+        {
+            "rank": 0,
+            "node_ip": reservation.get("node_ip"),
+            "node_port": reservation.get("node_port"),
+            "node_address_kind": reservation.get("node_address_kind"),
+        }
+    ]
+
+
+def ready_nodes(reservation: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in nodes(reservation) if n.get("node_ip") and n.get("node_port")]
 
 
 def config_file(reservation: dict[str, Any]) -> Path:
@@ -96,15 +118,21 @@ def write_config(reservation: dict[str, Any]) -> Path:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = config_file(reservation)
     internal = reservation.get("node_address_kind") == "internal"
+    # Every node's pod runs sshd with the reservation's one host key: all are pinned under
+    # node 0's alias (HostKeyAlias), so one known_hosts line serves every node.
+    host_keys = "".join(_host_key_lines(reservation, directory))
     text = (
         f"# gpu-dev reservation {reservation['reservation_id']}; removed when it ends\n"
         + (f"# {INTERNAL_HINT}\n" if internal else "")
-        + f"Host {host_alias(reservation)}\n"
-        f"    HostName {reservation['node_ip']}\n"
-        f"    Port {reservation['node_port']}\n"
-        "    User dev\n"
-        "    ForwardAgent no\n"
-        "    ServerAliveInterval 30\n" + "".join(_host_key_lines(reservation, directory))
+        + "".join(
+            f"Host {host_alias(reservation, node['rank'])}\n"
+            f"    HostName {node['node_ip']}\n"
+            f"    Port {node['node_port']}\n"
+            "    User dev\n"
+            "    ForwardAgent no\n"
+            "    ServerAliveInterval 30\n" + host_keys
+            for node in ready_nodes(reservation)
+        )
     )
     _write_private(path, text)
     return path
@@ -140,15 +168,15 @@ AGENT_WARNING = (
 )
 
 
-def _arguments(reservation: dict[str, Any], forward_agent: bool) -> list[str]:
+def _arguments(reservation: dict[str, Any], forward_agent: bool, rank: int = 0) -> list[str]:
     agent = ["-o", "ForwardAgent=yes"] if forward_agent else []
-    return ["-F", str(config_file(reservation)), *agent, host_alias(reservation)]
+    return ["-F", str(config_file(reservation)), *agent, host_alias(reservation, rank)]
 
 
-def printed_command(reservation: dict[str, Any], forward_agent: bool = False) -> str:
-    """The ssh command line, quoted for a POSIX shell: it works as printed once the
-    reservation's config is written."""
-    return shlex.join(["ssh", *_arguments(reservation, forward_agent)])
+def printed_command(reservation: dict[str, Any], forward_agent: bool = False, rank: int = 0) -> str:
+    """The ssh command line (to node `rank`), quoted for a POSIX shell: it works as printed
+    once the reservation's config is written."""
+    return shlex.join(["ssh", *_arguments(reservation, forward_agent, rank)])
 
 
 def vscode_link(reservation: dict[str, Any]) -> str:
@@ -157,11 +185,19 @@ def vscode_link(reservation: dict[str, Any]) -> str:
     return f"vscode://vscode-remote/ssh-remote+{host_alias(reservation)}{HOME_IN_POD}"
 
 
-def ssh_command(reservation: dict[str, Any], forward_agent: bool = False) -> list[str]:
-    """ssh with the reservation's config. The agent is forwarded only when asked
-    (AGENT_WARNING)."""
+def ssh_command(
+    reservation: dict[str, Any], forward_agent: bool = False, rank: int = 0
+) -> list[str]:
+    """ssh to node `rank` with the reservation's config. The agent is forwarded only when
+    asked (AGENT_WARNING)."""
     ssh = shutil.which("ssh")
     if ssh is None:
         raise CliError("ssh is not installed or not on PATH")
+    if rank not in {node["rank"] for node in ready_nodes(reservation)}:
+        ranks = ", ".join(str(node["rank"]) for node in ready_nodes(reservation))
+        raise CliError(
+            f"reservation {reservation['reservation_id'][:8]} has no node {rank} "
+            f"with an SSH endpoint (its nodes: {ranks or 'none yet'})"
+        )
     write_config(reservation)
-    return [ssh, *_arguments(reservation, forward_agent)]
+    return [ssh, *_arguments(reservation, forward_agent, rank)]

@@ -1,5 +1,6 @@
-"""`show`, `cancel` and `connect` by reservation name as well as id, and `cancel --all`,
-against the local cloud with two principals: never anything of anyone else's."""
+"""`show`, `cancel`, `connect`, `extend` and `edit` by reservation name as well as id, and
+`cancel --all`, against the local cloud with two principals: never anything of anyone
+else's."""
 
 from __future__ import annotations
 
@@ -50,13 +51,27 @@ def test_show_and_cancel_by_name(run):
 def test_an_ambiguous_name_lists_the_candidates_and_changes_nothing(run, local_cloud):
     name = f"twin-{uuid.uuid4().hex[:8]}"
     first, second = _reserve(run, name), _reserve(run, name)
-    for command in ("show", "cancel", "connect"):
-        result = run(command, name)
+    commands = [
+        ("show", name),
+        ("cancel", name),
+        ("connect", name),
+        ("extend", name, "-h", "1"),
+        ("edit", name, "--enable-jupyter"),
+    ]
+    for command in commands:
+        result = run(*command)
         assert result.exit_code == 1 and result.stdout == ""
         assert f"2 reservations are named '{name}'" in result.stderr
         assert first[:8] in result.stderr and second[:8] in result.stderr
         assert "give the id instead" in result.stderr
     assert _cancel_requested(local_cloud, [first, second]) == {first: False, second: False}
+    changed = fetch_rows(
+        local_cloud.database_url,
+        "SELECT duration_hours, jupyter_enabled FROM reservations"
+        " WHERE reservation_id = ANY(%s::uuid[])",
+        [first, second],
+    )
+    assert sorted(changed) == [(1.0, False), (1.0, False)], "nothing extended or changed"
 
 
 def test_a_live_reservation_wins_over_ended_ones_of_the_same_name(run, local_cloud):

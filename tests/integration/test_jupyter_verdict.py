@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from gpudev.errors import Conflict
-from gpudev.models import ReservationStatus
+from gpudev.models import NodeEndpoint, ReservationStatus
 from gpudev.repositories import LifecycleRepository, ReservationsRepository
 from gpudev.reservations.schemas import ReservationRequest, ReservationView
 from gpudev.reservations.service import set_jupyter, submit_reservation
@@ -42,6 +42,7 @@ def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) ->
         ssh_host_keys=[HOST_KEY],
         ready_timeout_seconds=60,
         generation=0,
+        keyless_users=["nokeys"],
     )
     activated = rows.activate(
         rid,
@@ -51,8 +52,13 @@ def _active(db: psycopg.Connection[Any], available: bool, reason: str | None) ->
         node_address_kind="external",
         jupyter_available=available,
         jupyter_error=reason,
+        ssh_nodes=[
+            NodeEndpoint(rank=0, node_ip="54.1.2.3", node_port=30022, node_address_kind="external")
+        ],
     )
     assert activated is not None
+    assert activated.keyless_users == ["nokeys"]  # written at preparing, kept at activation
+    assert [n.node_port for n in activated.ssh_nodes] == [30022]
     assert (activated.jupyter_available, activated.jupyter_error) == (available, reason)
     assert activated.ssh_host_keys == [HOST_KEY]  # written at preparing, kept at activation
     return rid

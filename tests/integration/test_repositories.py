@@ -140,6 +140,35 @@ def test_status_changes_are_recorded_as_events_and_final_ones_stamp_the_end(
     assert events[1].detail == "waiting for capacity"
 
 
+def test_an_extension_records_a_history_entry_with_the_new_expiry(
+    db: psycopg.Connection[Any], alice: str
+):
+    repo = ReservationsRepository(db)
+    created = _submit(repo, _new_reservation(alice, duration_hours=2))
+    queued = repo.extend(created.reservation_id, 1.5)
+    assert queued is not None
+    launched = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    db.execute(
+        "UPDATE reservations SET status = 'active', launched_at = %s WHERE reservation_id = %s",
+        (launched, created.reservation_id),
+    )
+    assert repo.extend(created.reservation_id, 2, seconds_per_hour=60) is not None
+    events = [e for e in repo.events(created.reservation_id) if e.from_status == e.to_status]
+    assert [(e.to_status, e.detail) for e in events] == [
+        ("pending", "extended by 1.5 h to 3.5 h in total: the hours count from its start"),
+        # 5.5 clock hours of 60 s each after launch: 5 min 30 s
+        ("active", "extended by 2 h to 5.5 h in total: expires at 2030-01-01 12:05:30 UTC"),
+    ]
+
+
+def test_a_change_that_is_no_extension_writes_no_history(db: psycopg.Connection[Any], alice: str):
+    repo = ReservationsRepository(db)
+    created = _submit(repo, _new_reservation(alice))
+    assert repo.set_jupyter(created.reservation_id, True) is not None
+    assert repo.add_user(created.reservation_id, "octocat") is not None
+    assert [e.to_status for e in repo.events(created.reservation_id)] == ["pending"]
+
+
 def test_unknown_gpu_type_is_a_domain_error(db: psycopg.Connection[Any], alice: str):
     with pytest.raises(UnknownReference, match="GPU type"):
         _submit(ReservationsRepository(db), _new_reservation(alice, gpu_type="v100"))

@@ -31,18 +31,18 @@ def test_extend_moves_the_expiry_and_resets_the_warnings(api, local_cloud):
     wait_for(lambda: show(api, rid)["warning_text"], message="the 30-minute warning")
     reply = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 1})
     assert reply.status == 202, reply.body
+    # the reply says the new expiry at once (launch + the hours), before the checkpoint
+    assert abs(_timestamp(reply.body["expires_at"]) - first_expiry - SECONDS_PER_HOUR) < 1
     extended = wait_for(
-        lambda: (
-            (r := show(api, rid))["expires_at"]
-            and _timestamp(r["expires_at"]) > first_expiry + 1
-            and r
-        ),
-        message="the new expiry",
+        lambda: (r := show(api, rid))["warning_text"] is None and r,
+        message="the extension applied: its warnings start over",
     )
     assert abs(_timestamp(extended["expires_at"]) - first_expiry - SECONDS_PER_HOUR) < 1
     assert extended["warning_text"] is None
     configmap = objects_of(local_cloud, rid)["configmaps"][0]["data"]
     assert configmap["warning_level"] == ""
+    # the pod's banner has the expiry the reply said
+    assert abs(_timestamp(configmap["expires_at"]) - _timestamp(reply.body["expires_at"])) < 1
     refused = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 24})
     refused = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 24})
     assert refused.status == 422 and "at most 48 h in total" in refused.body["message"]

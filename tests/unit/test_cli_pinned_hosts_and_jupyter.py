@@ -208,13 +208,6 @@ def test_the_agent_is_not_forwarded_into_a_tunnel(fake_ssh, monkeypatch):
     assert not fake_ssh.exists()
 
 
-def test_edit_enable_jupyter_says_how_to_open_it():
-    assert render.jupyter_changed(PINNED, True) == (
-        "Jupyter on (it starts within seconds): open it with `gpu-dev connect 5e4d3c2b --jupyter`."
-    )
-    assert render.jupyter_changed(PINNED, False) == "Jupyter off."
-
-
 def test_a_missing_ssh_is_one_clear_error(monkeypatch, tmp_path: Path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(CliError, match="ssh is not installed"):

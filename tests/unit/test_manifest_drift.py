@@ -75,6 +75,8 @@ def _reservation(
             "namespace": "gpu-dev",
             "secondary_users": [],
             "ssh_host_keys": [],
+            "ssh_nodes": [],
+            "keyless_users": [],
             "warnings_sent": [],
             "oom_count": 0,
             "pod_restarts": 0,
@@ -119,6 +121,9 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
     reservation = _reservation(user_id, _catalogue()[0], 1, 1)
     builders: dict[str, Callable[[], dict[str, Any]]] = {
         "ssh_service": lambda: network.ssh_service(reservation),
+        "ssh_service of node 1": lambda: network.ssh_service(
+            _reservation(user_id, _catalogue()[0], 16, 2), rank=1
+        ),
         "headless_service": lambda: network.headless_service(reservation),
         "network_policy": lambda: network.network_policy(reservation),
         "control_config_map": lambda: objects.control_config_map(

@@ -70,3 +70,52 @@ def test_the_reservation_view_is_the_shown_columns_and_two_computed_waits():
     assert set(ReservationView.model_fields) == set(ReservationShown.model_fields) | computed
     assert set(ReservationView.model_fields) == _published(ReservationView)
     assert not own & _published(ReservationView)
+
+
+def _reservation_row(**columns: Any) -> Reservation:
+    values: dict[str, Any] = dict.fromkeys(Reservation.model_fields) | {
+        "reservation_id": uuid.uuid4(),
+        "user_id": "alice",
+        "status": "active",
+        "gpu_type": "h100",
+        "gpu_count": 16,
+        "total_nodes": 2,
+        "duration_hours": 6.0,
+        "jupyter_enabled": False,
+        "profiling": False,
+        "secondary_users": [],
+        "ssh_host_keys": [],
+        "ssh_nodes": [],
+        "keyless_users": [],
+        "warnings_sent": [],
+        "oom_count": 0,
+        "pod_restarts": 0,
+        "change_generation": 1,
+        "applied_generation": 0,
+        "namespace": "gpu-dev",
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    return Reservation.model_validate(values | columns)
+
+
+def test_an_active_reservations_expiry_follows_its_hours_before_the_checkpoint_applies_them():
+    """An extension's reply says the new expiry at once: what ends the reservation is its
+    launch plus its hours (the checkpoint moves `expires_at` to that within the bound)."""
+    launched = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+    row = _reservation_row(launched_at=launched, expires_at=launched.replace(hour=16))
+    view = ReservationView.of(row)
+    assert view.expires_at == launched.replace(hour=18)
+    queued = ReservationView.of(_reservation_row(status="queued", duration_hours=4.0))
+    assert queued.expires_at is None
+
+
+def test_the_view_carries_every_nodes_endpoint_and_the_keyless_users():
+    nodes = [
+        {"rank": 0, "node_ip": "54.1.1.1", "node_port": 30001, "node_address_kind": "external"},
+        {"rank": 1, "node_ip": "54.1.1.2", "node_port": 30002, "node_address_kind": "external"},
+    ]
+    view = ReservationView.of(_reservation_row(ssh_nodes=nodes, keyless_users=["octocat"]))
+    dumped = view.model_dump(mode="json")
+    assert dumped["ssh_nodes"] == nodes and dumped["keyless_users"] == ["octocat"]
+    assert {"ssh_nodes", "keyless_users"} <= _published(ReservationView)

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import jupyter_tunnel, lookup, render, ssh
+from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -142,29 +142,24 @@ def _cancel_all(obj: Context, client: SigV4Client, ask: bool) -> None:
 
 
 @click.command()
-@click.argument("reservation_id")
+@click.argument("reservation")
 @click.option(
     "--hours", "-h", type=float, required=True, help="1 to 24; at most 48 in total since launch"
 )
 @click.pass_obj
-def extend(obj: Context, reservation_id: str, hours: float) -> None:
-    """Give a reservation more time."""
-    _extend(obj, obj.client(), reservation_id, hours)
+def extend(obj: Context, reservation: str, hours: float) -> None:
+    """Give a reservation (its id, 8-character id prefix, or name) more time."""
+    client = obj.client()
+    _extend(obj, client, lookup.find(client, reservation)["reservation_id"], hours)
 
 
 def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float) -> None:
     result = client.request("POST", f"/v1/reservations/{reservation_id}/extend", {"hours": hours})
-    obj.emit(
-        result,
-        lambda r: console.print(
-            f"Extended {short(r['reservation_id'])} by {hours:g} h "
-            f"({r['duration_hours']:g} h in total); the new expiry applies within seconds."
-        ),
-    )
+    obj.emit(result, lambda r: console.print(replies.extended(r, hours)))
 
 
 @click.command()
-@click.argument("reservation_id")
+@click.argument("reservation")
 @click.option("--extend", "extend_hours", type=float, help="add hours (1 to 24)")
 @click.option(
     "--add-user", "github_users", multiple=True, help="GitHub user to let in (repeatable)"
@@ -179,33 +174,30 @@ def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float
 @click.pass_obj
 def edit(
     obj: Context,
-    reservation_id: str,
+    reservation: str,
     extend_hours: float | None,
     github_users: tuple[str, ...],
     removed_users: tuple[str, ...],
     jupyter: bool | None,
 ) -> None:
-    """Change a live reservation: more time, users in or out, Jupyter on or off."""
+    """Change a live reservation (its id, 8-character id prefix, or name): more time, users
+    in or out, Jupyter on or off. Each reply says when the change applies."""
     if extend_hours is None and not github_users and not removed_users and jupyter is None:
         raise click.UsageError(
             "nothing to change: give --extend, --add-user, --remove-user or --enable-jupyter"
         )
     client = obj.client()
+    reservation_id = lookup.find(client, reservation)["reservation_id"]
     path = f"/v1/reservations/{reservation_id}"
     for user in github_users:
         result = client.request("POST", f"{path}/users", {"github_username": user})
-        obj.emit(result, lambda r, u=user: console.print(f"{u} may now log in."))
+        obj.emit(result, lambda r, u=user: console.print(replies.user_added(r, u)))
     for user in removed_users:
         result = client.request("DELETE", f"{path}/users/{quote(user, safe='')}")
-        obj.emit(
-            result,
-            lambda r, u=user: console.print(
-                f"{u} removed: no longer let in (their account and sessions end within seconds)."
-            ),
-        )
+        obj.emit(result, lambda r, u=user: console.print(replies.user_removed(r, u)))
     if jupyter is not None:
         result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
-        obj.emit(result, lambda r: console.print(render.jupyter_changed(r, jupyter)))
+        obj.emit(result, lambda r: console.print(replies.jupyter_changed(r, jupyter)))
     if extend_hours is not None:
         _extend(obj, client, reservation_id, extend_hours)
 
@@ -227,12 +219,23 @@ def edit(
     "its http://localhost URL and keep the tunnel open until Ctrl+C (Jupyter is reached "
     "only through SSH: its token never crosses the network in cleartext).",
 )
+@click.option(
+    "--node",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="which node of a multinode reservation (0, 1, ...): each has its own SSH endpoint",
+)
 @click.pass_obj
-def connect(obj: Context, reservation: str | None, forward_agent: bool, jupyter: bool) -> None:
+def connect(
+    obj: Context, reservation: str | None, forward_agent: bool, jupyter: bool, node: int
+) -> None:
     """SSH into an active reservation (id, id prefix or name; the only one, if you have
     exactly one), or with --jupyter open a tunnel to its Jupyter."""
     if jupyter and forward_agent:
         raise click.UsageError("--forward-agent is for a shell, not for --jupyter")
+    if jupyter and node:
+        raise click.UsageError("Jupyter runs on node 0 only: drop --node")
     client = obj.client()
     if reservation is None:
         active = client.request("GET", "/v1/reservations?status=active&limit=500")["reservations"]
@@ -255,16 +258,16 @@ def connect(obj: Context, reservation: str | None, forward_agent: bool, jupyter:
     if jupyter:
         jupyter_tunnel.open_tunnel(chosen)
     else:
-        _ssh(chosen, forward_agent)
+        _ssh(chosen, forward_agent, node)
 
 
-def _ssh(reservation: dict[str, Any], forward_agent: bool) -> None:
-    command = ssh.ssh_command(reservation, forward_agent)
+def _ssh(reservation: dict[str, Any], forward_agent: bool, rank: int = 0) -> None:
+    command = ssh.ssh_command(reservation, forward_agent, rank)
     if hint := ssh.address_hint(reservation):
         click.echo(f"note: {reservation['node_ip']}: {hint}", err=True)
     if forward_agent:
         click.echo(f"warning: {ssh.AGENT_WARNING}", err=True)
-    click.echo(ssh.printed_command(reservation, forward_agent), err=True)
+    click.echo(ssh.printed_command(reservation, forward_agent, rank), err=True)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to ssh now
     try:
         code = subprocess.call(command)

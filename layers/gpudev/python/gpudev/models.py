@@ -91,6 +91,15 @@ class GpuType(TypeCapacity):
         return self.max_nodes > 0
 
 
+class NodeEndpoint(BaseModel):
+    """One node of a reservation as users reach it: its rank's own NodePort Service."""
+
+    rank: int
+    node_ip: str | None
+    node_port: int | None
+    node_address_kind: str | None
+
+
 class ReservationShown(Row):
     """The columns of a reservation its owner sees: the API's `ReservationView` is these
     and what it computes from the others (waits in clock minutes). `Reservation` adds the
@@ -138,6 +147,19 @@ class ReservationShown(Row):
     # 'external', or 'internal': node_ip is reachable only from inside the cluster's VPC
     # (VPN, bastion) (0015).
     node_address_kind: str | None
+    # Every node's SSH endpoint, by rank (0035): node 0's is also node_ip/node_port.
+    ssh_nodes: list[NodeEndpoint] = Field(
+        default_factory=list,
+        description="one SSH endpoint per node, by rank (a multinode reservation's node 1 "
+        "and on have their own NodePort); empty until it is active",
+    )
+    # Added GitHub users GitHub listed no public keys for at the lifecycle's last fetch
+    # (0035): they cannot log in until they add one.
+    keyless_users: list[str] = Field(
+        default_factory=list,
+        description="added GitHub users for whom GitHub listed no public keys when the "
+        "lifecycle last fetched them: they can log in once they add one",
+    )
     queue_position: int | None
     current_detailed_status: str | None
     failure_reason: str | None

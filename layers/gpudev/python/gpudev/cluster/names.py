@@ -52,6 +52,11 @@ class Names:
         return self.base if self.total_nodes == 1 else f"{self.base}-{rank}"
 
     ssh_service = _Suffixed("ssh")
+
+    def ssh_service_of(self, rank: int) -> str:
+        """Each node's own NodePort Service: node 0's keeps the name it always had."""
+        return self.ssh_service if rank == 0 else f"{self.ssh_service}-{rank}"
+
     headless_service = _Suffixed("headless")
     # Jupyter's NodePort Service of a reservation made before Jupyter moved behind SSH: the
     # checkpoint deletes it (lifecycle/active.py).

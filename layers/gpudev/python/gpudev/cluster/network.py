@@ -1,5 +1,6 @@
-"""A reservation's network objects: the NodePort Service users reach pod 0's sshd by (and
-Jupyter through it: Jupyter listens on a Unix socket, never on a Service), the headless
+"""A reservation's network objects: a NodePort Service per node, which users reach that
+node's sshd by (Jupyter through node 0's: Jupyter listens on a Unix socket, never on a
+Service), the headless
 Service its pods find each other by, and its NetworkPolicy
 (isolation: docs/security.md)."""
 
@@ -14,16 +15,22 @@ from gpudev.cluster.vocabulary import RANK_LABEL, RESERVATION_LABEL
 from gpudev.models import Reservation
 
 
-def ssh_service(reservation: Reservation) -> dict[str, Any]:
-    """A NodePort Service to pod 0's sshd, answered on the node the pod runs on."""
+def ssh_service(reservation: Reservation, rank: int = 0) -> dict[str, Any]:
+    """A NodePort Service to the sshd of the pod of `rank`, answered on the node that pod
+    runs on (externalTrafficPolicy Local: each node's endpoint is its own node's address).
+    Every node of a multinode reservation gets one, so each is reachable from outside."""
     return manifest(
         "Service",
         reservation,
-        Names.of(reservation).ssh_service,
+        Names.of(reservation).ssh_service_of(rank),
+        extra_labels={RANK_LABEL: str(rank)},
         spec={
             "type": "NodePort",
             "externalTrafficPolicy": "Local",
-            "selector": {RESERVATION_LABEL: str(reservation.reservation_id), RANK_LABEL: "0"},
+            "selector": {
+                RESERVATION_LABEL: str(reservation.reservation_id),
+                RANK_LABEL: str(rank),
+            },
             "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
         },
     )

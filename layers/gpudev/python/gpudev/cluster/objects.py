@@ -188,6 +188,13 @@ def keys_secret(
     )
 
 
+def keyless_users(secret: dict[str, Any], users: list[str]) -> list[str]:
+    """The added users whose entry in the keys Secret holds no key: GitHub listed none for
+    them, so they cannot log in until they add one (`show` says so)."""
+    entries = secret["stringData"]
+    return [u for u in users if not entries.get(added_user_entry(u), "").strip()]
+
+
 def container_security(profiling: bool) -> dict[str, Any]:
     """The runtime's default capabilities minus NET_RAW, plus SYS_ADMIN for profiling.
     Privilege escalation stays allowed: the dev user has passwordless sudo (a setuid

@@ -152,16 +152,14 @@ class ReservationObjects:
             ]
         return found
 
-    def node_port(self, reservation_id: str, service_name: str) -> int | None:
-        """The NodePort Kubernetes gave the reservation's service, if it exists."""
-        return next(
-            (
-                s["spec"]["ports"][0].get("nodePort")
-                for s in self._list("services", reservation_id)
-                if s["metadata"]["name"] == service_name
-            ),
-            None,
-        )
+    def node_ports(self, reservation_id: str) -> dict[str, int | None]:
+        """The NodePort Kubernetes gave each of the reservation's services, by name (one
+        LIST however many nodes it has)."""
+        return {
+            s["metadata"]["name"]: s["spec"]["ports"][0].get("nodePort")
+            for s in self._list("services", reservation_id)
+            if s["spec"].get("ports")
+        }
 
     def delete(self, kind: str, name: str) -> None:
         """Delete one object; one that is gone already is what we wanted."""

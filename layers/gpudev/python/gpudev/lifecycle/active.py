@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
+from typing import Any
 
 from gpudev.cluster import objects
 from gpudev.cluster.names import Names
@@ -34,7 +35,7 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
     if due.expired:
         return CheckpointOutput(outcome="expire")
     applied = reservation.change_generation > reservation.applied_generation
-    _apply(lc, reservation, due)
+    secret = _apply(lc, reservation, due)
     jupyter_url, jupyter_port = _jupyter(lc, reservation)
     written(
         lc.rows.checkpoint(
@@ -45,6 +46,7 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
             jupyter_url=jupyter_url,
             jupyter_port=jupyter_port,
             generation=reservation.change_generation,
+            keyless_users=objects.keyless_users(secret, reservation.secondary_users),
         ),
         "checkpoint",
     )
@@ -84,10 +86,11 @@ def _active(reservation: Reservation) -> Active:
     )
 
 
-def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
+def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> dict[str, Any]:
     """The pod's control objects from the row: expiry, warnings (the schedule's and the
     availability updater's pod health), Jupyter, keys (refreshed from GitHub; an added user
-    taken off the row loses their entry, and the pod's control loop their account)."""
+    taken off the row loses their entry, and the pod's control loop their account). Returns
+    the keys Secret as it now is."""
     cluster = lc.objects(reservation)
     expires_at = datetime.fromtimestamp(due.expires_at).astimezone().isoformat()
     cluster.replace(
@@ -112,6 +115,7 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> None:
         or reservation.change_generation > reservation.applied_generation
     ):
         cluster.replace(secret)
+    return secret
 
 
 def _jupyter(lc: Lifecycle, reservation: Reservation) -> tuple[str | None, int | None]:

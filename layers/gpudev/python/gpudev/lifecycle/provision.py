@@ -16,7 +16,7 @@ from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.lifecycle.taxonomy import StateChanged
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import NodeEndpoint, Reservation, ReservationStatus
 from gpudev.repositories import GpuTypesRepository
 
 # How often `check_ready` lists the pods while it watches them (one LIST of a label
@@ -55,7 +55,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     cluster.create(keys)
     kept = _kept_in_secret(cluster, reservation)
     cluster.create(network.headless_service(reservation))
-    cluster.create(network.ssh_service(reservation))
+    for rank in range(reservation.total_nodes):  # every node reachable on its own port
+        cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
     for placement in placements:
         cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image, home))
@@ -68,6 +69,7 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
             ssh_host_keys=[kept.get(PUBLIC_ENTRY, host_key.public).strip()],
             ready_timeout_seconds=lc.settings.ready_timeout_seconds,
             generation=reservation.change_generation,
+            keyless_users=objects.keyless_users(keys, reservation.secondary_users),
         ),
         "preparing",
     )
@@ -126,18 +128,29 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
 
 def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) -> CheckReadyOutput:
     reservation_id = reservation.reservation_id
-    cluster = lc.objects(reservation)
-    node_port = cluster.node_port(str(reservation_id), Names.of(reservation).ssh_service)
-    # Users connect to rank 0's node: its external address when it has one.
-    address, kind = lc.rows.placements(reservation_id)[0].ssh_address
+    names = Names.of(reservation)
+    ports = lc.objects(reservation).node_ports(str(reservation_id))
+    # Users connect to each node's own address: its external one when it has one.
+    nodes = []
+    for placement in lc.rows.placements(reservation_id):
+        address, kind = placement.ssh_address
+        port = ports.get(names.ssh_service_of(placement.rank))
+        nodes.append(
+            NodeEndpoint(
+                rank=placement.rank, node_ip=address, node_port=port, node_address_kind=kind
+            )
+        )
+    nodes.sort(key=lambda node: node.rank)
+    first = nodes[0]
     activated = lc.rows.activate(
         reservation_id,
         seconds_per_hour=lc.settings.seconds_per_hour,
-        node_ip=address,
-        node_port=node_port,
-        node_address_kind=kind,
+        node_ip=first.node_ip,
+        node_port=first.node_port,
+        node_address_kind=first.node_address_kind or "internal",
         jupyter_available=jupyter.available,
         jupyter_error=jupyter.reason,
+        ssh_nodes=nodes,
     )
     # Nothing matched: a retry after the write (fine), or the row moved on (read again).
     status = activated.status if activated else lc.reservation(reservation_id).status

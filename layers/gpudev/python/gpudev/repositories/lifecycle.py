@@ -14,11 +14,12 @@ from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from gpudev.cluster.names import Placement
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_one
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import NodeEndpoint, Reservation, ReservationStatus
 
 
 class LifecycleRepository:
@@ -53,9 +54,11 @@ class LifecycleRepository:
         ssh_host_keys: list[str],
         ready_timeout_seconds: float,
         generation: int,
+        keyless_users: list[str],
     ) -> Reservation | None:
         """Queued (granted) to preparing: the pod exists, ready by the deadline; the public
-        halves of the host keys its sshd was given."""
+        halves of the host keys its sshd was given; the added users GitHub listed no keys
+        for."""
         return self._write(
             "preparing",
             {
@@ -66,6 +69,7 @@ class LifecycleRepository:
                 "ssh_host_keys": ssh_host_keys,
                 "ready_timeout_seconds": ready_timeout_seconds,
                 "generation": generation,
+                "keyless_users": keyless_users,
             },
         )
 
@@ -79,8 +83,10 @@ class LifecycleRepository:
         node_address_kind: str,
         jupyter_available: bool,
         jupyter_error: str | None,
+        ssh_nodes: list[NodeEndpoint],
     ) -> Reservation | None:
-        """Preparing to active: launched now, with its SSH address (external or internal) and
+        """Preparing to active: launched now, with its SSH address (external or internal),
+        every node's (`ssh_nodes`, by rank; node 0's is also `node_ip`/`node_port`) and
         whether its pod can serve Jupyter (and if not, why)."""
         return self._write(
             "activate",
@@ -93,6 +99,7 @@ class LifecycleRepository:
                 "node_address_kind": node_address_kind,
                 "jupyter_available": jupyter_available,
                 "jupyter_error": jupyter_error,
+                "ssh_nodes": Jsonb([node.model_dump() for node in ssh_nodes]),
             },
         )
 
@@ -106,8 +113,10 @@ class LifecycleRepository:
         jupyter_url: str | None,
         jupyter_port: int | None,
         generation: int,
+        keyless_users: list[str],
     ) -> Reservation | None:
-        """What a checkpoint applied to the pod (only while active)."""
+        """What a checkpoint applied to the pod (only while active), and the added users
+        GitHub listed no keys for."""
         return self._write(
             "checkpoint",
             {
@@ -118,6 +127,7 @@ class LifecycleRepository:
                 "jupyter_url": jupyter_url,
                 "jupyter_port": jupyter_port,
                 "generation": generation,
+                "keyless_users": keyless_users,
             },
         )
 

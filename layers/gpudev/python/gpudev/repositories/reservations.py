@@ -202,9 +202,14 @@ class ReservationsRepository:
             "reservations/request_cancel", {"reservation_id": reservation_id, "reason": reason}
         )
 
-    def extend(self, reservation_id: UUID, hours: float) -> Changed | None:
-        """Add `hours` to the total; None if the reservation is no longer live."""
-        return self._owner_change(reservation_id, add_hours=hours)
+    def extend(
+        self, reservation_id: UUID, hours: float, seconds_per_hour: float = 3600.0
+    ) -> Changed | None:
+        """Add `hours` to the total, with a history entry that says the new expiry (in the
+        lifecycle's clock: `seconds_per_hour`); None if the reservation is no longer live."""
+        return self._owner_change(
+            reservation_id, add_hours=hours, seconds_per_hour=seconds_per_hour
+        )
 
     def add_user(self, reservation_id: UUID, github_user: str) -> Changed | None:
         """None if the user was already there or the reservation is no longer live."""
@@ -227,6 +232,7 @@ class ReservationsRepository:
         github_user: str | None = None,
         remove_user: str | None = None,
         jupyter_enabled: bool | None = None,
+        seconds_per_hour: float = 3600.0,
     ) -> Changed | None:
         """One statement for every owner's change: the one asked for is set, the rest None."""
         return self._change(
@@ -237,5 +243,6 @@ class ReservationsRepository:
                 "github_user": github_user,
                 "remove_user": remove_user,
                 "jupyter_enabled": jupyter_enabled,
+                "seconds_per_hour": seconds_per_hour,
             },
         )

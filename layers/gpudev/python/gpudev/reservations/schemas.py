@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from gpudev.models import Reservation, ReservationShown
+from gpudev.models import Reservation, ReservationShown, ReservationStatus
 from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
 from gpudev.settings import lifecycle_settings
 
@@ -65,8 +65,15 @@ class ReservationView(ReservationShown):
         if reservation.jupyter_available is False:  # None: a pod from before the check
             fields["jupyter_url"] = None
         fields["estimated_wait_minutes"] = clock_minutes_until(reservation.estimated_start_at, now)
+        if reservation.status == ReservationStatus.ACTIVE and reservation.launched_at:
+            # The expiry its hours give, extensions included: what the next checkpoint
+            # applies (within the change-wake bound) and what ends it, so an extension's
+            # reply and `show` say the new expiry at once.
+            fields["expires_at"] = reservation.launched_at + timedelta(
+                seconds=reservation.duration_hours * lifecycle_settings().seconds_per_hour
+            )
         if not reservation.status.is_final:
-            fields["expires_in_minutes"] = clock_minutes_until(reservation.expires_at, now)
+            fields["expires_in_minutes"] = clock_minutes_until(fields["expires_at"], now)
         return cls.model_validate(fields)
 
 

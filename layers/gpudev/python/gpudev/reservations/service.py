@@ -37,7 +37,7 @@ from gpudev.reservations.rules import (
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
-from gpudev.settings import user_limit_settings
+from gpudev.settings import lifecycle_settings, user_limit_settings
 
 MIN_PREFIX = 8
 ID_LENGTH = 36
@@ -206,7 +206,9 @@ def request_extension(
         queue,
         reservation,
         "extend",
-        lambda repo: repo.extend(reservation.reservation_id, hours),
+        lambda repo: repo.extend(
+            reservation.reservation_id, hours, lifecycle_settings().seconds_per_hour
+        ),
     )
 
 

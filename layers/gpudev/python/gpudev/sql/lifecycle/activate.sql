@@ -7,6 +7,7 @@ UPDATE reservations SET
     node_port = %(node_port)s,
     ssh_command = %(ssh_command)s,
     node_address_kind = %(node_address_kind)s,
+    ssh_nodes = %(ssh_nodes)s,
     jupyter_available = %(jupyter_available)s,
     jupyter_error = %(jupyter_error)s,
     warnings_sent = '{}',

@@ -6,6 +6,7 @@ UPDATE reservations SET
     warning_text = %(warning_text)s,
     jupyter_url = %(jupyter_url)s,
     jupyter_port = %(jupyter_port)s,
+    keyless_users = %(keyless_users)s,
     applied_generation = greatest(applied_generation, %(generation)s)
 WHERE reservation_id = %(reservation_id)s AND status = 'active'
 RETURNING *

@@ -4,7 +4,9 @@
 -- outbox row of its reservation_changed job, in the same statement (outbox_write,
 -- migrations/0010).
 -- duration_hours is the total since launch; the execution moves expires_at when it applies
--- this generation. reservations_total_hours_check caps the total at 48 h.
+-- this generation. reservations_total_hours_check caps the total at 48 h. An extension
+-- writes its history entry (reservation_events, status unchanged) with the expiry it gives
+-- (launched_at + the total; a reservation not started yet counts its hours from its start).
 WITH changed AS (
     UPDATE reservations SET
         duration_hours = duration_hours + coalesce(%(add_hours)s::double precision, 0),
@@ -40,6 +42,23 @@ WITH changed AS (
           OR jupyter_enabled IS DISTINCT FROM %(jupyter_enabled)s::boolean
       )
     RETURNING *
+), extension AS (
+    INSERT INTO reservation_events (reservation_id, from_status, to_status, detail)
+    SELECT
+        reservation_id,
+        status,
+        status,
+        format('extended by %%s h to %%s h in total', %(add_hours)s::double precision, duration_hours)
+        || CASE
+            WHEN launched_at IS NULL THEN ': the hours count from its start'
+            ELSE ': expires at ' || to_char(
+                (launched_at + make_interval(secs => duration_hours * %(seconds_per_hour)s))
+                    AT TIME ZONE 'UTC',
+                'YYYY-MM-DD HH24:MI:SS'
+            ) || ' UTC'
+        END
+    FROM changed
+    WHERE %(add_hours)s::double precision IS NOT NULL
 )
 SELECT changed.*, job.outbox_id, job.payload AS outbox_payload
 FROM changed
