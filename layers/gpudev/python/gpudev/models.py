@@ -147,14 +147,14 @@ class ReservationShown(Row):
     # 'external', or 'internal': node_ip is reachable only from inside the cluster's VPC
     # (VPN, bastion) (0015).
     node_address_kind: str | None
-    # Every node's SSH endpoint, by rank (0035): node 0's is also node_ip/node_port.
+    # Every node's SSH endpoint, by rank (0033): node 0's is also node_ip/node_port.
     ssh_nodes: list[NodeEndpoint] = Field(
         default_factory=list,
         description="one SSH endpoint per node, by rank (a multinode reservation's node 1 "
         "and on have their own NodePort); empty until it is active",
     )
     # Added GitHub users GitHub listed no public keys for at the lifecycle's last fetch
-    # (0035): they cannot log in until they add one.
+    # (0033): they cannot log in until they add one.
     keyless_users: list[str] = Field(
         default_factory=list,
         description="added GitHub users for whom GitHub listed no public keys when the "
