@@ -23,6 +23,7 @@ from gpudev.lifecycle.payloads import (
     TaskOutput,
     TearDownOutput,
 )
+from gpudev.lifecycle.outages import outage_over
 from gpudev.lifecycle.provision import check_ready, provision
 from gpudev.lifecycle.queueing import start, wait_for_capacity
 from gpudev.lifecycle.tasks import Lifecycle
@@ -55,6 +56,8 @@ TASKS: dict[TaskName, Task] = {
 
 
 def run(lc: Lifecycle, task: TaskInput) -> dict[str, Any] | None:
-    """Run `task`; its output as the state machine reads it."""
+    """Run `task`; its output as the state machine reads it. A task that ran through
+    ends any "waiting for ..." an earlier attempt put on the status line."""
     output = TASKS[task.task].run(lc, task)
+    outage_over(lc.rows, task.reservation_id)
     return output.to_state_machine() if output is not None else None
