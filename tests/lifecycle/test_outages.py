@@ -74,9 +74,7 @@ class Trigger:
 
 
 @contextmanager
-def outage_at(
-    cloud: LocalCloud, function: str, task: str | None, fault: str
-) -> Iterator[Trigger]:
+def outage_at(cloud: LocalCloud, function: str, task: str | None, fault: str) -> Iterator[Trigger]:
     trigger = Trigger(cloud, function, task, fault, "ec2" if fault == "aws-throttle" else None)
     inner = cloud.functions
 
@@ -124,10 +122,13 @@ def _disk(cloud: LocalCloud) -> str:
 
 
 def _disk_free(cloud: LocalCloud, name: str) -> bool:
-    with psycopg.connect(cloud.database_url) as conn:
-        row = conn.execute(
-            "SELECT reservation_id IS NULL FROM disks WHERE disk_name = %s", (name,)
-        ).fetchone()
+    try:
+        with psycopg.connect(cloud.database_url) as conn:
+            row = conn.execute(
+                "SELECT reservation_id IS NULL FROM disks WHERE disk_name = %s", (name,)
+            ).fetchone()
+    except psycopg.OperationalError:  # the outage: ours too
+        return False
     return bool(row and row[0])
 
 

@@ -26,9 +26,9 @@ def queue() -> Iterator[tuple[Any, str, str]]:
         url = sqs.create_queue(QueueName="jobs", Attributes={"VisibilityTimeout": "180"})[
             "QueueUrl"
         ]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
         yield sqs, url, arn
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpudev.lifecycle.active import checkpoint, wait_while_active
 from gpudev.lifecycle.disk import check_disk, release_disk, save_disk, take_disk
+from gpudev.lifecycle.outages import outage_over
 from gpudev.lifecycle.payloads import (
     CheckDiskOutput,
     CheckpointOutput,
@@ -23,7 +24,6 @@ from gpudev.lifecycle.payloads import (
     TaskOutput,
     TearDownOutput,
 )
-from gpudev.lifecycle.outages import outage_over
 from gpudev.lifecycle.provision import check_ready, provision
 from gpudev.lifecycle.queueing import start, wait_for_capacity
 from gpudev.lifecycle.tasks import Lifecycle
