@@ -32,7 +32,6 @@ from tests.lifecycle.helpers import (
     h100s_full_and_one_queued,
     reserve,
     show,
-    wait_for_status,
 )
 from tests.support.api import ApiClient
 from tests.support.waiting import wait_for
@@ -101,6 +100,23 @@ def _watch_lines(api: ApiClient, rid: str, trigger: Trigger) -> None:
         if reply.status == 200 and reply.body.get("current_detailed_status"):
             trigger.lines.append(str(reply.body["current_detailed_status"]))
         time.sleep(0.05)
+
+
+def wait_for_status(
+    api: ApiClient, rid: str, status: str, timeout: float = 30, profile: str = "alice"
+) -> dict[str, Any]:
+    """The reservation once it has `status`; the API's 503s while its own database
+    connections recover from an outage are waited through, as a user's CLI would."""
+
+    def view() -> dict[str, Any] | None:
+        reply = api.call("GET", f"/v1/reservations/{rid}", profile=profile)
+        if reply.status == 503:
+            return None
+        assert reply.status == 200, reply.body
+        return dict(reply.body) if reply.body["status"] == status else None
+
+    found: dict[str, Any] = wait_for(view, timeout=timeout, message=f"{rid[:8]} {status}")
+    return found
 
 
 def _survived(cloud: LocalCloud, rid: str, trigger: Trigger) -> list[str]:
