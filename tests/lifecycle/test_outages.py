@@ -187,17 +187,21 @@ def test_a_three_minute_outage_before_active_is_waited_out(
     wait_for_status(api, rid, "cancelled", timeout=30)
 
 
-def test_a_three_minute_database_outage_at_submit_is_waited_out(
-    api: ApiClient, local_cloud: LocalCloud
+@pytest.mark.parametrize(
+    ("fault", "service"), [("database-outage", None), ("aws-throttle", "states")]
+)
+def test_a_three_minute_outage_at_submit_is_waited_out(
+    api: ApiClient, local_cloud: LocalCloud, fault: str, service: str | None
 ) -> None:
-    """The create job meets the outage in the jobs consumer: it comes back after the
-    fault-retry wait (2 clock minutes), not the queue's 180 s visibility timeout."""
+    """The create job meets the outage in the jobs consumer (the database, or Step
+    Functions throttling StartExecution): a failed job comes back after the fault-retry wait
+    (2 clock minutes), not the queue's 180 s visibility timeout."""
     assert local_cloud.faults is not None
     poller = local_cloud.pollers["Jobs"]
     poller.pause()
     try:
         rid = str(reserve(api, gpu_type="cpu-x86", gpu_count=0)["reservation_id"])
-        local_cloud.faults.inject("database-outage", OUTAGE_SECONDS)
+        local_cloud.faults.inject(fault, OUTAGE_SECONDS, service)
     finally:
         poller.paused = False
     wait_for_status(api, rid, "active", timeout=60)
