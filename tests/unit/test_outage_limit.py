@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+from gpudev.lifecycle.outages import OUTAGE_LIMIT_MINUTES
+
 ASL = json.loads(
     (Path(__file__).resolve().parents[2] / "statemachines/reservation.asl.json").read_text()
 )
 STATES: dict[str, Any] = ASL["States"]
 
-OUTAGE_LIMIT_MINUTES = 30  # the documented limit: docs/lifecycle.md, "Outages"
 HISTORY_EVENTS = 25_000
 EVENTS_PER_ATTEMPT = 3  # TaskScheduled, TaskStarted, TaskFailed
 EVENTS_PER_STATE = 2  # TaskStateEntered, TaskStateExited
