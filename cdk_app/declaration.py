@@ -181,12 +181,15 @@ JOBS_CONSUMER = FunctionSpec(
     # (a throttled batch would count a receive towards the dead-letter queue)
     database=LIFECYCLE_DATABASE,
 )
+# A job failing transiently comes back after the lifecycle's fault-retry wait (2 min): 16
+# receives ride out 30 minutes of outage (docs/lifecycle.md, "Outages"); a permanent failure
+# comes back at once, so it reaches the dead-letter queue in seconds.
 JOBS = QueueSpec(
     "Jobs",
     consumer=JOBS_CONSUMER.name,
     max_concurrency=JOBS_CONCURRENCY,
     visibility_timeout_seconds=180,
-    max_receive_count=3,
+    max_receive_count=16,
 )
 # The dev pods' image (gpudev.settings.LifecycleSettings.pod_image): the public PyTorch image
 # by default; operators build deploy/dev-image/Dockerfile, push it and set `podImage`.

@@ -4,6 +4,7 @@ messages come back."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -19,7 +20,7 @@ from gpudev.aws import aws_clients
 from gpudev.db.pool import autocommit_connection
 from gpudev.disks.operations import DiskOperations
 from gpudev.jobs import DiskJob, parse_job
-from gpudev.lifecycle.consumer import JobConsumer
+from gpudev.lifecycle.consumer import JobConsumer, retry_later
 from gpudev.observability import logger, tracer
 from gpudev.settings import lifecycle_settings
 
@@ -27,6 +28,14 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> str:
+    try:
+        return handle_job(record)
+    except Exception as error:
+        _come_back(record, error)
+        raise
+
+
+def handle_job(record: SQSRecord) -> str:
     job = parse_job(record.body)
     with autocommit_connection() as conn:
         if isinstance(job, DiskJob):
@@ -43,6 +52,20 @@ def record_handler(record: SQSRecord) -> str:
             outcome = consumer.handle(job)
     logger.info("job handled", extra={"kind": job.kind, "outcome": outcome})
     return outcome
+
+
+def _come_back(record: SQSRecord, error: Exception) -> None:
+    """A failed job comes back after the fault-retry wait if transient, else at once; best
+    effort: if SQS does not take it, the queue's visibility timeout brings it back."""
+    settings = lifecycle_settings()
+    wait = max(1, math.ceil(settings.fault_retry_minutes * settings.seconds_per_hour / 60))
+    try:
+        seconds = retry_later(
+            aws_clients().sqs, record.event_source_arn, record.receipt_handle, error, wait
+        )
+        logger.warning(f"job failed, back in {seconds} s: {type(error).__name__}: {error}")
+    except Exception:
+        logger.warning("job failed; its visibility could not be changed", exc_info=True)
 
 
 @logger.inject_lambda_context

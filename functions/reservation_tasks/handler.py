@@ -2,7 +2,8 @@
 the task named in the payload, validated into its model (gpudev/lifecycle/payloads.py).
 Outcomes go back to the state machine; every error leaves as one of the names its Retry and
 Catch match (`Transient`, `Permanent`, `StateChanged`: see gpudev/lifecycle/taxonomy.py),
-the connection and the cluster client included; an invalid event is `Permanent`."""
+the connection and the cluster client included; an invalid event is `Permanent`. A
+`Transient` puts what the reservation waits for on its status line (lifecycle/outages.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.db.pool import autocommit_connection
 from gpudev.lifecycle.dispatch import run
+from gpudev.lifecycle.outages import record_waiting
 from gpudev.lifecycle.payloads import InvalidTaskEvent, parse_task
 from gpudev.lifecycle.runtime import lifecycle
 from gpudev.lifecycle.taxonomy import Permanent, StateChanged, Transient, step_functions_errors
@@ -31,6 +33,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any] | N
             return run(lifecycle(conn), task)
     except (Transient, StateChanged) as exc:
         logger.warning(f"task failed, to be retried: {type(exc).__name__}: {exc}")
+        if isinstance(exc, Transient):  # the status line says what it waits for
+            record_waiting(autocommit_connection, task.reservation_id, exc)
         raise
     except Exception as exc:
         logger.exception(f"task failed: {type(exc).__name__}: {exc}")

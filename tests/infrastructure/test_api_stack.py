@@ -63,7 +63,7 @@ def test_jobs_queue_has_a_dead_letter_queue_after_three_receives_and_the_api_can
 ):
     queues = template.find_resources("AWS::SQS::Queue")
     jobs = next(q for q in queues.values() if q["Properties"]["QueueName"] == "gpudev-jobs")
-    assert jobs["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 3
+    assert jobs["Properties"]["RedrivePolicy"]["maxReceiveCount"] == 16
     assert jobs["Properties"]["SqsManagedSseEnabled"] is True
     functions = template.find_resources(
         "AWS::Lambda::Function",

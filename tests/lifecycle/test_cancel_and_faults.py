@@ -80,7 +80,8 @@ def test_a_pod_creation_that_fails_once_is_retried(api, local_cloud):
 def test_pod_creation_that_always_fails_ends_failed_with_nothing_left(api, local_cloud):
     local_cloud.kubernetes.faults.fail_next("create", "pods", 1000)
     rid = reserve(api)["reservation_id"]
-    failed = wait_for_status(api, rid, ("failed", "active"), timeout=40)
+    # 86 attempts (the 30-minute outage limit) at up to 1 s each here: about 45 s
+    failed = wait_for_status(api, rid, ("failed", "active"), timeout=150)
     assert failed["status"] == "failed"
     assert "KubernetesUnavailable" in failed["failure_reason"]
     assert_nothing_left(local_cloud, rid)

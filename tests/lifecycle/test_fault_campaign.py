@@ -360,7 +360,8 @@ def _creates_fail_twice(r: Run) -> str:
 def _pods_never_created(r: Run) -> str:
     r.cloud.kubernetes.faults.fail_next("create", "pods", 1000)  # type: ignore[union-attr]
     rid = r.reserve()
-    return r.ended(rid, "failed", timeout=60)
+    # 86 attempts (the 30-minute outage limit) at up to 1 s each here: about 45 s
+    return r.ended(rid, "failed", timeout=150)
 
 
 def _pod_create_times_out(r: Run) -> str:

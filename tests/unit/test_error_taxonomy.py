@@ -149,3 +149,33 @@ def test_the_task_handler_names_an_unknown_task_permanent():
 
     with pytest.raises(Permanent, match="invalid task event: unknown task 'dance'"):
         module.handler({"task": "dance", "reservation_id": "0" * 32}, Context())
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (psycopg.OperationalError("connection refused"), "waiting for the database"),
+        (PoolTimeout("couldn't get a connection"), "waiting for the database"),
+        (_k8s(503), "waiting for the Kubernetes API"),
+        (KubernetesUnavailable("the API server did not answer"), "waiting for the Kubernetes API"),
+        (_aws("ThrottlingException"), "waiting for AWS"),
+        (EndpointConnectionError(endpoint_url="https://ec2"), "waiting for AWS"),
+    ],
+)
+def test_a_transient_fault_says_which_dependency_the_reservation_waits_for(error, line):
+    from gpudev.lifecycle.taxonomy import waiting_for
+
+    assert waiting_for(error) == line
+    # as the handler sees it: the mapped Transient, raised from the original
+    mapped = as_step_functions_error(error)
+    mapped.__cause__ = error
+    assert waiting_for(mapped) == line
+
+
+def test_github_not_answering_is_waited_for_and_a_fault_of_no_dependency_names_none():
+    from gpudev.lifecycle.keys import GithubUnavailable
+    from gpudev.lifecycle.taxonomy import waiting_for
+
+    assert waiting_for(GithubUnavailable("github.com timed out")) == "waiting for GitHub"
+    assert waiting_for(TimeoutError("socket timed out")) is None
+    assert waiting_for(Transient("the row is locked")) is None

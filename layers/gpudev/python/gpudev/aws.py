@@ -9,6 +9,7 @@ created on first use and cached per instance; nothing is created at import time.
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -49,13 +50,18 @@ class AwsClients:
             session = boto3.Session(region_name=region)
         self.session = session
         self.region = region
+        # A boto3 session is not thread-safe: two clients made from it at once can miss its
+        # credentials (boto/boto3#1592, #2750). One environment runs one invocation at a
+        # time in AWS, but the local cloud runs environments as threads sharing these.
+        self._making = threading.Lock()
 
     def client(self, service: str) -> Any:
-        return self.session.client(
-            service,  # type: ignore[call-overload]
-            region_name=self.region,
-            config=_CLIENT_CONFIG,
-        )
+        with self._making:
+            return self.session.client(
+                service,  # type: ignore[call-overload]
+                region_name=self.region,
+                config=_CLIENT_CONFIG,
+            )
 
     # Each made on first use and kept (per instance).
     sqs = _Client()

@@ -16,6 +16,11 @@ relay). So the consumer reads the committed row and acts only on what it says:
   read the row when they provision and activate.
 
 Disk jobs never come here: the handler gives them to `gpudev/disks/operations.py`.
+
+A job that fails comes back (`retry_later`): after `fault_retry_minutes` on the lifecycle's
+clock when the fault is transient (the queue's `maxReceiveCount` covers 30 minutes of them:
+docs/lifecycle.md, "Outages"), at once when it is permanent, so it spends its receives and
+reaches the dead-letter queue in seconds instead of sitting out the outage budget.
 """
 
 from __future__ import annotations
@@ -33,6 +38,23 @@ from gpudev.observability import logger
 from gpudev.repositories import ReservationsRepository
 from gpudev.repositories.change_wakes import ChangeWakesRepository
 from gpudev.signals import Signals, Wake
+
+
+def retry_later(
+    sqs: Any, queue_arn: str, receipt_handle: str, error: BaseException, transient_seconds: int
+) -> int:
+    """Make the failed message visible again after `transient_seconds` for a transient
+    `error`, at once for any other; the seconds chosen. Lambda's event source leaves a
+    failed message in the queue, so its visibility decides when it comes back."""
+    from gpudev.lifecycle.taxonomy import Transient, classify
+
+    seconds = transient_seconds if classify(error) is Transient else 0
+    _, _, _, _, account, name = queue_arn.split(":", 5)
+    queue_url = sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    sqs.change_message_visibility(
+        QueueUrl=queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+    )
+    return seconds
 
 
 class JobConsumer:

@@ -9,6 +9,7 @@ from typing import Any
 
 from gpudev.lifecycle.active import checkpoint, wait_while_active
 from gpudev.lifecycle.disk import check_disk, release_disk, save_disk, take_disk
+from gpudev.lifecycle.outages import outage_over
 from gpudev.lifecycle.payloads import (
     CheckDiskOutput,
     CheckpointOutput,
@@ -55,6 +56,8 @@ TASKS: dict[TaskName, Task] = {
 
 
 def run(lc: Lifecycle, task: TaskInput) -> dict[str, Any] | None:
-    """Run `task`; its output as the state machine reads it."""
+    """Run `task`; its output as the state machine reads it. A task that ran through
+    ends any "waiting for ..." an earlier attempt put on the status line."""
     output = TASKS[task.task].run(lc, task)
+    outage_over(lc.rows, task.reservation_id)
     return output.to_state_machine() if output is not None else None

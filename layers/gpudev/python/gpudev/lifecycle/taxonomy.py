@@ -131,6 +131,35 @@ def classify(exc: BaseException) -> type[StepFunctionsError]:
     return Permanent
 
 
+# What a reservation waits for while a transient fault lasts, for its status line
+# (lifecycle/outages.py): the dependency that did not answer.
+WAITING_FOR_DATABASE = "waiting for the database"
+WAITING_FOR_KUBERNETES = "waiting for the Kubernetes API"
+WAITING_FOR_AWS = "waiting for AWS"
+WAITING_FOR_GITHUB = "waiting for GitHub"
+WAITING_LINES = (WAITING_FOR_DATABASE, WAITING_FOR_KUBERNETES, WAITING_FOR_AWS, WAITING_FOR_GITHUB)
+
+
+def waiting_for(exc: BaseException) -> str | None:
+    """The status line's reason for a transient `exc` (or the exception it was raised
+    from): which dependency did not answer; None for a fault of no one dependency."""
+    from gpudev.lifecycle.keys import GithubUnavailable
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, GithubUnavailable):
+            return WAITING_FOR_GITHUB
+        for transient, line in (
+            (_transient_database, WAITING_FOR_DATABASE),
+            (_transient_kubernetes, WAITING_FOR_KUBERNETES),
+            (_transient_aws, WAITING_FOR_AWS),
+        ):
+            if transient(seen):
+                return line
+        seen = seen.__cause__
+    return None
+
+
 def as_step_functions_error(exc: BaseException) -> StepFunctionsError:
     """`exc` as the exception whose class name the state machine matches; the message keeps
     the original class so the failure reason and the logs say what happened."""

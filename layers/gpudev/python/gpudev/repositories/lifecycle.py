@@ -44,6 +44,18 @@ class LifecycleRepository:
         said that already, or is no longer preparing)."""
         return self._write("progress", {"reservation_id": reservation_id, "detail": detail})
 
+    def waiting(self, reservation_id: UUID, line: str, prefix: str) -> Reservation | None:
+        """A live reservation's status line says what it waits for (`line`), in front of
+        what it said less any earlier such words (`prefix`, a regex); None if it said that
+        already or has ended."""
+        return self._write(
+            "waiting", {"reservation_id": reservation_id, "line": line, "prefix": prefix}
+        )
+
+    def outage_over(self, reservation_id: UUID, prefix: str) -> Reservation | None:
+        """The status line without the words `waiting` put in front (None: there were none)."""
+        return self._write("outage_over", {"reservation_id": reservation_id, "prefix": prefix})
+
     def preparing(
         self,
         reservation_id: UUID,
