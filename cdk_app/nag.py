@@ -47,8 +47,8 @@ ACKNOWLEDGED: dict[str, str] = {
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
     "<AWS::AccountId>:instance/*]": (
-        "Only DetachVolume, to force a disk's volume off a hung node after a snapshot of it "
-        "completed; the node's id is not known in advance, the instance must carry EKS's "
+        "Only DetachVolume, to force a disk's volume off a hung node before it is "
+        "snapshotted; the node's id is not known in advance, the instance must carry EKS's "
         "eks:cluster-name tag, and the same call must also be allowed on the volume, which "
         "is conditioned on the disk's reservation-id and gpu-dev-user tags."
     ),

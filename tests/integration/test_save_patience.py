@@ -166,20 +166,27 @@ def test_a_pod_on_a_hung_node_is_let_go_after_the_patience_and_the_disk_saved_fr
         assert forced.outcome == "waiting" and "no grace period" in (forced.detail or "")
         assert _pods(core) == [], "deleted with no grace period, its finalizer removed"
 
-        # The volume is still attached to the hung node's instance: saved as it is.
+        # The volume is still attached to the hung node's instance: forced off it first, so
+        # nothing the node's containers write after the snapshot is lost with the volume.
         assert ec2.describe_volumes(VolumeIds=[volume])["Volumes"][0]["State"] == "in-use"
+        detaching = save_disk(lifecycle, task)
+        assert (detaching.outcome, detaching.detail) == (
+            "waiting",
+            "the volume is being detached by force",
+        )
+        assert (
+            ec2.describe_snapshots(Filters=[{"Name": "volume-id", "Values": [volume]}])["Snapshots"]
+            == []
+        ), "no snapshot while attached"
+        assert ec2.describe_volumes(VolumeIds=[volume])["Volumes"][0]["Attachments"] == []
         saved = save_disk(lifecycle, task)
         assert saved.outcome == "saved"
         (snapshot,) = ec2.describe_snapshots(Filters=[{"Name": "volume-id", "Values": [volume]}])[
             "Snapshots"
         ]
         assert snapshot["State"] == "completed"
-
-        with pytest.raises(Transient, match="detached by force"):
-            release_disk(lifecycle, ReleaseDisk(reservation_id=rid))
         assert _held(world.url, rid), "the hold stays until the volume is gone"
-        assert ec2.describe_volumes(VolumeIds=[volume])["Volumes"][0]["Attachments"] == []
-        release_disk(lifecycle, ReleaseDisk(reservation_id=rid))  # the task's retry
+        release_disk(lifecycle, ReleaseDisk(reservation_id=rid))
 
     assert not _held(world.url, rid)
     assert (

@@ -231,7 +231,8 @@ class DiskVolumes:
 
     def force_detach(self, volume: dict[str, Any]) -> None:
         """Detach a volume whose instance never let it go (a hung node), forced: used only
-        after a snapshot of it completed (lifecycle/disk.py `release_disk`)."""
+        past the pod patience, before the volume is snapshotted (lifecycle/disk.py
+        `save_disk`)."""
         for attachment in volume.get("Attachments", []):
             if attachment.get("State") == "detaching":
                 continue

@@ -15,8 +15,8 @@ its snapshot completed; an adopted volume never mounted is left as it was found)
 the disk. The state machine does the waiting (Wait states), never a Lambda, with a
 backoff measured from the reservation's end, and hands the disk to the sweeper after
 `save_patience_seconds` (`handoff`); a pod still there after `pod_release_patience_seconds`
-is deleted with no grace period and the volume snapshotted as it is, attached or not, then
-force-detached (lifecycle/patience.py). The
+is deleted with no grace period, and a volume still attached is force-detached before it is
+snapshotted (lifecycle/patience.py). The
 volume is created with the reservation id as ClientToken and recorded on the disk's row
 (`held_volume_id`); every later step acts on that volume and finds its snapshot (by the
 reservation tag and the volume id) before making one.
@@ -302,10 +302,15 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         # the latest snapshot still holds everything.
         return SaveDiskOutput(outcome="saved", seconds=poll)
     busy = any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", []))
-    if busy and not pod_overdue(elapsed, patience):
-        return not_yet("the volume is detaching")
-    # Past the pod patience a volume still attached (a hung node) is snapshotted as it is:
-    # crash-consistent, as after a power cut; `release_disk` force-detaches it after.
+    if busy:
+        if not pod_overdue(elapsed, patience):
+            return not_yet("the volume is detaching")
+        # Past the pod patience a volume still attached (a hung node, whose containers may
+        # still run) is forced off first, then snapshotted once detached: the snapshot holds
+        # everything that reached the volume, and nothing reaches it after. Crash-consistent,
+        # as after a power cut.
+        lc.volumes.force_detach(volume)
+        return not_yet("the volume is being detached by force")
     if volume["State"] == "error":  # nothing to snapshot: the last snapshot holds the disk
         logger.warning("disk volume in error: not saved", extra={"volume": volume["VolumeId"]})
         return SaveDiskOutput(outcome="saved", seconds=poll)
@@ -401,10 +406,8 @@ def release_disk(lc: Lifecycle, task: ReleaseDisk) -> ReleaseDiskOutput:
             if mounted and not saved and volume["State"] != "error":
                 raise RuntimeError(f"volume {volume['VolumeId']} has no completed snapshot to keep")
             if any(a.get("State") in _BUSY_ATTACHMENT for a in volume.get("Attachments", [])):
-                # Saved while attached to a hung node (save_disk, past the pod patience):
-                # forced off it, and deleted once detached (the task's retries wait).
-                lc.volumes.force_detach(volume)
-                raise Transient(f"volume {volume['VolumeId']} is being detached by force")
+                # Never forced here: deleted once detached (the task's retries wait).
+                raise Transient(f"volume {volume['VolumeId']} is still detaching")
             lc.volumes.delete_volume(volume["VolumeId"])
     _drop_superseded(lc, holds, ref, keep=None)
     holds.free(reservation.reservation_id)
