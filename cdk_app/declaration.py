@@ -75,8 +75,9 @@ DISK_VOLUME_GRANTS = (
     ResourceGrant(("ec2:DeleteVolume",), (_VOLUMES,), _TAGGED),
     ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), _TAGGED),
     # A volume still attached to a hung node past the pod patience is forced off it before
-    # its snapshot (lifecycle/disk.py `save_disk`): DetachVolume authorizes the volume (ours, by tag) and the instance
-    # (an EKS node: EKS tags every node it launches with its cluster's name).
+    # its snapshot (lifecycle/disk.py `save_disk`): DetachVolume authorizes the volume (ours,
+    # by tag) and the instance (an EKS node: EKS tags every node it launches with its
+    # cluster's name).
     ResourceGrant(("ec2:DetachVolume",), (_VOLUMES,), _TAGGED),
     ResourceGrant(
         ("ec2:DetachVolume",),

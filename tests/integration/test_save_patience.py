@@ -21,7 +21,6 @@ from gpudev.lifecycle.disk import release_disk, save_disk, save_for_the_sweeper
 from gpudev.lifecycle.keys import GithubKeys
 from gpudev.lifecycle.payloads import ReleaseDisk, SaveDisk
 from gpudev.lifecycle.tasks import Lifecycle
-from gpudev.lifecycle.taxonomy import Transient
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Signals
 from localcloud.kubernetes.server import KubernetesApiServer
