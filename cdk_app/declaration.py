@@ -76,13 +76,13 @@ DISK_VOLUME_GRANTS = (
     ResourceGrant(("ec2:DeleteSnapshot",), (_SNAPSHOTS,), _TAGGED),
     # A volume still attached to a hung node past the pod patience is forced off it before
     # its snapshot (lifecycle/disk.py `save_disk`): DetachVolume authorizes the volume (ours,
-    # by tag) and the instance (an EKS node: EKS tags every node it launches with its
-    # cluster's name).
+    # by tag) and the instance (a node of our cluster: EKS tags every node it launches with
+    # its cluster's name).
     ResourceGrant(("ec2:DetachVolume",), (_VOLUMES,), _TAGGED),
     ResourceGrant(
         ("ec2:DetachVolume",),
         (_INSTANCES,),
-        (("StringLike", "ec2:ResourceTag/eks:cluster-name", ("*",)),),
+        (("StringEquals", "ec2:ResourceTag/eks:cluster-name", ("{cluster}",)),),
     ),
 )
 DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")

@@ -97,7 +97,7 @@ class FunctionBuilder:
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
         for grant in spec.grants:
-            function.add_to_role_policy(policy_statement(grant))
+            function.add_to_role_policy(policy_statement(grant, self._cluster_name))
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         self._alarm_on(function, spec)
@@ -175,11 +175,12 @@ class FunctionBuilder:
             )
 
 
-def policy_statement(grant: ResourceGrant) -> iam.PolicyStatement:
+def policy_statement(grant: ResourceGrant, cluster_name: str) -> iam.PolicyStatement:
     arn = {"partition": Aws.PARTITION, "region": Aws.REGION, "account": Aws.ACCOUNT_ID}
     conditions: dict[str, dict[str, str | list[str]]] = {}
     for operator, key, values in grant.conditions:
-        conditions.setdefault(operator, {})[key] = values[0] if len(values) == 1 else [*values]
+        named = [value.format(cluster=cluster_name) for value in values]
+        conditions.setdefault(operator, {})[key] = named[0] if len(named) == 1 else named
     return iam.PolicyStatement(
         actions=list(grant.actions),
         resources=[resource.format(**arn) for resource in grant.resources],

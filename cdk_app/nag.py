@@ -49,8 +49,9 @@ ACKNOWLEDGED: dict[str, str] = {
     "<AWS::AccountId>:instance/*]": (
         "Only DetachVolume, to force a disk's volume off a hung node before it is "
         "snapshotted; the node's id is not known in advance, the instance must carry EKS's "
-        "eks:cluster-name tag, and the same call must also be allowed on the volume, which "
-        "is conditioned on the disk's reservation-id and gpu-dev-user tags."
+        "eks:cluster-name tag with our cluster's name, and the same call must also be "
+        "allowed on the volume, which is conditioned on the disk's reservation-id and "
+        "gpu-dev-user tags."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "

@@ -59,7 +59,8 @@ class DatabaseAccess:
 @dataclass(frozen=True)
 class ResourceGrant:
     """One IAM statement: actions on ARN patterns (`{partition}`, `{region}`, `{account}` are
-    the stack's), under conditions: (operator, key, values)."""
+    the stack's), under conditions: (operator, key, values; `{cluster}` is the EKS cluster's
+    name)."""
 
     actions: tuple[str, ...]
     resources: tuple[str, ...]

@@ -24,7 +24,7 @@ TAGGED = {
 TAGGING = {
     "StringLike": {f"aws:RequestTag/{RESERVATION_TAG}": "*", f"aws:RequestTag/{USER_TAG}": "*"}
 }
-EKS_NODE = {"StringLike": {"ec2:ResourceTag/eks:cluster-name": "*"}}
+EKS_NODE = {"StringEquals": {"ec2:ResourceTag/eks:cluster-name": "pytorch-gpu-dev-cluster"}}
 # a disk's earlier snapshots: ours, imported ones too (made before the reservation tag)
 OURS = {"Null": {f"aws:ResourceTag/{USER_TAG}": "false"}}
 
