@@ -45,5 +45,10 @@ def record_waiting(connect: Connect, reservation_id: UUID, exc: BaseException) -
 
 
 def outage_over(rows: LifecycleRepository, reservation_id: UUID) -> None:
-    """The status line as it was before the fault (nothing when there was none)."""
-    rows.outage_over(reservation_id, WAITING_PREFIX)
+    """The status line as it was before the fault (nothing when there was none). Best
+    effort, as `record_waiting`: the task it follows already did its work, and a failure
+    here would run that work again; the next task that runs through clears it."""
+    try:
+        rows.outage_over(reservation_id, WAITING_PREFIX)
+    except Exception as write_failed:  # a blip of the database the task no longer needs
+        logger.info(f"status line not restored: {type(write_failed).__name__}")
