@@ -21,6 +21,7 @@ from gpudev_cli.client import Reply
 from localcloud.stack import LocalCloud
 from tests.e2e.jobs import drain_jobs
 from tests.support.api import ApiClient
+from tests.support.waiting import wait_for
 
 OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
 ACCOUNT = "123456789012"
@@ -166,7 +167,9 @@ def principals(local_cloud: LocalCloud, api: ApiClient) -> Iterator[dict[str, Cr
     }
 
 
-def _owned(api: ApiClient, signer: Signer, who: Credentials) -> tuple[str, str, str]:
+def _owned(
+    cloud: LocalCloud, api: ApiClient, signer: Signer, who: Credentials
+) -> tuple[str, str, str]:
     disk = f"matrix-{uuid.uuid4().hex[:8]}"
     me = signer.call(who, Route("GET", "/v1/me"), "", "")
     assert me.status == 200, me.body
@@ -175,7 +178,21 @@ def _owned(api: ApiClient, signer: Signer, who: Credentials) -> tuple[str, str, 
     body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
     reserved = signer.call(who, Route("POST", "/v1/reservations", body), "", "")
     assert reserved.status == 202, reserved.body
-    return me.body["username"], reserved.body["reservation_id"], disk
+    rid = reserved.body["reservation_id"]
+    # The allocator places a waiting row, pending ones too, at its next pass (allocation.md):
+    # placed before a test records the rows, so its write is not taken for a request's.
+    wait_for(lambda: _placed(cloud, rid), 10, "the allocator placed the reservation")
+    return me.body["username"], rid, disk
+
+
+def _placed(cloud: LocalCloud, rid: str) -> bool:
+    with psycopg.connect(cloud.database_url) as conn:
+        row = conn.execute(
+            "SELECT queue_position IS NOT NULL OR granted_at IS NOT NULL FROM reservations"
+            " WHERE reservation_id = %s",
+            (rid,),
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def _state(cloud: LocalCloud, username: str) -> list[Any]:
@@ -217,7 +234,7 @@ def test_every_route_refuses_a_principal_deriving_the_owners_username_writing_no
     impostor: str,
     message: str,
 ):
-    username, rid, disk = _owned(api, signer, principals[owner])
+    username, rid, disk = _owned(local_cloud, api, signer, principals[owner])
     drain_jobs(local_cloud)
     before = _state(local_cloud, username)
     for route in ROUTES:
@@ -233,7 +250,7 @@ def test_every_route_refuses_a_principal_deriving_the_owners_username_writing_no
 def test_another_user_never_finds_the_owners_reservation_or_disk(
     local_cloud: LocalCloud, api: ApiClient, signer: Signer, principals: dict[str, Credentials]
 ):
-    username, rid, disk = _owned(api, signer, principals["alice"])
+    username, rid, disk = _owned(local_cloud, api, signer, principals["alice"])
     drain_jobs(local_cloud)
     before = _state(local_cloud, username)
     for route in ROUTES:
@@ -255,7 +272,7 @@ def test_the_owner_may_call_every_route(
     principals: dict[str, Credentials],
     owner: str,
 ):
-    _, rid, disk = _owned(api, signer, principals[owner])
+    _, rid, disk = _owned(local_cloud, api, signer, principals[owner])
     for route in ROUTES:
         if route.path == "/v1/disks" and route.method == "POST":
             route = Route("POST", "/v1/disks", {"disk_name": f"{disk}-new"})
@@ -313,7 +330,7 @@ def test_operator_routes_refuse_everyone_but_sessions_of_the_admin_roles(
     suffix = uuid.uuid4().hex[:8]
     admins = _role(local_cloud, f"AWSReservedSSO_GpuDevAdmins{suffix}_{HASH}")
     operator = _session(local_cloud, admins, f"olga{suffix}")
-    username, rid, disk = _owned(api, signer, principals["alice"])
+    username, rid, disk = _owned(local_cloud, api, signer, principals["alice"])
     drain_jobs(local_cloud)
     monkeypatch.setenv(
         "ADMIN_ROLES", f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_GpuDevAdmins{suffix}_{HASH}"
