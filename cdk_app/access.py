@@ -196,17 +196,22 @@ def _role_entries(scope: Construct, key: str) -> tuple[str, ...]:
     return roles
 
 
+def _uncovered(allowed: tuple[str, ...], roles: dict[str, RolePattern]) -> list[str]:
+    """The entries whose role no allowed pattern covers: the resource policy and the API
+    function would refuse their sessions on every route. (Allowed roles are never empty
+    here: `_require_roles_that_name_their_users` refused that first.)"""
+    patterns = [RolePattern.parse(entry) for entry in allowed]
+    return [
+        entry
+        for entry, role in roles.items()
+        if not any(pattern.covers(role) for pattern in patterns)
+    ]
+
+
 def _require_profiling_roles_allowed(allowed: tuple[str, ...], profiling: tuple[str, ...]) -> None:
     """A profiling role outside the allowed roles could never call at all: stop the synth
     naming it, as for an admin role."""
-    if not allowed:
-        return
-    patterns = [RolePattern.parse(entry) for entry in allowed]
-    missing = [
-        entry
-        for entry in profiling
-        if not any(pattern.covers(RolePattern.parse(entry)) for pattern in patterns)
-    ]
+    missing = _uncovered(allowed, {entry: RolePattern.parse(entry) for entry in profiling})
     if missing:
         raise ValueError(
             f"{PROFILING_ROLES_CONTEXT}: {', '.join(missing)} not allowed by "
@@ -231,20 +236,13 @@ def _admin_roles(scope: Construct) -> tuple[str, ...]:
 
 
 def _require_admin_roles_allowed(allowed: tuple[str, ...], admins: tuple[str, ...]) -> None:
-    """With allowed roles set, the resource policy and the API function refuse every other
-    role's sessions on every route, the operator routes included: an admin role missing
+    """The resource policy and the API function refuse every other role than the allowed
+    ones' sessions on every route, the operator routes included: an admin role missing
     from them would be refused without a word. Stop the synth naming the entry to add
     rather than admit it implicitly: `gpudev:allowedRoles` stays the one list of who may
     call, and an admin role in it may use every route, which is the operator's choice.
     (The role ARN's account is checked by the account and organisation statements.)"""
-    if not allowed:
-        return
-    patterns = [RolePattern.parse(entry) for entry in allowed]
-    missing = [
-        admin
-        for admin in admins
-        if not any(pattern.covers(AdminRole.parse(admin).role) for pattern in patterns)
-    ]
+    missing = _uncovered(allowed, {admin: AdminRole.parse(admin).role for admin in admins})
     if missing:
         entries = ", ".join(str(AdminRole.parse(admin).role) for admin in missing)
         raise ValueError(

@@ -11,20 +11,15 @@
 INSERT INTO api_request_buckets AS b (principal_arn, tokens, refilled_at, taken)
 VALUES (%(principal_arn)s, %(burst)s::double precision - 1, clock_timestamp(), true)
 ON CONFLICT (principal_arn) DO UPDATE SET
-    tokens = least(
-        %(burst)s::double precision,
-        b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
-            * %(per_second)s
-    ) - CASE WHEN least(
-        %(burst)s::double precision,
-        b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
-            * %(per_second)s
-    ) >= 1 THEN 1 ELSE 0 END,
-    taken = least(
-        %(burst)s::double precision,
-        b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
-            * %(per_second)s
-    ) >= 1,
-    refilled_at = clock_timestamp()
+    (tokens, taken, refilled_at) = (
+        SELECT level - CASE WHEN level >= 1 THEN 1 ELSE 0 END, level >= 1, clock_timestamp()
+        FROM (
+            SELECT least(
+                %(burst)s::double precision,
+                b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at))
+                    * %(per_second)s
+            ) AS level
+        ) AS refilled
+    )
 RETURNING CASE WHEN b.taken THEN 0 ELSE (1 - b.tokens) / %(per_second)s END
     AS retry_after_seconds
