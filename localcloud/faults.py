@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         _control(
             stack, "POST", {"fault": args.fault, "seconds": args.seconds, "service": args.service}
         )
-        print(f"{what}: {args.seconds:g} s", flush=True)
         ends = time.monotonic() + args.seconds
-        try:
+        try:  # from here on, Ctrl+C ends the outage: even during the first line
+            print(f"{what}: {args.seconds:g} s", flush=True)
             while (left := ends - time.monotonic()) > 0:
                 time.sleep(min(left, PROGRESS_SECONDS))
                 if ends - time.monotonic() > 0:
