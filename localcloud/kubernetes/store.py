@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security
+from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.frozen import thaw
 from localcloud.kubernetes.object_defaults import ObjectDefaults
@@ -45,6 +45,11 @@ class ObjectStore:
             self.create("namespaces", "", {"metadata": {"name": name}})
         for namespace in pod_security.namespaces():  # gpu-dev and gpu-dev-profiling
             self.create("namespaces", "", namespace)
+        # kube-apiserver's RBAC bootstrap policy: discovery for every authenticated user.
+        for role in rbac.BOOTSTRAP_CLUSTER_ROLES:
+            self.create("clusterroles", "", role)
+        for binding in rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS:
+            self.create("clusterrolebindings", "", binding)
 
     # -- helpers -----------------------------------------------------------------------
     def _key(self, resource: str, namespace: str, name: str) -> tuple[str, str, str]:
