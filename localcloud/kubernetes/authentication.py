@@ -77,7 +77,8 @@ def verify_token(
         raise InvalidToken(f"token is missing expected {TOKEN_PREFIX!r} prefix")
     encoded = token.removeprefix(TOKEN_PREFIX)
     try:
-        url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        padded = encoded + "=" * (-len(encoded) % 4)  # Go's RawURLEncoding: strict, unpadded
+        url = base64.b64decode(padded, altchars=b"-_", validate=True).decode()
     except (binascii.Error, ValueError):
         raise InvalidToken("token is not base64url") from None
     split = urlsplit(url)
