@@ -83,9 +83,13 @@ def access_entries(
         for name, group in groups.items()
     ]
     entries.append(
-        AccessEntry(shared_function_principal, kubernetes_groups=tuple(sorted(set(groups.values()))))
+        AccessEntry(
+            shared_function_principal, kubernetes_groups=tuple(sorted(set(groups.values())))
+        )
     )
-    entries += [AccessEntry(arn, access_policies=(CLUSTER_ADMIN_POLICY,)) for arn in admin_role_arns]
+    entries += [
+        AccessEntry(arn, access_policies=(CLUSTER_ADMIN_POLICY,)) for arn in admin_role_arns
+    ]
     return AccessEntries.of(entries)
 
 

@@ -28,7 +28,9 @@ CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 _ASSUMED_ROLE = re.compile(
     r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/(?P<session>.+)$"
 )
-_ROLE = re.compile(r"^arn:(?P<partition>[^:]+):iam::(?P<account>\d{12}):role/(?:.*/)?(?P<role>[^/]+)$")
+_ROLE = re.compile(
+    r"^arn:(?P<partition>[^:]+):iam::(?P<account>\d{12}):role/(?:.*/)?(?P<role>[^/]+)$"
+)
 
 
 @dataclass(frozen=True)

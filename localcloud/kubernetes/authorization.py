@@ -64,8 +64,7 @@ def forbidden(user: UserInfo, attributes: Attributes) -> ApiError:
         return ApiError(
             403,
             "Forbidden",
-            f'forbidden: User "{user.username}" cannot {attributes.verb} path '
-            f'"{attributes.path}"',
+            f'forbidden: User "{user.username}" cannot {attributes.verb} path "{attributes.path}"',
         )
     resource = attributes.resource
     if attributes.subresource:

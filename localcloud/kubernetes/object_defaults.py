@@ -17,6 +17,13 @@ NODE_PORT_RANGE = range(30000, 32768)
 DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
 
 
+def label_namespace(namespace: Obj) -> None:
+    """As the API server labels every namespace on create and on update (namespaceSelector
+    matches on it): a replace without the label gets it back."""
+    metadata = namespace["metadata"]
+    metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
+
+
 class ObjectDefaults:
     """Defaults for new objects; holds the ClusterIP allocator (one per store)."""
 
@@ -26,15 +33,13 @@ class ObjectDefaults:
     def apply(self, resource: str, obj: Obj, services: Iterable[Obj]) -> None:
         """Fill in `obj` (new, validated) in place; `services`: the store's Services, whose
         NodePorts are taken."""
-        metadata = obj["metadata"]
         if resource == "pods":
             default_pod(obj)
         elif resource == "services":
             self._default_service(obj, _node_ports(services))
         elif resource == "namespaces":
             obj["status"] = {"phase": "Active"}
-            # as the API server labels every namespace (namespaceSelector matches on it)
-            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
+            label_namespace(obj)
         elif resource in networking.RESOURCES:
             networking.default(obj)
         elif resource in ("persistentvolumes", "persistentvolumeclaims"):

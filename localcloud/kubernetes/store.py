@@ -22,7 +22,7 @@ from typing import Any
 from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.frozen import thaw
-from localcloud.kubernetes.object_defaults import ObjectDefaults
+from localcloud.kubernetes.object_defaults import ObjectDefaults, label_namespace
 from localcloud.kubernetes.objects_by_kind import ObjectsByKind
 from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
 from localcloud.kubernetes.resources import KINDS, admit, api_version
@@ -190,6 +190,8 @@ class ObjectStore:
                 else:  # server-set: a client cannot start a deletion by writing them
                     updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
+            if resource == "namespaces":
+                label_namespace(updated)
         if finalizers.released(finalizers.holds(current), updated):
             del self._objects[key]
             return self._stamp(updated)

@@ -97,10 +97,6 @@ def eks_api_client(
     clock and request timeout given."""
     import boto3
 
-    from gpudev.aws import AwsClients
-    from gpudev.cluster.eks import kubernetes_api_client
-    from gpudev.settings import ClusterSettings
-
     profiles = configparser.ConfigParser()
     profiles.read(cloud.credentials_file)
     session = boto3.Session(
@@ -109,6 +105,20 @@ def eks_api_client(
         aws_session_token=profiles[profile].get("aws_session_token"),
         region_name="us-east-2",
     )
+    return eks_api_client_as(cloud, session, clock, timeout_seconds)
+
+
+def eks_api_client_as(
+    cloud: LocalCloud,
+    session: Any,
+    clock: Callable[[], float] = time.monotonic,
+    timeout_seconds: float = 10.0,
+) -> Any:
+    """An ApiClient built the way our functions build it, signing as `session`."""
+    from gpudev.aws import AwsClients
+    from gpudev.cluster.eks import kubernetes_api_client
+    from gpudev.settings import ClusterSettings
+
     assert cloud.kubernetes is not None
     aws = AwsClients(session=session, region="us-east-2")  # endpoints: the cloud's environment
     settings = ClusterSettings(

@@ -31,9 +31,7 @@ def test_the_cluster_check_passes_then_names_what_is_not_applied(local_cloud: Lo
         assert all(f.ok for f in checks.values()), checks
 
         for manifest in removed:
-            networking.delete_namespaced_network_policy(
-                manifest["metadata"]["name"], NAMESPACES[0]
-            )
+            networking.delete_namespaced_network_policy(manifest["metadata"]["name"], NAMESPACES[0])
         checks = {f.check: f for f in check_kubernetes(api_client)}
         assert not checks[f"namespace {NAMESPACES[0]}"].ok
         assert "network-policies.yaml" in checks[f"namespace {NAMESPACES[0]}"].detail
@@ -41,8 +39,7 @@ def test_the_cluster_check_passes_then_names_what_is_not_applied(local_cloud: Lo
         assert checks["GPU nodes labelled"].ok
     finally:
         existing = {
-            p.metadata.name
-            for p in networking.list_namespaced_network_policy(NAMESPACES[0]).items
+            p.metadata.name for p in networking.list_namespaced_network_policy(NAMESPACES[0]).items
         }
         for manifest in removed:
             if manifest["metadata"]["name"] not in existing:

@@ -122,6 +122,10 @@ def test_the_applied_manifests_are_stored_in_their_groups(server: KubernetesApiS
         server, ADMIN, "GET", "/apis/networking.k8s.io/v1/namespaces/gpu-dev/networkpolicies"
     )[1]
     assert "default-deny" in {p["metadata"]["name"] for p in policies["items"]}
+    # namespace.yaml replaced the dev namespaces: the API server's label is set again
+    labels = call(server, ADMIN, "GET", "/api/v1/namespaces/gpu-dev")[1]["metadata"]["labels"]
+    assert labels["kubernetes.io/metadata.name"] == "gpu-dev"
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
 
 
 def test_a_bindings_role_ref_cannot_change(server: KubernetesApiServer):
@@ -130,8 +134,8 @@ def test_a_bindings_role_ref_cannot_change(server: KubernetesApiServer):
     binding["roleRef"]["name"] = "cluster-admin"
     status, body = call(server, ADMIN, "PUT", path, binding)
     assert status == 422
-    assert "roleRef: Invalid value" in body["message"] and "cannot change roleRef" in (
-        body["message"]
+    assert (
+        "roleRef: Invalid value" in body["message"] and "cannot change roleRef" in (body["message"])
     )
 
 
@@ -179,11 +183,14 @@ def test_a_bindings_role_ref_cannot_change(server: KubernetesApiServer):
 def test_invalid_rbac_objects_are_refused(
     server: KubernetesApiServer, resource: str, obj: dict[str, Any], message: str
 ):
-    status, body = call(server, ADMIN, "POST", f"/apis/rbac.authorization.k8s.io/v1/{resource}", obj)
+    status, body = call(
+        server, ADMIN, "POST", f"/apis/rbac.authorization.k8s.io/v1/{resource}", obj
+    )
     assert status == 422 and message in body["message"], body
-    assert call(server, ADMIN, "GET", f"/apis/rbac.authorization.k8s.io/v1/{resource}/r")[0] in (
-        404,
-    ) or resource == "clusterrolebindings"
+    assert (
+        call(server, ADMIN, "GET", f"/apis/rbac.authorization.k8s.io/v1/{resource}/r")[0] in (404,)
+        or resource == "clusterrolebindings"
+    )
 
 
 def test_namespaced_roles_cannot_hold_non_resource_urls(server: KubernetesApiServer):
@@ -272,14 +279,34 @@ def test_rules_match_as_the_rbac_authorizer_matches(
     [
         ("GET", "/api/v1/pods", {}, Attributes("list", "pods")),
         ("GET", "/api/v1/pods", {"watch": "true"}, Attributes("watch", "pods")),
-        ("GET", "/api/v1/namespaces/a/pods/p/log", {}, Attributes("get", "pods", "", "a", "p", "log")),
-        ("POST", "/api/v1/namespaces/a/pods/p/binding", {}, Attributes("create", "pods", "", "a", "p", "binding")),
+        (
+            "GET",
+            "/api/v1/namespaces/a/pods/p/log",
+            {},
+            Attributes("get", "pods", "", "a", "p", "log"),
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/a/pods/p/binding",
+            {},
+            Attributes("create", "pods", "", "a", "p", "binding"),
+        ),
         ("PUT", "/api/v1/namespaces/a", {}, Attributes("update", "namespaces", "", "a", "a")),
-        ("DELETE", "/apis/networking.k8s.io/v1/namespaces/a/networkpolicies", {}, Attributes("deletecollection", "networkpolicies", "networking.k8s.io", "a")),
-        ("GET", "/apis/networking.k8s.io/v1", {}, Attributes("get", path="/apis/networking.k8s.io/v1", resource_request=False)),
+        (
+            "DELETE",
+            "/apis/networking.k8s.io/v1/namespaces/a/networkpolicies",
+            {},
+            Attributes("deletecollection", "networkpolicies", "networking.k8s.io", "a"),
+        ),
+        (
+            "GET",
+            "/apis/networking.k8s.io/v1",
+            {},
+            Attributes("get", path="/apis/networking.k8s.io/v1", resource_request=False),
+        ),
         ("GET", "/version", {}, Attributes("get", path="/version", resource_request=False)),
     ],
-)  # fmt: skip
+)
 def test_requests_become_authorizer_attributes_as_kube_apiserver_reads_them(
     method: str, path: str, query: dict[str, str], expected: Attributes
 ):
