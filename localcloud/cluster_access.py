@@ -7,7 +7,9 @@ Access entries (moto's EKS has none, so the stand-in keeps the table):
   cloud creates these roles in its IAM, named as deployed;
 - the identity the in-process functions share (in AWS each has its own role): one entry in
   the union of the declared groups, the most any of them has, as the shared database pool
-  takes the most lenient limits (function_environment.py);
+  takes the most lenient limits (function_environment.py). A function in processes of its
+  own (`--function-processes`) signs as a session of its own role instead
+  (`function_identities`), with exactly its group's permissions;
 - the admin role (carol's SSO permission set, the local `ADMIN_ROLES`) with
   AmazonEKSClusterAdminPolicy at cluster scope, as cdk_app/cluster_stack.py's admin entries.
 
@@ -37,6 +39,7 @@ from localcloud.kubernetes.resources import KINDS, api_version
 MANIFESTS_DIR = Path(__file__).parents[1] / "deploy" / "kubernetes"
 # In the order an operator applies them (namespace.yaml says so).
 MANIFESTS = ("namespace.yaml", "rbac.yaml", "network-policies.yaml")
+SESSION_SECONDS = 12 * 3600  # a role's longest session: restart the cloud to renew
 _RESOURCE_OF_KIND = {kind: resource for resource, (kind, _) in KINDS.items()}
 
 Handle = Callable[[str, str, dict[str, str], bytes], tuple[int, Any]]
@@ -65,10 +68,34 @@ def create_function_roles(deployment: Deployment, iam: Any) -> dict[str, str]:
     }
     return {
         name: iam.create_role(
-            RoleName=function_role_name(name), AssumeRolePolicyDocument=json.dumps(trust)
+            RoleName=function_role_name(name),
+            AssumeRolePolicyDocument=json.dumps(trust),
+            MaxSessionDuration=SESSION_SECONDS,
         )["Role"]["Arn"]
         for name in cluster_groups(deployment)
     }
+
+
+def function_identities(
+    deployment: Deployment, function_roles: dict[str, str], sts: Any
+) -> dict[str, dict[str, str]]:
+    """Credentials of a session of each cluster-using function's role, by spec name, as
+    Lambda hands its execution environment: for functions in processes of their own."""
+    identities = {}
+    for spec in deployment.functions:
+        if spec.deployed_name not in function_roles:
+            continue
+        credentials = sts.assume_role(
+            RoleArn=function_roles[spec.deployed_name],
+            RoleSessionName=spec.deployed_name,
+            DurationSeconds=SESSION_SECONDS,
+        )["Credentials"]
+        identities[spec.name] = {
+            "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
+            "AWS_SESSION_TOKEN": credentials["SessionToken"],
+        }
+    return identities
 
 
 def access_entries(

@@ -22,7 +22,13 @@ from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
-from localcloud.cluster_access import access_entries, apply, create_function_roles, manifests
+from localcloud.cluster_access import (
+    access_entries,
+    apply,
+    create_function_roles,
+    function_identities,
+    manifests,
+)
 from localcloud.cluster_start import (
     ADMIN_ROLE_ARN,
     admin_token,
@@ -92,6 +98,7 @@ class LocalCloud:
         self.faults: CloudFaults | None = None
         self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
+        self.function_roles: dict[str, str] = {}  # deployed name -> role ARN (cluster users)
         # How long new snapshots stay pending, in real seconds (tests may change it).
         self.snapshots = SnapshotCompletion()
         self.postgres_pid: int | None = None  # when we started PostgreSQL
@@ -218,8 +225,13 @@ class LocalCloud:
         self._start_cluster()
 
         # The functions' processes get the environment as it is now, complete.
+        sts = self.aws.client("sts")
         processes = FunctionProcesses.for_options(
-            self.deployment, self.options, dict(os.environ), in_process=self.lambdas
+            self.deployment,
+            self.options,
+            dict(os.environ),
+            in_process=self.lambdas,
+            identities=lambda: function_identities(self.deployment, self.function_roles, sts),
         )
         if processes is not None:
             self._stop.add("function processes", self._stop.drained(processes.stop))
@@ -268,9 +280,10 @@ class LocalCloud:
         store = ObjectStore()
         function_principal = signing_key(self._function_key_id)
         assert function_principal is not None
+        self.function_roles = create_function_roles(self.deployment, self.aws.client("iam"))
         entries = access_entries(
             self.deployment,
-            create_function_roles(self.deployment, self.aws.client("iam")),
+            self.function_roles,
             function_principal.principal_arn,
             [ADMIN_ROLE_ARN],
         )
