@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML comes with the kubernetes client; no stubs
 
 from cdk_app.declaration import Deployment
 from localcloud.kubernetes.access_entries import (

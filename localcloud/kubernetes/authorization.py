@@ -28,6 +28,16 @@ RESOURCES = {  # resource -> (kind, namespaced): created and answered, never sto
     "selfsubjectaccessreviews": ("SelfSubjectAccessReview", False),
     "selfsubjectrulesreviews": ("SelfSubjectRulesReview", False),
 }
+_STRING_FIELDS = (
+    "namespace",
+    "verb",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "name",
+    "path",
+)
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
@@ -134,9 +144,7 @@ class Authorizer:
     # -- authorization.k8s.io -----------------------------------------------------------
     def review(self, user: UserInfo, resource: str, body: Any) -> Obj:
         """A SelfSubjectAccessReview or SelfSubjectRulesReview answered (201)."""
-        if not isinstance(body, dict):
-            raise ApiError(400, "BadRequest", "the body must be a JSON object")
-        spec = body.get("spec") or {}
+        spec = _spec(RESOURCES[resource][0], body)
         status = (
             self._access_review(user, spec)
             if resource == "selfsubjectaccessreviews"
@@ -176,6 +184,7 @@ class Authorizer:
                 subresource=asked.get("subresource", ""),
             )
         else:
+            assert path is not None
             attributes = Attributes(
                 verb=path.get("verb", ""), path=path.get("path", ""), resource_request=False
             )
@@ -212,6 +221,25 @@ class Authorizer:
             "nonResourceRules": url_rules,
             "incomplete": False,
         }
+
+
+def _spec(kind: str, body: Any) -> Obj:
+    """The review's spec, or 400 when the body does not decode as the kind."""
+    undecodable = ApiError(
+        400, "BadRequest", f'{kind} in version "v1" cannot be handled as a {kind}'
+    )
+    spec = body.get("spec", {}) if isinstance(body, dict) else None
+    spec = {} if spec is None and isinstance(body, dict) else spec  # "spec": null
+    if not isinstance(spec, dict) or not isinstance(spec.get("namespace", ""), str):
+        raise undecodable
+    for field in ("resourceAttributes", "nonResourceAttributes"):
+        asked = spec.get(field)
+        if asked is not None and (
+            not isinstance(asked, dict)
+            or not all(isinstance(v, str) for k, v in asked.items() if k in _STRING_FIELDS)
+        ):
+            raise undecodable
+    return spec
 
 
 def _invalid(kind: str, field: str, detail: str, type_: str = "Invalid value") -> ApiError:

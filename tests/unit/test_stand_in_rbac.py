@@ -220,11 +220,20 @@ def test_self_subject_access_reviews_answer_can_i(server: KubernetesApiServer):
     assert review(server, ADMIN, {"verb": "*", "resource": "*", "group": "*"}) is True
     exec_ = {"namespace": "gpu-dev", "verb": "create", "resource": "pods", "subresource": "exec"}
     assert review(server, LIFECYCLE, exec_) is False
+    reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
     status, body = call(
         server, READER, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {}
     )
     assert status == 422 and "exactly one of" in body["message"]
-    reviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    both = {"resourceAttributes": {"verb": "get"}, "nonResourceAttributes": {"path": "/"}}
+    status, body = call(server, READER, "POST", reviews, {"spec": both})
+    assert status == 422 and "cannot be specified in combination" in body["message"]
+    for bad in ([], {"spec": []}, {"spec": {"resourceAttributes": "pods"}},
+                {"spec": {"nonResourceAttributes": {"path": 5, "verb": "get"}}}):  # fmt: skip
+        status, body = call(server, READER, "POST", reviews, bad)
+        assert (
+            status == 400 and "cannot be handled as a SelfSubjectAccessReview" in (body["message"])
+        ), bad
     assert call(server, READER, "GET", reviews)[0] == 403  # authorized before it is routed
     assert call(server, ADMIN, "GET", reviews)[0] == 405
 
