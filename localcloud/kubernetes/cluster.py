@@ -18,6 +18,7 @@ from typing import Any, Self
 
 from localcloud.deadline import BackgroundWork
 from localcloud.kubernetes import readiness
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.kubelet import Kubelet
 from localcloud.kubernetes.nodes import NodeShape, node_accepts, sync_nodes
 from localcloud.kubernetes.pod_termination import PodTerminations
@@ -41,6 +42,7 @@ class SimulatedCluster(BackgroundWork):
         ec2: Any,
         probe_seconds: float = 1.0,
         jupyter_images: frozenset[str] = frozenset(),
+        container_logs: ContainerLogs | None = None,
     ):
         super().__init__()
         self.store = store
@@ -57,6 +59,7 @@ class SimulatedCluster(BackgroundWork):
             self._terminations,
             kubelet_delay_seconds,
             jupyter_images,
+            container_logs,
         )
         self._in_background(self._run, "simulated-cluster")
 
