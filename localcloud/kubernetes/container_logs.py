@@ -66,9 +66,7 @@ class LogOptions:
         if options.limit_bytes is not None and options.limit_bytes < 1:
             errors.append(f"limitBytes: Invalid value: {options.limit_bytes}: {_NOT_POSITIVE}")
         if options.since_seconds is not None and options.since_seconds < 1:
-            errors.append(
-                f"sinceSeconds: Invalid value: {options.since_seconds}: {_NOT_POSITIVE}"
-            )
+            errors.append(f"sinceSeconds: Invalid value: {options.since_seconds}: {_NOT_POSITIVE}")
         if errors:
             summary = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
             message = f'PodLogOptions "{pod_name}" is invalid: {summary}'
@@ -138,7 +136,7 @@ class ContainerLogs:
 
 def _container_name(pod: Obj, asked: str) -> str:
     spec, name = pod["spec"], pod["metadata"]["name"]
-    containers = [c["name"] for c in spec.get("containers") or []]
+    containers: list[str] = [c["name"] for c in spec.get("containers") or []]
     init = [c["name"] for c in spec.get("initContainers") or []]
     if not asked:
         if len(containers) == 1:
@@ -162,7 +160,7 @@ def _run(name: str, pod: str, status: Obj | None, previous: bool) -> int:
             raise ApiError(400, "BadRequest", f"previous terminated {where} not found")
         raise ApiError(400, "BadRequest", f"{where} is waiting to start: ContainerCreating")
     state, last = status.get("state") or {}, (status.get("lastState") or {}).get("terminated")
-    count = status.get("restartCount", 0)
+    count = int(status.get("restartCount", 0))
     last_run = count - 1 if ("running" in state or "terminated" in state) else count
     if previous:
         if not last or not last.get("containerID"):

@@ -9,6 +9,7 @@ counted from its last write; `expire` deletes those whose last write is older.""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -93,11 +94,7 @@ def expire(
         # an event a client created may have no lastTimestamp: its creation is its write
         if (e.get("lastTimestamp") or e["metadata"]["creationTimestamp"]) < cutoff
     ]
-    gone = 0
     for namespace, name in expired:
-        try:
+        with contextlib.suppress(ApiError):  # deleted meanwhile
             store.delete("events", namespace, name)
-            gone += 1
-        except ApiError:
-            pass  # deleted meanwhile
-    return gone
+    return len(expired)

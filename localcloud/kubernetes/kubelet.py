@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
-from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
+from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
@@ -212,7 +212,7 @@ class Kubelet:
         the containers). A failed one is restarted after a back-off, or fails the pod
         (`init_container_restarts.py`)."""
         if not init_containers.started(pod):
-            self._write(pod, init_containers.initializing)
+            self._write(pod, functools.partial(_initializing, node=pod["spec"]["nodeName"]))
         elif init_containers.failed(pod):
             self._write(pod, self.init_restarts.after_failure(pod))
         elif init_containers.backing_off(pod):
@@ -264,10 +264,9 @@ def _waiting_for_image(pod: Obj) -> bool:
 
 def _start_pod(pod: Obj, node: str) -> None:
     started = now()
+    sandbox_addresses(pod, node)
     pod["status"].update(
         phase="Running",
-        hostIP=fake_ip(node),
-        podIP=fake_ip(pod["metadata"]["name"]),
         startTime=started,
         conditions=[
             {"type": t, "status": "True", "lastTransitionTime": started}
@@ -288,6 +287,18 @@ def _start_pod(pod: Obj, node: str) -> None:
         ],
     )
     readiness.not_ready_yet(pod)
+
+
+def sandbox_addresses(pod: Obj, node: str) -> None:
+    """The node's and the pod's IP, as the kubelet reports them once the pod's sandbox
+    runs: `hostIP`/`podIP` and, as kube-apiserver shows them beside, `hostIPs`/`podIPs`."""
+    host, own = fake_ip(node), fake_ip(pod["metadata"]["name"])
+    pod["status"].update(hostIP=host, hostIPs=[{"ip": host}], podIP=own, podIPs=[{"ip": own}])
+
+
+def _initializing(pod: Obj, node: str) -> None:
+    init_containers.initializing(pod)
+    sandbox_addresses(pod, node)
 
 
 def _pull_failed(pod: Obj) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from localcloud.kubernetes import events
 from localcloud.kubernetes.init_containers import CRASH_LOOP
+from localcloud.kubernetes.object_defaults import pull_policy
 from localcloud.kubernetes.store import ObjectStore
 
 Obj = dict[str, Any]
@@ -34,14 +35,6 @@ class ContainerEvent:
     reason: str
     message: str
     field_path: str
-
-
-def pull_policy(container: Obj) -> str:
-    """The API server's default: Always for an image tagged `latest` or untagged."""
-    image = container.get("image", "")
-    tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
-    latest = not tagged or image.endswith(":latest")
-    return container.get("imagePullPolicy") or ("Always" if latest else "IfNotPresent")
 
 
 def runs_begun(before: Obj, after: Obj) -> list[tuple[str, Obj, Obj]]:
@@ -78,7 +71,9 @@ def plan(before: Obj, after: Obj, images_on_node: set[str]) -> list[ContainerEve
         if waiting == CRASH_LOOP and not (waited == CRASH_LOOP and same_run):
             pod = f"{meta['name']}_{meta['namespace']}({meta['uid']})"
             message = f"Back-off restarting failed container {name} in pod {pod}"
-            planned.append(ContainerEvent("Warning", "BackOff", message, f"spec.containers{{{name}}}"))
+            planned.append(
+                ContainerEvent("Warning", "BackOff", message, f"spec.containers{{{name}}}")
+            )
     return planned
 
 
@@ -88,7 +83,8 @@ def _ran(state: Obj) -> bool:
 
 def _run_began(container: Obj, state: Obj, at: str, images: set[str]) -> list[ContainerEvent]:
     image, name = container.get("image", ""), container.get("name", "")
-    if image in images and pull_policy(container) != "Always":
+    policy = container.get("imagePullPolicy") or pull_policy(image)
+    if image in images and policy != "Always":
         pulled = [
             ContainerEvent(
                 "Normal", "Pulled", f'Container image "{image}" already present on machine', at
