@@ -4,8 +4,9 @@ changed between the pod before and after), as the kubelet records them while it 
 - a container run that began (a status newly running or terminated, or a new restartCount):
   `Pulling`/`Pulled` (`Successfully pulled image ...` the first time the node needs the image,
   or every time with imagePullPolicy Always; else `Container image ... already present on
-  machine`), `Created`, then `Started`, or for a container that could not start (StartError)
-  a Warning `Failed` with containerd's error;
+  machine`), `Created`, then `Started`;
+- a container that could not start (newly terminated with StartError): a Warning `Failed`
+  with containerd's error;
 - a container that newly waits in CrashLoopBackOff: a Warning `BackOff`;
 - and (`killing`, from pod_termination.py) a Terminating pod's running containers: `Killing`.
 
@@ -68,6 +69,12 @@ def plan(before: Obj, after: Obj, images_on_node: set[str]) -> list[ContainerEve
         waiting = ((status.get("state") or {}).get("waiting") or {}).get("reason")
         waited = ((previous.get("state") or {}).get("waiting") or {}).get("reason")
         same_run = previous.get("restartCount", 0) == status.get("restartCount", 0)
+        at = f"spec.containers{{{name}}}"
+        ended = (status.get("state") or {}).get("terminated") or {}
+        had_ended = (previous.get("state") or {}).get("terminated") or {}
+        if ended.get("reason") == "StartError" and not (had_ended and same_run):
+            message = f"Error: {ended.get('message', '')}"
+            planned.append(ContainerEvent("Warning", "Failed", message, at))
         if waiting == CRASH_LOOP and not (waited == CRASH_LOOP and same_run):
             pod = f"{meta['name']}_{meta['namespace']}({meta['uid']})"
             message = f"Back-off restarting failed container {name} in pod {pod}"
@@ -102,10 +109,8 @@ def _run_began(container: Obj, state: Obj, at: str, images: set[str]) -> list[Co
             ),
         ]
     created = ContainerEvent("Normal", "Created", f"Created container: {name}", at)
-    terminated = state.get("terminated") or {}
-    if terminated.get("reason") == "StartError":
-        message = f"Error: {terminated.get('message', '')}"
-        return [*pulled, created, ContainerEvent("Warning", "Failed", message, at)]
+    if (state.get("terminated") or {}).get("reason") == "StartError":
+        return [*pulled, created]  # then Failed (`plan`)
     return [*pulled, created, ContainerEvent("Normal", "Started", f"Started container {name}", at)]
 
 
