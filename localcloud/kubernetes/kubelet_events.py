@@ -63,24 +63,23 @@ def plan(before: Obj, after: Obj, images_on_node: set[str]) -> list[ContainerEve
     for at, container, status in runs_begun(before, after):
         planned += _run_began(container, status.get("state") or {}, at, images_on_node)
     meta = after["metadata"]
-    was = {s["name"]: s for s in (before.get("status") or {}).get("containerStatuses") or []}
-    for status in after["status"].get("containerStatuses") or []:
-        name, previous = status["name"], was.get(status["name"], {})
-        waiting = ((status.get("state") or {}).get("waiting") or {}).get("reason")
-        waited = ((previous.get("state") or {}).get("waiting") or {}).get("reason")
-        same_run = previous.get("restartCount", 0) == status.get("restartCount", 0)
-        at = f"spec.containers{{{name}}}"
-        ended = (status.get("state") or {}).get("terminated") or {}
-        had_ended = (previous.get("state") or {}).get("terminated") or {}
-        if ended.get("reason") == "StartError" and not (had_ended and same_run):
-            message = f"Error: {ended.get('message', '')}"
-            planned.append(ContainerEvent("Warning", "Failed", message, at))
-        if waiting == CRASH_LOOP and not (waited == CRASH_LOOP and same_run):
-            pod = f"{meta['name']}_{meta['namespace']}({meta['uid']})"
-            message = f"Back-off restarting failed container {name} in pod {pod}"
-            planned.append(
-                ContainerEvent("Warning", "BackOff", message, f"spec.containers{{{name}}}")
-            )
+    for statuses, containers in _STATUSES:
+        was = {s["name"]: s for s in (before.get("status") or {}).get(statuses) or []}
+        for status in after["status"].get(statuses) or []:
+            name, previous = status["name"], was.get(status["name"], {})
+            state, earlier = status.get("state") or {}, previous.get("state") or {}
+            same_run = previous.get("restartCount", 0) == status.get("restartCount", 0)
+            at = f"spec.{containers}{{{name}}}"
+            ended = state.get("terminated") or {}
+            if ended.get("reason") == "StartError" and not ("terminated" in earlier and same_run):
+                message = f"Error: {ended.get('message', '')}"
+                planned.append(ContainerEvent("Warning", "Failed", message, at))
+            waiting = (state.get("waiting") or {}).get("reason")
+            waited = (earlier.get("waiting") or {}).get("reason")
+            if waiting == CRASH_LOOP and not (waited == CRASH_LOOP and same_run):
+                pod = f"{meta['name']}_{meta['namespace']}({meta['uid']})"
+                message = f"Back-off restarting failed container {name} in pod {pod}"
+                planned.append(ContainerEvent("Warning", "BackOff", message, at))
     return planned
 
 

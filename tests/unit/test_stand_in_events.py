@@ -213,3 +213,23 @@ def test_events_expire_an_hour_after_their_last_write():
     assert store.list("events", None)["items"] == []
     events.record(store, one, "Warning", "FailedMount", "no volume", "kubelet")
     assert events.expire(store, ttl_seconds=0.0, moment=later) == 1
+
+
+def test_an_init_container_that_cannot_start_fails_then_backs_off_with_its_own_events():
+    simulated = cluster("node-a")
+    store = simulated.store
+    simulated.kubelet.shell_less_images = frozenset({"distroless:1"})
+    check = {"name": "check", "image": "distroless:1", "command": ["/bin/sh", "-c", "exit 0"]}
+    store.create("pods", NS, pod("init-fails", initContainers=[check]))
+
+    def warnings() -> list[tuple[str, str]]:
+        return [
+            (e["reason"], e["involvedObject"]["fieldPath"])
+            for e in events_of(store, "init-fails")
+            if e["type"] == "Warning"
+        ]
+
+    run_until(simulated, lambda: ("BackOff", "spec.initContainers{check}") in warnings())
+    assert ("Failed", "spec.initContainers{check}") in warnings()
+    backoff = next(e for e in events_of(store, "init-fails") if e["reason"] == "BackOff")
+    assert backoff["message"].startswith("Back-off restarting failed container check in pod ")
