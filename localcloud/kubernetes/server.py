@@ -293,7 +293,15 @@ class KubernetesApiServer(HttpService):
                     query.get("fieldSelector"),
                     delete_options(query, body),
                 )
-        elif sub == "log" and resource == "pods" and method == "GET":
+        elif sub == "log":  # pods/log: GET only, text/plain (container_logs.py)
+            if resource != "pods":
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if method != "GET":
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
             pod = store.get("pods", namespace, name, frozen=True)
             return 200, self.container_logs.read(pod, LogOptions.from_query(name, query))
         elif sub == "binding" and method == "POST":

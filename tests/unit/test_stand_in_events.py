@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from localcloud.kubernetes import events
+from localcloud.kubernetes import events, kubelet_events
 from localcloud.kubernetes.container_restarts import Crash
+from localcloud.kubernetes.init_containers import CRASH_LOOP
 from localcloud.kubernetes.selectors import SelectorError
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
@@ -233,3 +234,28 @@ def test_an_init_container_that_cannot_start_fails_then_backs_off_with_its_own_e
     assert ("Failed", "spec.initContainers{check}") in warnings()
     backoff = next(e for e in events_of(store, "init-fails") if e["reason"] == "BackOff")
     assert backoff["message"].startswith("Back-off restarting failed container check in pod ")
+
+
+def _with(statuses: list[dict]) -> dict:
+    manifest = pod("planned")
+    manifest["metadata"] |= {"namespace": NS, "uid": "u-1"}
+    return manifest | {"status": {"containerStatuses": statuses}}
+
+
+def test_the_kubelets_event_plan_names_each_transition_once():
+    running = {"name": "dev", "restartCount": 0, "state": {"running": {"startedAt": "t"}}}
+    waiting = {"name": "dev", "restartCount": 0, "state": {"waiting": {"reason": "X"}}}
+    looping = {"name": "dev", "restartCount": 1, "state": {"waiting": {"reason": CRASH_LOOP}}}
+    restarted = running | {"restartCount": 2}
+    images: set[str] = set()
+    plan = kubelet_events.plan
+
+    def said(before: list[dict], after: list[dict]) -> list[str]:
+        return [e.reason for e in plan(_with(before), _with(after), images)]
+
+    assert said([waiting], [running]) == ["Pulling", "Pulled", "Created", "Started"]
+    assert images == {"dev:1"}
+    assert said([running], [running]) == []  # the same run: nothing new
+    assert said([running], [looping]) == ["BackOff"]
+    assert said([looping], [looping]) == []  # still backing off: once
+    assert said([looping], [restarted]) == ["Pulled", "Created", "Started"]  # image present

@@ -224,3 +224,16 @@ def test_the_api_server_answers_pods_log_as_text_and_a_missing_pod_with_404():
     assert b'pods \\"gone\\" not found' in body or b'pods "gone" not found' in body
     status, _headers, body = _get(server, f"/api/v1/namespaces/{NS}/pods/dev/log?container=x")
     assert status == 400 and b"container x is not valid for pod dev" in body
+
+
+def test_pods_log_is_read_only_and_only_for_pods():
+    store = ObjectStore()
+    store.create("pods", NS, _dev_pod("dev"))
+    server = KubernetesApiServer(store, "test", lambda _key: "arn:aws:iam::1:user/t")
+    headers = {"Authorization": f"Bearer {fake_eks_token('AKIA')}"}
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        status, body = server.handle(method, f"/api/v1/namespaces/{NS}/pods/dev/log", headers, b"")
+        assert (status, body["reason"]) == (405, "MethodNotAllowed")
+    assert store.get("pods", NS, "dev")["metadata"]["name"] == "dev"  # nothing was deleted
+    status, body = server.handle("GET", f"/api/v1/namespaces/{NS}/services/x/log", headers, b"")
+    assert (status, body["reason"]) == (404, "NotFound")
