@@ -8,6 +8,8 @@ changed between the pod before and after), as the kubelet records them while it 
 - a container that could not start (newly terminated with StartError): a Warning `Failed`
   with containerd's error;
 - a container that newly waits in CrashLoopBackOff: a Warning `BackOff`;
+- a pod the kubelet failed with a reason (rejected at admission: `OutOfnvidia.com/gpu`,
+  `NodeAffinity`, ...; or `Evicted`): a Warning with that reason and message;
 - and (`killing`, from pod_termination.py) a Terminating pod's running containers: `Killing`.
 
 `plan` decides (pure); `KubeletEvents.after_write` records. A container killed at its memory
@@ -35,7 +37,7 @@ class ContainerEvent:
     type: str
     reason: str
     message: str
-    field_path: str
+    field_path: str  # "": about the pod itself
 
 
 def runs_begun(before: Obj, after: Obj) -> list[tuple[str, Obj, Obj]]:
@@ -62,7 +64,14 @@ def plan(before: Obj, after: Obj, images_on_node: set[str]) -> list[ContainerEve
     planned: list[ContainerEvent] = []
     for at, container, status in runs_begun(before, after):
         planned += _run_began(container, status.get("state") or {}, at, images_on_node)
-    meta = after["metadata"]
+    meta, status_now = after["metadata"], after["status"]
+    if (
+        status_now.get("phase") == "Failed"
+        and status_now.get("reason")
+        and (before.get("status") or {}).get("phase") != "Failed"
+    ):  # rejected at admission (OutOfnvidia.com/gpu, NodeAffinity ...) or Evicted
+        reason, message = status_now["reason"], status_now.get("message", "")
+        planned.append(ContainerEvent("Warning", reason, message, ""))
     for statuses, containers in _STATUSES:
         was = {s["name"]: s for s in (before.get("status") or {}).get(statuses) or []}
         for status in after["status"].get(statuses) or []:

@@ -259,3 +259,18 @@ def test_the_kubelets_event_plan_names_each_transition_once():
     assert said([running], [looping]) == ["BackOff"]
     assert said([looping], [looping]) == []  # still backing off: once
     assert said([looping], [restarted]) == ["Pulled", "Created", "Started"]  # image present
+
+
+def test_a_pod_the_kubelet_rejects_gets_a_warning_with_its_reason():
+    simulated = cluster("node-a")
+    store = simulated.store
+    store.create("pods", NS, pod("fills", gpus=4, nodeName="node-a"))
+    run_until(simulated, lambda: _running(store, "fills"))
+    store.create("pods", NS, pod("rejected", gpus=4, nodeName="node-a"))
+    warning = run_until(
+        simulated, lambda: [e for e in events_of(store, "rejected") if e["type"] == "Warning"]
+    )[0]
+    status = store.get("pods", NS, "rejected")["status"]
+    assert (warning["reason"], warning["message"]) == (status["reason"], status["message"])
+    assert warning["reason"] == "OutOfnvidia.com/gpu"
+    assert "fieldPath" not in warning["involvedObject"]
