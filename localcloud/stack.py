@@ -34,6 +34,7 @@ from localcloud.function_environment import (
 )
 from localcloud.gateway import LocalApiGateway
 from localcloud.kubernetes.cluster import SimulatedCluster
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
@@ -256,9 +257,13 @@ class LocalCloud:
         description = ClusterDescription.load(self.options.cluster_description)
         shapes = node_shapes(self.database_url)
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
-        store = ObjectStore()
+        store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
         self.kubernetes = KubernetesApiServer(
-            store, description.cluster_name, principal_of_key, port=self.options.ports.kubernetes
+            store,
+            description.cluster_name,
+            principal_of_key,
+            port=self.options.ports.kubernetes,
+            container_logs=logs,
         ).start()
         self._stop.add("kubernetes api", self.kubernetes.stop)
         self.cluster = SimulatedCluster(
@@ -270,6 +275,7 @@ class LocalCloud:
             ec2=self.aws.client("ec2"),
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
+            container_logs=logs,
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
