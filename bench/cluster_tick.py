@@ -95,6 +95,8 @@ def _reservation(index: int) -> Reservation:
             "jupyter_token": "token",
             "namespace": "gpu-dev",
             "secondary_users": [],
+            "ssh_nodes": [],
+            "keyless_users": [],
             "ssh_host_keys": [],
             "warnings_sent": [],
             "oom_count": 0,

@@ -48,6 +48,7 @@ from localcloud.function_environment import (
 from localcloud.gateway import LocalApiGateway
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
@@ -277,7 +278,7 @@ class LocalCloud:
         description = ClusterDescription.load(self.options.cluster_description)
         shapes = node_shapes(self.database_url)
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
-        store = ObjectStore()
+        store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
         function_principal = signing_key(self._function_key_id)
         assert function_principal is not None
         self.function_roles = create_function_roles(self.deployment, self.aws.client("iam"))
@@ -291,7 +292,7 @@ class LocalCloud:
             description.cluster_name, signing_key, entries, on_refusal=log_refused_token
         )
         self.kubernetes = KubernetesApiServer(
-            store, authenticator, port=self.options.ports.kubernetes
+            store, authenticator, port=self.options.ports.kubernetes, container_logs=logs
         ).start()
         self._stop.add("kubernetes api", self.kubernetes.stop)
         # The operator's `kubectl apply -f deploy/kubernetes/`, as the admin (carol).
@@ -306,6 +307,7 @@ class LocalCloud:
             ec2=self.aws.client("ec2"),
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
+            container_logs=logs,
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.authorization import Authorizer, request_attributes
+from localcloud.kubernetes.container_logs import ContainerLogs, LogOptions
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.pod_deletion import DeleteOptions
 from localcloud.kubernetes.resources import CREATE_ONLY, GROUP_RESOURCES, KINDS, api_version
@@ -32,7 +33,7 @@ log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+/v1))/"
     r"(?:namespaces/(?P<ns>[^/]+)/)?(?P<resource>[a-z]+)"
-    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding))?$"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding|log))?$"
 )
 
 
@@ -166,8 +167,10 @@ class KubernetesApiServer(HttpService):
         store: ObjectStore,
         authenticator: Authenticator,
         port: int = 0,
+        container_logs: ContainerLogs | None = None,
     ):
         self.store = store
+        self.container_logs = container_logs or ContainerLogs()  # the kubelets' (pods/log)
         self.faults = Faults()
         self.authenticator = authenticator
         self.authorizer = Authorizer(store)
@@ -179,6 +182,8 @@ class KubernetesApiServer(HttpService):
         status, payload = self.handle(
             request.method, request.raw_path, request.headers, request.body
         )
+        if isinstance(payload, bytes):  # pods/log
+            return status, {"Content-Type": "text/plain"}, payload
         return status, {}, json.dumps(payload).encode()
 
     def handle(
@@ -266,6 +271,17 @@ class KubernetesApiServer(HttpService):
                     query.get("fieldSelector"),
                     delete_options(query, body),
                 )
+        elif sub == "log":  # pods/log: GET only, text/plain (container_logs.py)
+            if resource != "pods":
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if method != "GET":
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            pod = store.get("pods", namespace, name, frozen=True)
+            return 200, self.container_logs.read(pod, LogOptions.from_query(name, query))
         elif sub == "binding" and method == "POST":
             store.bind(namespace, name, (body or {}).get("target", {}).get("name", ""))
             return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}

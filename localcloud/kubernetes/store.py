@@ -22,7 +22,7 @@ from typing import Any
 from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.frozen import thaw
-from localcloud.kubernetes.object_defaults import ObjectDefaults, label_namespace
+from localcloud.kubernetes.object_defaults import ObjectDefaults, default_pod_spec, label_namespace
 from localcloud.kubernetes.objects_by_kind import ObjectsByKind
 from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
 from localcloud.kubernetes.resources import KINDS, admit, api_version
@@ -183,6 +183,8 @@ class ObjectStore:
             pod_deletion.refuse_spec_change_while_terminating(current, new)
             finalizers.refuse_new_while_deleting(current, new)
             updated = thaw(new)
+            if resource == "pods":  # defaulted as decoded, as on create
+                default_pod_spec(updated)
             updated["status"] = thaw(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
                 if field in current["metadata"]:

@@ -15,6 +15,7 @@ from localcloud.kubernetes.access_entries import (
     AccessEntry,
 )
 from localcloud.kubernetes.authentication import Authenticator
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.sigv4 import SigningKey
@@ -58,9 +59,13 @@ def authenticator_for(
     return Authenticator(cluster_name, by_id.get, AccessEntries.of(entries))
 
 
-def stand_in_server(store: ObjectStore, cluster_name: str = "test") -> KubernetesApiServer:
+def stand_in_server(
+    store: ObjectStore, cluster_name: str = "test", container_logs: ContainerLogs | None = None
+) -> KubernetesApiServer:
     """A stand-in whose one user (TEST_KEY) is a cluster admin (call `start()` to serve)."""
-    return KubernetesApiServer(store, authenticator_for(cluster_name))
+    return KubernetesApiServer(
+        store, authenticator_for(cluster_name), container_logs=container_logs
+    )
 
 
 def stand_in_api_client(server: KubernetesApiServer, key: SigningKey = TEST_KEY) -> Any:
