@@ -1,9 +1,11 @@
 """What starting the Kubernetes stand-in and its simulated cluster needs from the rest of
-the local cloud: the client imported once, the node shapes of the GPU catalogue, and the
-principal behind an access key (the stand-in's authentication)."""
+the local cloud: the client imported once, the node shapes of the GPU catalogue, the
+principal behind an access key (the stand-in's authentication), and moto's EKS cluster
+pointed at the stand-in (endpoint and CA, as DescribeCluster answers for EKS)."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 
 import psycopg
@@ -49,3 +51,17 @@ def node_shapes(database_url: str) -> dict[str, NodeShape]:
 def principal_of_key(access_key_id: str) -> str | None:
     key = signing_key(access_key_id)
     return key.principal_arn if key else None
+
+
+def point_cluster_at(
+    cluster_name: str, account_id: str, region: str, endpoint: str, ca_pem: bytes
+) -> None:
+    """moto invents an endpoint and a random CA for a new cluster; ours are the stand-in's,
+    so a client built from DescribeCluster (the layer's `eks.py`, kubectl's kubeconfig)
+    reaches the stand-in over HTTPS exactly as it reaches EKS. moto has no API to set them:
+    its in-process backend is changed (the seam; tests/e2e/test_kubectl.py shows it works)."""
+    from moto.eks.models import eks_backends
+
+    cluster = eks_backends[account_id][region].clusters[cluster_name]
+    cluster.endpoint = endpoint
+    cluster.certificate_authority = {"data": base64.b64encode(ca_pem).decode()}

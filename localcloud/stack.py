@@ -22,7 +22,12 @@ from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
-from localcloud.cluster_start import import_kubernetes_client, node_shapes, principal_of_key
+from localcloud.cluster_start import (
+    import_kubernetes_client,
+    node_shapes,
+    point_cluster_at,
+    principal_of_key,
+)
 from localcloud.collector import collect_less
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
@@ -33,9 +38,11 @@ from localcloud.function_environment import (
     set_environment,
 )
 from localcloud.gateway import LocalApiGateway
+from localcloud.kubeconfig import kubeconfig, write_kubeconfig
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.tls import ServerCertificate, issue_server_certificate
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
 from localcloud.options import Options
 from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
@@ -81,6 +88,7 @@ class LocalCloud:
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
+        self.kubernetes_certificate: ServerCertificate | None = None  # its CA and server cert
         self.faults: CloudFaults | None = None
         self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
@@ -257,10 +265,19 @@ class LocalCloud:
         shapes = node_shapes(self.database_url)
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
         store = ObjectStore()
+        # HTTPS with a CA of this start's own, as EKS serves each cluster's endpoint.
+        certificate = self.kubernetes_certificate = issue_server_certificate()
         self.kubernetes = KubernetesApiServer(
-            store, description.cluster_name, principal_of_key, port=self.options.ports.kubernetes
+            store,
+            description.cluster_name,
+            principal_of_key,
+            port=self.options.ports.kubernetes,
+            tls=certificate.server_context(),
         ).start()
         self._stop.add("kubernetes api", self.kubernetes.stop)
+        point_cluster_at(
+            description.cluster_name, ACCOUNT_ID, REGION, self.kubernetes.url, certificate.ca_pem
+        )
         self.cluster = SimulatedCluster(
             store,
             self.aws.client("autoscaling"),
@@ -273,12 +290,8 @@ class LocalCloud:
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
-        self._set_environment(
-            {
-                "EKS_CLUSTER_NAME": description.cluster_name,
-                "KUBERNETES_ENDPOINT_URL": self.kubernetes.url,
-            }
-        )
+        # The endpoint and CA come from DescribeCluster, as on EKS.
+        self._set_environment({"EKS_CLUSTER_NAME": description.cluster_name})
 
     def _sqs_process_exited(self, code: int) -> None:
         message = (
@@ -315,6 +328,7 @@ class LocalCloud:
             "aws_endpoint_url": self.aws.endpoint_url,
             "sqs_endpoint_url": self.aws.service_endpoints["sqs"],
             "kubernetes_url": self.kubernetes.url if self.kubernetes else None,
+            "kubeconfig": str(self.kubeconfig_file),
             # python -m localcloud.faults
             "fault_control_url": self.fault_control.url if self.fault_control else None,
             "fault_control_token": self.fault_control.token if self.fault_control else None,
@@ -326,6 +340,22 @@ class LocalCloud:
             "state_machines": self.resources.state_machine_arns,
             "schedules": {s.name: s.expression for s in self.deployment.schedules},
         }
+
+    @property
+    def kubeconfig_file(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    def write_kubeconfig(self) -> Path:
+        """kubectl's configuration for the stand-in (`.local/kubeconfig` under `make run`)."""
+        assert self.kubernetes is not None and self.kubernetes_certificate is not None
+        config = kubeconfig(
+            self.cluster_name,
+            self.kubernetes.url,
+            self.kubernetes_certificate.ca_pem,
+            REGION,
+            self.credentials_file,
+        )
+        return write_kubeconfig(self.kubeconfig_file, config)
 
     def write_description(self) -> Path:
         path = self.state_dir / "stack.json"

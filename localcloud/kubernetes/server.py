@@ -14,6 +14,7 @@ import base64
 import json
 import logging
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -21,9 +22,10 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
-from localcloud.kubernetes import networking
+from localcloud.kubernetes import discovery, dry_run, openapi, request_body, tables
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.pod_deletion import DeleteOptions
+from localcloud.kubernetes.request_body import Body
 from localcloud.kubernetes.resources import KINDS, api_version
 from localcloud.kubernetes.selectors import SelectorError
 from localcloud.kubernetes.store import ObjectStore
@@ -151,45 +153,6 @@ def token_principal(authorization: str | None, known_key: Callable[[str], str | 
     return arn
 
 
-def _resource_list(group_version: str) -> dict[str, Any]:
-    """Discovery: the resources one group/version serves."""
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": [
-            {
-                "name": r,
-                "singularName": "",
-                "kind": k,
-                "namespaced": n,
-                "verbs": [
-                    "create",
-                    "delete",
-                    "deletecollection",
-                    "get",
-                    "list",
-                    "patch",
-                    "update",
-                ],
-            }
-            for r, (k, n) in KINDS.items()
-            if api_version(r) == group_version
-        ],
-    }
-
-
-def _api_group() -> dict[str, Any]:
-    version = {"groupVersion": networking.GROUP_VERSION, "version": networking.VERSION}
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": networking.GROUP,
-        "versions": [version],
-        "preferredVersion": version,
-    }
-
-
 class KubernetesApiServer(HttpService):
     def __init__(
         self,
@@ -197,12 +160,15 @@ class KubernetesApiServer(HttpService):
         cluster_name: str,
         known_key: Callable[[str], str | None],
         port: int = 0,
+        tls: ssl.SSLContext | None = None,
     ):
         self.store = store
         self.faults = Faults()
         self.cluster_name = cluster_name
         self._known_key = known_key
-        self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
+        # HTTPS as EKS serves it (the local cloud's); plain HTTP only for tests and benches
+        # that build the server on its own.
+        self._server = LocalHttpServer(self._handle, "kubernetes-api", port, tls)
         self.requests = 0
 
     def _handle(self, request: RawRequest) -> Reply:
@@ -227,15 +193,11 @@ class KubernetesApiServer(HttpService):
             token_principal(authorization, self._known_key)
             if split.path in ("/version", "/version/"):
                 return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-gpudev-local"}
-            if split.path == "/api":
-                return 200, {"kind": "APIVersions", "versions": ["v1"]}
-            discovery = split.path.rstrip("/")  # the client asks for /apis/ and /api/v1/
-            if discovery in ("/api/v1", f"/apis/{networking.GROUP_VERSION}"):
-                return 200, _resource_list(discovery.removeprefix("/api/").removeprefix("/apis/"))
-            if discovery == f"/apis/{networking.GROUP}":
-                return 200, _api_group()
-            if discovery == "/apis":
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group()]}
+            found = discovery.answer(split.path)
+            if found is None and method == "GET":
+                found = openapi.answer(split.path)
+            if found is not None:
+                return 200, found
             match = _PATH.match(split.path)
             if (
                 not match
@@ -245,16 +207,24 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if query.get("watch") in ("true", "1"):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
-            return self._dispatch(method, match, query, json.loads(body) if body else None)
+            decoded = request_body.decode(method, headers, body)
+            openapi.check_fields(method, match["resource"], decoded, query)
+            with dry_run.maybe(self.store, dry_run.requested(method, query, decoded.value)):
+                status, payload = self._dispatch(method, match, query, decoded)
+            accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+            if method == "GET" and tables.wants_table(accept):
+                return status, tables.table(match["resource"], payload, query.get("includeObject"))
+            return status, payload
         except ApiError as error:
             return error.code, error.status()
         except SelectorError as error:
             return 400, ApiError(400, "BadRequest", str(error)).status()
 
     def _dispatch(
-        self, method: str, match: re.Match[str], query: dict[str, str], body: Any
+        self, method: str, match: re.Match[str], query: dict[str, str], decoded: Body
     ) -> tuple[int, Any]:
         resource, name, sub = match["resource"], match["name"], match["sub"]
+        body = decoded.value
         namespace = match["ns"] or ""
         store = self.store
         verb = _VERBS.get((method, name is not None))
@@ -296,7 +266,7 @@ class KubernetesApiServer(HttpService):
         elif method == "PUT":
             return 200, store.replace(resource, namespace, name, body or {}, sub)
         elif method == "PATCH":
-            return 200, store.patch(resource, namespace, name, body, sub)
+            return 200, store.patch(resource, namespace, name, body, sub, decoded.patch_type)
         elif method == "DELETE":
             return 200, store.delete(resource, namespace, name, delete_options(query, body))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
