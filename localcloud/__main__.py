@@ -112,7 +112,7 @@ Try it from another terminal:
   .venv/bin/python -m localcloud.call --unsigned GET /v1/me     # 403, like API Gateway
 
 kubectl, as against EKS (HTTPS with the cluster's CA, an EKS token as carol):
-  KUBECONFIG={shown_path(cloud.kubeconfig_file)} kubectl get nodes -o wide
+  KUBECONFIG={shown_path(Path(stack["kubeconfig"]))} kubectl get nodes -o wide
 
 The gpu-dev CLI (carol is the local operator, for `gpu-dev admin`):
   alias gpu-dev=".venv/bin/gpu-dev --api-url {stack["api_url"]} --region {stack["region"]}"
