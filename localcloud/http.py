@@ -155,7 +155,8 @@ def _handler_class(
 
         def handle(self) -> None:
             if tls:
-                connection: ssl.SSLSocket = self.connection  # type: ignore[assignment]
+                connection = self.connection
+                assert isinstance(connection, ssl.SSLSocket)
                 connection.settimeout(HANDSHAKE_SECONDS)
                 try:
                     # Plain HTTP to the TLS port gets Go's (kube-apiserver's) answer, not a

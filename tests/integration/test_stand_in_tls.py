@@ -53,7 +53,8 @@ def test_the_official_client_trusting_the_ca_is_served_on_one_connection(
         for _ in range(5):
             assert {n.metadata.name for n in core.list_namespace().items} >= {"gpu-dev"}
         manager = api_client.rest_client.pool_manager
-        pools = [manager.pools[key] for key in manager.pools.keys()]
+        keys = manager.pools.keys()  # urllib3's container refuses plain iteration
+        pools = [manager.pools[key] for key in keys]
         assert [pool.num_connections for pool in pools] == [1]  # kept alive: one handshake
 
 
