@@ -44,3 +44,22 @@ def maybe(store: ObjectStore, dry: bool) -> Iterator[None]:
         return
     with store.rolled_back():
         yield
+
+
+def keep_versions(store: ObjectStore, resource: str, answer: Any) -> None:
+    """A dry run's answer, changed in place to carry the resourceVersion the store still
+    holds (none for a create: nothing was stored), as kube-apiserver's dry-run storage
+    answers; `kubectl diff` would otherwise show a version change for every object."""
+    listed = answer.get("items") if isinstance(answer, dict) and "items" in answer else [answer]
+    for obj in listed or []:
+        metadata = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(metadata, dict) or "name" not in metadata:
+            continue  # a Status (pods/binding)
+        try:
+            stored = store.get(
+                resource, metadata.get("namespace", ""), metadata["name"], frozen=True
+            )
+        except ApiError:
+            metadata.pop("resourceVersion", None)
+        else:
+            metadata["resourceVersion"] = stored["metadata"]["resourceVersion"]

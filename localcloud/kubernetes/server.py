@@ -209,8 +209,11 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
             decoded = request_body.decode(method, headers, body)
             openapi.check_fields(method, match["resource"], decoded, query)
-            with dry_run.maybe(self.store, dry_run.requested(method, query, decoded.value)):
+            dry = dry_run.requested(method, query, decoded.value)
+            with dry_run.maybe(self.store, dry):
                 status, payload = self._dispatch(method, match, query, decoded)
+            if dry:
+                dry_run.keep_versions(self.store, match["resource"], payload)
             accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
             if method == "GET" and tables.wants_table(accept):
                 return status, tables.table(match["resource"], payload, query.get("includeObject"))

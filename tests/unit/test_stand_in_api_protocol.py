@@ -84,6 +84,19 @@ def test_what_a_dry_run_writes_is_rolled_back_before_anyone_sees_it():
     assert store.get("namespaces", "", "real")
 
 
+def test_a_dry_runs_answer_carries_the_stored_version_and_a_created_object_none():
+    store = ObjectStore()
+    stored = store.get("namespaces", "", "default")["metadata"]["resourceVersion"]
+    with dry_run.maybe(store, True):
+        created = store.create("namespaces", "", {"metadata": {"name": "dry"}})
+        changed = store.patch("namespaces", "", "default", {"metadata": {"labels": {"a": "b"}}})
+    dry_run.keep_versions(store, "namespaces", created)
+    dry_run.keep_versions(store, "namespaces", {"items": [changed]})
+    assert "resourceVersion" not in created["metadata"]
+    assert changed["metadata"]["resourceVersion"] == stored
+    assert changed["metadata"]["labels"]["a"] == "b"  # answered as the real patch would be
+
+
 def test_a_failed_dry_run_leaves_the_store_as_it_was():
     store = ObjectStore()
     before = store.list("namespaces", None)["items"]
@@ -260,3 +273,50 @@ def test_strict_field_validation_refuses_fields_a_closed_schema_lacks():
     # An open schema (the pod spec is described in part) lets what it does not describe pass.
     _strict("POST", "pods", {"metadata": {"name": "p"}, "spec": {"overhead": {}}})
     assert _refused(lambda: _strict("POST", "pods", {}, "Loose")).code == 400
+
+
+def test_a_kind_added_to_the_registry_in_a_new_group_is_discovered_and_documented(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Other modules add kinds (RBAC, authorization): discovery and OpenAPI follow KINDS."""
+    from localcloud.kubernetes import resources
+
+    served = resources.api_version
+    monkeypatch.setitem(resources.KINDS, "roles", ("Role", True))
+    monkeypatch.setitem(
+        resources.KINDS, "selfsubjectaccessreviews", ("SelfSubjectAccessReview", False)
+    )
+    groups = {
+        "roles": "rbac.authorization.k8s.io/v1",
+        "selfsubjectaccessreviews": "authorization.k8s.io/v1",
+    }
+
+    def api_version(resource: str) -> str:
+        return groups.get(resource) or served(resource)
+
+    for module in (discovery, openapi):
+        monkeypatch.setattr(module, "api_version", api_version)
+    listed = discovery.answer("/apis")
+    assert listed is not None
+    assert [g["name"] for g in listed["groups"]] == [
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+        "authorization.k8s.io",
+    ]
+    roles = discovery.answer("/apis/rbac.authorization.k8s.io/v1")
+    assert roles is not None
+    assert roles["resources"][0] | {"verbs": []} == {
+        "name": "roles",
+        "singularName": "role",
+        "namespaced": True,
+        "kind": "Role",
+        "verbs": [],
+    }
+    reviews = discovery.answer("/apis/authorization.k8s.io/v1")
+    assert reviews is not None and reviews["resources"][0]["verbs"] == ["create"]
+    root = openapi.answer("/openapi/v3")
+    assert root is not None and "apis/rbac.authorization.k8s.io/v1" in root["paths"]
+    document = openapi.answer("/openapi/v3/apis/rbac.authorization.k8s.io/v1")
+    assert document is not None
+    role = document["components"]["schemas"]["io.k8s.api.rbac.v1.Role"]
+    assert role["x-kubernetes-preserve-unknown-fields"] is True  # not described: open
