@@ -1,5 +1,10 @@
-"""The Kubernetes API stand-in: core/v1 and networking.k8s.io/v1 over HTTP on 127.0.0.1,
-for the official client.
+"""The Kubernetes API stand-in: the served kinds (resources.py) on 127.0.0.1, over HTTPS
+in the local cloud (plain HTTP only for a bare server in tests and benches), for the
+official client and kubectl.
+
+This module routes; the protocol lives beside it, one concern each: bodies by content type
+(request_body.py), dryRun (dry_run.py), discovery (discovery.py), server-side tables
+(tables.py), OpenAPI and strict field validation (openapi.py), TLS (tls.py).
 
 Requests need an EKS bearer token (`k8s-aws-v1.` + a presigned STS GetCallerIdentity URL
 signed with `x-k8s-aws-id`) whose access key the local IAM knows, as EKS authenticates
