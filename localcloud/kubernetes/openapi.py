@@ -206,6 +206,72 @@ def _unknown_fields(value: Any, short: str, path: str) -> list[str]:
     return unknown
 
 
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+    "number": (int, float),
+    "quantity": (int, str),
+    "map": (dict,),
+    "object": (dict,),
+}
+
+
+def _type_errors(value: Any, spec: str, path: str) -> list[str]:
+    """Where `value` cannot be decoded as `spec` says (null is always allowed)."""
+    if value is None:
+        return []
+    if spec.startswith("["):
+        if not isinstance(value, list):
+            return [f"{path}: expected a list, got {json.dumps(value)[:40]}"]
+        return [
+            e
+            for n, item in enumerate(value)
+            for e in _type_errors(item, spec[1:-1], f"{path}[{n}]")
+        ]
+    expected = _JSON_TYPES.get(spec, (dict,))
+    wrong = not isinstance(value, expected) or (spec == "integer" and isinstance(value, bool))
+    if wrong:
+        wanted = spec if spec in _JSON_TYPES else "an object"
+        return [f"{path}: expected {wanted}, got {json.dumps(value)[:40]}"]
+    if spec == "map":
+        return [
+            f"{path}.{k}: expected string, got {json.dumps(v)[:40]}"
+            for k, v in value.items()
+            if not isinstance(v, str) and v is not None
+        ]
+    if spec in SCHEMAS:
+        fields = SCHEMAS[spec][1]
+        return [
+            e
+            for key, item in value.items()
+            if key in fields
+            for e in _type_errors(item, fields[key], f"{path}.{key}" if path else key)
+        ]
+    return []
+
+
+def check_types(method: str, resource: str, body: Body) -> None:
+    """Refuse a body whose described fields have the wrong JSON type (400), as
+    kube-apiserver refuses what it cannot decode into its types, whatever fieldValidation
+    says."""
+    if method not in ("POST", "PUT", "PATCH") or body.patch_type == "json":
+        return
+    if not isinstance(body.value, dict):
+        return
+    errors = _type_errors(body.value.get("metadata"), "meta.v1.ObjectMeta", "metadata")
+    rest = {k: v for k, v in body.value.items() if k not in ("apiVersion", "kind", "metadata")}
+    errors += _type_errors(rest, _kind_schema_name(resource), "")
+    if errors:
+        kind = KINDS[resource][0]
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'{kind} in version "{api_version(resource).rpartition("/")[2]}" cannot be'
+            f" handled as a {kind}: {'; '.join(errors)}",
+        )
+
+
 def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) -> None:
     """Refuse unknown fields when `fieldValidation=Strict`, as kube-apiserver does (400);
     `Ignore` and `Warn` let them pass (the stand-in sends no warnings)."""

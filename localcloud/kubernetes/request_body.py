@@ -68,4 +68,8 @@ def decode(method: str, headers: dict[str, str], body: bytes) -> Body:
         raise ApiError(400, "BadRequest", f"a {patch_type} merge patch must be a JSON object")
     if method in ("POST", "PUT") and not isinstance(value, dict):
         raise ApiError(400, "BadRequest", "the body of the request must be a JSON object")
+    if isinstance(value, dict) and not isinstance(value.get("metadata", {}), dict | None):
+        raise ApiError(
+            400, "BadRequest", "metadata: the body's metadata must be a JSON object (ObjectMeta)"
+        )
     return Body(value, patch_type)

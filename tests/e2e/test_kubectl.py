@@ -221,6 +221,8 @@ def _raw(cloud: LocalCloud, method: str, path: str, body: bytes, content_type: s
         (b'{"metadata": ', "application/json", 400, "BadRequest"),
         (b"\xff\xfe", "application/json", 400, "BadRequest"),
         (b"[1]", "application/json", 400, "BadRequest"),
+        (b'{"metadata": "x"}', "application/json", 400, "BadRequest"),
+        (b'{"metadata": {"name": "x"}, "data": 7}', "application/json", 400, "BadRequest"),
         (b"k8s\x00", "application/vnd.kubernetes.protobuf", 415, "UnsupportedMediaType"),
         (b"a: b", "application/yaml", 415, "UnsupportedMediaType"),
     ],

@@ -39,6 +39,8 @@ def _refused(call: Any) -> ApiError:
         ("PATCH", "application/merge-patch+json", b"[]", 400),
         ("PATCH", "application/strategic-merge-patch+json", b"[]", 400),
         ("PATCH", "application/merge-patch+json", b"{", 400),
+        ("POST", "application/json", b'{"metadata": "x"}', 400),
+        ("PATCH", "application/merge-patch+json", b'{"metadata": []}', 400),
     ],
 )
 def test_bodies_kube_apiserver_cannot_read_are_a_status_with_its_code(
@@ -320,3 +322,48 @@ def test_a_kind_added_to_the_registry_in_a_new_group_is_discovered_and_documente
     assert document is not None
     role = document["components"]["schemas"]["io.k8s.api.rbac.v1.Role"]
     assert role["x-kubernetes-preserve-unknown-fields"] is True  # not described: open
+
+
+@pytest.mark.parametrize(
+    ("resource", "body", "where"),
+    [
+        ("configmaps", {"metadata": {"name": "c"}, "data": 7}, "data: expected map"),
+        ("configmaps", {"metadata": {"name": "c"}, "data": {"a": 1}}, "data.a: expected string"),
+        ("configmaps", {"metadata": {"name": "c", "labels": []}}, "metadata.labels: expected map"),
+        (
+            "pods",
+            {"metadata": {"name": "p"}, "spec": {"containers": {}}},
+            "spec.containers: expected a list",
+        ),
+        (
+            "pods",
+            {"metadata": {"name": "p"}, "spec": {"containers": [{"name": 1}]}},
+            "spec.containers[0].name: expected string",
+        ),
+        (
+            "networkpolicies",
+            {"metadata": {"name": "n"}, "spec": {"podSelector": "all"}},
+            "spec.podSelector: expected an object",
+        ),
+    ],
+)
+def test_described_fields_of_the_wrong_json_type_are_400_whatever_the_validation_directive(
+    resource: str, body: Any, where: str
+):
+    error = _refused(lambda: openapi.check_types("POST", resource, request_body.Body(body)))
+    assert error.code == 400 and where in error.message
+
+
+def test_fields_of_the_right_type_and_nulls_pass_the_type_check():
+    openapi.check_types(
+        "PATCH",
+        "pods",
+        request_body.Body(
+            {"metadata": {"labels": {"a": None}}, "spec": {"nodeSelector": None}}, "merge"
+        ),
+    )
+    openapi.check_types(
+        "POST",
+        "networkpolicies",
+        request_body.Body({"spec": {"ingress": [{"ports": [{"port": "ssh"}, {"port": 22}]}]}}),
+    )
