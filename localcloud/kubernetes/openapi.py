@@ -272,9 +272,10 @@ def check_types(method: str, resource: str, body: Body) -> None:
         )
 
 
-def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) -> None:
-    """Refuse unknown fields when `fieldValidation=Strict`, as kube-apiserver does (400);
-    `Ignore` and `Warn` let them pass (the stand-in sends no warnings)."""
+def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) -> list[str]:
+    """Unknown fields as kube-apiserver treats them: refused with `fieldValidation=Strict`
+    (400), returned as warnings with `Warn` (the server sends them as `Warning` headers),
+    let pass with `Ignore` or no directive."""
     directive = query.get("fieldValidation")
     if directive is not None and directive not in VALIDATION_DIRECTIVES:
         raise ApiError(
@@ -283,13 +284,15 @@ def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) 
             f'fieldValidation: Unsupported value: "{directive}": supported values: '
             '"Ignore", "Strict", "Warn"',
         )
-    if directive != "Strict" or method not in ("POST", "PUT", "PATCH"):
-        return
+    if directive not in ("Strict", "Warn") or method not in ("POST", "PUT", "PATCH"):
+        return []
     if body.patch_type == "json" or not isinstance(body.value, dict):
-        return
+        return []
     top = {k: v for k, v in body.value.items() if k not in ("apiVersion", "kind", "metadata")}
     unknown = _unknown_fields(body.value.get("metadata"), "meta.v1.ObjectMeta", "metadata")
     unknown += _unknown_fields(top, _kind_schema_name(resource), "")
+    if directive == "Warn":
+        return [f'unknown field "{f}"' for f in unknown]
     if unknown:
         kind = KINDS[resource][0]
         fields = ", ".join(f'unknown field "{f}"' for f in unknown)
@@ -299,3 +302,4 @@ def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) 
             f'{kind} in version "{api_version(resource).rpartition("/")[2]}" cannot be'
             f" handled as a {kind}: strict decoding error: {fields}",
         )
+    return []

@@ -177,13 +177,35 @@ class KubernetesApiServer(HttpService):
         self.requests = 0
 
     def _handle(self, request: RawRequest) -> Reply:
-        status, payload = self.handle(
+        status, payload, warnings = self.serve(
             request.method, request.raw_path, request.headers, request.body
         )
-        return status, {}, json.dumps(payload).encode()
+        # kube-apiserver's warnings (RFC 7234 form, code 299), which kubectl prints.
+        headers = {"Warning": ", ".join(f"299 - {json.dumps(w)}" for w in warnings)}
+        return status, headers if warnings else {}, json.dumps(payload).encode()
 
     def handle(
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        """The answer to one request, status and body (warnings dropped)."""
+        status, payload, _ = self.serve(method, raw_path, headers, body)
+        return status, payload
+
+    def serve(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any, list[str]]:
+        """The answer to one request: status, body and the warnings to send with it."""
+        warnings: list[str] = []
+        status, payload = self._answer(method, raw_path, headers, body, warnings)
+        return status, payload, warnings
+
+    def _answer(
+        self,
+        method: str,
+        raw_path: str,
+        headers: dict[str, str],
+        body: bytes,
+        warnings: list[str],
     ) -> tuple[int, Any]:
         self.requests += 1
         if self.faults.delay_seconds:
@@ -214,7 +236,7 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
             decoded = request_body.decode(method, headers, body)
             openapi.check_types(method, match["resource"], decoded)
-            openapi.check_fields(method, match["resource"], decoded, query)
+            warnings += openapi.check_fields(method, match["resource"], decoded, query)
             dry = dry_run.requested(method, query, decoded.value)
             with dry_run.maybe(self.store, dry):
                 status, payload = self._dispatch(method, match, query, decoded)

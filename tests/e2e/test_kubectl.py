@@ -155,7 +155,7 @@ def test_create_dry_run_is_answered_and_not_stored(kubeconfig: Path, tmp_path: P
     assert missing.returncode == 1 and "NotFound" in missing.stderr
 
 
-def test_unknown_fields_are_refused_by_strict_validation_and_nothing_is_stored(
+def test_unknown_fields_are_refused_by_strict_validation_and_only_warned_of_by_warn(
     kubeconfig: Path, tmp_path: Path, local_cloud: LocalCloud
 ):
     manifest = tmp_path / "bad.yaml"
@@ -168,6 +168,10 @@ def test_unknown_fields_are_refused_by_strict_validation_and_nothing_is_stored(
     assert refused.returncode == 1
     assert 'strict decoding error: unknown field "spec.egres"' in refused.stderr
     assert _stored(local_cloud) == before
+    # --validate=warn: stored, and kubectl prints the server's warning.
+    warned = kubectl(kubeconfig, "apply", "--validate=warn", "-f", str(manifest))
+    assert 'Warning: unknown field "spec.egres"' in warned.stderr
+    kubectl(kubeconfig, "delete", "-f", str(manifest))
 
 
 def test_protobuf_bodies_are_refused_with_415_naming_json(kubeconfig: Path):

@@ -252,8 +252,10 @@ def test_openapi_v3_lists_each_group_and_declares_field_validation_on_patch():
     assert openapi.answer("/openapi/v2") is None  # not served: kubectl validates on the server
 
 
-def _strict(method: str, resource: str, body: Any, directive: str = "Strict") -> None:
-    openapi.check_fields(method, resource, request_body.Body(body), {"fieldValidation": directive})
+def _strict(method: str, resource: str, body: Any, directive: str = "Strict") -> list[str]:
+    return openapi.check_fields(
+        method, resource, request_body.Body(body), {"fieldValidation": directive}
+    )
 
 
 def test_strict_field_validation_refuses_fields_a_closed_schema_lacks():
@@ -270,8 +272,11 @@ def test_strict_field_validation_refuses_fields_a_closed_schema_lacks():
     assert error.code == 400
     assert 'unknown field "metadata.labelz"' in error.message
     assert 'unknown field "spec.egress[0].to[0].ipBlock.exept"' in error.message
-    _strict("POST", "networkpolicies", policy, "Ignore")  # not checked
-    _strict("POST", "networkpolicies", policy, "Warn")
+    assert _strict("POST", "networkpolicies", policy, "Ignore") == []  # not checked
+    assert _strict("POST", "networkpolicies", policy, "Warn") == [
+        'unknown field "metadata.labelz"',
+        'unknown field "spec.egress[0].to[0].ipBlock.exept"',
+    ]
     # An open schema (the pod spec is described in part) lets what it does not describe pass.
     _strict("POST", "pods", {"metadata": {"name": "p"}, "spec": {"overhead": {}}})
     assert _refused(lambda: _strict("POST", "pods", {}, "Loose")).code == 400
