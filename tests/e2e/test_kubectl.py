@@ -200,9 +200,11 @@ def _raw(cloud: LocalCloud, method: str, path: str, body: bytes, content_type: s
     assert cloud.kubernetes_certificate is not None
     profiles = configparser.ConfigParser()
     profiles.read(cloud.credentials_file)
+    operator = profiles["carol"]  # the kubeconfig's identity: the local operator
     session = boto3.Session(
-        aws_access_key_id=profiles["alice"]["aws_access_key_id"],
-        aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
+        aws_access_key_id=operator["aws_access_key_id"],
+        aws_secret_access_key=operator["aws_secret_access_key"],
+        aws_session_token=operator["aws_session_token"],
     )
     token = eks_bearer_token(session, cloud.cluster_name, "us-east-2")
     request = urllib.request.Request(
