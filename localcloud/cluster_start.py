@@ -1,9 +1,11 @@
 """What starting the Kubernetes stand-in and its simulated cluster needs from the rest of
-the local cloud: the client imported once, the node shapes of the GPU catalogue, and the
-cluster admin's identity (its role, and a token to apply deploy/kubernetes/ with)."""
+the local cloud: the client imported once, the node shapes of the GPU catalogue, the
+cluster admin's identity (its role, and a token to apply deploy/kubernetes/ with), and moto's
+EKS cluster pointed at the stand-in (endpoint and CA, as DescribeCluster answers for EKS)."""
 
 from __future__ import annotations
 
+import base64
 import configparser
 import importlib
 import logging
@@ -72,3 +74,17 @@ def admin_token(credentials_file: Path, cluster_name: str, region: str) -> str:
 def log_refused_token(reason: str) -> None:
     """EKS logs why it refused a token in its authenticator log; the caller sees only 401."""
     log.info("kubernetes api: 401 Unauthorized: %s", reason)
+
+
+def point_cluster_at(
+    cluster_name: str, account_id: str, region: str, endpoint: str, ca_pem: bytes
+) -> None:
+    """moto invents an endpoint and a random CA for a new cluster; ours are the stand-in's,
+    so a client built from DescribeCluster (the layer's `eks.py`, kubectl's kubeconfig)
+    reaches the stand-in over HTTPS exactly as it reaches EKS. moto has no API to set them:
+    its in-process backend is changed (the seam; tests/e2e/test_kubectl.py shows it works)."""
+    from moto.eks.models import eks_backends
+
+    cluster = eks_backends[account_id][region].clusters[cluster_name]
+    cluster.endpoint = endpoint
+    cluster.certificate_authority = {"data": base64.b64encode(ca_pem).decode()}

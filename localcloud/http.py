@@ -3,12 +3,17 @@ API gateway and the Kubernetes stand-in are both built on it.
 
 Connections are kept alive (HTTP/1.1): a client's next request reuses its connection and the
 thread serving it, as API Gateway and the Kubernetes API keep theirs. A stop closes the
-connections that are open, so no client keeps talking to a server that has stopped."""
+connections that are open, so no client keeps talking to a server that has stopped.
+
+Given an `ssl.SSLContext` the server speaks HTTPS (the Kubernetes stand-in, as EKS). The
+handshake runs on the connection's own thread, never in the accepting loop, so a client
+that stalls or speaks plain HTTP holds up only itself."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +32,12 @@ class RawRequest:
 
 Reply = tuple[int, dict[str, str], bytes]
 POLL_SECONDS = 0.1  # how often serve_forever looks for a shutdown request
+HANDSHAKE_SECONDS = 10.0  # a TLS client silent longer than this is dropped
+TLS_HANDSHAKE = b"\x16"  # the first byte of a TLS ClientHello record
+PLAIN_HTTP_TO_TLS = (
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+    b"Client sent an HTTP request to an HTTPS server.\n"
+)
 
 
 class _Server(ThreadingHTTPServer):
@@ -59,14 +70,30 @@ class _Server(ThreadingHTTPServer):
             connections = list(self._open)
         for connection in connections:
             with contextlib.suppress(OSError):  # closed meanwhile
-                connection.shutdown(socket.SHUT_RD)
+                # The plain socket's shutdown, also under TLS: SSLSocket.shutdown would drop
+                # the TLS state under a thread reading through it.
+                socket.socket.shutdown(connection, socket.SHUT_RD)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that went away or failed its TLS handshake: nothing to report
 
 
 class LocalHttpServer:
-    def __init__(self, handle: Callable[[RawRequest], Reply], name: str, port: int = 0):
+    def __init__(
+        self,
+        handle: Callable[[RawRequest], Reply],
+        name: str,
+        port: int = 0,
+        tls: ssl.SSLContext | None = None,
+    ):
         self._name = name
         # HTTPServer binds with SO_REUSEADDR: a restart is not refused by TIME_WAIT connections.
-        self._server = _Server(("127.0.0.1", port), _handler_class(handle))
+        self._server = _Server(("127.0.0.1", port), _handler_class(handle, tls is not None))
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self._scheme = "https" if tls is not None else "http"
         # Request threads are never joined: one stuck in a slow handler cannot hold up a stop.
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -74,7 +101,7 @@ class LocalHttpServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def start(self) -> None:
         self._thread = threading.Thread(
@@ -114,7 +141,9 @@ class HttpService:
         self._server.stop()
 
 
-def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPRequestHandler]:
+def _handler_class(
+    handle: Callable[[RawRequest], Reply], tls: bool
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body leave together: no 40 ms ACK wait
@@ -123,6 +152,24 @@ def _handler_class(handle: Callable[[RawRequest], Reply]) -> type[BaseHTTPReques
         def setup(self) -> None:
             super().setup()
             self.server.opened(self.connection)
+
+        def handle(self) -> None:
+            if tls:
+                connection = self.connection
+                assert isinstance(connection, ssl.SSLSocket)
+                connection.settimeout(HANDSHAKE_SECONDS)
+                try:
+                    # Plain HTTP to the TLS port gets Go's (kube-apiserver's) answer, not a
+                    # connection closed in silence. Peeked on the plain socket: no TLS yet.
+                    first = socket.socket.recv(connection, 1, socket.MSG_PEEK)
+                    if first and first != TLS_HANDSHAKE:
+                        socket.socket.sendall(connection, PLAIN_HTTP_TO_TLS)
+                        return
+                    connection.do_handshake()
+                except (ssl.SSLError, OSError):
+                    return  # not TLS, or a client that gave up: closed unanswered
+                connection.settimeout(None)
+            super().handle()
 
         def finish(self) -> None:
             try:

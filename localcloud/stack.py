@@ -35,6 +35,7 @@ from localcloud.cluster_start import (
     import_kubernetes_client,
     log_refused_token,
     node_shapes,
+    point_cluster_at,
 )
 from localcloud.collector import collect_less
 from localcloud.deploy import DeployedResources, deploy
@@ -46,11 +47,13 @@ from localcloud.function_environment import (
     set_environment,
 )
 from localcloud.gateway import LocalApiGateway
+from localcloud.kubeconfig import kubeconfig, write_kubeconfig
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
+from localcloud.kubernetes.tls import ServerCertificate, issue_server_certificate
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
 from localcloud.options import Options
 from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
@@ -96,6 +99,7 @@ class LocalCloud:
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
+        self.kubernetes_certificate: ServerCertificate | None = None  # its CA and server cert
         self.faults: CloudFaults | None = None
         self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
@@ -291,10 +295,19 @@ class LocalCloud:
         authenticator = Authenticator(
             description.cluster_name, signing_key, entries, on_refusal=log_refused_token
         )
+        # HTTPS with a CA of this start's own, as EKS serves each cluster's endpoint.
+        certificate = self.kubernetes_certificate = issue_server_certificate()
         self.kubernetes = KubernetesApiServer(
-            store, authenticator, port=self.options.ports.kubernetes, container_logs=logs
+            store,
+            authenticator,
+            port=self.options.ports.kubernetes,
+            container_logs=logs,
+            tls=certificate.server_context(),
         ).start()
         self._stop.add("kubernetes api", self.kubernetes.stop)
+        point_cluster_at(
+            description.cluster_name, ACCOUNT_ID, REGION, self.kubernetes.url, certificate.ca_pem
+        )
         # The operator's `kubectl apply -f deploy/kubernetes/`, as the admin (carol).
         admin = admin_token(self.credentials_file, description.cluster_name, REGION)
         apply(self.kubernetes.handle, admin, manifests())
@@ -311,12 +324,8 @@ class LocalCloud:
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
-        self._set_environment(
-            {
-                "EKS_CLUSTER_NAME": description.cluster_name,
-                "KUBERNETES_ENDPOINT_URL": self.kubernetes.url,
-            }
-        )
+        # The endpoint and CA come from DescribeCluster, as on EKS.
+        self._set_environment({"EKS_CLUSTER_NAME": description.cluster_name})
 
     def _sqs_process_exited(self, code: int) -> None:
         message = (
@@ -353,6 +362,7 @@ class LocalCloud:
             "aws_endpoint_url": self.aws.endpoint_url,
             "sqs_endpoint_url": self.aws.service_endpoints["sqs"],
             "kubernetes_url": self.kubernetes.url if self.kubernetes else None,
+            "kubeconfig": str(self.kubeconfig_file),
             # python -m localcloud.faults
             "fault_control_url": self.fault_control.url if self.fault_control else None,
             "fault_control_token": self.fault_control.token if self.fault_control else None,
@@ -364,6 +374,22 @@ class LocalCloud:
             "state_machines": self.resources.state_machine_arns,
             "schedules": {s.name: s.expression for s in self.deployment.schedules},
         }
+
+    @property
+    def kubeconfig_file(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    def write_kubeconfig(self) -> Path:
+        """kubectl's configuration for the stand-in (`.local/kubeconfig` under `make run`)."""
+        assert self.kubernetes is not None and self.kubernetes_certificate is not None
+        config = kubeconfig(
+            self.cluster_name,
+            self.kubernetes.url,
+            self.kubernetes_certificate.ca_pem,
+            REGION,
+            self.credentials_file,
+        )
+        return write_kubeconfig(self.kubeconfig_file, config)
 
     def write_description(self) -> Path:
         path = self.state_dir / "stack.json"

@@ -50,6 +50,13 @@ class ObjectsByKind(MutableMapping[Key, Obj]):
     def __len__(self) -> int:
         return len(self._all)
 
+    def snapshot(self) -> tuple[dict[Key, Obj], dict[str, dict[Key, Obj]]]:
+        """The mapping as it is (the objects are frozen: copying the dicts is enough)."""
+        return dict(self._all), {kind: dict(of) for kind, of in self._by_kind.items()}
+
+    def restore(self, snapshot: tuple[dict[Key, Obj], dict[str, dict[Key, Obj]]]) -> None:
+        self._all, self._by_kind = snapshot
+
     def of_kind(self, resource: str) -> list[tuple[Key, Obj]]:
         """The objects of one resource kind, sorted by key (namespace, then name)."""
         return sorted(self._by_kind.get(resource, {}).items())

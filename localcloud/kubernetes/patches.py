@@ -1,5 +1,5 @@
-"""The patch formats the official client sends: JSON merge patch (RFC 7386, also used for
-strategic-merge patches, whose lists are replaced) and JSON patch (RFC 6902)."""
+"""The patch formats clients send: JSON merge patch (RFC 7386), strategic merge patch
+(`strategic_merge.py`) and JSON patch (RFC 6902)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.strategic_merge import strategic_merge
 
 Obj = dict[str, Any]
 
@@ -53,9 +54,14 @@ def json_patch(target: Obj, operations: list[Obj]) -> Obj:
     return result
 
 
-def apply(current: Obj, patch: Any) -> Obj:
-    """`current` patched: a list is a JSON patch, anything else a merge patch."""
-    patched: Obj = (
-        json_patch(current, patch) if isinstance(patch, list) else merge_patch(current, patch)
-    )
+def apply(current: Obj, patch: Any, patch_type: str | None = None) -> Obj:
+    """`current` patched as `patch_type` says (json, merge or strategic, the request's
+    Content-Type); without one (the stand-in's own callers), a list is a JSON patch and
+    anything else a merge patch."""
+    if patch_type == "strategic":
+        patched: Obj = strategic_merge(current, patch)
+    elif patch_type == "json" or (patch_type is None and isinstance(patch, list)):
+        patched = json_patch(current, patch)
+    else:
+        patched = merge_patch(current, patch)
     return patched

@@ -1,6 +1,10 @@
-"""The Kubernetes API stand-in: core/v1, networking.k8s.io/v1, rbac.authorization.k8s.io/v1
-and authorization.k8s.io/v1 over HTTP on 127.0.0.1,
-for the official client.
+"""The Kubernetes API stand-in: the served kinds (resources.py) on 127.0.0.1, over HTTPS
+in the local cloud (plain HTTP only for a bare server in tests and benches), for the
+official client and kubectl.
+
+This module routes; the protocol lives beside it, one concern each: bodies by content type
+(request_body.py), dryRun (dry_run.py), discovery (discovery.py), server-side tables
+(tables.py), OpenAPI and strict field validation (openapi.py), TLS (tls.py).
 
 Every request is authenticated as EKS authenticates it (`authentication.py`: the presigned
 STS token verified, the principal mapped by the cluster's access entries; 401 otherwise) and
@@ -14,18 +18,21 @@ from __future__ import annotations
 import json
 import logging
 import re
+import ssl
 import threading
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
+from localcloud.kubernetes import discovery, dry_run, openapi, request_body, tables
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.authorization import Authorizer, request_attributes
 from localcloud.kubernetes.container_logs import ContainerLogs, LogOptions
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.pod_deletion import DeleteOptions
-from localcloud.kubernetes.resources import CREATE_ONLY, GROUP_RESOURCES, KINDS, api_version
+from localcloud.kubernetes.request_body import Body
+from localcloud.kubernetes.resources import CREATE_ONLY, KINDS, api_version
 from localcloud.kubernetes.selectors import SelectorError
 from localcloud.kubernetes.store import ObjectStore
 
@@ -127,40 +134,6 @@ def delete_options(query: dict[str, str], body: Any) -> DeleteOptions:
     return DeleteOptions(seconds, preconditions.get("uid"), preconditions.get("resourceVersion"))
 
 
-def _resource_list(group_version: str) -> dict[str, Any]:
-    """Discovery: the resources one group/version serves."""
-    return {
-        "kind": "APIResourceList",
-        "apiVersion": "v1",
-        "groupVersion": group_version,
-        "resources": [
-            {
-                "name": r,
-                "singularName": "",
-                "kind": k,
-                "namespaced": n,
-                "verbs": ["create"]
-                if r in CREATE_ONLY
-                else ["create", "delete", "deletecollection", "get", "list", "patch", "update"],
-            }
-            for r, (k, n) in KINDS.items()
-            if api_version(r) == group_version
-        ],
-    }
-
-
-def _api_group(group_version: str) -> dict[str, Any]:
-    group, _, version_name = group_version.partition("/")
-    version = {"groupVersion": group_version, "version": version_name}
-    return {
-        "kind": "APIGroup",
-        "apiVersion": "v1",
-        "name": group,
-        "versions": [version],
-        "preferredVersion": version,
-    }
-
-
 class KubernetesApiServer(HttpService):
     def __init__(
         self,
@@ -168,6 +141,7 @@ class KubernetesApiServer(HttpService):
         authenticator: Authenticator,
         port: int = 0,
         container_logs: ContainerLogs | None = None,
+        tls: ssl.SSLContext | None = None,
     ):
         self.store = store
         self.container_logs = container_logs or ContainerLogs()  # the kubelets' (pods/log)
@@ -175,19 +149,43 @@ class KubernetesApiServer(HttpService):
         self.authenticator = authenticator
         self.authorizer = Authorizer(store)
         self.cluster_name = authenticator.cluster_name
-        self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
+        # HTTPS as EKS serves it (the local cloud's); plain HTTP only for tests and benches
+        # that build the server on its own.
+        self._server = LocalHttpServer(self._handle, "kubernetes-api", port, tls)
         self.requests = 0
 
     def _handle(self, request: RawRequest) -> Reply:
-        status, payload = self.handle(
+        status, payload, warnings = self.serve(
             request.method, request.raw_path, request.headers, request.body
         )
         if isinstance(payload, bytes):  # pods/log
             return status, {"Content-Type": "text/plain"}, payload
-        return status, {}, json.dumps(payload).encode()
+        # kube-apiserver's warnings (RFC 7234 form, code 299), which kubectl prints.
+        headers = {"Warning": ", ".join(f"299 - {json.dumps(w)}" for w in warnings)}
+        return status, headers if warnings else {}, json.dumps(payload).encode()
 
     def handle(
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any]:
+        """The answer to one request, status and body (warnings dropped)."""
+        status, payload, _ = self.serve(method, raw_path, headers, body)
+        return status, payload
+
+    def serve(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Any, list[str]]:
+        """The answer to one request: status, body and the warnings to send with it."""
+        warnings: list[str] = []
+        status, payload = self._answer(method, raw_path, headers, body, warnings)
+        return status, payload, warnings
+
+    def _answer(
+        self,
+        method: str,
+        raw_path: str,
+        headers: dict[str, str],
+        body: bytes,
+        warnings: list[str],
     ) -> tuple[int, Any]:
         self.requests += 1
         if self.faults.delay_seconds:
@@ -203,17 +201,11 @@ class KubernetesApiServer(HttpService):
             self.authorizer.authorize(user, request_attributes(method, split.path, query))
             if split.path in ("/version", "/version/"):
                 return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-gpudev-local"}
-            if split.path == "/api":
-                return 200, {"kind": "APIVersions", "versions": ["v1"]}
-            discovery = split.path.rstrip("/")  # the client asks for /apis/ and /api/v1/
-            if discovery == "/api/v1" or discovery.removeprefix("/apis/") in GROUP_RESOURCES:
-                return 200, _resource_list(discovery.removeprefix("/api/").removeprefix("/apis/"))
-            groups = {gv.split("/")[0]: gv for gv in GROUP_RESOURCES}
-            if discovery.removeprefix("/apis/") in groups:
-                return 200, _api_group(groups[discovery.removeprefix("/apis/")])
-            if discovery == "/apis":
-                listed = [_api_group(gv) for gv in GROUP_RESOURCES]
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": listed}
+            found = discovery.answer(split.path)
+            if found is None and method == "GET":
+                found = openapi.answer(split.path)
+            if found is not None:
+                return 200, found
             match = _PATH.match(split.path)
             if (
                 not match
@@ -223,21 +215,37 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if query.get("watch") in ("true", "1"):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
-            decoded = json.loads(body) if body else None
+            decoded = request_body.decode(method, headers, body)
             if match["resource"] in CREATE_ONLY:
                 if method != "POST" or match["name"] or match["ns"]:
                     raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
-                return 201, self.authorizer.review(user, match["resource"], decoded)
-            return self._dispatch(method, match, query, decoded)
+                return 201, self.authorizer.review(user, match["resource"], decoded.value)
+            openapi.check_types(method, match["resource"], decoded)
+            warnings += openapi.check_fields(method, match["resource"], decoded, query)
+            dry = dry_run.requested(method, query, decoded.value)
+            with dry_run.maybe(self.store, dry):
+                status, payload = self._dispatch(method, match, query, decoded)
+            if dry:
+                dry_run.keep_versions(self.store, match["resource"], payload)
+            accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+            if method == "GET" and tables.wants_table(accept):
+                return status, tables.table(match["resource"], payload, query.get("includeObject"))
+            return status, payload
         except ApiError as error:
             return error.code, error.status()
         except SelectorError as error:
             return 400, ApiError(400, "BadRequest", str(error)).status()
+        except Exception:
+            # A body of a shape the stand-in did not foresee: answered, as kube-apiserver
+            # answers its own panics, never a connection closed in silence.
+            log.exception("%s %s failed", method, split.path)
+            return 500, ApiError(500, "InternalError", "an error on the server").status()
 
     def _dispatch(
-        self, method: str, match: re.Match[str], query: dict[str, str], body: Any
+        self, method: str, match: re.Match[str], query: dict[str, str], decoded: Body
     ) -> tuple[int, Any]:
         resource, name, sub = match["resource"], match["name"], match["sub"]
+        body = decoded.value
         namespace = match["ns"] or ""
         store = self.store
         verb = _VERBS.get((method, name is not None))
@@ -290,7 +298,7 @@ class KubernetesApiServer(HttpService):
         elif method == "PUT":
             return 200, store.replace(resource, namespace, name, body or {}, sub)
         elif method == "PATCH":
-            return 200, store.patch(resource, namespace, name, body, sub)
+            return 200, store.patch(resource, namespace, name, body, sub, decoded.patch_type)
         elif method == "DELETE":
             return 200, store.delete(resource, namespace, name, delete_options(query, body))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")

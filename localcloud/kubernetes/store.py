@@ -13,10 +13,11 @@ for the readers inside the stand-in (the simulated cluster, the API server's GET
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
@@ -76,6 +77,18 @@ class ObjectStore:
             raise ApiError(
                 404, "NotFound", f'namespaces "{namespace}" not found', namespace, "namespaces"
             )
+
+    @contextlib.contextmanager
+    def rolled_back(self) -> Iterator[None]:
+        """Whatever is written inside is undone on leaving (dryRun=All), under the lock
+        throughout: no reader ever sees it."""
+        with self._lock:
+            saved = self._objects.snapshot()
+            try:
+                yield
+            finally:
+                self._objects.restore(saved)
+                self._node_index_version = -1
 
     # -- operations ----------------------------------------------------------------------
     def create(self, resource: str, namespace: str, obj: Obj) -> Obj:
@@ -206,11 +219,17 @@ class ObjectStore:
             return self._write(resource, namespace, name, obj, subresource)
 
     def patch(
-        self, resource: str, namespace: str, name: str, patch: Any, subresource: str | None = None
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        patch: Any,
+        subresource: str | None = None,
+        patch_type: str | None = None,
     ) -> Obj:
         with self._lock:
             current = self.get(resource, namespace, name)
-            patched = patches.apply(current, patch)
+            patched = patches.apply(current, patch, patch_type)
             patched.setdefault("metadata", {}).pop("resourceVersion", None)
             return self._write(resource, namespace, name, patched, subresource)
 

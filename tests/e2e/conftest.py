@@ -123,7 +123,6 @@ def eks_api_client_as(
     aws = AwsClients(session=session, region="us-east-2")  # endpoints: the cloud's environment
     settings = ClusterSettings(
         eks_cluster_name=cloud.cluster_name,
-        kubernetes_endpoint_url=cloud.kubernetes.url,
         kubernetes_timeout_seconds=timeout_seconds,
     )
     return kubernetes_api_client(aws, settings, clock)

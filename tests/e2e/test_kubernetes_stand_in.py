@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,9 +255,15 @@ def test_injected_create_failures_surface_as_500(core: client.CoreV1Api, local_c
     core.delete_namespaced_pod(name, NAMESPACE)
 
 
-def test_requests_without_a_valid_eks_token_are_unauthorized(local_cloud: LocalCloud):
+def test_requests_without_a_valid_eks_token_are_unauthorized(
+    local_cloud: LocalCloud, tmp_path: Path
+):
+    assert local_cloud.kubernetes_certificate is not None
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(local_cloud.kubernetes_certificate.ca_pem)
     configuration = client.Configuration()
     configuration.host = local_cloud.kubernetes.url  # type: ignore[union-attr]
+    configuration.ssl_ca_cert = str(ca)
     configuration.api_key = {"authorization": "k8s-aws-v1.bm90LWEtdG9rZW4"}
     configuration.api_key_prefix = {"authorization": "Bearer"}
     with client.ApiClient(configuration) as api_client, pytest.raises(ApiException) as denied:

@@ -7,6 +7,7 @@ covers that)."""
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 from localcloud.kubernetes.access_entries import (
@@ -60,11 +61,14 @@ def authenticator_for(
 
 
 def stand_in_server(
-    store: ObjectStore, cluster_name: str = "test", container_logs: ContainerLogs | None = None
+    store: ObjectStore,
+    cluster_name: str = "test",
+    container_logs: ContainerLogs | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> KubernetesApiServer:
     """A stand-in whose one user (TEST_KEY) is a cluster admin (call `start()` to serve)."""
     return KubernetesApiServer(
-        store, authenticator_for(cluster_name), container_logs=container_logs
+        store, authenticator_for(cluster_name), container_logs=container_logs, tls=tls
     )
 
 

@@ -27,7 +27,8 @@ def test_the_banner_says_how_to_point_the_cli_at_the_cloud(tmp_path):
         "aws_endpoint_url": "http://127.0.0.1:18651",
         "sqs_endpoint_url": "http://127.0.0.1:18653",
         "region": "us-east-2",
-        "kubernetes_url": "http://127.0.0.1:18652",
+        "kubernetes_url": "https://127.0.0.1:18652",
+        "kubeconfig": str(tmp_path / "kubeconfig"),
         "eks_cluster_name": "pytorch-gpu-dev-cluster",
         "database_url": "postgresql://postgres@127.0.0.1:1/gpudev",
         "credentials_file": str(tmp_path / "credentials"),
@@ -43,3 +44,5 @@ def test_the_banner_says_how_to_point_the_cli_at_the_cloud(tmp_path):
         in text
     )
     assert "gpu-dev config set github_user" in text
+    # ... and kubectl, pointed at the stand-in as at EKS (issue #31 item 3).
+    assert f"KUBECONFIG={tmp_path / 'kubeconfig'} kubectl get nodes -o wide" in text

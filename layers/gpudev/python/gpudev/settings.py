@@ -75,12 +75,12 @@ _S = TypeVar("_S", bound=BaseSettings)
 
 
 class ClusterSettings(BaseSettings):
-    """The EKS cluster user pods run on; the endpoint override is for the local stand-in."""
+    """The EKS cluster user pods run on (its endpoint and CA come from DescribeCluster,
+    locally too)."""
 
     model_config = SettingsConfigDict(extra="ignore")
 
     eks_cluster_name: str = "pytorch-gpu-dev-cluster"
-    kubernetes_endpoint_url: str | None = None
     kubernetes_namespace: str = "gpu-dev"
     # Profiling reservations (CAP_SYS_ADMIN) run here: Pod Security `baseline`, enforced on
     # the main namespace, refuses that capability (deploy/kubernetes/namespace.yaml).

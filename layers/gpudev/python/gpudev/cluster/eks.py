@@ -128,7 +128,7 @@ def kubernetes_api_client(
     from kubernetes.client import Configuration
 
     cluster: dict[str, Any] = aws.eks.describe_cluster(name=settings.eks_cluster_name)["cluster"]
-    endpoint = settings.kubernetes_endpoint_url or cluster["endpoint"]
+    endpoint = cluster["endpoint"]
     configuration = Configuration()
     configuration.host = endpoint
     configuration.retries = 1  # one quick retry of a dropped connection; the rest is ours

@@ -1,0 +1,77 @@
+"""`.local/kubeconfig`: kubectl pointed at the local cloud's Kubernetes stand-in as
+`aws eks update-kubeconfig` points it at EKS: the cluster's HTTPS endpoint and CA (what
+DescribeCluster answers), and an `exec` credential plugin that presigns the same EKS token
+our functions send (`python -m localcloud.eks_token`, with a local profile's credentials).
+
+Written as JSON (a kubeconfig may be YAML or JSON), mode 0600 from the start."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from pathlib import Path
+
+OPERATOR_PROFILE = "carol"  # the local operator (an SSO role session, like an admin's)
+
+
+def kubeconfig(
+    cluster_name: str,
+    endpoint: str,
+    ca_pem: bytes,
+    region: str,
+    credentials_file: Path,
+    profile: str = OPERATOR_PROFILE,
+) -> dict[str, object]:
+    context = f"gpudev-local-{cluster_name}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": context,
+                "cluster": {
+                    "server": endpoint,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": context,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": sys.executable,
+                        "args": [
+                            "-m",
+                            "localcloud.eks_token",
+                            "--cluster-name",
+                            cluster_name,
+                            "--region",
+                            region,
+                        ],
+                        "env": [
+                            {"name": "AWS_SHARED_CREDENTIALS_FILE", "value": str(credentials_file)},
+                            {"name": "AWS_PROFILE", "value": profile},
+                        ],
+                        "interactiveMode": "Never",
+                        "provideClusterInfo": False,
+                    }
+                },
+            }
+        ],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+    }
+
+
+def write_kubeconfig(path: Path, config: dict[str, object]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        json.dump(config, file, indent=2)
+        file.write("\n")
+    path.chmod(0o600)  # an existing file keeps its mode through O_CREAT
+    return path
