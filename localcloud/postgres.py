@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib.util
+import logging
 import os
 import pwd
 import shutil
@@ -37,6 +38,7 @@ from localcloud import postgres_staging
 from localcloud.postgres_staging import RunDirectory
 
 _PR_SET_PDEATHSIG = 1
+log = logging.getLogger("localcloud.postgres")
 DATABASE_NAME = "gpudev"
 
 
@@ -222,6 +224,13 @@ class EmbeddedPostgres:
         except (postgres_staging.StagingError, OSError) as error:
             raise PostgresError(f"could not stage PostgreSQL's files: {error}") from error
         self.server_data_dir = self._staged.data_dir
+        log.info(
+            "user '%s' cannot reach %s: PostgreSQL runs from %s, its data in %s (removed at stop)",
+            self.run_as.name,
+            self.data_dir.parent,
+            self.server_bindir.parent,
+            self._staged.path,
+        )
         if self.data_dir.is_symlink():
             self.data_dir.unlink()
         if not self.data_dir.exists():  # a real directory there is an earlier run's: kept
