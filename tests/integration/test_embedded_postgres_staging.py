@@ -150,13 +150,14 @@ def test_a_reachable_checkout_is_not_staged():
         shutil.rmtree(reachable, ignore_errors=True)
 
 
-def test_a_staged_install_not_owned_by_root_alone_is_made_anew(tmp_path: Path):
+@pytest.mark.parametrize("mode", [0o777, 0o755], ids=["writable-by-anyone", "roots-but-incomplete"])
+def test_a_staged_install_that_is_untrusted_or_incomplete_is_made_anew(tmp_path: Path, mode: int):
     root = tmp_path / "tmp"
     root.mkdir()
     planted = postgres_staging.install_dir_for(default_bindir(), root)
     (planted / "bin").mkdir(parents=True)
     (planted / "bin" / "postgres").write_text("#!/bin/sh\necho not postgres\n")
-    planted.chmod(0o777)  # anyone could have put it there
+    planted.chmod(mode)  # 0777: anyone could have put it there; 0755: an older layout
 
     bindir = postgres_staging.staged_install(default_bindir(), root)
 
