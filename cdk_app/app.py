@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from cdk_app.ca_bundle import RdsCaBundleMissing
 from cdk_app.cluster_stack import ClusterStack, wants_cluster
 from cdk_app.nag import acknowledge_cluster_findings, acknowledge_findings
 from cdk_app.network import CLUSTER_SECURITY_GROUP_CONTEXT, VPC_CONTEXT
@@ -52,5 +55,15 @@ def cluster_endpoint_out_of_reach(app: cdk.App) -> str | None:
     )
 
 
+def main(outdir: str | None = None, context: dict[str, object] | None = None) -> int:
+    """`cdk synth`/`cdk deploy`'s entry point: a missing RDS CA bundle is one line, exit 1."""
+    try:
+        build_app(outdir=outdir, context=context)[0].synth()
+    except RdsCaBundleMissing as missing:  # a file to fetch, not a bug: no traceback
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    build_app()[0].synth()
+    sys.exit(main())

@@ -8,7 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Aws, Duration, Stack, Token, triggers
+from aws_cdk import (
+    Annotations,
+    Aws,
+    CfnRule,
+    CfnRuleAssertion,
+    Duration,
+    Fn,
+    Stack,
+    Token,
+    triggers,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -17,12 +27,20 @@ from aws_cdk import aws_rds as rds
 from constructs import Construct
 
 from cdk_app.alarms import ALARM_PERIOD, Alarms
+from cdk_app.ca_bundle import (
+    PLACEHOLDER_CONTEXT,
+    PLACEHOLDER_RULE_MESSAGE,
+    RdsCaBundleMissing,
+    configured_path,
+    placeholder_allowed,
+    rds_ca_bundle,
+)
 from cdk_app.database import DATABASE_NAME
 from cdk_app.declaration import METRICS_NAMESPACE, MIGRATE, FunctionSpec, ResourceGrant
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.network import Network
-from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR, RDS_CA_BUNDLE
+from cdk_app.paths import CA_BUNDLE_CONTEXT, LAYER_DIR
 
 
 @dataclass(frozen=True)
@@ -41,14 +59,43 @@ def build_shared_layer(scope: Construct) -> lambda_.LayerVersion:
         "SharedLayer",
         code=lambda_.Code.from_asset(
             str(LAYER_DIR),
-            bundling=layer_bundling(
-                Path(scope.node.try_get_context(CA_BUNDLE_CONTEXT) or RDS_CA_BUNDLE)
-            ),
+            bundling=layer_bundling(shipped_ca_bundle(scope)),
         ),
         compatible_runtimes=[lambda_.Runtime.PYTHON_3_12],
         compatible_architectures=[lambda_.Architecture.ARM_64],
         description="gpudev package, its pinned runtime dependencies and migrations/",
     )
+
+
+def shipped_ca_bundle(scope: Construct) -> Path | None:
+    """The checked RDS CA bundle; None (the placeholder) only in a review synth
+    (`gpudev:placeholderCaBundle`, set by `make synth`), which then says so and gets a
+    CloudFormation rule that fails any deploy of its template."""
+    try:
+        return rds_ca_bundle(configured_path(scope.node.try_get_context(CA_BUNDLE_CONTEXT)))
+    except RdsCaBundleMissing as missing:
+        if not placeholder_allowed(scope.node.try_get_context(PLACEHOLDER_CONTEXT)):
+            raise
+        Annotations.of(scope).add_warning_v2(
+            PLACEHOLDER_CONTEXT,
+            f"PLACEHOLDER RDS CA bundle in the layer, for review only: {missing} "
+            "A deploy needs the real one, and refuses this template.",
+        )
+    CfnRule(
+        Stack.of(scope),
+        "RdsCaBundleIsPlaceholder",
+        assertions=[
+            CfnRuleAssertion(
+                # Never true, as CDK's own CheckBootstrapVersion rule is built: the
+                # version of the bootstrap stack is a number, never this word.
+                assert_=Fn.condition_contains(
+                    ["placeholder-rds-ca-bundle"], Fn.ref("BootstrapVersion")
+                ),
+                assert_description=PLACEHOLDER_RULE_MESSAGE,
+            )
+        ],
+    )
+    return None
 
 
 class FunctionBuilder:

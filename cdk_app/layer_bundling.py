@@ -3,7 +3,8 @@
 Layout of the asset (mounted at /opt in Lambda):
   python/            pinned runtime wheels for Lambda (arm64, Python 3.12) + the gpudev package
   migrations/        the numbered .sql files the migration function applies
-  certs/             the RDS CA bundle (a build input: see rds_ca_bundle)
+  certs/             the RDS CA bundle (a build input: cdk_app/ca_bundle.py), or, in a
+                     review synth without it, the placeholder that says so
 
 Wheels are installed once per requirements digest into `.build/layer-deps/<digest>` (uv,
 `--only-binary`, `--no-deps`: requirements.txt is the full pinned closure from uv.lock),
@@ -21,16 +22,8 @@ from typing import Any
 import jsii
 from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 
-from cdk_app.paths import (
-    BUILD_DIR,
-    CA_BUNDLE_CONTEXT,
-    LAYER_DIR,
-    MIGRATIONS_DIR,
-    RDS_CA_BUNDLE,
-    RDS_CA_BUNDLE_URL,
-    ROOT,
-    uv_executable,
-)
+from cdk_app.ca_bundle import PLACEHOLDER
+from cdk_app.paths import BUILD_DIR, LAYER_DIR, MIGRATIONS_DIR, uv_executable
 
 PYTHON_VERSION = "3.12"
 PLATFORM = "aarch64-manylinux_2_28"
@@ -71,34 +64,15 @@ def installed_dependencies(requirements: Path) -> Path:
     return target
 
 
-class RdsCaBundleMissing(RuntimeError):
-    """The layer needs the RDS CA bundle to verify Aurora's certificate (verify-full)."""
-
-
 # Where the bundle lands in the asset; Lambda mounts the layer at /opt, so functions read
 # /opt/certs/rds-global-bundle.pem (DatabaseSettings.db_ssl_root_cert).
 LAYER_CA_BUNDLE = "certs/rds-global-bundle.pem"
 
 
-def rds_ca_bundle(path: Path) -> Path:
-    """The bundle, checked: a PEM file of certificates, else a clear error saying how to
-    fetch it. We never ship a stand-in: without it no function could verify the server."""
-    path = path if path.is_absolute() else ROOT / path
-    if not path.is_file() or b"-----BEGIN CERTIFICATE-----" not in path.read_bytes():
-        raise RdsCaBundleMissing(
-            f"the RDS CA bundle is missing or not a PEM certificate bundle: {path}. The "
-            "layer ships it so functions can verify Aurora's certificate "
-            f"(sslmode=verify-full). Fetch it from AWS: curl -fsSL {RDS_CA_BUNDLE_URL} "
-            f"-o {RDS_CA_BUNDLE.relative_to(ROOT)} (or `make rds-ca-bundle`), or point "
-            f"CDK context {CA_BUNDLE_CONTEXT} at a copy."
-        )
-    return path
-
-
 @jsii.implements(ILocalBundling)
 class LayerBundler:
-    def __init__(self, ca_bundle: Path):
-        self.ca_bundle = ca_bundle
+    def __init__(self, ca_bundle: Path | None):
+        self.ca_bundle = ca_bundle  # checked (cdk_app/ca_bundle.py); None: the placeholder
 
     def try_bundle(self, output_dir: str, options: Any) -> bool:
         out = Path(output_dir)
@@ -115,16 +89,19 @@ class LayerBundler:
         )
         shutil.copytree(MIGRATIONS_DIR, out / "migrations", dirs_exist_ok=True)
         (out / LAYER_CA_BUNDLE).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.ca_bundle, out / LAYER_CA_BUNDLE)
+        if self.ca_bundle is None:
+            (out / LAYER_CA_BUNDLE).write_bytes(PLACEHOLDER)
+        else:
+            shutil.copyfile(self.ca_bundle, out / LAYER_CA_BUNDLE)
         return True
 
 
-def layer_bundling(ca_bundle: Path) -> BundlingOptions:
+def layer_bundling(ca_bundle: Path | None) -> BundlingOptions:
     # The image is required by the API but never pulled: local bundling always succeeds.
     # jsii hands `try_bundle` the options positionally, unlike the typed keyword signature.
     return BundlingOptions(
         image=DockerImage.from_registry("unused"),
-        local=LayerBundler(rds_ca_bundle(ca_bundle)),  # type: ignore[arg-type]
+        local=LayerBundler(ca_bundle),  # type: ignore[arg-type]
     )
 
 

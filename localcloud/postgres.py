@@ -5,6 +5,11 @@ child process bound to 127.0.0.1 on a free port. PostgreSQL refuses to run as ro
 when we are root only the PostgreSQL processes drop to an unprivileged user (`postgres`
 if it exists, else `nobody`); Python itself stays root.
 
+A checkout that user cannot reach (a clone in a private directory, as root in many
+containers and CI images) has the server's install, data and socket staged where it can
+(localcloud/postgres_staging.py); the data directory asked for is then a symlink to the
+staged one, removed with it when the server stops.
+
 No orphans: the server gets SIGINT (fast shutdown) when the thread that started it dies
 (PR_SET_PDEATHSIG), and a server left behind by a killed run is found through its
 `postmaster.pid` and shut down before a new one starts.
@@ -15,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib.util
+import logging
 import os
 import pwd
 import shutil
@@ -28,7 +34,11 @@ from typing import Any
 
 import psycopg
 
+from localcloud import postgres_staging
+from localcloud.postgres_staging import RunDirectory
+
 _PR_SET_PDEATHSIG = 1
+log = logging.getLogger("localcloud.postgres")
 DATABASE_NAME = "gpudev"
 
 
@@ -138,11 +148,16 @@ class EmbeddedPostgres:
     """One PostgreSQL server whose data lives in `data_dir`."""
 
     def __init__(self, data_dir: Path, port: int | None = None, bindir: Path | None = None):
-        self.data_dir = data_dir.resolve()
+        # Not resolved through `data_dir` itself: it may be a staged run's symlink.
+        self.data_dir = data_dir.parent.resolve() / data_dir.name
         self.port = port or free_port()
         self.bindir = bindir or default_bindir()
         self.run_as = _unprivileged_user()
         self._process: subprocess.Popen[bytes] | None = None
+        # Where the server's files really are: `bindir` and `data_dir` unless staged.
+        self.server_bindir = self.bindir
+        self.server_data_dir = self.data_dir
+        self._staged: RunDirectory | None = None
 
     @property
     def url(self) -> str:
@@ -172,28 +187,82 @@ class EmbeddedPostgres:
                 os.chown(Path(root) / name, self.run_as.uid, self.run_as.gid)
         os.chown(path, self.run_as.uid, self.run_as.gid)
 
-    def _check_reachable(self) -> None:
+    @property
+    def socket_dir(self) -> Path:
+        return self.server_data_dir.parent / "socket"
+
+    @property
+    def staged(self) -> bool:
+        """Whether the server's files are staged outside the checkout (see the module)."""
+        return self._staged is not None
+
+    def _unreachable(self, bindir: Path, data_parent: Path) -> Path | None:
+        """The first of the server's paths its user cannot reach, if any."""
         if not self.run_as:
-            return
-        for path in (self.bindir / "postgres", self.data_dir.parent):
+            return None
+        for path in (bindir / "postgres", data_parent):
             probe = subprocess.run(
                 ["test", "-x", str(path)], user=self.run_as.uid, group=self.run_as.gid, check=False
             )
             if probe.returncode != 0:
-                raise PostgresError(
-                    f"user '{self.run_as.name}' cannot reach {path}: PostgreSQL refuses to run as "
-                    "root, so its files must be traversable by that user (clone the project "
-                    "under a world-readable directory, or set DATABASE_URL to a server of yours)"
-                )
+                return path
+        return None
+
+    def _place_files(self) -> None:
+        """The checkout's own files if the server's user reaches them, else staged ones."""
+        if self._unreachable(self.bindir, self.data_dir.parent) is None:
+            if self.data_dir.is_symlink():  # left by a staged run that was killed
+                self.data_dir.unlink()
+            return
+        assert self.run_as is not None
+        try:
+            postgres_staging.sweep_killed_runs(stop_stale_server)
+            self.server_bindir = postgres_staging.staged_install(self.bindir)
+            self._staged = postgres_staging.claim_run_dir(
+                self.data_dir, self.run_as.uid, self.run_as.gid, stop_stale_server
+            )
+        except (postgres_staging.StagingError, OSError) as error:
+            raise PostgresError(f"could not stage PostgreSQL's files: {error}") from error
+        self.server_data_dir = self._staged.data_dir
+        log.info(
+            "user '%s' cannot reach %s: PostgreSQL runs from %s, its data in %s (removed at stop)",
+            self.run_as.name,
+            self.data_dir.parent,
+            self.server_bindir.parent,
+            self._staged.path,
+        )
+        if self.data_dir.is_symlink():
+            self.data_dir.unlink()
+        if not self.data_dir.exists():  # a real directory there is an earlier run's: kept
+            self.data_dir.symlink_to(self.server_data_dir)
+        blocked = self._unreachable(self.server_bindir, self.server_data_dir.parent)
+        if blocked is not None:
+            self._release_staging()
+            raise PostgresError(
+                f"user '{self.run_as.name}' cannot reach {blocked}: PostgreSQL refuses to run as "
+                "root, so its files must be traversable by that user (point TMPDIR at a "
+                "directory it can reach, or set DATABASE_URL to a server of yours)"
+            )
+
+    def _release_staging(self) -> None:
+        """With the server stopped: the staged run directory and our symlink to it."""
+        staged, self._staged = self._staged, None
+        if staged is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.data_dir.is_symlink() and self.data_dir.readlink() == staged.data_dir:
+                self.data_dir.unlink()
+        staged.remove()
+        self.server_bindir, self.server_data_dir = self.bindir, self.data_dir
 
     def _initdb(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._chown_tree(self.data_dir)
+        self.server_data_dir.mkdir(parents=True, exist_ok=True)
+        self._chown_tree(self.server_data_dir)
         result = subprocess.run(
             [
-                str(self.bindir / "initdb"),
+                str(self.server_bindir / "initdb"),
                 "-D",
-                str(self.data_dir),
+                str(self.server_data_dir),
                 "-U",
                 "postgres",
                 "--auth=trust",
@@ -206,27 +275,35 @@ class EmbeddedPostgres:
             **self._server_process(),
         )
         if result.returncode != 0:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
+            shutil.rmtree(self.server_data_dir, ignore_errors=True)
             raise PostgresError(f"initdb failed: {result.stderr.decode(errors='replace')}")
 
     def start(self, timeout: float = 30.0, *, fresh: bool = False) -> EmbeddedPostgres:
         """Start the server (initdb on first use); `fresh`: the database `gpudev` is dropped
         and made anew, empty, as the local cloud starts (its AWS and cluster are new too)."""
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        self._check_reachable()
         stop_stale_server(self.data_dir)
         require_free_port(self.port)
-        if not (self.data_dir / "PG_VERSION").exists():
+        self._place_files()
+        try:
+            self._start_server(timeout, fresh)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_server(self, timeout: float, fresh: bool) -> None:
+        if not (self.server_data_dir / "PG_VERSION").exists():
             self._initdb()
-        socket_dir = self.data_dir.parent / "socket"
+        socket_dir = self.socket_dir
         socket_dir.mkdir(exist_ok=True)
         self._chown_tree(socket_dir)
         log = self.log_file.open("ab")
         self._process = subprocess.Popen(
             [
-                str(self.bindir / "postgres"),
+                str(self.server_bindir / "postgres"),
                 "-D",
-                str(self.data_dir),
+                str(self.server_data_dir),
                 "-h",
                 "127.0.0.1",
                 "-p",
@@ -246,7 +323,6 @@ class EmbeddedPostgres:
         log.close()
         self._wait_until_ready(timeout)
         self._ensure_database(fresh)
-        return self
 
     def _wait_until_ready(self, timeout: float) -> None:
         assert self._process is not None
@@ -259,7 +335,7 @@ class EmbeddedPostgres:
             try:
                 with psycopg.connect(self.admin_url, connect_timeout=2) as conn:
                     row = conn.execute("SHOW data_directory").fetchone()
-                if row is None or Path(row[0]).resolve() != self.data_dir:
+                if row is None or Path(row[0]).resolve() != self.server_data_dir:
                     raise PostgresError(f"another server answers on port {self.port}")
                 return
             except psycopg.OperationalError as exc:
@@ -300,7 +376,15 @@ class EmbeddedPostgres:
         """Fast shutdown (SIGINT: sessions are ended, data is safe); after `timeout`, an
         immediate shutdown (SIGQUIT: crash recovery at the next start), then SIGKILL."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
+        try:
+            if process is not None:
+                self._stop_process(process, timeout)
+        finally:
+            self._release_staging()
+
+    @staticmethod
+    def _stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
+        if process.poll() is not None:
             return
         for signum, wait in ((signal.SIGINT, timeout), (signal.SIGQUIT, 1.0)):
             process.send_signal(signum)

@@ -90,7 +90,10 @@ def serve(connection: Connection, region: str, port: int) -> None:
     moto_sqs.install()
     aws = LocalAws(region, port=port, service="sqs").start()
     collect_less()  # what the start made lives as long as the process: out of full passes
-    connection.send_bytes(json.dumps({"endpoint_url": aws.endpoint_url}).encode())
+    # A parent whose start failed meanwhile (PostgreSQL, a port) has closed its end already:
+    # there is no one to tell, and its own error says why, so no traceback of ours.
+    with contextlib.suppress(BrokenPipeError):
+        connection.send_bytes(json.dumps({"endpoint_url": aws.endpoint_url}).encode())
     # Nothing is ever sent: this returns when the parent closes our socket, or is gone.
     with contextlib.suppress(EOFError, OSError):
         connection.recv_bytes()

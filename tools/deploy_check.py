@@ -4,7 +4,8 @@ docs/operator-guide.md lists, and print what is missing. Exit status 1 when some
 required is missing.
 
 It reads the same CDK context as the deploy (cdk.json, then `-c key=value` overrides), so it
-checks the cluster and network the deploy will use. Read-only: describe/list calls only."""
+checks the cluster and network the deploy will use, and the RDS CA bundle the layer will
+ship (a review synth's placeholder is refused). Read-only: describe/list calls only."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
+
+from cdk_app.ca_bundle import RdsCaBundleMissing, configured_path, rds_ca_bundle
+from cdk_app.paths import CA_BUNDLE_CONTEXT
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLUSTER = "pytorch-gpu-dev-cluster"
@@ -55,6 +59,19 @@ def load_context(overrides: list[str]) -> Context:
             raise SystemExit(f"-c {item!r}: expected key=value")
         values[key] = value
     return Context(values)
+
+
+def check_build_inputs(context: Context) -> Iterator[Finding]:
+    """What the deploy's synth needs on this machine: the real RDS CA bundle (`make synth`
+    may have used a placeholder; a deploy may not)."""
+    try:
+        path = rds_ca_bundle(configured_path(context.values.get(CA_BUNDLE_CONTEXT)))
+    except RdsCaBundleMissing as missing:
+        yield Finding("RDS CA bundle", False, str(missing))
+        return
+    yield Finding(
+        "RDS CA bundle", True, str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    )
 
 
 def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Finding]:
@@ -294,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
     session = boto3.Session(profile_name=arguments.profile, region_name=arguments.region)
     context = load_context(arguments.context)
-    findings = list(check_aws(session.client, context))
+    findings = [*check_build_inputs(context), *check_aws(session.client, context)]
     cluster_ok = any(f.check == "EKS cluster" and f.ok for f in findings)
     if cluster_ok and not arguments.skip_kubernetes:
         sys.path.insert(0, str(ROOT / "layers" / "gpudev" / "python"))

@@ -15,6 +15,12 @@ functions log goes to `.local/test-logs/<name>.log` per session (`GPUDEV_TEST_LO
 tests/support/test_logs.py), never to the terminal; a failing session's file is named at the
 end.
 
+Ctrl+C works however the runner was started: a shell without job control starts a
+background job (`make test &` in a CI script) with SIGINT ignored, and Python then never
+raises KeyboardInterrupt, nor do the sessions that inherit it; the runner restores SIGINT's
+default at start, for itself and its sessions, because a SIGTERM is passed on as a SIGINT,
+which an ignoring session would not act on (docs/decisions.md, 2026-11-27).
+
 With `DATABASE_URL` (a server of your own) the sessions would share it and its template
 database, so the tiers run in one session, one after another.
 """
@@ -94,6 +100,9 @@ SESSIONS = [
 
 
 def main(extra: list[str]) -> int:
+    # Inherited as ignored (a background job), SIGINT is made Python's default again: the
+    # sessions then start with it at SIG_DFL and pytest tears down on it (see the module).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if os.environ.get("DATABASE_URL"):
         return subprocess.call([sys.executable, "-m", "pytest", *REPORT, *extra], cwd=ROOT)
     (ROOT / ".local").mkdir(exist_ok=True)

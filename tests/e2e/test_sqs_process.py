@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from localcloud.child_process import OUTPUT_VARIABLE
 from localcloud.deadline import Deadline
 from localcloud.sqs_process import SqsProcess, SqsProcessError
 from localcloud.stack import REGION, LocalCloud
@@ -75,6 +76,18 @@ def test_a_port_the_sqs_process_cannot_have_is_a_clear_error_and_it_is_reaped():
         with pytest.raises(SqsProcessError, match="exited with 1 before serving"):
             sqs.wait_until_serving()
     assert sqs.process.returncode == 1 and not alive(sqs.pid)
+
+
+def test_a_parent_gone_before_the_sqs_process_serves_gets_no_traceback_from_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # As when `make run` fails to start PostgreSQL while the SQS process still imports moto.
+    output = tmp_path / "sqs-process.log"
+    monkeypatch.setenv(OUTPUT_VARIABLE, str(output))
+    sqs = SqsProcess(REGION)
+    sqs.end(timeout=60.0)  # our end closed at once; the child finishes its start, then leaves
+    assert sqs.process.returncode == 0, output.read_text()
+    assert "Traceback" not in output.read_text()
 
 
 PARENT = f"""

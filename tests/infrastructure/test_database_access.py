@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from cdk_app.ca_bundle import RdsCaBundleMissing, rds_ca_bundle
 from cdk_app.declaration import DEPLOYMENT, MIGRATE
-from cdk_app.layer_bundling import LAYER_CA_BUNDLE, RdsCaBundleMissing, rds_ca_bundle
+from cdk_app.layer_bundling import LAYER_CA_BUNDLE
 
 
 def _function(template: Template, deployed_name: str) -> tuple[str, dict[str, Any]]:

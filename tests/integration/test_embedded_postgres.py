@@ -81,9 +81,12 @@ def test_a_live_stale_server_is_shut_down_before_a_new_start():
     assert pid is not None
     # Forget it without stopping, as a crashed run would.
     orphan._process = None
-    assert stop_stale_server(data_dir) is True
-    assert not _alive(pid)
-    assert stop_stale_server(data_dir) is False
+    try:
+        assert stop_stale_server(data_dir) is True
+        assert not _alive(pid)
+        assert stop_stale_server(data_dir) is False
+    finally:
+        orphan.stop()  # as root from a private directory: its staged files, left otherwise
 
 
 def test_a_port_in_use_is_a_clear_error():

@@ -1,7 +1,9 @@
 """`make test` (tools/test_tiers.py) after Ctrl+C: the sessions got the SIGINT from the
 terminal and tear down their clouds; the runner waits for that instead of cutting it short
 with SIGTERM, and exits 130. Real processes: a driver running `main` over sessions that are
-small Python programs (pytest sessions would take minutes)."""
+small Python programs (pytest sessions would take minutes). Each case sets the SIGINT
+disposition the runner starts with (a terminal's default, or ignored as a shell without job
+control starts `make test &`), so the outcome does not depend on how pytest was started."""
 
 from __future__ import annotations
 
@@ -19,18 +21,20 @@ from tools import test_tiers
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A session that, on SIGINT, takes a second to tear down, then says so and exits 2.
+# A session that, on KeyboardInterrupt, takes a second to tear down, then says so and exits 2.
+# Like pytest, it relies on Python's own SIGINT handler, which Python installs only if SIGINT
+# was not ignored when it started.
 SESSION = """
-import pathlib, signal, sys, time
+import pathlib, sys, time
 mark = pathlib.Path(sys.argv[1])
-def teardown(*_):
+mark.with_suffix(".ready").write_text("ready")
+try:
+    while True:
+        time.sleep(0.1)
+except KeyboardInterrupt:
     time.sleep(1.0)
     mark.with_suffix(".torn-down").write_text("done")
     sys.exit(2)
-signal.signal(signal.SIGINT, teardown)
-mark.with_suffix(".ready").write_text("ready")
-while True:
-    time.sleep(0.1)
 """
 
 DRIVER = """
@@ -56,15 +60,28 @@ def _sigterm(runner: subprocess.Popen[bytes]) -> None:
     os.kill(runner.pid, signal.SIGTERM)  # a CI job's time limit: the runner alone
 
 
+def _started_with(disposition: signal.Handlers) -> Callable[[], None]:
+    def set_sigint() -> None:  # in the runner's process, before it execs
+        signal.signal(signal.SIGINT, disposition)
+
+    return set_sigint
+
+
+@pytest.mark.parametrize(
+    "sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["in-foreground", "sigint-ignored"]
+)
 @pytest.mark.parametrize("interrupt", [_ctrl_c, _sigterm], ids=["ctrl-c", "sigterm"])
 def test_an_interrupt_lets_every_session_tear_down_then_exits_130(
-    tmp_path: Path, interrupt: Callable[[subprocess.Popen[bytes]], None]
+    tmp_path: Path,
+    interrupt: Callable[[subprocess.Popen[bytes]], None],
+    sigint: signal.Handlers,
 ):
     driver = f"SESSION = {SESSION!r}\nDIR = {str(tmp_path)!r}\n" + DRIVER
     runner = subprocess.Popen(
         [sys.executable, "-c", driver],
         cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != "DATABASE_URL"},
+        preexec_fn=_started_with(sigint),
         start_new_session=True,  # its own process group, as a terminal's foreground job
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
