@@ -9,6 +9,11 @@ then runs in-process with a REST API proxy event whose `requestContext.identity`
 caller, as API Gateway would pass it. The function runs in the cloud's process
 (`LocalLambda`), or in execution environments of their own (`ProcessEnvironments`,
 `--api-processes`); either way a failed invocation is API Gateway's 502.
+
+The deployed API's `ANY /{proxy+}` method (cdk_app/api.py) takes every method API Gateway
+knows, HEAD and OPTIONS included (no CORS preflight is configured), and passes them to the
+function, which answers them as it answers any method a path lacks (405 with `Allow`). So
+does this gateway; a HEAD's answer has no body, as API Gateway sends it.
 """
 
 from __future__ import annotations
@@ -108,6 +113,7 @@ class LocalApiGateway(HttpService):
         self.lookup_key = lookup_key
         self.region = region
         self._server = LocalHttpServer(self._handle, "api-gateway", port)
+        _take_every_method(self._server)
 
     def _handle(self, request: RawRequest) -> Reply:
         return self.handle(
@@ -149,9 +155,24 @@ class LocalApiGateway(HttpService):
             out_headers[name] = ",".join(str(v) for v in values)
         payload = response.get("body") or ""
         data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode()
+        if method == "HEAD":
+            data = b""
         who = key.principal_arn if key else "anonymous"
         log.info("%s %s %s -> %s", who, method, path, response.get("statusCode"))
         return int(response.get("statusCode", 200)), out_headers, data
+
+
+ANY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")  # API Gateway's ANY
+
+
+def _take_every_method(server: LocalHttpServer) -> None:
+    """The local HTTP server dispatches the methods most services take (GET to DELETE); the
+    gateway takes all of ANY's, as the deployed API does, instead of Python's HTML 501."""
+    handler_class = server._server.RequestHandlerClass
+    serve = handler_class.do_GET  # type: ignore[attr-defined]
+    for method in ANY_METHODS:
+        if not hasattr(handler_class, f"do_{method}"):
+            setattr(handler_class, f"do_{method}", serve)
 
 
 def _refused(method: str, path: str, rejection: Rejection) -> Reply:

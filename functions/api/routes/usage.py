@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from gpudev.usage.schemas import UsageGrouping, UsageReport
+from routes.answers import answers
 from routes.caller import ForCaller
 
 router = Router()
@@ -20,7 +21,9 @@ Until = Annotated[datetime | None, Query(description="end, exclusive (ISO 8601);
 By = Annotated[UsageGrouping, Query(description="what the totals are grouped by")]
 
 
-@router.get("/v1/usage")
+@router.get(
+    "/v1/usage", responses=answers(200, UsageReport, "the caller's usage in the window", 422)
+)
 def my_usage(
     caller: ForCaller, since: Since = None, until: Until = None, by: By = "day"
 ) -> UsageReport:

@@ -33,14 +33,14 @@ from gpudev.reservations.rules import (
     check_disk_name,
     check_extension,
     check_github_username,
+    ID_LENGTH,
+    MIN_PREFIX,
     owner_github_user,
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import lifecycle_settings, user_limit_settings
 
-MIN_PREFIX = 8
-ID_LENGTH = 36
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
 
