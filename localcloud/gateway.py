@@ -24,7 +24,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
@@ -128,6 +128,10 @@ class LocalApiGateway(HttpService):
             log.info("413 %s %s: %d bytes", method, path, len(body))
             return 413, {}, json.dumps({"message": "Request Too Long"}).encode()
         key = None
+        if method not in ANY_METHODS:
+            # No resource has a method outside ANY's (TRACE, CONNECT, ...): API Gateway's
+            # answer to a method a resource lacks.
+            return _refused(method, path, MISSING_TOKEN)
         if path in self.api.public_paths:
             # The public route's own resource: only its public methods exist there.
             if method not in self.api.public_methods(path):
@@ -165,14 +169,20 @@ class LocalApiGateway(HttpService):
 ANY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")  # API Gateway's ANY
 
 
+def _serve_any_method(handler: Any, name: str) -> Any:
+    if name.startswith("do_"):
+        return handler.do_GET
+    raise AttributeError(name)
+
+
 def _take_every_method(server: LocalHttpServer) -> None:
-    """The local HTTP server dispatches the methods most services take (GET to DELETE); the
-    gateway takes all of ANY's, as the deployed API does, instead of Python's HTML 501."""
-    handler_class = server._server.RequestHandlerClass
-    serve = handler_class.do_GET  # type: ignore[attr-defined]
-    for method in ANY_METHODS:
-        if not hasattr(handler_class, f"do_{method}"):
-            setattr(handler_class, f"do_{method}", serve)
+    """The local HTTP server dispatches the methods most services take (GET to DELETE), and
+    answers others with Python's HTML 501; the gateway takes every method and answers as API
+    Gateway does (`handle`)."""
+    handler_class = cast(type, server._server.RequestHandlerClass)
+    server._server.RequestHandlerClass = type(
+        "AnyMethod", (handler_class,), {"__getattr__": _serve_any_method}
+    )
 
 
 def _refused(method: str, path: str, rejection: Rejection) -> Reply:

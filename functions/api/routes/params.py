@@ -4,9 +4,12 @@ outside them never reaches a service (a NUL in a disk name once reached PostgreS
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from datetime import datetime
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from pydantic import BeforeValidator
 
 from gpudev.models import ReservationStatus
 from gpudev.reservations.rules import (
@@ -40,3 +43,18 @@ Limit = Annotated[int, Query(ge=1, le=500, description="reservations to return, 
 Statuses = Annotated[
     list[ReservationStatus] | None, Query(description="only reservations in these statuses")
 ]
+
+
+NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
+ISO_8601 = "an ISO 8601 date and time, e.g. 2026-11-01T00:00:00Z"
+
+
+def _not_a_number(value: Any) -> Any:
+    """pydantic also reads a number as seconds since 1970 (`until=0.5`); the document says
+    `date-time`, so only ISO 8601 text is a moment here."""
+    if isinstance(value, str) and NUMBER.fullmatch(value):
+        raise ValueError(ISO_8601)
+    return value
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_not_a_number)]

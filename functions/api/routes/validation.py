@@ -10,6 +10,7 @@ from typing import Any
 
 from gpudev.errors import shown
 from gpudev.reservations.rules import HOURS_ALLOWED, MIN_HOURS, MIN_MINUTES
+from routes.params import ISO_8601
 
 MAX_SENTENCES = 3  # the rest are counted, not spelled out
 NOT_EMPTY = "not empty"
@@ -36,6 +37,9 @@ ALLOWED = {
     "github_user": "1-39 letters, digits or single inner hyphens",
     "github_username": "1-39 letters, digits or single inner hyphens",
     "size_gb": "1 to 16384 GB",
+    "since": ISO_8601,
+    "until": ISO_8601,
+    "reservation_id": "a reservation id, or its first 8 or more characters (hex digits, '-')",
 }
 
 
