@@ -22,10 +22,12 @@ from gpudev.reservations.rules import (
 # PostgreSQL's bigint ends at 2**63 - 1; no caller has anywhere near this many reservations.
 MAX_OFFSET = 1_000_000_000
 
+# The id's pattern is checked by the service (`reservation_id_or_prefix`), which says what
+# an id is and where to find one: stated in the schema only.
 ReservationId = Annotated[
     str,
     Path(
-        pattern=RESERVATION_ID_SHAPE,
+        json_schema_extra={"pattern": RESERVATION_ID_SHAPE},
         description="a reservation's id, or its first 8 or more characters",
     ),
 ]

@@ -66,14 +66,14 @@ class JsonBodyValidation(OpenAPIRequestValidationMiddleware):
             body_bytes(event.body, event.is_base64_encoded).decode("utf-8")
         except UnicodeDecodeError as error:
             raise UndecodableBody("the request body is not UTF-8 text") from error
-        return super()._get_body(app)  # type: ignore[no-any-return]
+        return super()._get_body(app)
 
 
 class ContractResolver(APIGatewayRestResolver):
     def __init__(self) -> None:
         super().__init__(enable_validation=True)
         # powertools puts this middleware first in every route's stack (before ours would).
-        self._request_validation_middleware = JsonBodyValidation()
+        self._request_validation_middleware = JsonBodyValidation()  # type: ignore[no-untyped-call]
 
     @staticmethod
     def _compile_regex(rule: str, base_regex: str = EXACT_ROUTE) -> Any:

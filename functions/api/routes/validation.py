@@ -130,6 +130,10 @@ def problem(error: Mapping[str, Any]) -> Problem:
         return Problem(f"{label} is required{needed}", field, allowed)
     if kind == "extra_forbidden":
         return Problem(f"{label} is not a field of this request", field, None)
+    if kind == "string_pattern_mismatch":  # as reservations/rules.py says it
+        advice = allowed or f"match {error.get('ctx', {}).get('pattern')}"
+        noun = label.removeprefix("the ")
+        return Problem(f"invalid {noun} {shown(error.get('input'))}: use {advice}", field, allowed)
     what = _what(kind, field, error.get("ctx") or {})
     if what == NOT_EMPTY:
         message = f"{label} must not be empty"

@@ -7,13 +7,14 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, Field
+from pydantic.config import JsonDict
 
 from gpudev.models import Disk, DiskShown
 from gpudev.reservations.rules import DISK_NAME
 
 # The name's pattern is checked by rules.check_disk_name with a sentence of its own: stated
 # in the schema only.
-NAME = {"pattern": DISK_NAME.pattern}
+NAME: JsonDict = {"pattern": DISK_NAME.pattern}
 
 MAX_SIZE_GB = 16384  # gp3's limit
 

@@ -30,11 +30,11 @@ from gpudev.repositories import NewReservation, ReservationsRepository, UsersRep
 from gpudev.repositories.reservations import Changed, NamedDisk
 from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
+    ID_LENGTH,
+    MIN_PREFIX,
     check_disk_name,
     check_extension,
     check_github_username,
-    ID_LENGTH,
-    MIN_PREFIX,
     owner_github_user,
     resolve_shape,
 )
