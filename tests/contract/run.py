@@ -23,7 +23,11 @@ CHECKS = (
     "response_schema_conformance",
     "negative_data_rejection",
     "positive_data_acceptance",
-    "use_after_free",
+    # use_after_free is not run: the only DELETE whose resource a read names is a disk's,
+    # a soft delete by design (marked for deletion, restorable for 30 days; a read answers
+    # 200 with `is_deleted` and `delete_date`), so the check can only flag that design. A
+    # reservation is cancelled by POST; DELETE .../jupyter and .../users/{name} have no read.
+    # A hard DELETE added later brings it back.
 )
 PHASES = ("examples", "coverage", "fuzzing", "stateful")
 
