@@ -19,7 +19,6 @@ copy, cheaper than the `copy.deepcopy` the store made before: docs/decisions.md
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import random
 import statistics
@@ -34,8 +33,8 @@ from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus, TypeCapacity
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.nodes import NodeShape, node_object
-from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
+from tests.support.kubernetes import auth_headers, stand_in_server
 
 NODES, RESERVATIONS, GPUS_PER_NODE = 50, 300, 8
 H100 = GpuType.model_validate(
@@ -96,6 +95,8 @@ def _reservation(index: int) -> Reservation:
             "jupyter_token": "token",
             "namespace": "gpu-dev",
             "secondary_users": [],
+            "ssh_nodes": [],
+            "keyless_users": [],
             "ssh_host_keys": [],
             "warnings_sent": [],
             "oom_count": 0,
@@ -142,19 +143,9 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"]["conditions"])
 
 
-def _token() -> dict[str, str]:
-    url = (
-        "https://sts.us-east-2.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15"
-        "&X-Amz-Credential=AKIABENCH%2F20261124%2Fus-east-2%2Fsts%2Faws4_request"
-        "&X-Amz-SignedHeaders=host%3Bx-k8s-aws-id&X-Amz-Signature=0"
-    )
-    token = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-    return {"Authorization": f"Bearer k8s-aws-v1.{token}"}
-
-
 def list_pods(store: ObjectStore) -> Callable[[], None]:
-    server = KubernetesApiServer(store, "bench", lambda _key: "arn:aws:iam::1:user/bench")
-    headers = _token()
+    server = stand_in_server(store, "bench")
+    headers = auth_headers("bench")
 
     def call() -> None:
         status, payload = server.handle("GET", "/api/v1/pods", headers, b"")

@@ -27,11 +27,10 @@ from gpudev.availability.service import update_availability
 from gpudev.db.migrations import apply_migrations
 from gpudev.disks.reconcile import reconcile_disks
 from gpudev.signals import Signals
-from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.postgres import EmbeddedPostgres
 from tests.support.counting import CountingConnection
-from tests.support.kubernetes import stand_in_api_client
+from tests.support.kubernetes import stand_in_api_client, stand_in_server
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLUMES, SNAPSHOTS_PER_VOLUME, NODES, PODS = 10_000, 3, 1_000, 20_000
@@ -287,8 +286,8 @@ def bench_availability(admin_url: str) -> None:
     from kubernetes import client
 
     store, groups = cluster_data()
-    server = KubernetesApiServer(store, "bench", lambda _key: "arn:aws:iam::1:user/bench").start()
-    api_client = stand_in_api_client(server.url, "AKIABENCH")
+    server = stand_in_server(store, "bench").start()
+    api_client = stand_in_api_client(server)
     url = _fresh_database(admin_url, "bench_availability")
     core = client.CoreV1Api(api_client)
     # Warm-up: the client compiles its pydantic validators on each method's first call.

@@ -1,16 +1,26 @@
 """What starting the Kubernetes stand-in and its simulated cluster needs from the rest of
 the local cloud: the client imported once, the node shapes of the GPU catalogue, and the
-principal behind an access key (the stand-in's authentication)."""
+cluster admin's identity (its role, and a token to apply deploy/kubernetes/ with)."""
 
 from __future__ import annotations
 
+import configparser
 import importlib
+import logging
+from pathlib import Path
 
+import boto3
 import psycopg
 
+from gpudev.cluster.eks import eks_bearer_token
 from gpudev.repositories import GpuTypesRepository
-from localcloud.aws import signing_key
+from localcloud.aws import SSO_PROFILE, SSO_ROLE_NAME, SSO_ROLE_PATH
 from localcloud.kubernetes.cluster import NodeShape
+from localcloud.lambdas import ACCOUNT_ID
+
+# The local operator: sessions of carol's SSO role (ADMIN_ROLES; the cluster's admin entry).
+ADMIN_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role{SSO_ROLE_PATH}{SSO_ROLE_NAME}"
+log = logging.getLogger("localcloud.kubernetes")
 
 
 def import_kubernetes_client() -> None:
@@ -46,6 +56,19 @@ def node_shapes(database_url: str) -> dict[str, NodeShape]:
     }
 
 
-def principal_of_key(access_key_id: str) -> str | None:
-    key = signing_key(access_key_id)
-    return key.principal_arn if key else None
+def admin_token(credentials_file: Path, cluster_name: str, region: str) -> str:
+    """An EKS token of the admin's session (carol's profile), as `aws eks get-token`."""
+    profiles = configparser.ConfigParser()
+    profiles.read(credentials_file)
+    admin = profiles[SSO_PROFILE]
+    session = boto3.Session(
+        aws_access_key_id=admin["aws_access_key_id"],
+        aws_secret_access_key=admin["aws_secret_access_key"],
+        aws_session_token=admin["aws_session_token"],
+    )
+    return eks_bearer_token(session, cluster_name, region)
+
+
+def log_refused_token(reason: str) -> None:
+    """EKS logs why it refused a token in its authenticator log; the caller sees only 401."""
+    log.info("kubernetes api: 401 Unauthorized: %s", reason)

@@ -26,6 +26,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from cdk_app.declaration import Deployment, FunctionSpec
@@ -244,9 +245,13 @@ class FunctionProcesses:
         environment: dict[str, str],
         limits: dict[str, int],
         in_process: Invoker,
+        identities: dict[str, dict[str, str]] | None = None,
     ):
+        identities = identities or {}
         self.of = {
-            spec.name: ProcessEnvironments(spec, environment, _capped(limit, spec))
+            spec.name: ProcessEnvironments(
+                spec, environment | identities.get(spec.name, {}), _capped(limit, spec)
+            )
             for spec in specs
             if (limit := limits.get(spec.name, 0))
         }
@@ -259,9 +264,12 @@ class FunctionProcesses:
         options: Options,
         environment: dict[str, str],
         in_process: Invoker,
+        identities: Callable[[], dict[str, dict[str, str]]] = dict,
     ) -> FunctionProcesses | None:
         """The API's in up to `options.api_processes`, every other function's in up to
-        `options.function_processes`; None when both are 0 (every function in process)."""
+        `options.function_processes`; None when both are 0 (every function in process).
+        `identities()`: credentials of the functions that sign as their own role (each
+        process is one function's, so it can have its own, as in Lambda)."""
         api = deployment.api.function
         limits = {
             spec.name: options.api_processes if spec.name == api else options.function_processes
@@ -269,7 +277,7 @@ class FunctionProcesses:
         }
         if not any(limits.values()):
             return None
-        return cls(deployment.functions, environment, limits, in_process)
+        return cls(deployment.functions, environment, limits, in_process, identities())
 
     def invoke(self, name: str, event: Any) -> Invocation:
         environments = self.of.get(name)

@@ -22,7 +22,20 @@ from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
-from localcloud.cluster_start import import_kubernetes_client, node_shapes, principal_of_key
+from localcloud.cluster_access import (
+    access_entries,
+    apply,
+    create_function_roles,
+    function_identities,
+    manifests,
+)
+from localcloud.cluster_start import (
+    ADMIN_ROLE_ARN,
+    admin_token,
+    import_kubernetes_client,
+    log_refused_token,
+    node_shapes,
+)
 from localcloud.collector import collect_less
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
@@ -33,7 +46,9 @@ from localcloud.function_environment import (
     set_environment,
 )
 from localcloud.gateway import LocalApiGateway
+from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
@@ -84,6 +99,7 @@ class LocalCloud:
         self.faults: CloudFaults | None = None
         self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
+        self.function_roles: dict[str, str] = {}  # deployed name -> role ARN (cluster users)
         # How long new snapshots stay pending, in real seconds (tests may change it).
         self.snapshots = SnapshotCompletion()
         self.postgres_pid: int | None = None  # when we started PostgreSQL
@@ -142,6 +158,7 @@ class LocalCloud:
         self._stop.add("snapshot completion", self.snapshots.install())
         self.aws.create_users(self.credentials_file)
         function_key = self.aws.create_function_identity()
+        self._function_key_id = function_key[0]
 
         # The environment our handlers read through gpudev.settings, as CDK would set it;
         # restored on stop so the process (a test session) is left as it was.
@@ -167,7 +184,7 @@ class LocalCloud:
                 # The API accepts principals of the deployment's account only (moto's).
                 "DEPLOYMENT_ACCOUNT_ID": ACCOUNT_ID,
                 # The local operator (`gpu-dev admin ...`): sessions of carol's SSO role.
-                "ADMIN_ROLES": f"arn:aws:iam::{ACCOUNT_ID}:role{SSO_ROLE_PATH}{SSO_ROLE_NAME}",
+                "ADMIN_ROLES": ADMIN_ROLE_ARN,
                 # Profiling (CAP_SYS_ADMIN): sessions of carol's SSO role too; alice and bob
                 # are IAM users, which no role entry matches: their profiling asks are 403.
                 "PROFILING_ROLES": f"{SSO_ROLE_PATH.strip('/')}/{SSO_ROLE_NAME}",
@@ -209,8 +226,13 @@ class LocalCloud:
         self._start_cluster()
 
         # The functions' processes get the environment as it is now, complete.
+        sts = self.aws.client("sts")
         processes = FunctionProcesses.for_options(
-            self.deployment, self.options, dict(os.environ), in_process=self.lambdas
+            self.deployment,
+            self.options,
+            dict(os.environ),
+            in_process=self.lambdas,
+            identities=lambda: function_identities(self.deployment, self.function_roles, sts),
         )
         if processes is not None:
             self._stop.add("function processes", self._stop.drained(processes.stop))
@@ -256,11 +278,26 @@ class LocalCloud:
         description = ClusterDescription.load(self.options.cluster_description)
         shapes = node_shapes(self.database_url)
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
-        store = ObjectStore()
+        store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
+        function_principal = signing_key(self._function_key_id)
+        assert function_principal is not None
+        self.function_roles = create_function_roles(self.deployment, self.aws.client("iam"))
+        entries = access_entries(
+            self.deployment,
+            self.function_roles,
+            function_principal.principal_arn,
+            [ADMIN_ROLE_ARN],
+        )
+        authenticator = Authenticator(
+            description.cluster_name, signing_key, entries, on_refusal=log_refused_token
+        )
         self.kubernetes = KubernetesApiServer(
-            store, description.cluster_name, principal_of_key, port=self.options.ports.kubernetes
+            store, authenticator, port=self.options.ports.kubernetes, container_logs=logs
         ).start()
         self._stop.add("kubernetes api", self.kubernetes.stop)
+        # The operator's `kubectl apply -f deploy/kubernetes/`, as the admin (carol).
+        admin = admin_token(self.credentials_file, description.cluster_name, REGION)
+        apply(self.kubernetes.handle, admin, manifests())
         self.cluster = SimulatedCluster(
             store,
             self.aws.client("autoscaling"),
@@ -270,6 +307,7 @@ class LocalCloud:
             ec2=self.aws.client("ec2"),
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
+            container_logs=logs,
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))

@@ -1,6 +1,9 @@
 """A simulated EKS cluster behind the stand-in, in one background loop:
 
-- nodes follow the Auto Scaling groups in moto (`nodes.py`, every second);
+- nodes follow the Auto Scaling groups in moto (`nodes.py`, every second), and post their
+  status as a heartbeat (`nodes.heartbeat`);
+- events older than `event_ttl_seconds` (kube-apiserver's --event-ttl, 1 h) expire
+  (`events.py`, every second);
 - the persistent volume controllers and the EBS CSI attach (`storage_simulation.py`);
 - a scheduler binds Pending pods to nodes that fit them (`scheduler.py`);
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
@@ -17,9 +20,10 @@ import time
 from typing import Any, Self
 
 from localcloud.deadline import BackgroundWork
-from localcloud.kubernetes import readiness
+from localcloud.kubernetes import events, readiness
+from localcloud.kubernetes.container_logs import ContainerLogs
 from localcloud.kubernetes.kubelet import Kubelet
-from localcloud.kubernetes.nodes import NodeShape, node_accepts, sync_nodes
+from localcloud.kubernetes.nodes import NodeShape, heartbeat, node_accepts, sync_nodes
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.scheduler import Scheduler
 from localcloud.kubernetes.storage_simulation import StorageSimulation
@@ -41,6 +45,7 @@ class SimulatedCluster(BackgroundWork):
         ec2: Any,
         probe_seconds: float = 1.0,
         jupyter_images: frozenset[str] = frozenset(),
+        container_logs: ContainerLogs | None = None,
     ):
         super().__init__()
         self.store = store
@@ -57,7 +62,9 @@ class SimulatedCluster(BackgroundWork):
             self._terminations,
             kubelet_delay_seconds,
             jupyter_images,
+            container_logs,
         )
+        self.event_ttl_seconds = events.EVENT_TTL_SECONDS
         self._in_background(self._run, "simulated-cluster")
 
     def start(self) -> Self:
@@ -70,6 +77,8 @@ class SimulatedCluster(BackgroundWork):
             try:
                 if time.monotonic() - last_sync > 1.0:
                     self.sync_nodes()
+                    heartbeat(self.store)
+                    events.expire(self.store, self.event_ttl_seconds)
                     last_sync = time.monotonic()
                 self.step()
             except Exception:

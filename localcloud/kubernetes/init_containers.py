@@ -58,6 +58,7 @@ class Outcome:
     started_at: str
     finished_at: str
     reason: str = ""  # the kubelet's: Completed or Error unless said (StartError)
+    log: str = ""  # what it printed (stdout and stderr), kept for pods/log
 
 
 def completed(pod: Obj) -> bool:
@@ -130,9 +131,9 @@ def run_all(
 ) -> list[Outcome]:
     """Run the init containers that have not completed, in order, stopping at the first that
     fails; one whose script is not `trusted` (by default: ours) completes at once with no
-    message, unrun. The outcomes are those of the containers from `_first_pending(pod)`."""
+    message, unrun. The outcomes are those of the containers from `first_pending(pod)`."""
     outcomes: list[Outcome] = []
-    for container in pod["spec"]["initContainers"][_first_pending(pod) :]:
+    for container in pod["spec"]["initContainers"][first_pending(pod) :]:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
         if argv and container.get("image", "") in shell_less_images and shell_of(argv):
             outcome = cannot_start(argv[0])
@@ -150,7 +151,7 @@ def record(pod: Obj, outcomes: list[Outcome]) -> None:
     """The kubelet's status write once the init containers ran (`run_all`'s outcomes; the
     pod's containers are started by the caller when every one completed). A restarted
     container keeps its restartCount and lastState."""
-    first = _first_pending(pod)
+    first = first_pending(pod)
     before = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
     statuses = []
     for index, container in enumerate(pod["spec"]["initContainers"]):
@@ -220,7 +221,8 @@ def run(container: Obj, jupyter_images: frozenset[str]) -> Outcome:
         message = message_file.read_bytes()[-MAX_MESSAGE_BYTES:]
         if not message and code != 0:
             message = fallback_message(container, log)
-        return Outcome(code, message.decode(errors="replace"), began, now())
+        output = log.decode(errors="replace")
+        return Outcome(code, message.decode(errors="replace"), began, now(), log=output)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -250,7 +252,7 @@ def cannot_start(executable: str) -> Outcome:
     return Outcome(128, message, moment, moment, reason="StartError")
 
 
-def _first_pending(pod: Obj) -> int:
+def first_pending(pod: Obj) -> int:
     """The index of the first init container that has not completed."""
     statuses = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
     for index, container in enumerate(pod["spec"]["initContainers"]):

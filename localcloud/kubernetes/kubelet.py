@@ -17,9 +17,11 @@ import time
 from typing import Any
 
 from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
+from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
+from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
@@ -44,6 +46,7 @@ class Kubelet:
         terminations: PodTerminations,
         kubelet_delay_seconds: float,
         jupyter_images: frozenset[str],
+        logs: ContainerLogs | None = None,
     ):
         self._store = store
         self._storage = storage
@@ -64,6 +67,8 @@ class Kubelet:
         # What running pods wrote to local disk (tests say): past a limit, evicted.
         self.local_storage = LocalStorage()
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
+        self.events = KubeletEvents(store)  # Pulled, Created, Started, BackOff ...
+        self.logs = logs or ContainerLogs()  # what the containers printed: pods/log
 
     def step(self) -> None:
         pods = sorted(
@@ -76,12 +81,14 @@ class Kubelet:
         self.init_restarts.forget_pods_but(uids)
         self.restarts.forget_pods_but(uids)
         self.local_storage.forget_pods_but(uids)
+        self.logs.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
         nodes = {
             n["metadata"]["name"]: n for n in self._store.list("nodes", None, frozen=True)["items"]
         }
         allocatable = {name: allocatable_gpus(n) for name, n in nodes.items()}
+        self.events.forget_nodes_but(set(nodes))
         used = kubelet_admission.gpus_of_admitted_pods(pods)
         for pod in pods:
             node = pod["spec"].get("nodeName")
@@ -134,16 +141,57 @@ class Kubelet:
                 ),
                 ("BackOff", f'Back-off pulling image "{image}"'),
             ):
-                events.record(self._store, pod, "Warning", reason, message, "kubelet")
+                events.record(
+                    self._store,
+                    pod,
+                    "Warning",
+                    reason,
+                    message,
+                    "kubelet",
+                    host=pod["spec"].get("nodeName") or "",
+                    field_path=f"spec.containers{{{container['name']}}}",
+                )
 
     def _write(self, pod: Obj, change: Any) -> bool:
-        """Change the pod in the store; False if it went meanwhile."""
+        """Change the pod in the store (and record the events the change shows); False if
+        it went meanwhile."""
         meta = pod["metadata"]
         try:
-            self._store.update("pods", meta["namespace"], meta["name"], change)
+            written = self._store.update("pods", meta["namespace"], meta["name"], change)
         except ApiError:
             return False
+        self.events.after_write(pod, written)
+        self._log_runs(pod, written)
         return True
+
+    def _log_runs(self, before: Obj, after: Obj) -> None:
+        """The output of the container runs a write began (an init container's is its
+        script's, kept when it ends: `_initialize`)."""
+        for at, container, status in runs_begun(before, after):
+            if not at.startswith("spec.containers"):
+                continue
+            state = status.get("state") or {}
+            started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+            self.logs.write(
+                after["metadata"]["uid"],
+                status["name"],
+                status.get("restartCount", 0),
+                started or now(),
+                self._output(container, state),
+            )
+
+    def _output(self, container: Obj, state: Obj) -> str:
+        """What a container run prints, as far as the stand-in knows."""
+        if (state.get("terminated") or {}).get("reason") == "StartError":
+            return ""
+        image = container.get("image", "")
+        crash = self.crashing_images.get(image)
+        if crash is not None:
+            return crash.log
+        argv = [*(container.get("command") or []), *(container.get("args") or [])]
+        if image in self.shell_less_images and init_containers.shell_of(argv):
+            return ""  # it cannot start (StartError as the kubelet next sees it)
+        return "\n".join(startup_output(container))
 
     def _run(self, pod: Obj) -> None:
         """One step of a running pod's containers: past a local storage limit the pod is
@@ -164,7 +212,7 @@ class Kubelet:
         the containers). A failed one is restarted after a back-off, or fails the pod
         (`init_container_restarts.py`)."""
         if not init_containers.started(pod):
-            self._write(pod, init_containers.initializing)
+            self._write(pod, functools.partial(_initializing, node=pod["spec"]["nodeName"]))
         elif init_containers.failed(pod):
             self._write(pod, self.init_restarts.after_failure(pod))
         elif init_containers.backing_off(pod):
@@ -172,10 +220,25 @@ class Kubelet:
             if restart is not None:
                 self._write(pod, restart)
         else:
+            first = init_containers.first_pending(pod)
             outcomes = init_containers.run_all(
                 pod, self.jupyter_images, self.trusted_scripts, self.shell_less_images
             )
-            self._write(pod, functools.partial(init_containers.record, outcomes=outcomes))
+            change = functools.partial(init_containers.record, outcomes=outcomes)
+            if self._write(pod, change):
+                ran = pod["spec"]["initContainers"][first : first + len(outcomes)]
+                restarts = {
+                    s["name"]: s.get("restartCount", 0)
+                    for s in pod["status"].get("initContainerStatuses") or []
+                }
+                for container, outcome in zip(ran, outcomes, strict=True):
+                    self.logs.write(
+                        pod["metadata"]["uid"],
+                        container["name"],
+                        restarts.get(container["name"], 0),
+                        outcome.started_at,
+                        outcome.log,
+                    )
 
     def _refuse(self, pod: Obj, reason: str, message: str) -> None:
         meta = pod["metadata"]
@@ -201,10 +264,9 @@ def _waiting_for_image(pod: Obj) -> bool:
 
 def _start_pod(pod: Obj, node: str) -> None:
     started = now()
+    sandbox_addresses(pod, node)
     pod["status"].update(
         phase="Running",
-        hostIP=fake_ip(node),
-        podIP=fake_ip(pod["metadata"]["name"]),
         startTime=started,
         conditions=[
             {"type": t, "status": "True", "lastTransitionTime": started}
@@ -225,6 +287,18 @@ def _start_pod(pod: Obj, node: str) -> None:
         ],
     )
     readiness.not_ready_yet(pod)
+
+
+def sandbox_addresses(pod: Obj, node: str) -> None:
+    """The node's and the pod's IP, as the kubelet reports them once the pod's sandbox
+    runs: `hostIP`/`podIP` and, as kube-apiserver shows them beside, `hostIPs`/`podIPs`."""
+    host, own = fake_ip(node), fake_ip(pod["metadata"]["name"])
+    pod["status"].update(hostIP=host, hostIPs=[{"ip": host}], podIP=own, podIPs=[{"ip": own}])
+
+
+def _initializing(pod: Obj, node: str) -> None:
+    init_containers.initializing(pod)
+    sandbox_addresses(pod, node)
 
 
 def _pull_failed(pod: Obj) -> None:

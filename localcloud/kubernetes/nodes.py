@@ -1,21 +1,55 @@
 """The simulated EKS nodes: one per InService instance of the Auto Scaling groups in moto,
 named after it, labelled like EKS GPU nodes, with allocatable GPUs/CPU/memory from the GPU
-catalogue and EC2's addresses; and what decides whether a node can take a pod (Ready and
-schedulable, nodeName, nodeSelector, required node affinity, taints and tolerations)."""
+catalogue, EC2's addresses, the `nodeInfo` an EKS AL2023 node's kubelet reports and its
+four conditions, whose `lastHeartbeatTime` the kubelet advances (`heartbeat`); and what
+decides whether a node can take a pod (Ready and schedulable, nodeName, nodeSelector,
+required node affinity, taints and tolerations).
+
+There are no node Leases (kube-node-lease): a real 1.33 kubelet renews its Lease every 10 s
+and posts an unchanged node status only every 5 minutes; here the node status is the
+heartbeat, posted every `HEARTBEAT_SECONDS` (the kubelet's nodeStatusUpdateFrequency)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
+import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from localcloud.kubernetes import selectors
+from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.store import ObjectStore
-from localcloud.kubernetes.timestamps import now
+from localcloud.kubernetes.timestamps import format_time, now
 
 log = logging.getLogger("localcloud.cluster")
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
+HEARTBEAT_SECONDS = 10.0
+# What the kubelet of an EKS-optimized Amazon Linux 2023 node of 1.33 reports.
+KUBELET_VERSION = "v1.33.5-eks-3025e55"
+NODE_SOFTWARE = {
+    "architecture": "amd64",
+    "containerRuntimeVersion": "containerd://1.7.27",
+    "kernelVersion": "6.1.147-172.266.amzn2023.x86_64",
+    "kubeProxyVersion": "",  # no longer reported by the kubelet (1.31+)
+    "kubeletVersion": KUBELET_VERSION,
+    "operatingSystem": "linux",
+    "osImage": "Amazon Linux 2023.8.20250818",
+}
+CONDITIONS = (  # type, status, reason, message: a healthy node's, in the kubelet's order
+    (
+        "MemoryPressure",
+        "False",
+        "KubeletHasSufficientMemory",
+        "kubelet has sufficient memory available",
+    ),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +95,7 @@ def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
         "pods": "110",
         GPU: str(shape.gpus),
     }
+    moment = now()
     return {
         "metadata": {
             "name": name,
@@ -68,6 +103,7 @@ def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
                 "GpuType": shape.gpu_type,
                 "node.kubernetes.io/instance-type": shape.instance_type,
                 "topology.kubernetes.io/zone": zone,
+                "kubernetes.io/arch": "amd64",
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
             },
@@ -78,15 +114,53 @@ def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
             "allocatable": capacity,
             "conditions": [
                 {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "lastTransitionTime": now(),
+                    "type": kind,
+                    "status": status,
+                    "reason": reason,
+                    "message": message,
+                    "lastHeartbeatTime": moment,
+                    "lastTransitionTime": moment,
                 }
+                for kind, status, reason, message in CONDITIONS
             ],
             "addresses": _addresses(name, zone, shape.public_subnet),
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": node_info(name),
         },
     }
+
+
+def node_info(name: str) -> Obj:
+    """The node's nodeInfo: the software above, and machine, system and boot ids that are
+    the instance's own (derived from its name: the same on every run)."""
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    system = str(uuid.UUID(digest[:32]))
+    return {
+        **NODE_SOFTWARE,
+        "machineID": hashlib.sha256(f"machine/{name}".encode()).hexdigest()[:32],
+        "systemUUID": "ec2" + system[3:],  # EC2's system UUIDs begin with ec2
+        "bootID": str(uuid.UUID(hashlib.sha256(f"boot/{name}".encode()).hexdigest()[:32])),
+    }
+
+
+def heartbeat(
+    store: ObjectStore, period_seconds: float = HEARTBEAT_SECONDS, moment: datetime | None = None
+) -> None:
+    """Each node's kubelet posts its status when its last is `period_seconds` old: every
+    condition's lastHeartbeatTime advances (their status and lastTransitionTime stay)."""
+    moment = moment or datetime.now(UTC)
+    due = format_time(moment - timedelta(seconds=period_seconds))
+    stamp = format_time(moment)
+
+    def beat(node: Obj) -> None:
+        for condition in node["status"].get("conditions") or []:
+            condition["lastHeartbeatTime"] = stamp
+
+    for node in store.list("nodes", None, frozen=True)["items"]:
+        beats = [c.get("lastHeartbeatTime") or "" for c in node["status"].get("conditions") or []]
+        if beats and min(beats) <= due:
+            with contextlib.suppress(ApiError):  # the node left meanwhile
+                store.update("nodes", "", node["metadata"]["name"], beat)
 
 
 def gpu_request(pod: Obj) -> int:

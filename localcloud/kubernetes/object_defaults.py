@@ -1,7 +1,10 @@
-"""What the API server fills in on create: a pod's defaulted spec fields and initial status,
-a Service's ClusterIP and NodePorts (allocated here, a requested NodePort checked against
-the range and the ports in use), a namespace's phase and `kubernetes.io/metadata.name`
-label, and the networking and storage kinds' defaults."""
+"""What the API server fills in on create: a pod's defaulted spec fields (its own, and each
+container's: imagePullPolicy, termination message path and policy, ports' protocol, probe
+timings) and initial status, a Service's ClusterIP and NodePorts (allocated here, a
+requested NodePort checked against the range and the ports in use; ports' protocol and
+targetPort), a namespace's phase and `kubernetes.io/metadata.name` label, and the networking
+and storage kinds' defaults. The pod spec defaults are applied on every write
+(`default_pod_spec`), as kube-apiserver defaults what it decodes."""
 
 from __future__ import annotations
 
@@ -15,6 +18,19 @@ from localcloud.kubernetes.errors import ApiError
 Obj = dict[str, Any]
 NODE_PORT_RANGE = range(30000, 32768)
 DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
+PROBE_DEFAULTS = {
+    "timeoutSeconds": 1,
+    "periodSeconds": 10,
+    "successThreshold": 1,
+    "failureThreshold": 3,
+}
+
+
+def label_namespace(namespace: Obj) -> None:
+    """As the API server labels every namespace on create and on update (namespaceSelector
+    matches on it): a replace without the label gets it back."""
+    metadata = namespace["metadata"]
+    metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
 
 
 class ObjectDefaults:
@@ -26,15 +42,13 @@ class ObjectDefaults:
     def apply(self, resource: str, obj: Obj, services: Iterable[Obj]) -> None:
         """Fill in `obj` (new, validated) in place; `services`: the store's Services, whose
         NodePorts are taken."""
-        metadata = obj["metadata"]
         if resource == "pods":
             default_pod(obj)
         elif resource == "services":
             self._default_service(obj, _node_ports(services))
         elif resource == "namespaces":
             obj["status"] = {"phase": "Active"}
-            # as the API server labels every namespace (namespaceSelector matches on it)
-            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
+            label_namespace(obj)
         elif resource in networking.RESOURCES:
             networking.default(obj)
         elif resource in ("persistentvolumes", "persistentvolumeclaims"):
@@ -61,12 +75,44 @@ class ObjectDefaults:
 
 
 def default_pod(pod: Obj) -> None:
+    default_pod_spec(pod)
+    pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
+
+
+def default_pod_spec(pod: Obj) -> None:
+    """The spec fields kube-apiserver defaults (pkg/apis/core/v1/defaults.go), the ones a
+    `kubectl get -o yaml` of our pods shows; idempotent."""
     spec = pod.setdefault("spec", {})
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
-    pod["status"] = {"phase": "Pending", "conditions": [], "qosClass": "Burstable"}
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        _default_container(container)
+
+
+def pull_policy(image: str) -> str:
+    """An image's default imagePullPolicy: Always if tagged `latest` or untagged."""
+    tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+    return "Always" if not tagged or image.endswith(":latest") else "IfNotPresent"
+
+
+def _default_container(container: Obj) -> None:
+    container.setdefault("imagePullPolicy", pull_policy(container.get("image", "")))
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+    for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+        probe = container.get(kind)
+        if isinstance(probe, dict):
+            for field, value in PROBE_DEFAULTS.items():
+                probe.setdefault(field, value)
 
 
 def _node_ports(services: Iterable[Obj]) -> set[int]:

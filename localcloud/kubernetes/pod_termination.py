@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from localcloud.kubernetes import kubelet_events
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.kubelet_admission import admitted
 from localcloud.kubernetes.pod_deletion import DeleteOptions
@@ -51,6 +52,8 @@ class PodTerminations:
             meta = pod["metadata"]
             if not meta.get("deletionTimestamp"):
                 continue
+            if meta["uid"] not in self._since and admitted(pod):
+                kubelet_events.killing(self._store, pod)  # the grace period begins
             since = self._since.setdefault(meta["uid"], moment)
             grace = (meta.get("deletionGracePeriodSeconds") or 0) * self.termination_seconds_scale
             if admitted(pod):

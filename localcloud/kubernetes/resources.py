@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcloud.kubernetes import networking, validation
+from localcloud.kubernetes import authorization, networking, rbac, validation
 
 Obj = dict[str, Any]
 
+# Group/version of the resources not in core v1 (each group's module lists its own).
+GROUP_RESOURCES = {
+    networking.GROUP_VERSION: networking.RESOURCES,
+    rbac.GROUP_VERSION: rbac.RESOURCES,
+    authorization.GROUP_VERSION: authorization.RESOURCES,
+}
+# Resources that are only ever created and answered (reviews), never stored or read back.
+CREATE_ONLY = frozenset(authorization.RESOURCES)
 KINDS = {  # resource -> (kind, namespaced)
     "namespaces": ("Namespace", False),
     "nodes": ("Node", False),
@@ -19,13 +27,13 @@ KINDS = {  # resource -> (kind, namespaced)
     "events": ("Event", True),
     "persistentvolumes": ("PersistentVolume", False),
     "persistentvolumeclaims": ("PersistentVolumeClaim", True),
-    **networking.RESOURCES,
+    **{r: kind for resources in GROUP_RESOURCES.values() for r, kind in resources.items()},
 }
 
 
 def api_version(resource: str) -> str:
     """The group/version serving `resource`: core `v1` unless another group's."""
-    return networking.GROUP_VERSION if resource in networking.RESOURCES else "v1"
+    return next((gv for gv, rs in GROUP_RESOURCES.items() if resource in rs), "v1")
 
 
 def admit(resource: str, obj: Obj, current: Obj | None = None) -> None:

@@ -2,8 +2,8 @@
 schedulable node that satisfies nodeName, nodeSelector and required node affinity, whose
 NoSchedule and NoExecute taints the pod tolerates, has the
 GPUs it requests free (those of every bound, unfinished pod counted, Terminating ones
-included) and suits its volumes; a pod that fits nowhere stays Pending with a
-FailedScheduling-style `PodScheduled` condition."""
+included) and suits its volumes (a `Scheduled` event); a pod that fits nowhere stays Pending
+with a FailedScheduling-style `PodScheduled` condition and a `FailedScheduling` event."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import contextlib
 import logging
 from typing import Any
 
+from localcloud.kubernetes import events
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.nodes import (
     allocatable_gpus,
@@ -27,6 +28,7 @@ from localcloud.kubernetes.timestamps import now
 log = logging.getLogger("localcloud.cluster")
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
+COMPONENT = "default-scheduler"
 
 
 class Scheduler:
@@ -65,6 +67,8 @@ class Scheduler:
             except ApiError:
                 continue  # deleted or bound meanwhile
             used[node] = used.get(node, 0) + wanted
+            message = f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}"
+            events.record(self._store, pod, "Normal", "Scheduled", message, COMPONENT)
             log.info("pod %s/%s bound to %s", meta["namespace"], meta["name"], node)
 
     def _unschedulable(self, pod: Obj, message: str) -> None:
@@ -83,8 +87,9 @@ class Scheduler:
             obj["status"]["conditions"] = [condition]
 
         meta = pod["metadata"]
-        with contextlib.suppress(ApiError):
+        with contextlib.suppress(ApiError):  # deleted meanwhile: nothing to say
             self._store.update("pods", meta["namespace"], meta["name"], mark)
+            events.record(self._store, pod, "Warning", "FailedScheduling", message, COMPONENT)
 
 
 def _gpus_in_use(pods: list[Obj]) -> dict[str, int]:

@@ -16,13 +16,32 @@ SUPPORTED_FIELDS = {
     "configmaps": {"metadata.name", "metadata.namespace"},
     "secrets": {"metadata.name", "metadata.namespace", "type"},
     "namespaces": {"metadata.name", "status.phase"},
-    "events": {"metadata.name", "metadata.namespace", "involvedObject.name", "reason"},
+    # kube-apiserver's for core/v1 Events (`kubectl describe` asks for involvedObject.kind,
+    # name, namespace and uid); `source` is source.component.
+    "events": {
+        "metadata.name",
+        "metadata.namespace",
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    },
     "persistentvolumes": {"metadata.name"},
     "persistentvolumeclaims": {"metadata.name", "metadata.namespace"},
 }
 
 _SET = re.compile(r"^\s*([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
 _EQ = re.compile(r"^\s*([\w./-]+)\s*(==|=|!=)\s*([\w./-]*)\s*$")
+# A field selector's value may hold what a label's may not (`spec.containers{dev}`, a uid).
+_FIELD = re.compile(r"^\s*([\w./-]+)\s*(==|=|!=)\s*([^,=!]*?)\s*$")
+_FIELD_PATHS = {"source": "source.component"}  # selector field -> where its value is
 _EXISTS = re.compile(r"^\s*(!?)([\w./-]+)\s*$")
 
 
@@ -79,9 +98,9 @@ def label_matcher(selector: str | None) -> Matcher:
     return matches
 
 
-def _field_value(obj: dict[str, Any], path: str) -> str:
+def _field_value(obj: dict[str, Any], field: str) -> str:
     value: Any = obj
-    for part in path.split("."):
+    for part in _FIELD_PATHS.get(field, field).split("."):
         value = value.get(part) if isinstance(value, dict) else None
     if isinstance(value, bool):
         return str(value).lower()
@@ -93,7 +112,7 @@ def field_matcher(resource: str, selector: str | None) -> Matcher:
         return lambda _obj: True
     tests = []
     for requirement in _split(selector):
-        match = _EQ.match(requirement)
+        match = _FIELD.match(requirement)
         if not match:
             raise SelectorError(f"invalid field selector: {requirement!r}")
         path, op, value = match[1], match[2], match[3]

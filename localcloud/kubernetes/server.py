@@ -1,30 +1,31 @@
-"""The Kubernetes API stand-in: core/v1 and networking.k8s.io/v1 over HTTP on 127.0.0.1,
+"""The Kubernetes API stand-in: core/v1, networking.k8s.io/v1, rbac.authorization.k8s.io/v1
+and authorization.k8s.io/v1 over HTTP on 127.0.0.1,
 for the official client.
 
-Requests need an EKS bearer token (`k8s-aws-v1.` + a presigned STS GetCallerIdentity URL
-signed with `x-k8s-aws-id`) whose access key the local IAM knows, as EKS authenticates
-callers; tokens are checked for shape, cluster and key, not for their signature. Errors are
-Status objects with the real API server's codes. `faults` injects failures for reliability
-tests.
+Every request is authenticated as EKS authenticates it (`authentication.py`: the presigned
+STS token verified, the principal mapped by the cluster's access entries; 401 otherwise) and
+then authorized (`authorization.py`: EKS access policies and RBAC; 403 otherwise), before it
+is routed. Errors are Status objects with the real API server's codes. `faults` injects
+failures for reliability tests.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
-from localcloud.kubernetes import networking
+from localcloud.kubernetes.authentication import Authenticator
+from localcloud.kubernetes.authorization import Authorizer, request_attributes
+from localcloud.kubernetes.container_logs import ContainerLogs, LogOptions
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.pod_deletion import DeleteOptions
-from localcloud.kubernetes.resources import KINDS, api_version
+from localcloud.kubernetes.resources import CREATE_ONLY, GROUP_RESOURCES, KINDS, api_version
 from localcloud.kubernetes.selectors import SelectorError
 from localcloud.kubernetes.store import ObjectStore
 
@@ -32,9 +33,8 @@ log = logging.getLogger("localcloud.kubernetes")
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[a-z0-9.-]+/v1))/"
     r"(?:namespaces/(?P<ns>[^/]+)/)?(?P<resource>[a-z]+)"
-    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding))?$"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|binding|log))?$"
 )
-TOKEN_PREFIX = "k8s-aws-v1."
 
 
 class Faults:
@@ -127,30 +127,6 @@ def delete_options(query: dict[str, str], body: Any) -> DeleteOptions:
     return DeleteOptions(seconds, preconditions.get("uid"), preconditions.get("resourceVersion"))
 
 
-def token_principal(authorization: str | None, known_key: Callable[[str], str | None]) -> str:
-    """The principal ARN behind an EKS bearer token, or ApiError 401."""
-    unauthorized = ApiError(401, "Unauthorized", "Unauthorized")
-    if not authorization or not authorization.startswith(f"Bearer {TOKEN_PREFIX}"):
-        raise unauthorized
-    encoded = authorization.removeprefix(f"Bearer {TOKEN_PREFIX}")
-    try:
-        url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
-    except ValueError:
-        raise unauthorized from None
-    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
-    signed = query.get("X-Amz-SignedHeaders", "").split(";")
-    if (
-        query.get("Action") != "GetCallerIdentity"
-        or "x-k8s-aws-id" not in signed
-        or "X-Amz-Signature" not in query
-    ):
-        raise unauthorized
-    arn = known_key(query.get("X-Amz-Credential", "").split("/")[0])
-    if arn is None:
-        raise unauthorized
-    return arn
-
-
 def _resource_list(group_version: str) -> dict[str, Any]:
     """Discovery: the resources one group/version serves."""
     return {
@@ -163,15 +139,9 @@ def _resource_list(group_version: str) -> dict[str, Any]:
                 "singularName": "",
                 "kind": k,
                 "namespaced": n,
-                "verbs": [
-                    "create",
-                    "delete",
-                    "deletecollection",
-                    "get",
-                    "list",
-                    "patch",
-                    "update",
-                ],
+                "verbs": ["create"]
+                if r in CREATE_ONLY
+                else ["create", "delete", "deletecollection", "get", "list", "patch", "update"],
             }
             for r, (k, n) in KINDS.items()
             if api_version(r) == group_version
@@ -179,12 +149,13 @@ def _resource_list(group_version: str) -> dict[str, Any]:
     }
 
 
-def _api_group() -> dict[str, Any]:
-    version = {"groupVersion": networking.GROUP_VERSION, "version": networking.VERSION}
+def _api_group(group_version: str) -> dict[str, Any]:
+    group, _, version_name = group_version.partition("/")
+    version = {"groupVersion": group_version, "version": version_name}
     return {
         "kind": "APIGroup",
         "apiVersion": "v1",
-        "name": networking.GROUP,
+        "name": group,
         "versions": [version],
         "preferredVersion": version,
     }
@@ -194,14 +165,16 @@ class KubernetesApiServer(HttpService):
     def __init__(
         self,
         store: ObjectStore,
-        cluster_name: str,
-        known_key: Callable[[str], str | None],
+        authenticator: Authenticator,
         port: int = 0,
+        container_logs: ContainerLogs | None = None,
     ):
         self.store = store
+        self.container_logs = container_logs or ContainerLogs()  # the kubelets' (pods/log)
         self.faults = Faults()
-        self.cluster_name = cluster_name
-        self._known_key = known_key
+        self.authenticator = authenticator
+        self.authorizer = Authorizer(store)
+        self.cluster_name = authenticator.cluster_name
         self._server = LocalHttpServer(self._handle, "kubernetes-api", port)
         self.requests = 0
 
@@ -209,6 +182,8 @@ class KubernetesApiServer(HttpService):
         status, payload = self.handle(
             request.method, request.raw_path, request.headers, request.body
         )
+        if isinstance(payload, bytes):  # pods/log
+            return status, {"Content-Type": "text/plain"}, payload
         return status, {}, json.dumps(payload).encode()
 
     def handle(
@@ -224,18 +199,21 @@ class KubernetesApiServer(HttpService):
             authorization = next(
                 (v for k, v in headers.items() if k.lower() == "authorization"), None
             )
-            token_principal(authorization, self._known_key)
+            user = self.authenticator.authenticate(authorization)
+            self.authorizer.authorize(user, request_attributes(method, split.path, query))
             if split.path in ("/version", "/version/"):
                 return 200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0-gpudev-local"}
             if split.path == "/api":
                 return 200, {"kind": "APIVersions", "versions": ["v1"]}
             discovery = split.path.rstrip("/")  # the client asks for /apis/ and /api/v1/
-            if discovery in ("/api/v1", f"/apis/{networking.GROUP_VERSION}"):
+            if discovery == "/api/v1" or discovery.removeprefix("/apis/") in GROUP_RESOURCES:
                 return 200, _resource_list(discovery.removeprefix("/api/").removeprefix("/apis/"))
-            if discovery == f"/apis/{networking.GROUP}":
-                return 200, _api_group()
+            groups = {gv.split("/")[0]: gv for gv in GROUP_RESOURCES}
+            if discovery.removeprefix("/apis/") in groups:
+                return 200, _api_group(groups[discovery.removeprefix("/apis/")])
             if discovery == "/apis":
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_api_group()]}
+                listed = [_api_group(gv) for gv in GROUP_RESOURCES]
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": listed}
             match = _PATH.match(split.path)
             if (
                 not match
@@ -245,7 +223,12 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if query.get("watch") in ("true", "1"):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
-            return self._dispatch(method, match, query, json.loads(body) if body else None)
+            decoded = json.loads(body) if body else None
+            if match["resource"] in CREATE_ONLY:
+                if method != "POST" or match["name"] or match["ns"]:
+                    raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
+                return 201, self.authorizer.review(user, match["resource"], decoded)
+            return self._dispatch(method, match, query, decoded)
         except ApiError as error:
             return error.code, error.status()
         except SelectorError as error:
@@ -288,6 +271,17 @@ class KubernetesApiServer(HttpService):
                     query.get("fieldSelector"),
                     delete_options(query, body),
                 )
+        elif sub == "log":  # pods/log: GET only, text/plain (container_logs.py)
+            if resource != "pods":
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if method != "GET":
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            pod = store.get("pods", namespace, name, frozen=True)
+            return 200, self.container_logs.read(pod, LogOptions.from_query(name, query))
         elif sub == "binding" and method == "POST":
             store.bind(namespace, name, (body or {}).get("target", {}).get("name", ""))
             return 201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201}

@@ -74,7 +74,10 @@ class StorageSimulation:
             said = (pod["metadata"]["uid"], problem)
             if said not in self._said:
                 self._said.add(said)
-                events.record(self.store, pod, "Warning", "FailedMount", problem, "kubelet")
+                host = node["metadata"]["name"]
+                events.record(
+                    self.store, pod, "Warning", "FailedMount", problem, "kubelet", host=host
+                )
             return True
         instance = csi_attacher.instance_of(node)
         return not all(

@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security
+from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.frozen import thaw
-from localcloud.kubernetes.object_defaults import ObjectDefaults
+from localcloud.kubernetes.object_defaults import ObjectDefaults, default_pod_spec, label_namespace
 from localcloud.kubernetes.objects_by_kind import ObjectsByKind
 from localcloud.kubernetes.pod_deletion import DELETION_FIELDS, DeleteOptions
 from localcloud.kubernetes.resources import KINDS, admit, api_version
@@ -45,6 +45,11 @@ class ObjectStore:
             self.create("namespaces", "", {"metadata": {"name": name}})
         for namespace in pod_security.namespaces():  # gpu-dev and gpu-dev-profiling
             self.create("namespaces", "", namespace)
+        # kube-apiserver's RBAC bootstrap policy: discovery for every authenticated user.
+        for role in rbac.BOOTSTRAP_CLUSTER_ROLES:
+            self.create("clusterroles", "", role)
+        for binding in rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS:
+            self.create("clusterrolebindings", "", binding)
 
     # -- helpers -----------------------------------------------------------------------
     def _key(self, resource: str, namespace: str, name: str) -> tuple[str, str, str]:
@@ -178,6 +183,8 @@ class ObjectStore:
             pod_deletion.refuse_spec_change_while_terminating(current, new)
             finalizers.refuse_new_while_deleting(current, new)
             updated = thaw(new)
+            if resource == "pods":  # defaulted as decoded, as on create
+                default_pod_spec(updated)
             updated["status"] = thaw(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
                 if field in current["metadata"]:
@@ -185,6 +192,8 @@ class ObjectStore:
                 else:  # server-set: a client cannot start a deletion by writing them
                     updated.get("metadata", {}).pop(field, None)
             updated["kind"], updated["apiVersion"] = current["kind"], current["apiVersion"]
+            if resource == "namespaces":
+                label_namespace(updated)
         if finalizers.released(finalizers.holds(current), updated):
             del self._objects[key]
             return self._stamp(updated)

@@ -17,7 +17,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import networking, pod_validation, rules, storage_validation
+from localcloud.kubernetes import networking, pod_validation, rbac, rules, storage_validation
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
@@ -140,6 +140,7 @@ NAMES: dict[str, rules.Rule] = {
     "networkpolicies": rules.dns1123_subdomain,
     "persistentvolumes": rules.dns1123_subdomain,
     "persistentvolumeclaims": rules.dns1123_subdomain,
+    **dict.fromkeys(rbac.RESOURCES, rbac.path_segment_name),
 }
 SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "pods": pod_validation.pod,
@@ -149,11 +150,13 @@ SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "networkpolicies": networking.network_policy,
     "persistentvolumes": storage_validation.persistent_volume,
     "persistentvolumeclaims": storage_validation.persistent_volume_claim,
+    **rbac.SPECS,
 }
 # What an update may not change, given the object it replaces.
 UPDATES: dict[str, Callable[[Obj, Obj], list[FieldError]]] = {
     "persistentvolumes": storage_validation.persistent_volume_update,
     "persistentvolumeclaims": storage_validation.persistent_volume_claim_update,
+    **rbac.UPDATES,
 }
 DECODERS: dict[str, Callable[[Obj], None]] = {
     "pods": pod_validation.quantities,

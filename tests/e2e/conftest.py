@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from localcloud.aws import SSO_PROFILE
 from localcloud.stack import LocalCloud, Options
 from tests.e2e.fixtures.deployment import API_TIER
 from tests.support.api import ApiClient
@@ -89,22 +90,35 @@ def eks_api_client(
     cloud: LocalCloud,
     clock: Callable[[], float] = time.monotonic,
     timeout_seconds: float = 10.0,
+    profile: str = SSO_PROFILE,
 ) -> Any:
     """An ApiClient built the way our functions build it (EKS describe + STS-presigned
-    token), as alice, with the clock and request timeout given."""
+    token), as `profile` (carol, the cluster's admin, as an operator would be), with the
+    clock and request timeout given."""
     import boto3
-
-    from gpudev.aws import AwsClients
-    from gpudev.cluster.eks import kubernetes_api_client
-    from gpudev.settings import ClusterSettings
 
     profiles = configparser.ConfigParser()
     profiles.read(cloud.credentials_file)
     session = boto3.Session(
-        aws_access_key_id=profiles["alice"]["aws_access_key_id"],
-        aws_secret_access_key=profiles["alice"]["aws_secret_access_key"],
+        aws_access_key_id=profiles[profile]["aws_access_key_id"],
+        aws_secret_access_key=profiles[profile]["aws_secret_access_key"],
+        aws_session_token=profiles[profile].get("aws_session_token"),
         region_name="us-east-2",
     )
+    return eks_api_client_as(cloud, session, clock, timeout_seconds)
+
+
+def eks_api_client_as(
+    cloud: LocalCloud,
+    session: Any,
+    clock: Callable[[], float] = time.monotonic,
+    timeout_seconds: float = 10.0,
+) -> Any:
+    """An ApiClient built the way our functions build it, signing as `session`."""
+    from gpudev.aws import AwsClients
+    from gpudev.cluster.eks import kubernetes_api_client
+    from gpudev.settings import ClusterSettings
+
     assert cloud.kubernetes is not None
     aws = AwsClients(session=session, region="us-east-2")  # endpoints: the cloud's environment
     settings = ClusterSettings(

@@ -109,7 +109,11 @@ def test_network_policies_are_discoverable_and_only_under_their_group(local_clou
     api_client = eks_api_client(local_cloud)
     try:
         groups = client.ApisApi(api_client).get_api_versions()
-        assert [g.name for g in groups.groups] == ["networking.k8s.io"]
+        assert [g.name for g in groups.groups] == [
+            "networking.k8s.io",
+            "rbac.authorization.k8s.io",
+            "authorization.k8s.io",
+        ]
         resources = client.NetworkingV1Api(api_client).get_api_resources()
         assert [(r.name, r.kind, r.namespaced) for r in resources.resources] == [
             ("networkpolicies", "NetworkPolicy", True)

@@ -2,7 +2,7 @@
 volume (the reservation tasks; the sweeper, for executions that died) hold exactly those
 EC2 actions, each scoped by the disk's reservation tag where EC2 allows it; and the
 lifecycle's Kubernetes group may manage PersistentVolumes and claims (deploy/kubernetes/
-rbac.yaml; the local stand-in does not enforce RBAC, so the manifest is checked here)."""
+rbac.yaml, read here; the local cloud also enforces it, tests/e2e/test_cluster_access.py)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from aws_cdk.assertions import Match, Template
 
+from cdk_app.declaration import DEPLOYMENT
+from localcloud.cluster_access import cluster_groups
 from tests.infrastructure.test_reconcilers_stack import _policy_actions
 from tests.support.templates import function_of_service
 
@@ -89,3 +91,19 @@ def test_the_reservation_tasks_start_pods_from_the_pod_image_setting(template: T
     _, props = function_of_service(template, "gpudev-reservation-tasks")
     variables = props["Environment"]["Variables"]
     assert variables["LIFECYCLE_POD_IMAGE"] == "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
+
+
+def test_the_local_clouds_access_entries_are_the_stacks(template: Template):
+    """The local cluster's table (localcloud/cluster_access.py) and the stack's
+    AWS::EKS::AccessEntry resources come from the same declaration: one entry per
+    cluster-using function's role, in the same group."""
+    entries = template.find_resources("AWS::EKS::AccessEntry")
+    by_role = {
+        json.dumps(e["Properties"]["PrincipalArn"]): e["Properties"]["KubernetesGroups"]
+        for e in entries.values()
+    }
+    local = cluster_groups(DEPLOYMENT)
+    assert len(local) == len(by_role)
+    for deployed_name, group in local.items():
+        _, props = function_of_service(template, deployed_name)
+        assert by_role[json.dumps(props["Role"])] == [group], deployed_name

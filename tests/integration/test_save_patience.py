@@ -23,11 +23,10 @@ from gpudev.lifecycle.payloads import ReleaseDisk, SaveDisk
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import LifecycleSettings
 from gpudev.signals import Signals
-from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from tests.integration.test_sweeper import end_row, insert
 from tests.integration.test_sweeper import world as world  # the fixture
-from tests.support.kubernetes import stand_in_api_client
+from tests.support.kubernetes import stand_in_api_client, stand_in_server
 
 NAMESPACE = "gpu-dev"
 SETTINGS = LifecycleSettings()
@@ -36,9 +35,9 @@ POD_PATIENCE = SETTINGS.pod_release_patience_seconds
 
 @pytest.fixture
 def api_client() -> Iterator[Any]:
-    server = KubernetesApiServer(ObjectStore(), "test", lambda _key: "arn:aws:iam::1:user/t")
+    server = stand_in_server(ObjectStore(), "test")
     server.start()
-    api = stand_in_api_client(server.url, "AKIATEST")
+    api = stand_in_api_client(server)
     try:
         yield api
     finally:

@@ -22,9 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from localcloud.aws import LocalAws
 from localcloud.deadline import Deadline
 from localcloud.kubernetes.cluster import NodeShape, SimulatedCluster
-from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
-from tests.support.kubernetes import stand_in_api_client
+from tests.support.kubernetes import stand_in_api_client, stand_in_server
 from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev"
@@ -59,7 +58,7 @@ def cluster() -> Iterator[Cluster]:
             Tags=[{"Key": "GpuType", "Value": "t4", "PropagateAtLaunch": True}],
         )
     store = ObjectStore()
-    server = KubernetesApiServer(store, "test", lambda _key: "arn:aws:iam::1:user/t").start()
+    server = stand_in_server(store, "test").start()
     simulated = SimulatedCluster(
         store,
         autoscaling,
@@ -68,7 +67,7 @@ def cluster() -> Iterator[Cluster]:
         termination_seconds_scale=0.05,  # our 10 s grace period: 0.5 s
         ec2=ec2,
     ).start()
-    api_client = stand_in_api_client(server.url, "AKIATEST")
+    api_client = stand_in_api_client(server)
     core = client.CoreV1Api(api_client)
     nodes = {n.metadata.labels[ZONE_LABEL]: n.metadata.name for n in core.list_node().items}
     try:

@@ -18,7 +18,6 @@ from gpudev.cluster.vocabulary import RESERVATION_LABEL
 from gpudev.jobs import JobQueue
 from gpudev.sweeper.plan import Limits
 from gpudev.sweeper.service import Sweeper
-from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from tests.integration.test_sweeper import (
     LIMITS,
@@ -30,16 +29,16 @@ from tests.integration.test_sweeper import (
     insert,
 )
 from tests.integration.test_sweeper import world as world  # the fixture
-from tests.support.kubernetes import stand_in_api_client
+from tests.support.kubernetes import stand_in_api_client, stand_in_server
 
 NAMESPACE = "gpu-dev"
 
 
 @pytest.fixture(scope="module")
 def api_client() -> Iterator[Any]:
-    server = KubernetesApiServer(ObjectStore(), "test", lambda _key: "arn:aws:iam::1:user/t")
+    server = stand_in_server(ObjectStore(), "test")
     server.start()
-    api = stand_in_api_client(server.url, "AKIATEST")
+    api = stand_in_api_client(server)
     try:
         yield api
     finally:

@@ -1,28 +1,79 @@
-"""An official Kubernetes client for a bare stand-in API server (no EKS in front of it)."""
+"""A bare Kubernetes stand-in (no local cloud around it) and official clients for it.
+
+The server authenticates as EKS does, so its callers sign real tokens: one test principal
+whose key the server's authenticator knows, with an admin access entry (the bare servers
+serve tests of our cluster code, not of RBAC; tests/integration/test_stand_in_rbac.py
+covers that)."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
+from localcloud.kubernetes.access_entries import (
+    CLUSTER_ADMIN_POLICY,
+    AccessEntries,
+    AccessEntry,
+)
+from localcloud.kubernetes.authentication import Authenticator
+from localcloud.kubernetes.container_logs import ContainerLogs
+from localcloud.kubernetes.server import KubernetesApiServer
+from localcloud.kubernetes.store import ObjectStore
+from localcloud.sigv4 import SigningKey
 
-def fake_eks_token(access_key_id: str) -> str:
-    """A token of the shape EKS takes (`k8s-aws-v1.` + a presigned GetCallerIdentity URL),
-    for `access_key_id`; the stand-in reads the key from it and does not check the signature."""
-    url = (
-        "https://sts.us-east-2.amazonaws.com/?Action=GetCallerIdentity&X-Amz-Credential="
-        f"{access_key_id}%2F20260101%2Fus-east-2%2Fsts%2Faws4_request&X-Amz-SignedHeaders="
-        "host%3Bx-k8s-aws-id&X-Amz-Signature=00"
+REGION = "us-east-2"
+TEST_KEY = SigningKey(
+    "AKIASTANDINTEST00000",
+    "stand-in-test-secret-key",
+    "arn:aws:iam::111122223333:user/stand-in-test",
+    "111122223333",
+    "AIDASTANDINTEST00000",
+)
+
+
+def eks_token(cluster_name: str, key: SigningKey = TEST_KEY) -> str:
+    """What `aws eks get-token` prints for `key` (our functions' own token code)."""
+    import boto3
+
+    from gpudev.cluster.eks import eks_bearer_token
+
+    session = boto3.Session(
+        aws_access_key_id=key.access_key_id,
+        aws_secret_access_key=key.secret_access_key,
+        aws_session_token=key.session_token,
     )
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return eks_bearer_token(session, cluster_name, REGION)
 
 
-def stand_in_api_client(server_url: str, access_key_id: str) -> Any:
-    """A `kubernetes.client.ApiClient` for the stand-in at `server_url` (close it after)."""
+def auth_headers(cluster_name: str, key: SigningKey = TEST_KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {eks_token(cluster_name, key)}"}
+
+
+def authenticator_for(
+    cluster_name: str,
+    keys: tuple[SigningKey, ...] = (TEST_KEY,),
+    entries: tuple[AccessEntry, ...] = (
+        AccessEntry(TEST_KEY.principal_arn, access_policies=(CLUSTER_ADMIN_POLICY,)),
+    ),
+) -> Authenticator:
+    by_id = {key.access_key_id: key for key in keys}
+    return Authenticator(cluster_name, by_id.get, AccessEntries.of(entries))
+
+
+def stand_in_server(
+    store: ObjectStore, cluster_name: str = "test", container_logs: ContainerLogs | None = None
+) -> KubernetesApiServer:
+    """A stand-in whose one user (TEST_KEY) is a cluster admin (call `start()` to serve)."""
+    return KubernetesApiServer(
+        store, authenticator_for(cluster_name), container_logs=container_logs
+    )
+
+
+def stand_in_api_client(server: KubernetesApiServer, key: SigningKey = TEST_KEY) -> Any:
+    """A `kubernetes.client.ApiClient` for the started `server` (close it after)."""
     from kubernetes import client
 
     configuration = client.Configuration()
-    configuration.host = server_url
-    configuration.api_key = {"authorization": fake_eks_token(access_key_id)}
+    configuration.host = server.url
+    configuration.api_key = {"authorization": eks_token(server.cluster_name, key)}
     configuration.api_key_prefix = {"authorization": "Bearer"}
     return client.ApiClient(configuration)

@@ -47,3 +47,19 @@ def test_once_closed_an_invocation_is_refused_and_starts_no_process():
     assert "stopping" in refused.payload["errorMessage"]
     assert processes.of["Allocator"].started == 0
     assert in_process.invoked == []
+
+
+def test_a_function_with_an_identity_of_its_own_signs_with_it_and_the_others_with_the_clouds():
+    """Cluster-using functions' processes sign as their own role (their access entry's
+    group), as in Lambda; the others keep the cloud's shared credentials."""
+    shared = {"AWS_ACCESS_KEY_ID": "AKIASHARED", "AWS_SECRET_ACCESS_KEY": "shared"}
+    own = {"AWS_ACCESS_KEY_ID": "ASIAALLOCATOR", "AWS_SESSION_TOKEN": "token"}
+    limits = {"Allocator": 1, "JobsConsumer": 1}
+    processes = FunctionProcesses(
+        DEPLOYMENT.functions, shared, limits, Recorded(), identities={"Allocator": own}
+    )
+
+    allocator = processes.of["Allocator"]._environment
+    assert allocator["AWS_ACCESS_KEY_ID"] == "ASIAALLOCATOR"
+    assert allocator["AWS_SESSION_TOKEN"] == "token"
+    assert processes.of["JobsConsumer"]._environment["AWS_ACCESS_KEY_ID"] == "AKIASHARED"
