@@ -18,7 +18,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 STARTUP_SCRIPT := layers/gpudev/python/gpudev/cluster/startup.sh
 JUPYTER_CHECK := layers/gpudev/python/gpudev/cluster/jupyter_check.sh
 
-.PHONY: help setup kubectl run test test-fast lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
+.PHONY: help setup kubectl run test test-fast contract lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,6 +49,9 @@ test: setup ## Run every test tier (unit, integration, infrastructure, e2e, and 
 
 test-fast: $(VENV)/.installed ## Run the unit tier only
 	$(PY) -m pytest tests/unit -q
+
+contract: setup ## schemathesis against a local cloud's API with many examples per operation (EXAMPLES=200)
+	CONTRACT_MAX_EXAMPLES=$(or $(EXAMPLES),200) $(PY) -m pytest tests/contract -q -s --timeout 3600
 
 lint: $(VENV)/.installed ## ruff, shellcheck (the pod's startup script) and mypy (layer, CDK app, local cloud, CLI, functions)
 	$(VENV)/bin/ruff check .

@@ -9,6 +9,11 @@ then runs in-process with a REST API proxy event whose `requestContext.identity`
 caller, as API Gateway would pass it. The function runs in the cloud's process
 (`LocalLambda`), or in execution environments of their own (`ProcessEnvironments`,
 `--api-processes`); either way a failed invocation is API Gateway's 502.
+
+The deployed API's `ANY /{proxy+}` method (cdk_app/api.py) takes every method API Gateway
+knows, HEAD and OPTIONS included (no CORS preflight is configured), and passes them to the
+function, which answers them as it answers any method a path lacks (405 with `Allow`). So
+does this gateway; a HEAD's answer has no body, as API Gateway sends it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
@@ -108,6 +113,7 @@ class LocalApiGateway(HttpService):
         self.lookup_key = lookup_key
         self.region = region
         self._server = LocalHttpServer(self._handle, "api-gateway", port)
+        _take_every_method(self._server)
 
     def _handle(self, request: RawRequest) -> Reply:
         return self.handle(
@@ -122,6 +128,10 @@ class LocalApiGateway(HttpService):
             log.info("413 %s %s: %d bytes", method, path, len(body))
             return 413, {}, json.dumps({"message": "Request Too Long"}).encode()
         key = None
+        if method not in ANY_METHODS:
+            # No resource has a method outside ANY's (TRACE, CONNECT, ...): API Gateway's
+            # answer to a method a resource lacks.
+            return _refused(method, path, MISSING_TOKEN)
         if path in self.api.public_paths:
             # The public route's own resource: only its public methods exist there.
             if method not in self.api.public_methods(path):
@@ -149,9 +159,30 @@ class LocalApiGateway(HttpService):
             out_headers[name] = ",".join(str(v) for v in values)
         payload = response.get("body") or ""
         data = base64.b64decode(payload) if response.get("isBase64Encoded") else payload.encode()
+        if method == "HEAD":
+            data = b""
         who = key.principal_arn if key else "anonymous"
         log.info("%s %s %s -> %s", who, method, path, response.get("statusCode"))
         return int(response.get("statusCode", 200)), out_headers, data
+
+
+ANY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")  # API Gateway's ANY
+
+
+def _serve_any_method(handler: Any, name: str) -> Any:
+    if name.startswith("do_"):
+        return handler.do_GET
+    raise AttributeError(name)
+
+
+def _take_every_method(server: LocalHttpServer) -> None:
+    """The local HTTP server dispatches the methods most services take (GET to DELETE), and
+    answers others with Python's HTML 501; the gateway takes every method and answers as API
+    Gateway does (`handle`)."""
+    handler_class = cast(type, server._server.RequestHandlerClass)
+    server._server.RequestHandlerClass = type(
+        "AnyMethod", (handler_class,), {"__getattr__": _serve_any_method}
+    )
 
 
 def _refused(method: str, path: str, rejection: Rejection) -> Reply:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.observability import logger, tracer
 from routes import admin, availability, disks, health, reservations, usage, users
 from routes.errors import map_errors
+from routes.resolver import ContractResolver
 
 API_TITLE = "gpu-dev API"
 API_VERSION = "1"
 
-app = APIGatewayRestResolver(enable_validation=True)
+app = ContractResolver()
 map_errors(app)
 for area in (health, users, reservations, disks, availability, usage, admin):
     app.include_router(area.router)

@@ -112,3 +112,66 @@ def test_the_gateways_own_refusals_share_the_shape(api):
     headers = api.signed_headers("POST", "/v1/reservations", too_big, api.credentials("alice"))
     reply = api.send("POST", "/v1/reservations", headers, too_big)
     assert (reply.status, reply.body) == (413, {"message": "Request Too Long"})
+
+
+# Shapes the OpenAPI document does not allow: a clear 4xx, and nothing written.
+
+
+def _disk_names(local_cloud) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(local_cloud.database_url) as conn:
+        return [r[0] for r in conn.execute("SELECT disk_name FROM disks ORDER BY 1")]
+
+
+def _send(api, method, path, data=b"", content_type="application/json"):
+    headers = api.signed_headers(
+        method,
+        path,
+        data or None,
+        api.credentials("alice"),
+        extra_headers={"Content-Type": content_type},
+    )
+    return api.send(method, path, headers, data or None)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "data", "content_type", "status"),
+    [
+        ("POST", "/v1/reservations", b'{"gpu_type": "h100\xff"}', "application/json", 400),
+        ("POST", "/v1/reservations", b"gpu_type=h100", "multipart/form-data", 415),
+        ("POST", "/v1/reservations", b"gpu_type=h100", "application/x-www-form-urlencoded", 415),
+        ("POST", "/v1/disks", b'{"disk_name": "ok"}', "text/plain", 415),
+        ("POST", "/v1/disks/%0A", b'{"disk_name": "nl"}', "application/json", 404),
+        ("POST", "/v1/disks%00", b'{"disk_name": "nul"}', "application/json", 404),
+        ("GET", "/v1/reservations/%0A", b"", "application/json", 404),
+        ("GET", "/v1/reservations?offset=9223372036854775808", b"", "application/json", 422),
+    ],
+)
+def test_a_request_outside_the_document_is_a_4xx_in_the_one_shape_and_writes_nothing(
+    api, local_cloud, method, path, data, content_type, status
+):
+    drain_jobs(local_cloud)
+    before = count_reservations(local_cloud), _disk_names(local_cloud)
+    reply = _send(api, method, path, data, content_type)
+    assert reply.status == status, reply.body
+    assert set(reply.body) <= {"message", "field", "allowed", "hint"} and reply.body["message"]
+    assert (count_reservations(local_cloud), _disk_names(local_cloud)) == before
+    assert drain_jobs(local_cloud) == []
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS"])
+def test_signed_head_and_options_reach_the_function_as_through_any(api, local_cloud, method):
+    before = local_cloud.lambdas.invocations["Api"]
+    reply = _send(api, method, "/v1/reservations")
+    assert reply.status == 405 and reply.headers["Allow"] == "GET, POST"
+    assert local_cloud.lambdas.invocations["Api"] == before + 1
+    if method == "OPTIONS":
+        assert reply.body["allowed"] == "GET, POST"
+
+
+def test_a_method_outside_any_is_api_gateways_403(api, local_cloud):
+    before = local_cloud.lambdas.invocations["Api"]
+    reply = _send(api, "TRACE", "/v1/reservations")
+    assert (reply.status, reply.body) == (403, {"message": "Missing Authentication Token"})
+    assert local_cloud.lambdas.invocations["Api"] == before

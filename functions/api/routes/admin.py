@@ -13,13 +13,17 @@ from gpudev.reservations.schemas import ReservationView, operator_view
 from gpudev.settings import api_settings
 from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
+from routes.answers import Caller, answers
 from routes.caller import ForOperator
+from routes.params import ReservationId
 from routes.usage import By, Since, Until
 
 router = Router()
 
 
-@router.get("/v1/admin/usage")
+@router.get(
+    "/v1/admin/usage", responses=answers(200, UsageReport, "everyone's usage in the window", 422)
+)
 def everyones_usage(
     caller: ForOperator, since: Since = None, until: Until = None, by: By = "user"
 ) -> UsageReport:
@@ -28,7 +32,10 @@ def everyones_usage(
     return caller.read(usage_report, since, until, by, everyone=True)
 
 
-@router.get("/v1/admin/reservations")
+@router.get(
+    "/v1/admin/reservations",
+    responses=answers(200, LiveReservations, "every live reservation (no Jupyter tokens)"),
+)
 def every_live_reservation(caller: ForOperator) -> LiveReservations:
     from gpudev.usage.operators import live_reservations
 
@@ -36,9 +43,20 @@ def every_live_reservation(caller: ForOperator) -> LiveReservations:
     return LiveReservations(reservations=[operator_view(r) for r in reservations])
 
 
-@router.post("/v1/admin/reservations/<reservation_id>/cancel")
+@router.post(
+    "/v1/admin/reservations/<reservation_id>/cancel",
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded: the reservation is cancelled with the reason in its history",
+        404,
+        409,
+        422,
+        body=True,
+    ),
+)
 def force_cancel_reservation(
-    reservation_id: str, request: ForceCancelRequest, caller: ForOperator
+    reservation_id: ReservationId, request: ForceCancelRequest, caller: ForOperator
 ) -> Response[ReservationView]:
     from gpudev.usage.operators import force_cancel
 
@@ -46,7 +64,12 @@ def force_cancel_reservation(
     return Response(202, content_types.APPLICATION_JSON, operator_view(cancelled))
 
 
-@router.get("/v1/admin/dlq")
+@router.get(
+    "/v1/admin/dlq",
+    responses=answers(
+        200, DeadLetters, "the jobs the dead-letter queue holds", caller=Caller.CHECKED
+    ),
+)
 def dead_letters(caller: ForOperator) -> DeadLetters:
     from gpudev.aws import aws_clients
 

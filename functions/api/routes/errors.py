@@ -2,8 +2,9 @@
 answers has one shape, `ErrorMessage`: a sentence (`message`) and, where they apply, the
 request field at fault, what it allows, the limit reached and a hint. Domain errors map by
 kind; a body, path or query that fails validation is 422 with sentences (validation.py)
-instead of powertools' `{"statusCode", "detail"}`; an unknown route is 404 and a known path
-asked with a method it lacks 405; a database lost mid-request is 503. (API Gateway's own
+instead of powertools' `{"statusCode", "detail"}`; a body that is not UTF-8 is 400 and one
+of another media type than JSON 415 (routes/resolver.py); an unknown route is 404 and a known
+path asked with a method it lacks 405; a database lost mid-request is 503. (API Gateway's own
 refusals, 403 for a bad signature and 413 for a body over 10 MB, are `{"message"}` too.)"""
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from pydantic import BaseModel
 
 from gpudev.errors import (
@@ -28,6 +32,7 @@ from gpudev.errors import (
 )
 from gpudev.identity import NotAuthorized
 from gpudev.observability import logger
+from routes.resolver import JSON_MEDIA_TYPE, UndecodableBody
 from routes.validation import summary
 
 STATUS_BY_ERROR: dict[type[GpuDevError], int] = {
@@ -95,6 +100,20 @@ def invalid_request(error: RequestValidationError) -> Response[Any]:
     return _message(422, problem.message, field=problem.field, allowed=problem.allowed)
 
 
+def undecodable_body(error: UndecodableBody) -> Response[Any]:
+    return _message(400, f"{error}; send JSON in UTF-8", field="body", allowed=JSON_MEDIA_TYPE)
+
+
+def unsupported_media_type(error: RequestUnsupportedContentType) -> Response[Any]:
+    """`error`'s message is the media type sent (routes/resolver.py)."""
+    return _message(
+        415,
+        f"the request body must be JSON ({JSON_MEDIA_TYPE}); got {shown(str(error))}",
+        field="Content-Type",
+        allowed=JSON_MEDIA_TYPE,
+    )
+
+
 def database_unreachable(error: DatabaseUnreachable) -> Response[Any]:
     """A connection lost or refused mid-request (Aurora restarting or failing over): the
     request's transaction did not commit. 503, so clients retry (a reserve with the same
@@ -130,6 +149,8 @@ def unknown_route(app: APIGatewayRestResolver) -> Response[Any]:
 def map_errors(app: APIGatewayRestResolver) -> None:
     app.exception_handler(GpuDevError)(domain_error)
     app.exception_handler(RequestValidationError)(invalid_request)
+    app.exception_handler(UndecodableBody)(undecodable_body)
+    app.exception_handler(RequestUnsupportedContentType)(unsupported_media_type)
     app.exception_handler(DatabaseUnreachable)(database_unreachable)
 
     @app.not_found

@@ -5,6 +5,8 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel
 
+from routes.answers import Caller, answers
+
 router = Router()
 
 
@@ -12,6 +14,6 @@ class Health(BaseModel):
     status: str
 
 
-@router.get("/health")
+@router.get("/health", responses=answers(200, Health, "the API answers", caller=Caller.NONE))
 def health() -> Health:
     return Health(status="ok")

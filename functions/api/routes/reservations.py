@@ -7,13 +7,10 @@ the repositories, which the handler's import does not pay for (bench/cold_start.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from gpudev.models import Reservation, ReservationStatus
+from gpudev.models import Reservation
 from gpudev.reservations.schemas import (
     AddUserRequest,
     ExtendRequest,
@@ -21,10 +18,14 @@ from gpudev.reservations.schemas import (
     ReservationRequest,
     ReservationView,
 )
+from routes.answers import answers
 from routes.caller import ForCaller
-from routes.errors import ErrorMessage
+from routes.params import GithubUsername, Limit, Offset, ReservationId, Statuses
 
 router = Router()
+# A route on one reservation: not found (404), an id prefix that matches more than one, or a
+# state that does not allow the change (409), an id or a change a rule refuses (422).
+ONE_RESERVATION = (404, 409, 422)
 
 
 def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
@@ -33,27 +34,32 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
 
 @router.post(
     "/v1/reservations",
-    responses={
-        202: {
-            "description": "recorded pending and queued",
-            "content": {"application/json": {"model": ReservationView}},
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded pending and queued",
+        409,
+        422,
+        body=True,
+        also={
+            200: (
+                ReservationView,
+                "a repeated client_request_id: the first reservation, unchanged",
+            )
         },
-        200: {
-            "description": "a repeated client_request_id: the first reservation, unchanged",
-            "content": {"application/json": {"model": ReservationView}},
+        meanings={
+            403: "profiling asked for by a caller outside gpudev:profilingRoles (or any "
+            "refused caller); nothing was saved",
+            409: "the disk asked for is in use by another reservation, or the caller's first "
+            "request raced another; nothing was saved",
+            422: "the body fails validation, or a rule of the request (a GPU count its type "
+            "does not take, a disk the caller does not have, a type without nodes): "
+            "nothing was saved",
+            429: "a per-user limit is reached (live reservations, or GPUs held or queued; "
+            "the message states the limit and the usage), or the caller's request rate "
+            "(with Retry-After); nothing was saved",
         },
-        403: {
-            "description": "profiling asked for by a caller outside gpudev:profilingRoles "
-            "(or any refused caller); nothing was saved",
-            "content": {"application/json": {"model": ErrorMessage}},
-        },
-        429: {
-            "description": "a per-user limit is reached (live reservations, or GPUs held or "
-            "queued; the message states the limit and the usage), or the caller's request "
-            "rate (with Retry-After); nothing was saved",
-            "content": {"application/json": {"model": ErrorMessage}},
-        },
-    },
+    ),
 )
 def create_reservation(request: ReservationRequest, caller: ForCaller) -> Response[ReservationView]:
     from gpudev.reservations.service import submit_reservation
@@ -64,12 +70,14 @@ def create_reservation(request: ReservationRequest, caller: ForCaller) -> Respon
     return _view(202 if created else 200, reservation)
 
 
-@router.get("/v1/reservations")
+@router.get(
+    "/v1/reservations", responses=answers(200, ReservationList, "the caller's reservations", 422)
+)
 def list_reservations(
     caller: ForCaller,
-    status: Annotated[list[ReservationStatus] | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    status: Statuses = None,
+    limit: Limit = 50,
+    offset: Offset = 0,
 ) -> ReservationList:
     from gpudev.reservations.service import caller_reservations
 
@@ -78,32 +86,63 @@ def list_reservations(
     )
 
 
-@router.get("/v1/reservations/<reservation_id>")
-def get_reservation(reservation_id: str, caller: ForCaller) -> ReservationView:
+@router.get(
+    "/v1/reservations/<reservation_id>",
+    responses=answers(200, ReservationView, "the reservation", *ONE_RESERVATION),
+)
+def get_reservation(reservation_id: ReservationId, caller: ForCaller) -> ReservationView:
     from gpudev.reservations.service import find_reservation
 
     return ReservationView.of(caller.read(find_reservation, reservation_id))
 
 
-@router.post("/v1/reservations/<reservation_id>/cancel")
-def cancel_reservation(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+@router.post(
+    "/v1/reservations/<reservation_id>/cancel",
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded: the reservation is cancelled and its pod stopped",
+        *ONE_RESERVATION,
+    ),
+)
+def cancel_reservation(
+    reservation_id: ReservationId, caller: ForCaller
+) -> Response[ReservationView]:
     from gpudev.reservations.service import request_cancel
 
     return _view(202, caller.change(request_cancel, reservation_id))
 
 
-@router.post("/v1/reservations/<reservation_id>/extend")
+@router.post(
+    "/v1/reservations/<reservation_id>/extend",
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded: the reservation's hours are extended",
+        *ONE_RESERVATION,
+        body=True,
+    ),
+)
 def extend_reservation(
-    reservation_id: str, request: ExtendRequest, caller: ForCaller
+    reservation_id: ReservationId, request: ExtendRequest, caller: ForCaller
 ) -> Response[ReservationView]:
     from gpudev.reservations.service import request_extension
 
     return _view(202, caller.change(request_extension, reservation_id, request.hours))
 
 
-@router.post("/v1/reservations/<reservation_id>/users")
+@router.post(
+    "/v1/reservations/<reservation_id>/users",
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded: the pod adds the user's account and keys",
+        *ONE_RESERVATION,
+        body=True,
+    ),
+)
 def add_reservation_user(
-    reservation_id: str, request: AddUserRequest, caller: ForCaller
+    reservation_id: ReservationId, request: AddUserRequest, caller: ForCaller
 ) -> Response[ReservationView]:
     from gpudev.reservations.service import add_user
 
@@ -112,35 +151,40 @@ def add_reservation_user(
 
 @router.delete(
     "/v1/reservations/<reservation_id>/users/<github_username>",
-    responses={
-        202: {
-            "description": "recorded: the pod removes the user's account, keys and sessions",
-            "content": {"application/json": {"model": ReservationView}},
+    responses=answers(
+        202,
+        ReservationView,
+        "recorded: the pod removes the user's account, keys and sessions",
+        *ONE_RESERVATION,
+        meanings={
+            404: "no such reservation, or the GitHub user is not one of its added users; "
+            "nothing was changed"
         },
-        404: {
-            "description": "no such reservation, or the GitHub user is not one of its added "
-            "users; nothing was changed",
-            "content": {"application/json": {"model": ErrorMessage}},
-        },
-    },
+    ),
 )
 def remove_reservation_user(
-    reservation_id: str, github_username: str, caller: ForCaller
+    reservation_id: ReservationId, github_username: GithubUsername, caller: ForCaller
 ) -> Response[ReservationView]:
     from gpudev.reservations.service import remove_user
 
     return _view(202, caller.change(remove_user, reservation_id, github_username))
 
 
-@router.put("/v1/reservations/<reservation_id>/jupyter")
-def enable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+@router.put(
+    "/v1/reservations/<reservation_id>/jupyter",
+    responses=answers(202, ReservationView, "recorded: the pod starts Jupyter", *ONE_RESERVATION),
+)
+def enable_jupyter(reservation_id: ReservationId, caller: ForCaller) -> Response[ReservationView]:
     from gpudev.reservations.service import set_jupyter
 
     return _view(202, caller.change(set_jupyter, reservation_id, enabled=True))
 
 
-@router.delete("/v1/reservations/<reservation_id>/jupyter")
-def disable_jupyter(reservation_id: str, caller: ForCaller) -> Response[ReservationView]:
+@router.delete(
+    "/v1/reservations/<reservation_id>/jupyter",
+    responses=answers(202, ReservationView, "recorded: the pod stops Jupyter", *ONE_RESERVATION),
+)
+def disable_jupyter(reservation_id: ReservationId, caller: ForCaller) -> Response[ReservationView]:
     from gpudev.reservations.service import set_jupyter
 
     return _view(202, caller.change(set_jupyter, reservation_id, enabled=False))

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpudev.errors import shown
 from gpudev.reservations.rules import HOURS_ALLOWED, MIN_HOURS, MIN_MINUTES
+from routes.params import ISO_8601
 
 MAX_SENTENCES = 3  # the rest are counted, not spelled out
 NOT_EMPTY = "not empty"
@@ -36,6 +37,9 @@ ALLOWED = {
     "github_user": "1-39 letters, digits or single inner hyphens",
     "github_username": "1-39 letters, digits or single inner hyphens",
     "size_gb": "1 to 16384 GB",
+    "since": ISO_8601,
+    "until": ISO_8601,
+    "reservation_id": "a reservation id, or its first 8 or more characters (hex digits, '-')",
 }
 
 
@@ -126,6 +130,10 @@ def problem(error: Mapping[str, Any]) -> Problem:
         return Problem(f"{label} is required{needed}", field, allowed)
     if kind == "extra_forbidden":
         return Problem(f"{label} is not a field of this request", field, None)
+    if kind == "string_pattern_mismatch":  # as reservations/rules.py says it
+        advice = allowed or f"match {error.get('ctx', {}).get('pattern')}"
+        noun = label.removeprefix("the ")
+        return Problem(f"invalid {noun} {shown(error.get('input'))}: use {advice}", field, allowed)
     what = _what(kind, field, error.get("ctx") or {})
     if what == NOT_EMPTY:
         message = f"{label} must not be empty"

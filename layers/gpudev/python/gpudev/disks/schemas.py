@@ -7,19 +7,25 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, Field
+from pydantic.config import JsonDict
 
 from gpudev.models import Disk, DiskShown
+from gpudev.reservations.rules import DISK_NAME
+
+# The name's pattern is checked by rules.check_disk_name with a sentence of its own: stated
+# in the schema only.
+NAME: JsonDict = {"pattern": DISK_NAME.pattern}
 
 MAX_SIZE_GB = 16384  # gp3's limit
 
 
 class DiskRequest(BaseModel):
-    disk_name: str = Field(min_length=1, max_length=50)
+    disk_name: str = Field(min_length=1, max_length=50, json_schema_extra=NAME)
     size_gb: int | None = Field(default=None, ge=1, le=MAX_SIZE_GB)
 
 
 class RenameRequest(BaseModel):
-    new_name: str = Field(min_length=1, max_length=50)
+    new_name: str = Field(min_length=1, max_length=50, json_schema_extra=NAME)
 
 
 # The columns of `DiskShown`, nothing else of the row (no docstring: it would become the

@@ -23,6 +23,17 @@ MAX_EXTENSION_HOURS = 24.0
 MAX_TOTAL_HOURS = 48.0  # since launch, extensions included
 DISK_NAME = re.compile(r"^[A-Za-z0-9_-]{1,50}$")
 GITHUB_USERNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
+# The same names as JSON Schema says them (no lookahead; the length apart): the OpenAPI
+# document's pattern for a GitHub username in a path.
+GITHUB_USERNAME_SHAPE = r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$"
+GITHUB_USERNAME_MAX = 39
+# A reservation is named by its id or the first MIN_PREFIX or more of its characters.
+MIN_PREFIX = 8
+ID_LENGTH = 36
+RESERVATION_ID_SHAPE = rf"^[0-9a-fA-F-]{{{MIN_PREFIX},{ID_LENGTH}}}$"
+# The catalogue's types (migrations/0002_gpu_type_catalogue.sql; a unit test keeps the two
+# equal): what a request may name, in any case (resolve_shape lower-cases it).
+GPU_TYPES = ("t4", "t4-small", "l4", "a10g", "a100", "h100", "h200", "b200", "cpu-x86", "cpu-arm")
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,37 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 
 from gpudev.models import Reservation, ReservationShown, ReservationStatus
-from gpudev.reservations.rules import HOURS_ALLOWED, MAX_HOURS, MIN_HOURS
+from gpudev.reservations.rules import (
+    DISK_NAME,
+    GITHUB_USERNAME_SHAPE,
+    GPU_TYPES,
+    HOURS_ALLOWED,
+    MAX_EXTENSION_HOURS,
+    MAX_HOURS,
+    MIN_EXTENSION_HOURS,
+    MIN_HOURS,
+)
 from gpudev.settings import lifecycle_settings
 
 
+# Patterns, enums and bounds that rules.py checks with sentences of its own (after the
+# request is parsed) are stated in the schema only (`json_schema_extra`): the OpenAPI
+# document says them, and the answer to a value outside them stays the rule's.
 class ReservationRequest(BaseModel):
-    gpu_type: str = Field(min_length=1, max_length=50)
+    gpu_type: str = Field(
+        min_length=1,
+        max_length=50,
+        json_schema_extra={"enum": list(GPU_TYPES)},
+        description="a type of the catalogue (any case)",
+    )
     gpu_count: int = Field(ge=0, le=64)
     hours: float = Field(ge=MIN_HOURS, le=MAX_HOURS, allow_inf_nan=False, description=HOURS_ALLOWED)
     name: str | None = Field(default=None, max_length=63)
-    disk_name: str | None = Field(default=None, description="a named disk, or null for none")
+    disk_name: str | None = Field(
+        default=None,
+        description="a named disk, or null for none",
+        json_schema_extra={"pattern": DISK_NAME.pattern},
+    )
     jupyter: bool = False
     profiling: bool = Field(
         default=False,
@@ -29,7 +50,12 @@ class ReservationRequest(BaseModel):
             "hardware performance counters, Nsight Systems/Compute, perf"
         ),
     )
-    github_user: str | None = None
+    github_user: str | None = Field(
+        default=None,
+        max_length=39,
+        json_schema_extra={"pattern": GITHUB_USERNAME_SHAPE},
+        description="whose GitHub keys open the pod; the caller's setting if null",
+    )
     client_request_id: str | None = Field(
         default=None,
         min_length=1,
@@ -40,12 +66,16 @@ class ReservationRequest(BaseModel):
 
 class ExtendRequest(BaseModel):
     hours: float = Field(
-        allow_inf_nan=False, description="1 to 24; the total since launch stays within 48"
+        allow_inf_nan=False,
+        description="1 to 24; the total since launch stays within 48",
+        json_schema_extra={"minimum": MIN_EXTENSION_HOURS, "maximum": MAX_EXTENSION_HOURS},
     )
 
 
 class AddUserRequest(BaseModel):
-    github_username: str = Field(min_length=1, max_length=39)
+    github_username: str = Field(
+        min_length=1, max_length=39, json_schema_extra={"pattern": GITHUB_USERNAME_SHAPE}
+    )
 
 
 # The columns of `ReservationShown` and two waits computed from the others (no docstring:

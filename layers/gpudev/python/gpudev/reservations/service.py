@@ -30,6 +30,8 @@ from gpudev.repositories import NewReservation, ReservationsRepository, UsersRep
 from gpudev.repositories.reservations import Changed, NamedDisk
 from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
+    ID_LENGTH,
+    MIN_PREFIX,
     check_disk_name,
     check_extension,
     check_github_username,
@@ -39,8 +41,6 @@ from gpudev.reservations.rules import (
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import lifecycle_settings, user_limit_settings
 
-MIN_PREFIX = 8
-ID_LENGTH = 36
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
 
