@@ -180,12 +180,18 @@ class EmbeddedPostgres:
         return settings
 
     def _chown_tree(self, path: Path) -> None:
+        """Give `path` and what is under it to the server's user, never following a
+        symbolic link: a staged run directory belongs to that user, who could otherwise
+        point `socket` or a name inside at /etc and have root chown it."""
         if not self.run_as:
             return
-        for root, dirs, files in os.walk(path):
+        if path.is_symlink():
+            raise PostgresError(f"{path} is a symbolic link: not handed to '{self.run_as.name}'")
+        uid, gid = self.run_as.uid, self.run_as.gid
+        for _root, dirs, files, root_fd in os.fwalk(path):
             for name in [*dirs, *files]:
-                os.chown(Path(root) / name, self.run_as.uid, self.run_as.gid)
-        os.chown(path, self.run_as.uid, self.run_as.gid)
+                os.chown(name, uid, gid, dir_fd=root_fd, follow_symlinks=False)
+        os.chown(path, uid, gid, follow_symlinks=False)
 
     @property
     def socket_dir(self) -> Path:

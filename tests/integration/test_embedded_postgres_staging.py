@@ -18,7 +18,12 @@ import psycopg
 import pytest
 
 from localcloud import postgres_staging
-from localcloud.postgres import EmbeddedPostgres, default_bindir, stop_stale_server
+from localcloud.postgres import (
+    EmbeddedPostgres,
+    PostgresError,
+    default_bindir,
+    stop_stale_server,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -170,3 +175,29 @@ def test_a_staged_install_that_is_untrusted_or_incomplete_is_made_anew(tmp_path:
     version = subprocess.run([bindir / "postgres", "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "PostgreSQL" in version.stdout
     assert [p.name for p in root.iterdir()] == [planted.name]  # no half-built copy left
+
+
+def test_handing_files_to_the_server_user_never_follows_a_symbolic_link(tmp_path: Path):
+    """A staged run directory belongs to the server's user: a link it plants (to a file of
+    root's, or as the `socket` directory itself) must not make root chown the target."""
+    server = EmbeddedPostgres(tmp_path / "data")
+    assert server.run_as is not None
+    outside = tmp_path / "roots"
+    outside.mkdir(mode=0o700)
+    (outside / "secret").write_text("root's\n")
+    tree = tmp_path / "socket"
+    (tree / "deeper").mkdir(parents=True)
+    (tree / "deeper" / "link").symlink_to(outside / "secret")
+    (tree / "dirlink").symlink_to(outside)
+
+    server._chown_tree(tree)
+
+    assert (tree / "deeper").stat().st_uid == server.run_as.uid
+    assert (tree / "deeper" / "link").lstat().st_uid == server.run_as.uid
+    assert outside.stat().st_uid == 0
+    assert (outside / "secret").stat().st_uid == 0
+    planted = tmp_path / "planted-socket"
+    planted.symlink_to(outside)
+    with pytest.raises(PostgresError, match="symbolic link"):
+        server._chown_tree(planted)
+    assert outside.stat().st_uid == 0
