@@ -7,9 +7,9 @@ Users, Groups or ServiceAccounts. The bootstrap roles kube-apiserver creates at 
 (cluster-admin, system:discovery, system:basic-user, system:public-info-viewer) are here too.
 
 Rule matching (`rule_allows`) is the RBAC authorizer's (`pkg/apis/rbac/v1/evaluation_helpers.go`):
-`*` matches any verb, group or resource, `pods/*` any subresource of pods, `*/scale` one
-subresource of any resource; resourceNames narrow a rule to named objects; a non-resource URL
-ending in `*` is a prefix.
+`*` matches any verb, group or resource, `*/scale` one subresource of any resource (there is
+no `pods/*`: that is the literal name of no resource, and matches nothing); resourceNames
+narrow a rule to named objects; a non-resource URL ending in `*` is a prefix.
 """
 
 from __future__ import annotations
@@ -237,8 +237,6 @@ def _resource_matches(resources: list[str], resource: str, subresource: str) -> 
     combined = f"{resource}/{subresource}" if subresource else resource
     for allowed in resources:
         if allowed in ("*", combined):
-            return True
-        if subresource and allowed == f"{resource}/*":
             return True
         if subresource and allowed == f"*/{subresource}":
             return True
