@@ -44,6 +44,19 @@ _PATH = re.compile(
 )
 
 
+def _check_log_route(method: str, resource: str) -> None:
+    """pods/log exists for pods and GET only: kube-apiserver answers any other method 405
+    from its routes, before it reads a body (whose content type then does not matter)."""
+    if resource != "pods":
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    if method != "GET":
+        raise ApiError(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+
+
 class Faults:
     """Failure injection for reliability tests: fail the next N requests of a verb on a
     resource with 500, slow one verb on one resource down, or slow every response.
@@ -215,6 +228,8 @@ class KubernetesApiServer(HttpService):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if query.get("watch") in ("true", "1"):
                 raise ApiError(400, "BadRequest", "watch is not supported by the local stand-in")
+            if match["sub"] == "log":
+                _check_log_route(method, match["resource"])
             decoded = request_body.decode(method, headers, body)
             if match["resource"] in CREATE_ONLY:
                 if method != "POST" or match["name"] or match["ns"]:
@@ -280,14 +295,6 @@ class KubernetesApiServer(HttpService):
                     delete_options(query, body),
                 )
         elif sub == "log":  # pods/log: GET only, text/plain (container_logs.py)
-            if resource != "pods":
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            if method != "GET":
-                raise ApiError(
-                    405,
-                    "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource",
-                )
             pod = store.get("pods", namespace, name, frozen=True)
             return 200, self.container_logs.read(pod, LogOptions.from_query(name, query))
         elif sub == "binding" and method == "POST":

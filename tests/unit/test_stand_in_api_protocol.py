@@ -167,7 +167,11 @@ def test_discovery_comes_from_the_kinds_with_kube_apiservers_names():
     assert names["secrets"].get("shortNames") is None  # kube-apiserver gives secrets none
     groups = discovery.answer("/apis")
     assert groups is not None
-    assert [g["name"] for g in groups["groups"]] == ["networking.k8s.io"]
+    assert [g["name"] for g in groups["groups"]] == [
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+        "authorization.k8s.io",
+    ]
     assert discovery.answer("/apis/networking.k8s.io/v1")["resources"][0]["shortNames"] == [  # type: ignore[index]
         "netpol"
     ]
@@ -231,7 +235,12 @@ def test_a_kind_without_a_printer_gets_the_default_table():
 
 def test_openapi_v3_lists_each_group_and_declares_field_validation_on_patch():
     root = openapi.answer("/openapi/v3")
-    assert root is not None and set(root["paths"]) == {"api/v1", "apis/networking.k8s.io/v1"}
+    assert root is not None and set(root["paths"]) == {
+        "api/v1",
+        "apis/networking.k8s.io/v1",
+        "apis/rbac.authorization.k8s.io/v1",
+        "apis/authorization.k8s.io/v1",
+    }
     document = openapi.answer("/openapi/v3/apis/networking.k8s.io/v1")
     assert document is not None
     item = document["paths"][
