@@ -34,18 +34,15 @@ def label_namespace(namespace: Obj) -> None:
 
 
 class ObjectDefaults:
-    """Defaults for new objects; holds the ClusterIP allocator (one per store)."""
-
-    def __init__(self) -> None:
-        self._cluster_ips = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
+    """Defaults for new objects."""
 
     def apply(self, resource: str, obj: Obj, services: Iterable[Obj]) -> None:
         """Fill in `obj` (new, validated) in place; `services`: the store's Services, whose
-        NodePorts are taken."""
+        ClusterIPs and NodePorts are taken."""
         if resource == "pods":
             default_pod(obj)
         elif resource == "services":
-            self._default_service(obj, _node_ports(services))
+            self._default_service(obj, list(services))
         elif resource == "namespaces":
             obj["status"] = {"phase": "Active"}
             label_namespace(obj)
@@ -54,11 +51,12 @@ class ObjectDefaults:
         elif resource in ("persistentvolumes", "persistentvolumeclaims"):
             storage_validation.default(resource, obj)
 
-    def _default_service(self, service: Obj, used: set[int]) -> None:
+    def _default_service(self, service: Obj, services: list[Obj]) -> None:
+        used = _node_ports(services)
         spec = service.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
         if spec.get("clusterIP") != "None":
-            spec["clusterIP"] = next(self._cluster_ips)
+            spec["clusterIP"] = _free_cluster_ip(services)
         spec["clusterIPs"] = [spec["clusterIP"]]
         for port in spec.setdefault("ports", []):
             port.setdefault("protocol", "TCP")
@@ -113,6 +111,15 @@ def _default_container(container: Obj) -> None:
         if isinstance(probe, dict):
             for field, value in PROBE_DEFAULTS.items():
                 probe.setdefault(field, value)
+
+
+def _free_cluster_ip(services: list[Obj]) -> str:
+    """The first address no Service holds: an address is taken only by a stored Service, so
+    a dry run's (rolled back with its Service) and a deleted Service's are free again, as in
+    kube-apiserver's allocator."""
+    taken = {service["spec"].get("clusterIP") for service in services}
+    addresses = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
+    return next(address for address in addresses if address not in taken)
 
 
 def _node_ports(services: Iterable[Obj]) -> set[int]:

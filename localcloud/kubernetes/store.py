@@ -38,7 +38,7 @@ class ObjectStore:
         self._objects = ObjectsByKind()  # by (resource, namespace, name), indexed by kind
         self._lock = threading.RLock()
         self._versions = itertools.count(1000)
-        self._defaults = ObjectDefaults()  # and the Services' ClusterIP allocator
+        self._defaults = ObjectDefaults()
         self._version_seen = 0
         self._node_index: dict[str, list[tuple[tuple[str, str, str], Obj]]] = {}
         self._node_index_version = -1

@@ -86,6 +86,17 @@ def test_what_a_dry_run_writes_is_rolled_back_before_anyone_sees_it():
     assert store.get("namespaces", "", "real")
 
 
+def test_a_dry_run_service_takes_no_cluster_ip_from_the_allocator():
+    store = ObjectStore()
+    service = {"metadata": {"name": "ssh"}, "spec": {"ports": [{"port": 22}]}}
+    with dry_run.maybe(store, True):
+        dry = store.create("services", "gpu-dev", service)["spec"]["clusterIP"]
+    real = store.create("services", "gpu-dev", service)["spec"]["clusterIP"]
+    assert real == dry  # the dry run's address was never taken
+    other = {"metadata": {"name": "other"}, "spec": {"ports": [{"port": 22}]}}
+    assert store.create("services", "gpu-dev", other)["spec"]["clusterIP"] != real
+
+
 def test_a_dry_runs_answer_carries_the_stored_version_and_a_created_object_none():
     store = ObjectStore()
     stored = store.get("namespaces", "", "default")["metadata"]["resourceVersion"]
