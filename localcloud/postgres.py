@@ -135,6 +135,11 @@ def stop_stale_server(data_dir: Path, timeout: float = 10.0) -> bool:
         # The pid was recycled by something else: the file is stale, the process is not ours.
         pid_file.unlink(missing_ok=True)
         return False
+    with contextlib.suppress(OSError):
+        if Path(os.readlink(f"/proc/{pid}/cwd")) != data_dir.resolve():
+            # A server of another data directory (a postmaster runs in its own): the file
+            # was copied or planted (a staged run directory is the server user's to write).
+            return False
     os.kill(pid, signal.SIGINT)
     deadline = time.monotonic() + timeout
     while _pid_alive(pid) and time.monotonic() < deadline:

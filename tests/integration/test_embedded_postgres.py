@@ -94,3 +94,24 @@ def test_a_port_in_use_is_a_clear_error():
         second = EmbeddedPostgres(_data_dir("second"), port=first.port)
         with pytest.raises(PostgresError, match=f"port {first.port} .* in use"):
             second.start(timeout=10)
+
+
+def test_a_pid_file_naming_a_server_of_another_data_directory_stops_nothing(tmp_path: Path):
+    """As root, a staged run directory is the server user's: a `postmaster.pid` planted there
+    (naming any PostgreSQL on the machine) must not have root stop that server."""
+    elsewhere = tmp_path / "another-servers-data"
+    elsewhere.mkdir()
+    # A process that looks like a postmaster (argv[0] ends in postgres) running in its own
+    # data directory, as a postmaster does.
+    other = subprocess.Popen(
+        [str(tmp_path / "postgres"), "60"], executable="/bin/sleep", cwd=elsewhere
+    )
+    try:
+        planted = tmp_path / "run" / "data"
+        planted.mkdir(parents=True)
+        (planted / "postmaster.pid").write_text(f"{other.pid}\n{elsewhere}\n")
+        assert stop_stale_server(planted) is False
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
