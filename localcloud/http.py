@@ -12,8 +12,10 @@ that stalls or speaks plain HTTP holds up only itself."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import ssl
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ class RawRequest:
 
 
 Reply = tuple[int, dict[str, str], bytes]
+log = logging.getLogger("localcloud.http")
 POLL_SECONDS = 0.1  # how often serve_forever looks for a shutdown request
 HANDSHAKE_SECONDS = 10.0  # a TLS client silent longer than this is dropped
 TLS_HANDSHAKE = b"\x16"  # the first byte of a TLS ClientHello record
@@ -75,7 +78,12 @@ class _Server(ThreadingHTTPServer):
                 socket.socket.shutdown(connection, socket.SHUT_RD)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that went away or failed its TLS handshake: nothing to report
+        """Called while an exception from serving a connection is handled. A client that
+        went away or failed its TLS handshake (OSError, ssl.SSLError) is nothing to report;
+        anything else is a bug of ours, logged with its traceback."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        log.exception("serving a connection from %s failed", client_address)
 
 
 class LocalHttpServer:
