@@ -261,7 +261,11 @@ def test_self_subject_rules_reviews_list_what_a_user_may_do(server: KubernetesAp
         ({"apiGroups": ["*"], "resources": ["*"], "verbs": ["get"]}, ("get", "nodes"), True),
         ({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}, ("get", "pods/log"), False),
         # ResourceMatches knows `*`, the exact `pods/log` and `*/log`; `pods/*` is no wildcard
-        ({"apiGroups": [""], "resources": ["pods/*"], "verbs": ["get"]}, ("get", "pods/log"), False),
+        (
+            {"apiGroups": [""], "resources": ["pods/*"], "verbs": ["get"]},
+            ("get", "pods/log"),
+            False,
+        ),
         ({"apiGroups": [""], "resources": ["*/log"], "verbs": ["get"]}, ("get", "pods/log"), True),
         ({"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}, ("get", "pods"), False),
         ({"apiGroups": ["apps"], "resources": ["pods"], "verbs": ["get"]}, ("get", "pods"), False),
