@@ -29,6 +29,10 @@ class Options:
     termination_seconds_scale: float = 0.2
     # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
     seconds_per_hour: float = 3600.0
+    # The state machines' retry waits' clock (None: seconds_per_hour). An outage measured in
+    # real seconds (localcloud/fault_control.py) is ridden out by retries that count real
+    # seconds too, as in AWS, while the rest of the lifecycle keeps the compressed clock.
+    retry_seconds_per_hour: float | None = None
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: int = 2
     ready_watch_seconds: float = 10.0  # `Is the pod ready?` watches this long per call
