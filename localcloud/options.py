@@ -57,3 +57,8 @@ class Options:
     # up to this many processes each (a reserved concurrency lowers it); 0: in this process.
     # Processes copy the environment once, at the start: later changes do not reach them.
     function_processes: int = 0
+
+    @property
+    def retry_scale(self) -> float:
+        """What the state machines' retry waits are scaled by (`compress_retries`)."""
+        return (self.retry_seconds_per_hour or self.seconds_per_hour) / 3600

@@ -183,8 +183,7 @@ class LocalCloud:
         self.resources = deploy(
             self.deployment,
             self.aws.client,
-            retry_scale=(self.options.retry_seconds_per_hour or self.options.seconds_per_hour)
-            / 3600,
+            retry_scale=self.options.retry_scale,
         )
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
