@@ -30,6 +30,9 @@ addresses, interface endpoints, keys, alarms, dashboards, secrets, an EKS cluste
 stack has one, and the schedules (their runs timed here). Counts are deterministic; Lambda
 durations are wall time on this machine, so an upper bound when it is loaded.
 
+What is read off the run is in `bench/support/cost_counts.py`, the prices and the template
+reading in `bench/support/cost_model.py`.
+
 Run: `.venv/bin/python bench/cost.py [--reservations 20]` (part of `make bench`).
 """
 
@@ -41,17 +44,24 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.support.cost_counts import (  # noqa: E402
+    Meter,
+    captured_output,
+    history,
+    log_bytes_by_request,
+    state_log_bytes,
+    transitions,
+    volume_hours,
+    wait_until_finished,
+)
 from bench.support.cost_model import (  # noqa: E402
     HOURS_PER_MONTH,
     Run,
@@ -71,7 +81,6 @@ from cdk_app.declaration import (  # noqa: E402
     RESERVATION_TASKS,
     SWEEPER,
 )
-from localcloud.lambdas import Invocation  # noqa: E402
 from localcloud.stack import LocalCloud, Options  # noqa: E402
 from tests.support.api import ApiClient  # noqa: E402
 
@@ -81,145 +90,11 @@ TYPICAL_HOURS = 8.0  # a working day, for the "per reservation" line
 FOLLOW_POLL_SECONDS = 2.0
 # Lambda writes START, END and REPORT lines for every invocation (about this many bytes).
 PLATFORM_LOG_BYTES = 330
-# A state machine log record carries, beside the event, the execution's ARN, a timestamp
-# and ids (about this many bytes), with `IncludeExecutionData` false.
-STATE_LOG_OVERHEAD_BYTES = 250
 PER_RESERVATION = {API.name, JOBS_CONSUMER.name, RESERVATION_TASKS.name}
 MEMORY_MB = {spec.name: spec.memory_mb for spec in DEPLOYMENT.functions}
 # Their every run statistic is a metric (`add_run_metrics`, the purge's own loop).
 STATISTICS_AS_METRICS = {f.deployed_name for f in (SWEEPER, DISK_RECONCILER, DISK_PURGE)}
 GPU_TYPES_SQL = (Path(__file__).resolve().parent / "sql" / "cost" / "gpu_types.sql").read_text()
-
-
-class Meter:
-    """Every invocation of the cloud's functions: which, for which reservations, how long."""
-
-    def __init__(self, cloud: LocalCloud) -> None:
-        self.calls: list[tuple[str, list[str], float, str]] = []
-        self.records: Counter[str] = Counter()  # jobs per reservation
-        self._lock = threading.Lock()
-        original = cloud.lambdas.invoke
-
-        def metered(name: str, event: Any) -> Invocation:
-            began = time.perf_counter()
-            result = original(name, event)
-            seconds = time.perf_counter() - began
-            ids = _reservations_of(event)
-            with self._lock:
-                self.calls.append((name, ids, seconds, result.request_id))
-                if name == JOBS_CONSUMER.name:
-                    self.records.update(ids)
-            return result
-
-        cloud.lambdas.invoke = metered  # type: ignore[method-assign]
-
-
-def _reservations_of(event: Any) -> list[str]:
-    if not isinstance(event, dict):
-        return []
-    if "reservation_id" in event:
-        return [str(event["reservation_id"])]
-    found = []
-    for record in event.get("Records") or []:  # a batch of jobs
-        try:
-            found.append(str(json.loads(record.get("body") or "{}").get("reservation_id")))
-        except ValueError:
-            continue
-    return found
-
-
-@contextmanager
-def captured_output(path: Path) -> Iterator[None]:
-    """The process's stdout and stderr into `path` (the functions' logs go there)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with path.open("wb") as sink:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
-def log_bytes_by_request(path: Path) -> tuple[dict[str, int], dict[str, set[str]]]:
-    """Bytes logged per Lambda request id; and per function, the statistics it logs (each
-    a metric of the scheduled reconcilers)."""
-    sizes: dict[str, int] = defaultdict(int)
-    statistics_of: dict[str, set[str]] = defaultdict(set)
-    for line in path.read_bytes().splitlines():
-        if not line.startswith(b"{"):
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or "function_request_id" not in record:
-            continue
-        sizes[record["function_request_id"]] += len(line) + 1
-        if isinstance(record.get("statistics"), dict):
-            statistics_of[record["function_name"]].update(record["statistics"])
-    return sizes, statistics_of
-
-
-def history(cloud: LocalCloud, reservation_id: str) -> list[dict[str, Any]]:
-    assert cloud.aws is not None
-    machine = cloud.resources.state_machine_arns["Reservation"]
-    arn = f"{machine.replace(':stateMachine:', ':execution:')}:{reservation_id}"
-    sfn = cloud.aws.client("stepfunctions")
-    events: list[dict[str, Any]] = []
-    token: dict[str, str] = {}
-    while True:
-        page = sfn.get_execution_history(executionArn=arn, maxResults=1000, **token)
-        events += page["events"]
-        if not page.get("nextToken"):
-            return events
-        token = {"nextToken": page["nextToken"]}
-
-
-def transitions(events: list[dict[str, Any]]) -> int:
-    """States entered, and each retried attempt (a TaskScheduled beyond a state's first)."""
-    entered = sum(1 for e in events if e["type"].endswith("StateEntered"))
-    scheduled = sum(1 for e in events if e["type"] == "TaskScheduled")
-    tasks = sum(1 for e in events if e["type"] == "TaskStateEntered")
-    return entered + max(0, scheduled - tasks)
-
-
-def state_log_bytes(events: list[dict[str, Any]]) -> int:
-    total = 0
-    for event in events:
-        details = {
-            k: (
-                {x: y for x, y in v.items() if x not in ("input", "output")}
-                if isinstance(v, dict)
-                else v
-            )
-            for k, v in event.items()
-        }
-        total += len(json.dumps(details, default=str)) + STATE_LOG_OVERHEAD_BYTES
-    return total
-
-
-def volume_hours(events: list[dict[str, Any]]) -> float:
-    """Clock hours from `Take the disk` left to `Free the disk` left."""
-
-    def left(state: str) -> float | None:
-        for event in events:
-            details = event.get("stateExitedEventDetails") or {}
-            if event["type"].endswith("StateExited") and details.get("name") == state:
-                return float(event["timestamp"].timestamp())
-        return None
-
-    taken, freed = left("Take the disk"), left("Free the disk")
-    if taken is None or freed is None:
-        return 0.0
-    return (freed - taken) / SECONDS_PER_HOUR
 
 
 class CostRun:
@@ -281,6 +156,7 @@ class CostRun:
                 in ("expired", "cancelled", "failed")
                 for rid in hours
             ):
+                wait_until_finished(self.cloud, list(hours), timeout=300)
                 return hours
             time.sleep(FOLLOW_POLL_SECONDS)
         raise AssertionError("reservations did not end in time")
@@ -323,7 +199,7 @@ class CostRun:
                 state_transitions=transitions(events),
                 log_bytes=state_log_bytes(events),
                 sqs_requests=self.meter.records[rid],  # each job's SendMessage
-                volume_gb_hours=volume_hours(events) * DEFAULT_SIZE_GB,
+                volume_gb_hours=volume_hours(events, SECONDS_PER_HOUR) * DEFAULT_SIZE_GB,
             )
         return per
 
