@@ -21,7 +21,17 @@ less pass, see sql/soak/queue_order.sql); objects left labelled with an ended re
 slots held by ended reservations; ended reservations without a reason; reservations not
 ended.
 
-Run: `.venv/bin/python bench/soak.py [--reservations 500] [--seed 7]` (part of `make bench`).
+With `--outages` (issue #30, "Done when"), two outages are injected mid-run through the
+fault tool's mechanism (`CloudFaults`, what `python -m localcloud.faults` drives): the
+database refusing every connection for 60 s, then, a minute after it is back, the
+Kubernetes API answering 503 for 5 minutes. Their lengths are real seconds, as the tool's
+are, so the state machine's retries count real seconds too (`retry_seconds_per_hour`, the
+AWS policy: 2 s doubling to 60 s, full jitter, 85 attempts), while reservations, checkpoints
+and the rest keep the compressed clock. The run adds failed reservations and lost grants
+(granted, never launched, never cancelled) to the invariants.
+
+Run: `.venv/bin/python bench/soak.py [--reservations 500] [--seed 7] [--outages]` (part of
+`make bench`, without outages).
 """
 
 from __future__ import annotations
@@ -64,6 +74,10 @@ SHAPES = [
     ("cpu-x86", 0),
 ]
 HOURS = (0.1, 0.15, 0.2)
+# --outages: (fault, real seconds), one after the other, a minute apart.
+OUTAGES = (("database-outage", 60.0), ("kubernetes-outage", 300.0))
+OUTAGE_GAP_SECONDS = 60.0
+API_PATIENCE_SECONDS = 600.0  # the soak's own calls ride out any outage of the run
 LIVE = ("pending", "queued", "preparing", "active")
 ENDED = ("expired", "cancelled", "failed")
 
@@ -100,10 +114,13 @@ class Soak:
         self.faults: Counter[str] = Counter()
         self.api_unavailable = 0
         self.api_errors: list[str] = []  # other 5xx answers (retried)
+        self.outages: list[dict[str, Any]] = []  # injected with --outages, as they went
+        self.last_statuses: dict[str, str] = {}
 
     # -- the API, riding out its 503s (database faults) --------------------------------
     def call(self, method: str, path: str, profile: str, body: Any = None) -> Any:
-        for _ in range(100):
+        patience = time.monotonic() + API_PATIENCE_SECONDS
+        while True:
             reply = self.api.call(method, path, profile=profile, body=body)
             if reply.status == 503:
                 self.api_unavailable += 1
@@ -111,8 +128,9 @@ class Soak:
                 self.api_errors.append(f"{method} {path.split('/')[-1]}: {reply.status}")
             else:
                 return reply
+            if time.monotonic() > patience:
+                return reply
             time.sleep(0.2)
-        return reply
 
     def submit(self, plan: Planned) -> None:
         body = {
@@ -182,17 +200,45 @@ class Soak:
                 time.sleep(1.0)
                 faults.delay_seconds = 0.0
             else:
-                with psycopg.connect(
-                    self.cloud.database_url, autocommit=True, application_name="soak"
-                ) as conn:
-                    conn.execute(sql("kill_connections"))
+                try:
+                    with psycopg.connect(
+                        self.cloud.database_url, autocommit=True, application_name="soak"
+                    ) as conn:
+                        conn.execute(sql("kill_connections"))
+                except psycopg.OperationalError:
+                    continue  # the database is out already (--outages)
                 self.faults["database connections killed"] += 1
+
+    def inject_outages(self, began: float) -> None:
+        """The outages of --outages, through the fault tool's mechanism; each ends on the
+        cloud's own timer. Records what was in flight when each began."""
+        assert self.cloud.faults is not None
+        at = began + self.args.outage_at
+        for fault, seconds in OUTAGES:
+            if self.stop.wait(max(0.0, at - time.monotonic())):
+                return
+            in_flight = Counter(self.last_statuses.values())
+            self.cloud.faults.inject(fault, seconds)
+            self.outages.append(
+                {
+                    "fault": fault,
+                    "seconds": seconds,
+                    "at_seconds": round(time.monotonic() - began, 1),
+                    "in_flight": {k: in_flight[k] for k in LIVE if in_flight[k]},
+                }
+            )
+            at = time.monotonic() + seconds + OUTAGE_GAP_SECONDS
 
     # -- the run -----------------------------------------------------------------------
     def statuses(self) -> dict[str, str]:
-        with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
-            rows = conn.execute(sql("statuses")).fetchall()
-        return dict(rows)
+        """Every reservation's status; while the database is out, the last ones read."""
+        try:
+            with psycopg.connect(self.cloud.database_url, application_name="soak") as conn:
+                rows = conn.execute(sql("statuses")).fetchall()
+        except psycopg.OperationalError:
+            return self.last_statuses
+        self.last_statuses = dict(rows)
+        return self.last_statuses
 
     def run(self) -> dict[str, Any]:
         args = self.args
@@ -214,9 +260,15 @@ class Soak:
             threading.Thread(target=self.monitor, name="soak-monitor", daemon=True),
             threading.Thread(target=self.inject, name="soak-faults", daemon=True),
         ]
+        began = time.monotonic()
+        if args.outages:
+            threads.append(
+                threading.Thread(
+                    target=self.inject_outages, args=(began,), name="soak-outages", daemon=True
+                )
+            )
         for thread in threads:
             thread.start()
-        began = time.monotonic()
         waiting = list(plans)
         submitted: list[Planned] = []
         deadline = began + args.timeout
@@ -245,7 +297,8 @@ class Soak:
                         {"hours": 1},
                     )
                     plan.extended = True
-            if not waiting and not live and len(submitted) == len(plans):
+            outages_done = len(self.outages) == len(OUTAGES) or not args.outages
+            if not waiting and not live and len(submitted) == len(plans) and outages_done:
                 status = self.statuses()
                 if all(status.get(p.reservation_id) in ENDED for p in submitted):
                     break
@@ -254,8 +307,9 @@ class Soak:
         self.stop.set()
         for thread in threads:
             thread.join(5)
-        assert self.cloud.kubernetes is not None
+        assert self.cloud.kubernetes is not None and self.cloud.faults is not None
         self.cloud.kubernetes.faults.clear()
+        self.cloud.faults.clear()
         return self.report(elapsed, submitted)
 
     # -- the figures -------------------------------------------------------------------
@@ -292,6 +346,9 @@ class Soak:
             timing = conn.execute(sql("timing"), {"ids": ids}).fetchall()
             swept = conn.execute(sql("sweeper")).fetchone() or (0, 0, 0, 0)
             started = float((conn.execute(sql("first_submitted")).fetchone() or (0,))[0])
+            lost_grants = int(
+                (conn.execute(sql("lost_grants"), {"ids": ids}).fetchone() or (0,))[0]
+            )
         violations = [pair[1:] for pair in pairs if pair[0]]
         backfilled = [pair[1:] for pair in pairs if not pair[0]]
         to_active = sorted(float(t[0]) for t in timing)
@@ -302,6 +359,20 @@ class Soak:
         def pct(values: list[float], q: float) -> float:
             return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
+        invariants = {
+            "overbooked_nodes": len(set(self.overbooked)),
+            "profiling_nodes_shared": len(set(self.profiling_shared)),
+            "queue_order_violations": len(violations),
+            "leaked_objects": self.leaked_objects(),
+            "slots_held_by_ended": int(held),
+            "ended_without_reason": int(no_reason),
+            "not_ended": int(not_ended),
+        }
+        if self.args.outages:
+            invariants |= {
+                "failed_reservations": endings.get("failed", 0),
+                "lost_grants": lost_grants,
+            }
         return {
             "reservations": len(submitted),
             "elapsed_seconds": round(elapsed, 1),
@@ -313,6 +384,7 @@ class Soak:
             # Same pairs where the later one asked for less time: EASY backfill, not counted.
             "same_shape_passes_by_backfill": len(backfilled),
             "backfill_passes_first": backfilled[:3],
+            "outages": self.outages,
             "faults": dict(self.faults),
             "faults_total": sum(self.faults.values()),
             "api_503s_retried": self.api_unavailable,
@@ -324,15 +396,7 @@ class Soak:
                 "create_jobs_resent": int(swept[2]),
                 "failed_runs": int(swept[3]),
             },
-            "invariants": {
-                "overbooked_nodes": len(set(self.overbooked)),
-                "profiling_nodes_shared": len(set(self.profiling_shared)),
-                "queue_order_violations": len(violations),
-                "leaked_objects": self.leaked_objects(),
-                "slots_held_by_ended": int(held),
-                "ended_without_reason": int(no_reason),
-                "not_ended": int(not_ended),
-            },
+            "invariants": invariants,
             "throughput": {
                 "activated": len(to_active),
                 "reservations_per_minute": round(len(to_active) / minutes, 1),
@@ -355,6 +419,14 @@ def main() -> int:
     parser.add_argument("--fault-every", type=float, default=5.0, help="seconds, on average")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds for the run")
+    parser.add_argument(
+        "--outages",
+        action="store_true",
+        help="inject a 60 s database outage, then a 5 min Kubernetes API outage, mid-run",
+    )
+    parser.add_argument(
+        "--outage-at", type=float, default=90.0, help="seconds into the run the first begins"
+    )
     args = parser.parse_args()
     os.environ["KUBERNETES_TIMEOUT_SECONDS"] = str(CLIENT_TIMEOUT_SECONDS)
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # no EMF on stdout
@@ -369,6 +441,8 @@ def main() -> int:
         max_gpus_per_user=100_000,
         api_requests_per_minute=1_000_000,  # the per-principal rate out of the way too
         api_request_burst=1_000_000,
+        # Outages last real seconds: so do the retries that ride them out.
+        retry_seconds_per_hour=3600.0 if args.outages else None,
     )
     (ROOT / ".local").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-soak-", dir=ROOT / ".local") as tmp:

@@ -29,6 +29,10 @@ class Options:
     termination_seconds_scale: float = 0.2
     # The reservation lifecycle's clock (LIFECYCLE_* settings): compress time for tests.
     seconds_per_hour: float = 3600.0
+    # The state machines' retry waits' clock (None: seconds_per_hour). An outage measured in
+    # real seconds (localcloud/fault_control.py) is ridden out by retries that count real
+    # seconds too, as in AWS, while the rest of the lifecycle keeps the compressed clock.
+    retry_seconds_per_hour: float | None = None
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: int = 2
     ready_watch_seconds: float = 10.0  # `Is the pod ready?` watches this long per call
@@ -53,3 +57,8 @@ class Options:
     # up to this many processes each (a reserved concurrency lowers it); 0: in this process.
     # Processes copy the environment once, at the start: later changes do not reach them.
     function_processes: int = 0
+
+    @property
+    def retry_scale(self) -> float:
+        """What the state machines' retry waits are scaled by (`compress_retries`)."""
+        return (self.retry_seconds_per_hour or self.seconds_per_hour) / 3600

@@ -202,7 +202,9 @@ class LocalCloud:
         self._stop.add("connection pool", self._close_pool)
 
         self.resources = deploy(
-            self.deployment, self.aws.client, retry_scale=self.options.seconds_per_hour / 3600
+            self.deployment,
+            self.aws.client,
+            retry_scale=self.options.retry_scale,
         )
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}

@@ -21,6 +21,9 @@ VALIDATION = Path(__file__).resolve().parents[2] / "functions" / "api" / "routes
 
 
 def _module() -> ModuleType:
+    # The module imports its siblings as Lambda's task root lets it (`routes.params`).
+    if str(VALIDATION.parents[1]) not in sys.path:
+        sys.path.insert(0, str(VALIDATION.parents[1]))
     spec = importlib.util.spec_from_file_location("api_validation_sentences", VALIDATION)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -2,7 +2,8 @@
 loop of statemachines/reservation.asl.json is walked state by state, its `Save the disk`
 task answered by the lifecycle's own backoff (gpudev/lifecycle/patience.py), and every
 history event Step Functions writes is counted (a Task state 5: entered, scheduled,
-started, succeeded, exited; any other state 2)."""
+started, succeeded, exited; any other state 2; each failed attempt 3 more: scheduled,
+started, failed)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,13 @@ PATIENCE = SavePatience(
     SETTINGS.save_patience_seconds,
     SETTINGS.pod_release_patience_seconds,
 )
-# The save's share of the history: the active loop and the rest keep the other 24,000.
-BUDGET = 1_000
+SAVE_RETRIERS: list[dict[str, Any]] = STATES["Save the disk"]["Retry"]
+EVENTS_PER_FAILED_ATTEMPT = 3  # TaskScheduled, TaskStarted, TaskFailed
+# The save's share of the history: a save that never completes (596 events) plus one poll
+# that spends every retry of both its retriers (3 × (85 + 50) = 405), an outage of the
+# 30-minute limit and a fault of another kind on top, as test_outage_limit.py counts one
+# outage per state. The active loop and the rest keep the other 23,900.
+BUDGET = 1_100
 TASK_SECONDS = 1.0  # a save_disk call: an EC2 describe or two
 FAULT_RETRY_SECONDS = 120  # fault_retry_minutes at 3,600 s an hour
 MATH_ADD = re.compile(r"States\.MathAdd\((\$[\w.]+), (-?\d+)\)")
@@ -71,12 +77,26 @@ def _matches(rule: dict[str, Any], document: dict[str, Any]) -> bool:
     return bool(value >= rule["NumericGreaterThanEquals"])
 
 
+def _retry_seconds(failed: int) -> float:
+    """The mean time `failed` attempts of the save's retriers wait (full jitter: half each
+    delay), the transient retrier spent first."""
+    seconds = 0.0
+    for retrier in SAVE_RETRIERS:
+        interval, rate = retrier["IntervalSeconds"], retrier.get("BackoffRate", 2.0)
+        cap = retrier.get("MaxDelaySeconds", float("inf"))
+        spent = min(failed, retrier["MaxAttempts"])
+        seconds += sum(min(cap, interval * rate**n) / 2 for n in range(spent))
+        failed -= spent
+    return seconds
+
+
 def walk_the_save(
     answer: Callable[[int, float], dict[str, Any]],
 ) -> tuple[list[str], int, float]:
     """From `Tear down`'s next state until the save loop is left: the states visited, the
     history events they wrote and the seconds that passed. `answer(call, elapsed)` is the
-    `save_disk` task's output."""
+    `save_disk` task's output; with `failed_attempts` in it, the attempts that failed
+    before it (past every retrier's attempts the Catch is taken)."""
     document: dict[str, Any] = {"reservation_id": "r", "result": {"status": "cancelled"}}
     name, visited, events, elapsed, calls = STATES["Tear down"]["Next"], [], 0, 0.0, 0
     while name in STATES and name not in ("How did it end?", "Free the disk", "Disk not saved"):
@@ -89,9 +109,16 @@ def walk_the_save(
             document = _set(document, state["ResultPath"], result)
         elif kind == "Task":
             assert state["Parameters"]["Payload"]["task"] == "save_disk", name
-            payload = {"Payload": answer(calls, elapsed)}
+            output = answer(calls, elapsed)
             calls += 1
-            elapsed += TASK_SECONDS
+            failed = output.get("failed_attempts", 0)
+            retries = sum(retrier["MaxAttempts"] for retrier in SAVE_RETRIERS)
+            events += EVENTS_PER_FAILED_ATTEMPT * min(failed, retries + 1)
+            elapsed += TASK_SECONDS * (failed + 1) + _retry_seconds(failed)
+            if failed > retries:
+                name = state["Catch"][0]["Next"]
+                continue
+            payload = {"Payload": output}
             document = _set(
                 document, state["ResultPath"], _parameters(state["ResultSelector"], payload)
             )
@@ -145,6 +172,42 @@ def test_failures_between_long_waits_stay_within_the_budget(every):
 
     assert visited[-1] in ("Disk not saved", "How did it end?")
     assert events <= BUDGET, events
+
+
+@pytest.mark.parametrize("at_poll", [0, 1, 30, 65])
+def test_an_outage_of_the_limit_during_the_save_is_ridden_out_within_the_budget(at_poll):
+    """The transient retrier rides out 30 minutes of outage (test_outage_limit.py), and a
+    fault of another kind right after spends the second retrier too."""
+    transient, any_error = (retrier["MaxAttempts"] for retrier in SAVE_RETRIERS)
+
+    def outage_then_fault(call: int, elapsed: float) -> dict[str, Any]:
+        output = never_done(call, elapsed)
+        return {**output, "failed_attempts": transient + any_error} if call == at_poll else output
+
+    visited, events, _ = walk_the_save(outage_then_fault)
+
+    assert visited[-2:] == ["Disk left to the sweeper", "How did it end?"]
+    assert events <= BUDGET, events
+
+
+def test_a_fault_past_every_retry_leaves_the_disk_not_saved_within_the_budget():
+    retries = sum(retrier["MaxAttempts"] for retrier in SAVE_RETRIERS)
+
+    def endless(call: int, elapsed: float) -> dict[str, Any]:
+        output = never_done(call, elapsed)
+        return {**output, "failed_attempts": retries + 1} if call == 65 else output
+
+    visited, events, _ = walk_the_save(endless)
+
+    assert visited[-1] == "Disk not saved"
+    assert events <= BUDGET, events
+
+
+def test_the_save_waits_out_an_outage_like_every_other_state():
+    transient = SAVE_RETRIERS[0]
+    assert "Transient" in transient["ErrorEquals"]
+    assert transient["MaxAttempts"] == STATES["Take the disk"]["Retry"][0]["MaxAttempts"]
+    assert transient["MaxDelaySeconds"] == 60 and transient["JitterStrategy"] == "FULL"
 
 
 def test_a_save_that_completes_goes_on_to_free_the_disk():

@@ -13,6 +13,7 @@ import pytest
 
 from gpudev.lifecycle.taxonomy import ERROR_NAMES
 from localcloud.deploy import compress_retries
+from localcloud.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL_TEXT = (ROOT / "statemachines/reservation.asl.json").read_text()
@@ -91,3 +92,12 @@ def test_the_local_cloud_compresses_retry_waits_with_its_clock():
     assert compress_retries(ASL_TEXT, 1.0) == ASL_TEXT
     half = json.loads(compress_retries(ASL_TEXT, 0.5))["States"][CHECKPOINT]["Retry"][0]
     assert (half["IntervalSeconds"], half["MaxDelaySeconds"]) == (1, 30)
+
+
+def test_a_cloud_riding_out_real_length_outages_keeps_its_retries_on_the_real_clock():
+    """bench/soak.py --outages: the outages last real seconds, so the retries wait as in
+    AWS while the rest of the lifecycle keeps its compressed clock."""
+    assert Options(seconds_per_hour=36).retry_scale == 36 / 3600
+    real = Options(seconds_per_hour=36, retry_seconds_per_hour=3600)
+    assert real.retry_scale == 1.0
+    assert compress_retries(ASL_TEXT, real.retry_scale) == ASL_TEXT
