@@ -1,13 +1,23 @@
-"""The contract tier: schemathesis drives the API of a local cloud of its own (the e2e tier's
-deployment: no jobs consumer), from the committed OpenAPI document, every request signed as
+"""The contract tier: schemathesis drives the API of a local cloud of its own (the real
+deployment, no jobs consumer), from the committed OpenAPI document, every request signed as
 the CLI signs it. Its own cloud, because what schemathesis creates (reservations, disks of
 every shape) must not show in the e2e tier's reads."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from cdk_app.declaration import DEPLOYMENT, SWEEPER_SCHEDULE
 from localcloud.stack import Options
-from tests.e2e.fixtures.deployment import API_TIER
 from tests.support.clouds import package_cloud
+
+# The real deployment with the jobs queue's consumer detached and the sweeper not ticked, as
+# the e2e tier runs it: what schemathesis submits stays as the API left it, and nothing is
+# provisioned.
+API_ONLY = replace(
+    DEPLOYMENT.without_schedules(SWEEPER_SCHEDULE),
+    queues=tuple(replace(q, consumer=None) for q in DEPLOYMENT.queues),
+)
 
 local_cloud = package_cloud(
     "gpudev_contract",
@@ -23,5 +33,5 @@ local_cloud = package_cloud(
         api_requests_per_minute=1_000_000,
         api_request_burst=1_000_000,
     ),
-    API_TIER,
+    API_ONLY,
 )
