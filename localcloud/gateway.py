@@ -24,7 +24,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from cdk_app.declaration import ApiSpec
@@ -112,8 +112,8 @@ class LocalApiGateway(HttpService):
         self.lambdas = lambdas
         self.lookup_key = lookup_key
         self.region = region
-        self._server = LocalHttpServer(self._handle, "api-gateway", port)
-        _take_every_method(self._server)
+        # API Gateway's ANY: every method reaches `_handle`, which answers as API Gateway does.
+        self._server = LocalHttpServer(self._handle, "api-gateway", port, any_method=True)
 
     def _handle(self, request: RawRequest) -> Reply:
         return self.handle(
@@ -167,22 +167,6 @@ class LocalApiGateway(HttpService):
 
 
 ANY_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")  # API Gateway's ANY
-
-
-def _serve_any_method(handler: Any, name: str) -> Any:
-    if name.startswith("do_"):
-        return handler.do_GET
-    raise AttributeError(name)
-
-
-def _take_every_method(server: LocalHttpServer) -> None:
-    """The local HTTP server dispatches the methods most services take (GET to DELETE), and
-    answers others with Python's HTML 501; the gateway takes every method and answers as API
-    Gateway does (`handle`)."""
-    handler_class = cast(type, server._server.RequestHandlerClass)
-    server._server.RequestHandlerClass = type(
-        "AnyMethod", (handler_class,), {"__getattr__": _serve_any_method}
-    )
 
 
 def _refused(method: str, path: str, rejection: Rejection) -> Reply:

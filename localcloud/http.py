@@ -41,6 +41,12 @@ PLAIN_HTTP_TO_TLS = (
     b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
     b"Client sent an HTTP request to an HTTPS server.\n"
 )
+# Go's net/http (kube-apiserver) answers a request it cannot frame, such as one with an
+# invalid Content-Length, with this and closes the connection: the body's end is unknown.
+BAD_REQUEST = (
+    b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\n\r\n400 Bad Request"
+)
 
 
 class _Server(ThreadingHTTPServer):
@@ -93,10 +99,14 @@ class LocalHttpServer:
         name: str,
         port: int = 0,
         tls: ssl.SSLContext | None = None,
+        any_method: bool = False,
     ):
+        """`any_method`: hand requests of every method to `handle` (API Gateway's ANY);
+        otherwise GET, POST, PUT, PATCH and DELETE, others answered with Python's HTML 501."""
         self._name = name
+        handler = _handler_class(handle, tls is not None, any_method)
         # HTTPServer binds with SO_REUSEADDR: a restart is not refused by TIME_WAIT connections.
-        self._server = _Server(("127.0.0.1", port), _handler_class(handle, tls is not None))
+        self._server = _Server(("127.0.0.1", port), handler)
         if tls is not None:
             self._server.socket = tls.wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False
@@ -149,8 +159,21 @@ class HttpService:
         self._server.stop()
 
 
+def content_length(values: list[str]) -> int | None:
+    """The body's length from a request's Content-Length headers (0 without one), or None
+    when Go's net/http would refuse them: not decimal digits (a sign, `1_000`, hex), or
+    several that differ."""
+    lengths = {value.strip(" \t") for value in values}
+    if not lengths:
+        return 0
+    if len(lengths) > 1:
+        return None
+    (length,) = lengths
+    return int(length) if length.isascii() and length.isdigit() else None
+
+
 def _handler_class(
-    handle: Callable[[RawRequest], Reply], tls: bool
+    handle: Callable[[RawRequest], Reply], tls: bool, any_method: bool
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -189,7 +212,12 @@ def _handler_class(
             if self.server.stopping:
                 self.close_connection = True
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            length = content_length(self.headers.get_all("Content-Length") or [])
+            if length is None:
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.wfile.write(BAD_REQUEST)
+                return
             request = RawRequest(
                 self.command,
                 self.path,
@@ -214,4 +242,14 @@ def _handler_class(
         def log_message(self, format: str, *args: Any) -> None:
             pass  # each server logs what matters itself
 
-    return Handler
+    if not any_method:
+        return Handler
+
+    class AnyMethodHandler(Handler):
+        def __getattr__(self, name: str) -> Any:
+            # BaseHTTPRequestHandler dispatches to `do_<METHOD>`; every one is served.
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
+
+    return AnyMethodHandler
