@@ -1,22 +1,26 @@
 """What the API server fills in on create: a pod's defaulted spec fields (its own, and each
 container's: imagePullPolicy, termination message path and policy, ports' protocol, probe
 timings) and initial status, a Service's ClusterIP and NodePorts (allocated here, a
-requested NodePort checked against the range and the ports in use; ports' protocol and
+requested ClusterIP or NodePort kept, checked against the range and the addresses or ports
+in use, `None` a headless Service's; ports' protocol and
 targetPort), a namespace's phase and `kubernetes.io/metadata.name` label, and the networking
 and storage kinds' defaults. The pod spec defaults are applied on every write
 (`default_pod_spec`), as kube-apiserver defaults what it decodes."""
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 from collections.abc import Iterable
 from typing import Any
 
 from localcloud.kubernetes import networking, storage_validation
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.rules import FieldError
 
 Obj = dict[str, Any]
 NODE_PORT_RANGE = range(30000, 32768)
+SERVICE_CIDR = ipaddress.ip_network("10.100.0.0/16")  # EKS's default service range
 DEFAULT_GRACE_SECONDS = 30  # the API server's default terminationGracePeriodSeconds
 PROBE_DEFAULTS = {
     "timeoutSeconds": 1,
@@ -55,8 +59,10 @@ class ObjectDefaults:
         used = _node_ports(services)
         spec = service.setdefault("spec", {})
         spec.setdefault("type", "ClusterIP")
-        if spec.get("clusterIP") != "None":
-            spec["clusterIP"] = _free_cluster_ip(services)
+        requested = spec.get("clusterIP") or (spec.get("clusterIPs") or [""])[0]
+        if requested and requested != "None":
+            _check_cluster_ip(service, requested, services)
+        spec["clusterIP"] = requested or _free_cluster_ip(services)
         spec["clusterIPs"] = [spec["clusterIP"]]
         for port in spec.setdefault("ports", []):
             port.setdefault("protocol", "TCP")
@@ -120,6 +126,52 @@ def _free_cluster_ip(services: list[Obj]) -> str:
     taken = {service["spec"].get("clusterIP") for service in services}
     addresses = (f"10.100.{n // 250}.{n % 250 + 1}" for n in itertools.count())
     return next(address for address in addresses if address not in taken)
+
+
+class _GoStrings(list[str]):
+    """A list shown as Go's %#v shows a []string, as kube-apiserver's messages do."""
+
+    def __str__(self) -> str:
+        return "[]string{" + ", ".join(f'"{item}"' for item in self) + "}"
+
+
+def _check_cluster_ip(service: Obj, requested: str, services: list[Obj]) -> None:
+    """A requested ClusterIP as kube-apiserver's allocator takes it: a valid address, inside
+    the service range (its network and broadcast addresses excluded) and held by no other
+    Service; otherwise 422 with the allocator's words (pkg/registry/core/service/ipallocator)."""
+    try:
+        address = ipaddress.ip_address(requested)
+    except ValueError:
+        error = FieldError(
+            "Invalid value",
+            "spec.clusterIPs[0]",
+            "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            requested,
+        )
+    else:
+        outside = address not in SERVICE_CIDR or address in (
+            SERVICE_CIDR.network_address,
+            SERVICE_CIDR.broadcast_address,
+        )
+        taken = any(other["spec"].get("clusterIP") == requested for other in services)
+        if outside:
+            reason = (
+                f"the provided IP ({requested}) is not in the valid range. "
+                f"The range of valid IPs is {SERVICE_CIDR}"
+            )
+        elif taken:
+            reason = "provided IP is already allocated"
+        else:
+            return
+        error = FieldError(
+            "Invalid value",
+            "spec.clusterIPs",
+            f"failed to allocate IP {requested}: {reason}",
+            _GoStrings([requested]),
+        )
+    name = service["metadata"]["name"]
+    message = f'Service "{name}" is invalid: {error}'
+    raise ApiError(422, "Invalid", message, name, "Service", [error.cause()])
 
 
 def _node_ports(services: Iterable[Obj]) -> set[int]:

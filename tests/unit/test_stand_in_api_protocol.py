@@ -392,3 +392,71 @@ def test_fields_of_the_right_type_and_nulls_pass_the_type_check():
         "networkpolicies",
         request_body.Body({"spec": {"ingress": [{"ports": [{"port": "ssh"}, {"port": 22}]}]}}),
     )
+
+
+def _service(name: str, cluster_ip: str | None = None) -> dict:
+    spec: dict = {"ports": [{"port": 22}]}
+    if cluster_ip is not None:
+        spec["clusterIP"] = cluster_ip
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_a_requested_cluster_ip_in_the_service_range_is_kept():
+    store = ObjectStore()
+    spec = store.create("services", "gpu-dev", _service("dns", "10.100.0.10"))["spec"]
+    assert (spec["clusterIP"], spec["clusterIPs"]) == ("10.100.0.10", ["10.100.0.10"])
+    # the allocator steps around it
+    assert store.create("services", "gpu-dev", _service("a"))["spec"]["clusterIP"] != "10.100.0.10"
+
+
+def test_a_headless_service_keeps_none():
+    spec = ObjectStore().create("services", "gpu-dev", _service("ssh", "None"))["spec"]
+    assert (spec["clusterIP"], spec["clusterIPs"]) == ("None", ["None"])
+
+
+def test_a_cluster_ip_requested_through_cluster_ips_alone_is_kept():
+    spec = {"clusterIPs": ["10.100.3.3"], "ports": [{"port": 53}]}
+    service = {"metadata": {"name": "dns"}, "spec": spec}
+    assert ObjectStore().create("services", "gpu-dev", service)["spec"]["clusterIP"] == "10.100.3.3"
+
+
+def test_a_cluster_ip_already_held_is_refused_with_the_allocators_words():
+    store = ObjectStore()
+    store.create("services", "gpu-dev", _service("dns", "10.100.0.10"))
+    with pytest.raises(ApiError) as refused:
+        store.create("services", "gpu-dev", _service("other", "10.100.0.10"))
+    assert (refused.value.code, refused.value.reason) == (422, "Invalid")
+    assert refused.value.message == (
+        'Service "other" is invalid: spec.clusterIPs: Invalid value: []string{"10.100.0.10"}: '
+        "failed to allocate IP 10.100.0.10: provided IP is already allocated"
+    )
+    assert refused.value.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: []string{"10.100.0.10"}: failed to allocate IP '
+            "10.100.0.10: provided IP is already allocated",
+            "field": "spec.clusterIPs",
+        }
+    ]
+    assert [s["metadata"]["name"] for s in store.list("services", "gpu-dev")["items"]] == ["dns"]
+
+
+@pytest.mark.parametrize("address", ["1.1.1.1", "10.101.0.1", "10.100.0.0", "10.100.255.255"])
+def test_a_cluster_ip_outside_the_service_range_is_refused(address: str):
+    with pytest.raises(ApiError) as refused:
+        ObjectStore().create("services", "gpu-dev", _service("dns", address))
+    assert refused.value.code == 422
+    assert refused.value.message.endswith(
+        f"failed to allocate IP {address}: the provided IP ({address}) is not in the valid "
+        "range. The range of valid IPs is 10.100.0.0/16"
+    )
+
+
+def test_a_cluster_ip_that_is_no_address_is_refused():
+    with pytest.raises(ApiError) as refused:
+        ObjectStore().create("services", "gpu-dev", _service("dns", "10.100.0.300"))
+    assert refused.value.code == 422
+    assert refused.value.message == (
+        'Service "dns" is invalid: spec.clusterIPs[0]: Invalid value: "10.100.0.300": '
+        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+    )
