@@ -74,23 +74,37 @@ class LogOptions:
         return options
 
 
+# kube-apiserver reads a boolean query value as false for "0" or any case of "false", and
+# true for anything else (runtime.Convert_Slice_string_To_bool): `f` and `yes` are true. The
+# stand-in is stricter: it takes the spellings both it and Go's strconv.ParseBool read alike
+# and refuses the rest (400), so a query the stand-in takes means the same on EKS.
+_FLAGS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_FLAGS |= {"0": False, "FALSE": False, "false": False, "False": False}
+_INT64 = range(-(2**63), 2**63)
+
+
 def _flag(query: dict[str, str], name: str) -> bool:
     value = query.get(name, "false")
-    if value not in ("true", "false", "1", "0", "True", "False"):
+    if value not in _FLAGS:
         raise ApiError(400, "BadRequest", f'strconv.ParseBool: parsing "{value}": invalid syntax')
-    return value in ("true", "1", "True")
+    return _FLAGS[value]
 
 
 def _number(query: dict[str, str], name: str) -> int | None:
+    """An int64 as Go's strconv.ParseInt(value, 10, 64) reads it: an optional sign, then
+    ASCII digits only (no spaces, no `1_000`, which Python's int() would take)."""
     value = query.get(name)
     if value is None:
         return None
-    try:
-        return int(value)
-    except ValueError:
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise ApiError(400, "BadRequest", f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value)
+    if number not in _INT64:
         raise ApiError(
-            400, "BadRequest", f'strconv.ParseInt: parsing "{value}": invalid syntax'
-        ) from None
+            400, "BadRequest", f'strconv.ParseInt: parsing "{value}": value out of range'
+        )
+    return number
 
 
 def startup_output(container: Obj) -> tuple[str, ...]:

@@ -191,12 +191,39 @@ def test_an_unscheduled_pod_has_an_empty_log():
         ),
         ({"tailLines": "ten"}, 400, 'strconv.ParseInt: parsing "ten": invalid syntax'),
         ({"previous": "yes"}, 400, 'strconv.ParseBool: parsing "yes": invalid syntax'),
+        ({"tailLines": "1_000"}, 400, 'strconv.ParseInt: parsing "1_000": invalid syntax'),
+        ({"tailLines": " 5"}, 400, 'strconv.ParseInt: parsing " 5": invalid syntax'),
+        ({"tailLines": "5 "}, 400, 'strconv.ParseInt: parsing "5 ": invalid syntax'),
+        ({"tailLines": "+"}, 400, 'strconv.ParseInt: parsing "+": invalid syntax'),
+        ({"tailLines": "٣"}, 400, 'strconv.ParseInt: parsing "٣": invalid syntax'),
+        ({"limitBytes": str(2**63)}, 400, f'strconv.ParseInt: parsing "{2**63}": value out of range'),
+        # kube-apiserver reads `f` as true (only "0" and "false" are false): refused here
+        ({"previous": "f"}, 400, 'strconv.ParseBool: parsing "f": invalid syntax'),
+        ({"timestamps": ""}, 400, 'strconv.ParseBool: parsing "": invalid syntax'),
+        ({"timestamps": "tRUE"}, 400, 'strconv.ParseBool: parsing "tRUE": invalid syntax'),
     ],
 )
 def test_bad_log_options_are_refused(query: dict[str, str], code: int, message: str):
     with pytest.raises(ApiError) as refused:
         LogOptions.from_query("dev", query)
     assert (refused.value.code, refused.value.message) == (code, message)
+
+
+@pytest.mark.parametrize(
+    ("value", "meaning"),
+    [("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True)]
+    + [("0", False), ("FALSE", False), ("false", False), ("False", False)],
+)
+def test_log_flags_take_the_spellings_go_and_kube_apiserver_read_alike(value: str, meaning: bool):
+    options = LogOptions.from_query("dev", {"previous": value, "timestamps": value})
+    assert (options.previous, options.timestamps) == (meaning, meaning)
+
+
+def test_log_numbers_take_a_sign_as_go_does():
+    assert LogOptions.from_query("dev", {"tailLines": "+3"}).tail_lines == 3
+    with pytest.raises(ApiError) as refused:
+        LogOptions.from_query("dev", {"tailLines": "-3"})
+    assert refused.value.code == 422  # read, then refused as negative
 
 
 def _get(server: KubernetesApiServer, path: str) -> tuple[int, dict[str, str], bytes]:
