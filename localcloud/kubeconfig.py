@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 OPERATOR_PROFILE = "carol"  # the local operator (an SSO role session, like an admin's)
@@ -68,10 +69,16 @@ def kubeconfig(
 
 
 def write_kubeconfig(path: Path, config: dict[str, object]) -> Path:
+    """Written to a new file, created 0600 (mkstemp), then renamed over `path`: an earlier
+    file's mode never applies to the new content, and whoever opened it reads none of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        json.dump(config, file, indent=2)
-        file.write("\n")
-    path.chmod(0o600)  # an existing file keeps its mode through O_CREAT
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            json.dump(config, file, indent=2)
+            file.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return path

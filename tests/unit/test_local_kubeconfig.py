@@ -42,6 +42,18 @@ def test_the_kubeconfig_carries_the_ca_and_an_eks_token_plugin_and_is_private(tm
     assert {"name": "AWS_PROFILE", "value": "carol"} in plugin["env"]
 
 
+def test_a_reader_of_an_earlier_world_readable_kubeconfig_never_sees_the_new_one(tmp_path: Path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("old")
+    path.chmod(0o644)
+    config = kubeconfig("c1", "https://127.0.0.1:6443", b"PEM", "us-east-2", tmp_path / "c")
+    with path.open() as earlier:  # opened while the file was 0644
+        write_kubeconfig(path, config)
+        assert earlier.read() == "old"  # a new file took the name; the old one was not rewritten
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["kubeconfig"]  # no temporary file left
+
+
 def test_the_plugin_prints_an_exec_credential_with_a_presigned_eks_token(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):
