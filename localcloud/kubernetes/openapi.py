@@ -274,10 +274,11 @@ def check_types(method: str, resource: str, body: Body) -> None:
 
 def check_fields(method: str, resource: str, body: Body, query: dict[str, str]) -> list[str]:
     """Unknown fields as kube-apiserver treats them: refused with `fieldValidation=Strict`
-    (400), returned as warnings with `Warn` (the server sends them as `Warning` headers),
-    let pass with `Ignore` or no directive."""
-    directive = query.get("fieldValidation")
-    if directive is not None and directive not in VALIDATION_DIRECTIVES:
+    (400), returned as warnings with `Warn` or no directive (the server sends them as
+    `Warning` headers; Warn is its default, handlers/rest.go `fieldValidation`), let pass
+    with `Ignore`."""
+    directive = query.get("fieldValidation") or "Warn"
+    if directive not in VALIDATION_DIRECTIVES:
         raise ApiError(
             400,
             "BadRequest",

@@ -5,14 +5,17 @@ OpenAPI with strict field validation. Pure functions; the e2e tier drives them w
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from localcloud.http import RawRequest
 from localcloud.kubernetes import discovery, dry_run, openapi, request_body, tables
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.strategic_merge import strategic_merge
+from tests.support.kubernetes import auth_headers, stand_in_server
 
 JSON = {"Content-Type": "application/json"}
 
@@ -460,3 +463,23 @@ def test_a_cluster_ip_that_is_no_address_is_refused():
         'Service "dns" is invalid: spec.clusterIPs[0]: Invalid value: "10.100.0.300": '
         "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
     )
+
+
+@pytest.mark.parametrize("query", [{}, {"fieldValidation": ""}])
+def test_without_a_directive_unknown_fields_are_warnings_as_kube_apiservers_default(
+    query: dict[str, str],
+):
+    config_map = {"metadata": {"name": "c", "labelz": {}}, "data": {}, "dataz": {}}
+    warnings = openapi.check_fields("POST", "configmaps", request_body.Body(config_map), query)
+    assert warnings == ['unknown field "metadata.labelz"', 'unknown field "dataz"']
+
+
+def test_a_write_without_a_directive_answers_its_unknown_fields_as_warning_headers():
+    server = stand_in_server(ObjectStore(), "test")
+    body = json.dumps({"metadata": {"name": "c"}, "data": {}, "dataz": {}}).encode()
+    headers = auth_headers("test") | JSON
+    status, answer_headers, _ = server._handle(
+        RawRequest("POST", "/api/v1/namespaces/default/configmaps", headers, body, "127.0.0.1")
+    )
+    assert status == 201
+    assert answer_headers["Warning"] == '299 - "unknown field \\"dataz\\""'
