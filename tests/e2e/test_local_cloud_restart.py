@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import ssl
 import subprocess
 import sys
@@ -21,19 +20,11 @@ from typing import Any
 import psycopg
 
 from tests.support.api import ApiClient
+from tests.support.child_processes import running
 from tests.support.local_cloud_process import LocalCloudProcess, child_environment, free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_LIMIT_SECONDS = 10.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")  # a zombie still answers kill(0)
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def _traffic(stack: dict[str, Any]) -> None:
@@ -72,7 +63,7 @@ def test_ctrl_c_ends_the_local_cloud_at_once_and_a_new_one_starts_on_the_same_po
     assert first.process.returncode == 0, "".join(first.output[-30:])
     assert took < STOP_LIMIT_SECONDS, "".join(first.output[-30:])
     assert "stopped in" in first.output[-1]
-    assert not _alive(postgres_pid), "PostgreSQL outlived the local cloud"
+    assert not running(postgres_pid), "PostgreSQL outlived the local cloud"
     assert not Path(f"/proc/{api_process}").exists(), "an API process outlived the local cloud"
     assert not Path(f"/proc/{sqs_process}").exists(), "the SQS process outlived the local cloud"
     assert not (state_dir / "stack.json").exists()
@@ -112,7 +103,7 @@ def test_a_cloud_stopped_while_handlers_are_blocked_in_kubernetes_calls_stops_wi
     assert not [t for t in report["alive_after_stop"] if t["name"] in servers]
     assert all(t["daemon"] for t in report["alive_after_stop"])
     assert report["alive_later"] == []
-    assert report["postgres_pid"] is not None and not _alive(report["postgres_pid"])
+    assert report["postgres_pid"] is not None and not running(report["postgres_pid"])
 
 
 def _rest_of_banner(cloud: LocalCloudProcess) -> str:

@@ -12,21 +12,12 @@ import psycopg
 import pytest
 
 from localcloud.postgres import EmbeddedPostgres, PostgresError, stop_stale_server
+from tests.support.child_processes import running
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("DATABASE_URL")), reason="uses the embedded server only"
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0): look at its state.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def _data_dir(name: str) -> Path:
@@ -43,7 +34,7 @@ def test_start_serves_queries_and_stop_leaves_no_process():
     with psycopg.connect(server.url) as conn:
         assert conn.execute("SELECT current_database()").fetchone() == ("gpudev",)
     server.stop()
-    assert not _alive(pid)
+    assert not running(pid)
 
 
 def test_a_server_left_by_a_killed_run_is_cleaned_up_by_the_next_one():
@@ -62,9 +53,9 @@ def test_a_server_left_by_a_killed_run_is_cleaned_up_by_the_next_one():
     child.wait()
     # The server dies with its parent (PR_SET_PDEATHSIG) ...
     deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not running(pid)
     # ... and its leftover pid file does not stop the next run.
     server = EmbeddedPostgres(data_dir).start()
     try:
@@ -83,7 +74,7 @@ def test_a_live_stale_server_is_shut_down_before_a_new_start():
     orphan._process = None
     try:
         assert stop_stale_server(data_dir) is True
-        assert not _alive(pid)
+        assert not running(pid)
         assert stop_stale_server(data_dir) is False
     finally:
         orphan.stop()  # as root from a private directory: its staged files, left otherwise

@@ -24,6 +24,7 @@ from localcloud.postgres import (
     default_bindir,
     stop_stale_server,
 )
+from tests.support.child_processes import running
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -36,20 +37,11 @@ pytestmark = [
 ]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
-
-
 def _wait_until_gone(pid: int) -> None:
     deadline = time.monotonic() + 20
-    while _alive(pid) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(pid)
+    assert not running(pid)
 
 
 @pytest.fixture
@@ -89,7 +81,7 @@ def test_a_server_in_a_private_checkout_runs_from_staged_files_and_stop_leaves_n
             assert conn.execute("SELECT current_database()").fetchone() == ("gpudev",)
     finally:
         server.stop()
-    assert not _alive(pid)
+    assert not running(pid)
     assert not run_dir.exists()
     assert not run_dir.with_name(run_dir.name + ".lock").exists()
     assert sorted(p.name for p in (private_checkout / ".local" / "postgres").iterdir()) == [

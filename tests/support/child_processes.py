@@ -17,6 +17,15 @@ def alive(pid: int) -> bool:
     return stat.exists()
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` still runs: a zombie (exited, its parent not yet reaping it) does not,
+    though it answers kill(0)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -17,9 +17,9 @@ from localcloud.kubernetes.container_restarts import Crash
 from localcloud.kubernetes.nodes import NodeShape, node_object
 from localcloud.kubernetes.resources import KINDS
 from localcloud.kubernetes.store import ObjectStore
+from tests.support.stand_in_cluster import NS, ZONE, pod
 
 Obj = dict[str, Any]
-NS, ZONE = "gpu-dev", "us-east-2a"
 SHAPE = NodeShape("t4", "g4dn.12xlarge", 4, 48, 192)
 
 
@@ -41,21 +41,6 @@ class Ec2:
 
     def detach_volume(self, VolumeId: str, **_: Any) -> None:
         self.attached.remove(VolumeId)
-
-
-def _pod(name: str, gpus: int = 1, image: str = "img", **spec: Any) -> Obj:
-    container = {
-        "name": "dev",
-        "image": image,
-        "command": ["/bin/bash", "-c", "sleep infinity"],
-        "ports": [{"name": "ssh", "containerPort": 22}],
-        "readinessProbe": {"tcpSocket": {"port": "ssh"}},
-        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
-    }
-    return {
-        "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {"restartPolicy": "OnFailure", "containers": [container], **spec},
-    }
 
 
 def _init(image: str) -> list[Obj]:
@@ -93,18 +78,18 @@ def _populated() -> tuple[ObjectStore, SimulatedCluster, Ec2]:
         },
     )
     home = [{"name": "home", "persistentVolumeClaim": {"claimName": "home"}}]
-    for pod in (
-        _pod("scheduled"),
-        _pod("initialized", initContainers=_init("img")),
-        _pod("init-fails", initContainers=_init("shell-less")),
-        _pod("crashes", image="crash"),
-        _pod("too-big", gpus=16),
-        _pod("fills-c", gpus=4, nodeName="node-c"),
-        _pod("rejected", gpus=4, nodeName="node-c"),
-        _pod("on-a-disk", volumes=home),
-        _pod("deleted"),
+    for manifest in (
+        pod("scheduled"),
+        pod("initialized", initContainers=_init("img")),
+        pod("init-fails", initContainers=_init("shell-less")),
+        pod("crashes", image="crash"),
+        pod("too-big", gpus=16),
+        pod("fills-c", gpus=4, nodeName="node-c"),
+        pod("rejected", gpus=4, nodeName="node-c"),
+        pod("on-a-disk", volumes=home),
+        pod("deleted"),
     ):
-        store.create("pods", NS, pod)
+        store.create("pods", NS, manifest)
     cluster = SimulatedCluster(
         store, None, {}, 0.0, 0.0, ec2=ec2, probe_seconds=0.0, jupyter_images=frozenset()
     )
