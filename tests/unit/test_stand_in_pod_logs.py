@@ -196,7 +196,11 @@ def test_an_unscheduled_pod_has_an_empty_log():
         ({"tailLines": "5 "}, 400, 'strconv.ParseInt: parsing "5 ": invalid syntax'),
         ({"tailLines": "+"}, 400, 'strconv.ParseInt: parsing "+": invalid syntax'),
         ({"tailLines": "٣"}, 400, 'strconv.ParseInt: parsing "٣": invalid syntax'),
-        ({"limitBytes": str(2**63)}, 400, f'strconv.ParseInt: parsing "{2**63}": value out of range'),
+        (
+            {"limitBytes": str(2**63)},
+            400,
+            f'strconv.ParseInt: parsing "{2**63}": value out of range',
+        ),
         # kube-apiserver reads `f` as true (only "0" and "false" are false): refused here
         ({"previous": "f"}, 400, 'strconv.ParseBool: parsing "f": invalid syntax'),
         ({"timestamps": ""}, 400, 'strconv.ParseBool: parsing "": invalid syntax'),
@@ -211,8 +215,10 @@ def test_bad_log_options_are_refused(query: dict[str, str], code: int, message: 
 
 @pytest.mark.parametrize(
     ("value", "meaning"),
-    [("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True)]
-    + [("0", False), ("FALSE", False), ("false", False), ("False", False)],
+    [
+        *[(value, True) for value in ("1", "t", "T", "TRUE", "true", "True")],
+        *[(value, False) for value in ("0", "FALSE", "false", "False")],
+    ],
 )
 def test_log_flags_take_the_spellings_go_and_kube_apiserver_read_alike(value: str, meaning: bool):
     options = LogOptions.from_query("dev", {"previous": value, "timestamps": value})
