@@ -83,10 +83,10 @@ def covers(owner: Obj, piece: Obj) -> bool:
             _url_covered(_strings(owner, "nonResourceURLs"), u)
             for u in piece.get("nonResourceURLs", [])
         )
+        # a rule with resourceNames covers only pieces naming one of them
         and (
             not names
-            if not piece.get("resourceNames")
-            else not names or set(piece["resourceNames"]) <= set(names)
+            or (bool(piece.get("resourceNames")) and set(piece["resourceNames"]) <= set(names))
         )
     )
 

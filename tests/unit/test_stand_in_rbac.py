@@ -13,6 +13,7 @@ import pytest
 from localcloud.cluster_access import apply, manifests
 from localcloud.kubernetes.access_entries import CLUSTER_ADMIN_POLICY, AccessEntry, UserInfo
 from localcloud.kubernetes.authorization import Authorizer, request_attributes
+from localcloud.kubernetes.escalation import missing
 from localcloud.kubernetes.rbac import Attributes, rule_allows
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
@@ -513,3 +514,33 @@ def test_a_service_account_subject_without_a_namespace_is_in_the_bindings():
     assert authorizer.allows(UserInfo("system:serviceaccount:gpu-dev:runner"), get_pod)
     assert not authorizer.allows(UserInfo("system:serviceaccount:default:runner"), get_pod)
     assert not authorizer.allows(UserInfo("system:serviceaccount::runner"), get_pod)
+
+
+NAMED = {"apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"], "verbs": ["get"]}
+
+
+@pytest.mark.parametrize(
+    ("held", "granted", "uncovered"),
+    [
+        ([GET_PODS], [NAMED], 0),  # no resourceNames: every name
+        ([NAMED], [GET_PODS], 1),  # a named rule does not cover every name
+        ([NAMED], [{**NAMED, "resourceNames": ["p", "q"]}], 1),
+        (
+            [{"apiGroups": ["*"], "resources": ["*/scale"], "verbs": ["*"]}],
+            [{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}],
+            0,
+        ),
+        ([GET_PODS], [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}], 1),
+        (
+            [{"nonResourceURLs": ["/logs/*"], "verbs": ["get"]}],
+            [{"nonResourceURLs": ["/logs/a", "/metrics"], "verbs": ["get"]}],
+            1,
+        ),
+        ([{"nonResourceURLs": ["*"], "verbs": ["*"]}], [GET_PODS], 1),
+        ([DELETE_PODS], [{"apiGroups": ["", "apps"], "resources": ["pods"], "verbs": ["get"]}], 1),
+    ],
+)
+def test_held_rules_cover_granted_ones_as_kube_apiservers_covers(
+    held: list[dict[str, Any]], granted: list[dict[str, Any]], uncovered: int
+):
+    assert len(missing(held, granted)) == uncovered
