@@ -210,13 +210,10 @@ class EscalationCheck:
         self, user: UserInfo, resource: str, namespace: str, object_name: str, obj: Obj
     ) -> None:
         ref = obj.get("roleRef")
-        kind = ref.get("kind") if isinstance(ref, dict) else None
-        if kind not in ("Role", "ClusterRole"):
+        if not isinstance(ref, dict) or ref.get("kind") not in ("Role", "ClusterRole"):
             return  # refused by validation
-        assert isinstance(ref, dict)
-        role_resource = "roles" if kind == "Role" else "clusterroles"
-        role_name = ref.get("name") if isinstance(ref.get("name"), str) else ""
-        group = ref.get("apiGroup") if isinstance(ref.get("apiGroup"), str) else ""
+        role_resource = "roles" if ref["kind"] == "Role" else "clusterroles"
+        role_name, group = (str(ref.get(key) or "") for key in ("name", "apiGroup"))
         may_bind = Attributes("bind", role_resource, group, namespace, role_name)
         if self.authorizer.allows(user, may_bind):
             return
