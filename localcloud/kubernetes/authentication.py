@@ -7,7 +7,9 @@ parameters, each once; `Action=GetCallerIdentity`; `x-k8s-aws-id` among the sign
 `X-Amz-Expires` between 0 and 900; an `X-Amz-Date`), refuses it 15 minutes after its
 `X-Amz-Date`, and then sends the URL to STS with `x-k8s-aws-id` set to *its own* cluster's
 name: STS recomputes the signature with the access key's secret, so a token signed for
-another cluster, with a changed or zeroed signature, or from an unknown key fails there.
+another cluster, with a changed or zeroed signature, from an unknown key, or with a
+credential scoped to another region than the endpoint's (`sts.amazonaws.com` is us-east-1)
+fails there.
 The stand-in does STS's part itself with the local IAM/STS keys (`localcloud/sigv4.py`
 builds the canonical request), and refuses a date more than SigV4's 5 minutes ahead of now.
 
@@ -51,6 +53,7 @@ ALLOWED_PARAMETERS = frozenset(
         "x-amz-signedheaders",
     }
 )
+GLOBAL_STS_REGION = "us-east-1"  # sts.amazonaws.com signs and verifies as us-east-1
 _STS_HOST = re.compile(r"^sts(?:\.(?P<region>[a-z]{2}(?:-[a-z]+)+-\d))?\.amazonaws\.com$")
 # botocore presigns STS with the empty body's hash, as the Go SDK does.
 _EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -117,11 +120,13 @@ def verify_token(
         raise InvalidToken(f"X-Amz-Date parameter is expired (15 minute expiration) {signed_at}")
     if signed_at > now + MAX_SKEW:
         raise InvalidToken(f"X-Amz-Date {signed_at} is in the future")
-    return _verify_with_sts(split.netloc, split.query, query, cluster_name, lookup_key, now)
+    region = host["region"] or GLOBAL_STS_REGION
+    return _verify_with_sts(split.netloc, region, split.query, query, cluster_name, lookup_key, now)
 
 
 def _verify_with_sts(
     host: str,
+    region: str,
     raw_query: str,
     query: dict[str, str],
     cluster_name: str,
@@ -129,10 +134,14 @@ def _verify_with_sts(
     now: datetime,
 ) -> SigningKey:
     """STS's part: the signature over the URL with `x-k8s-aws-id` set to our cluster's name,
-    recomputed with the key's secret; the session token and expiry of temporary keys."""
+    recomputed with the key's secret; the session token and expiry of temporary keys. The
+    credential scope's region must be the endpoint's (`region`): STS refuses a signature
+    scoped to another region."""
     scope = query.get("x-amz-credential", "").split("/")
     if len(scope) != 5 or scope[3] != "sts" or scope[4] != "aws4_request":
         raise InvalidToken("credential is not scoped to sts")
+    if scope[2] != region:
+        raise InvalidToken(f"credential is scoped to {scope[2]!r}, the endpoint is {region!r}")
     if scope[1] != query["x-amz-date"][:8]:
         raise InvalidToken("credential date does not match X-Amz-Date")
     key = lookup_key(scope[0])

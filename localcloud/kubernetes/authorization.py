@@ -127,7 +127,7 @@ class Authorizer:
             bindings += [(b, namespace) for b in self._items("rolebindings", namespace)]
         for binding, where in bindings:
             subjects = binding.get("subjects") or []
-            if any(applies_to(s, user.username, user.groups) for s in subjects):
+            if any(applies_to(s, user.username, user.groups, where) for s in subjects):
                 found += self._role_rules(binding.get("roleRef") or {}, where)
         return found
 

@@ -265,12 +265,17 @@ def rule_allows(rule: Obj, attributes: Attributes) -> bool:
     )
 
 
-def applies_to(subject: Obj, username: str, groups: tuple[str, ...]) -> bool:
+def applies_to(subject: Obj, username: str, groups: tuple[str, ...], namespace: str) -> bool:
+    """Whether a binding's subject names the user; `namespace` is the binding's ("" for a
+    ClusterRoleBinding): a ServiceAccount subject without a namespace is in it."""
     kind, name = subject.get("kind"), subject.get("name")
     if kind == "User":
         return name == username
     if kind == "Group":
         return name in groups
     if kind == "ServiceAccount":
-        return username == f"system:serviceaccount:{subject.get('namespace')}:{name}"
+        account_namespace = subject.get("namespace") or namespace
+        return bool(account_namespace) and (
+            username == f"system:serviceaccount:{account_namespace}:{name}"
+        )
     return False

@@ -9,7 +9,8 @@ This module routes; the protocol lives beside it, one concern each: bodies by co
 Every request is authenticated as EKS authenticates it (`authentication.py`: the presigned
 STS token verified, the principal mapped by the cluster's access entries; 401 otherwise) and
 then authorized (`authorization.py`: EKS access policies and RBAC; 403 otherwise), before it
-is routed. Errors are Status objects with the real API server's codes. `faults` injects
+is routed; a write of a role or binding must not grant what its writer does not hold
+(`escalation.py`). Errors are Status objects with the real API server's codes. `faults` injects
 failures for reliability tests.
 """
 
@@ -30,6 +31,7 @@ from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.authorization import Authorizer, request_attributes
 from localcloud.kubernetes.container_logs import ContainerLogs, LogOptions
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.escalation import EscalationCheck
 from localcloud.kubernetes.pod_deletion import DeleteOptions
 from localcloud.kubernetes.request_body import Body
 from localcloud.kubernetes.resources import CREATE_ONLY, KINDS, api_version
@@ -161,6 +163,7 @@ class KubernetesApiServer(HttpService):
         self.faults = Faults()
         self.authenticator = authenticator
         self.authorizer = Authorizer(store)
+        self.escalation = EscalationCheck(store, self.authorizer)
         self.cluster_name = authenticator.cluster_name
         # HTTPS as EKS serves it (the local cloud's); plain HTTP only for tests and benches
         # that build the server on its own.
@@ -237,6 +240,10 @@ class KubernetesApiServer(HttpService):
                 return 201, self.authorizer.review(user, match["resource"], decoded.value)
             openapi.check_types(method, match["resource"], decoded)
             warnings += openapi.check_fields(method, match["resource"], decoded, query)
+            if not match["sub"]:  # RBAC writes grant only what the caller holds
+                self.escalation.confirm(
+                    user, method, match["resource"], match["ns"] or "", match["name"], decoded
+                )
             dry = dry_run.requested(method, query, decoded.value)
             with dry_run.maybe(self.store, dry):
                 status, payload = self._dispatch(method, match, query, decoded)

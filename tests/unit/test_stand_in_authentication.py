@@ -189,3 +189,44 @@ def test_every_refusal_and_a_principal_without_an_access_entry_are_401_unauthori
         status, body = server.handle("GET", "/api/v1/pods", headers, b"")
         assert (status, body["reason"], body["message"]) == (401, "Unauthorized", "Unauthorized")
     assert "no access entry maps arn:aws:iam::111122223333:user/mallory" in refused
+
+
+def presigned(host: str, region: str) -> str:
+    """A token correctly signed by TEST_KEY for `host`, its credential scoped to `region`."""
+    from botocore.auth import SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    request = AWSRequest(
+        "GET",
+        f"https://{host}/?Action=GetCallerIdentity&Version=2011-06-15",
+        headers={"x-k8s-aws-id": CLUSTER},
+    )
+    credentials = Credentials(TEST_KEY.access_key_id, TEST_KEY.secret_access_key)
+    SigV4QueryAuth(credentials, "sts", region, expires=60).add_auth(request)
+    return token_of(request.url)
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [
+        ("sts.eu-west-1.amazonaws.com", "eu-west-1"),
+        ("sts.amazonaws.com", "us-east-1"),  # the global endpoint is us-east-1
+    ],
+)
+def test_a_credential_scoped_to_the_endpoints_region_is_accepted(host: str, region: str):
+    assert verify_token(presigned(host, region), CLUSTER, KEYS.get) == TEST_KEY
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [
+        ("sts.eu-west-1.amazonaws.com", "us-east-2"),
+        ("sts.amazonaws.com", "us-east-2"),
+    ],
+)
+def test_a_credential_scoped_to_another_region_than_the_endpoints_is_refused(
+    host: str, region: str
+):
+    """STS refuses a signature whose scope names another region than the endpoint's."""
+    assert "scoped to 'us-east-2'" in refusal(presigned(host, region))

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from localcloud.cluster_access import apply, manifests
-from localcloud.kubernetes.access_entries import CLUSTER_ADMIN_POLICY, AccessEntry
-from localcloud.kubernetes.authorization import request_attributes
+from localcloud.kubernetes.access_entries import CLUSTER_ADMIN_POLICY, AccessEntry, UserInfo
+from localcloud.kubernetes.authorization import Authorizer, request_attributes
+from localcloud.kubernetes.escalation import missing
 from localcloud.kubernetes.rbac import Attributes, rule_allows
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
@@ -30,6 +31,7 @@ def key(name: str) -> SigningKey:
 
 
 ADMIN, READER, LIFECYCLE, NOBODY = key("admin"), key("reader"), key("lifecycle"), key("nobody")
+DELEGATE, ROOT = key("delegate"), key("root")
 HEADERS: dict[SigningKey, dict[str, str]] = {}
 
 
@@ -327,3 +329,218 @@ def test_requests_become_authorizer_attributes_as_kube_apiserver_reads_them(
     method: str, path: str, query: dict[str, str], expected: Attributes
 ):
     assert request_attributes(method, path, query) == expected
+
+
+# -- escalation prevention ---------------------------------------------------------------------
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+@pytest.fixture
+def delegation() -> KubernetesApiServer:
+    """A fresh cluster where DELEGATE may write roles and bindings everywhere but holds only
+    `get pods` in gpu-dev, and ROOT holds cluster-admin through RBAC (no access policy)."""
+    authenticator = authenticator_for(
+        CLUSTER,
+        (ADMIN, DELEGATE, ROOT),
+        (
+            AccessEntry(ADMIN.principal_arn, access_policies=(CLUSTER_ADMIN_POLICY,)),
+            AccessEntry(DELEGATE.principal_arn, kubernetes_groups=("gpu-dev-delegates",)),
+            AccessEntry(ROOT.principal_arn, kubernetes_groups=("gpu-dev-root",)),
+        ),
+    )
+    server = KubernetesApiServer(ObjectStore(), authenticator)
+    writer = {
+        "metadata": {"name": "rbac-writer"},
+        "rules": [
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["roles", "rolebindings", "clusterroles"],
+                "verbs": ["create", "update", "patch"],
+            }
+        ],
+    }
+    reader = {
+        "metadata": {"name": "pod-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    for path, obj in (
+        (f"{RBAC}/clusterroles", writer),
+        (f"{RBAC}/clusterrolebindings", binding("rbac-writer", "ClusterRole", "gpu-dev-delegates")),
+        (f"{RBAC}/clusterrolebindings", binding("cluster-admin", "ClusterRole", "gpu-dev-root")),
+        (f"{RBAC}/namespaces/gpu-dev/roles", reader),
+        (
+            f"{RBAC}/namespaces/gpu-dev/rolebindings",
+            binding("pod-reader", "Role", "gpu-dev-delegates"),
+        ),
+    ):
+        assert call(server, ADMIN, "POST", path, obj)[0] == 201
+    return server
+
+
+def binding(role: str, kind: str, group: str, name: str | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name or f"{role}-{group}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+    }
+
+
+def role(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "rules": list(rules)}
+
+
+GET_PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+DELETE_PODS = {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete", "get"]}
+
+
+def test_a_role_may_grant_only_what_its_writer_holds_in_its_namespace(
+    delegation: KubernetesApiServer,
+):
+    roles = f"{RBAC}/namespaces/gpu-dev/roles"
+    assert call(delegation, DELEGATE, "POST", roles, role("mine", GET_PODS))[0] == 201
+    status, body = call(delegation, DELEGATE, "POST", roles, role("more", DELETE_PODS))
+    assert status == 403 and body["reason"] == "Forbidden"
+    assert body["message"] == (
+        'roles.rbac.authorization.k8s.io "more" is forbidden: user '
+        f'"arn:aws:iam::{ACCOUNT}:role/delegate" (groups=["gpu-dev-delegates" '
+        '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+        '{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}'
+    )
+    # what it holds in gpu-dev it does not hold in default
+    status, body = call(
+        delegation, DELEGATE, "POST", f"{RBAC}/namespaces/default/roles", role("mine", GET_PODS)
+    )
+    assert status == 403 and "not currently held" in body["message"]
+    # updates are checked too, whether replaced or patched; nothing was written
+    status, body = call(delegation, DELEGATE, "PUT", f"{roles}/mine", role("mine", DELETE_PODS))
+    assert status == 403 and '"mine" is forbidden' in body["message"]
+    patch = {"rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+    headers = {**auth_headers(CLUSTER, DELEGATE), "Content-Type": "application/merge-patch+json"}
+    status, body = delegation.handle("PATCH", f"{roles}/mine", headers, json.dumps(patch).encode())
+    assert status == 403 and 'Resources:["secrets"]' in body["message"]
+    stored = call(delegation, ADMIN, "GET", f"{roles}/mine")[1]
+    assert stored["rules"] == [GET_PODS]
+    # cluster roles: the writer holds nothing at the cluster scope
+    status, body = call(delegation, DELEGATE, "POST", f"{RBAC}/clusterroles", role("c", GET_PODS))
+    assert status == 403 and body["message"].startswith(
+        'clusterroles.rbac.authorization.k8s.io "c"'
+    )
+
+
+def test_the_escalate_verb_lets_a_writer_grant_what_it_does_not_hold(
+    delegation: KubernetesApiServer,
+):
+    escalate = role(
+        "escalate-roles",
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
+    )
+    assert call(delegation, ADMIN, "POST", f"{RBAC}/clusterroles", escalate)[0] == 201
+    grant = binding("escalate-roles", "ClusterRole", "gpu-dev-delegates")
+    path = f"{RBAC}/namespaces/gpu-dev/rolebindings"
+    assert call(delegation, ADMIN, "POST", path, grant)[0] == 201
+    roles = f"{RBAC}/namespaces/gpu-dev/roles"
+    assert call(delegation, DELEGATE, "POST", roles, role("more", DELETE_PODS))[0] == 201
+    # in gpu-dev only
+    status, _ = call(
+        delegation, DELEGATE, "POST", f"{RBAC}/namespaces/default/roles", role("x", DELETE_PODS)
+    )
+    assert status == 403
+
+
+def test_a_binding_may_grant_only_a_role_its_writer_holds_or_may_bind(
+    delegation: KubernetesApiServer,
+):
+    bindings = f"{RBAC}/namespaces/gpu-dev/rolebindings"
+    held = binding("pod-reader", "Role", "someone-else")
+    assert call(delegation, DELEGATE, "POST", bindings, held)[0] == 201
+    admin = binding("cluster-admin", "ClusterRole", "gpu-dev-delegates", "admin-for-me")
+    status, body = call(delegation, DELEGATE, "POST", bindings, admin)
+    assert status == 403
+    assert body["message"].startswith(
+        'rolebindings.rbac.authorization.k8s.io "admin-for-me" is forbidden: user '
+    )
+    assert (
+        'not currently held:\n{APIGroups:["*"], Resources:["*"], Verbs:["*"]}' in (body["message"])
+    )
+    # the pod-reader Role exists in gpu-dev only; a role that does not exist is 404
+    status, body = call(
+        delegation, DELEGATE, "POST", f"{RBAC}/namespaces/default/rolebindings", held
+    )
+    assert status == 404 and body["message"] == 'roles "pod-reader" not found'
+    # `bind` on clusterroles, its resourceNames honoured
+    for names, expected in ((["view"], 403), (["cluster-admin"], 201)):
+        may_bind = role(
+            f"bind-{names[0]}",
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["clusterroles"],
+                "resourceNames": names,
+                "verbs": ["bind"],
+            },
+        )
+        assert call(delegation, ADMIN, "POST", f"{RBAC}/clusterroles", may_bind)[0] == 201
+        grant = binding(f"bind-{names[0]}", "ClusterRole", "gpu-dev-delegates")
+        assert call(delegation, ADMIN, "POST", bindings, grant)[0] == 201
+        assert call(delegation, DELEGATE, "POST", bindings, admin)[0] == expected
+
+
+def test_cluster_admins_grant_anything(delegation: KubernetesApiServer):
+    anything = role("anything", {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]})
+    for who in (ADMIN, ROOT):  # the EKS access policy; cluster-admin through RBAC
+        anything["metadata"]["name"] = f"anything-{who.access_key_id}"
+        assert call(delegation, who, "POST", f"{RBAC}/clusterroles", anything)[0] == 201
+        grant = binding("cluster-admin", "ClusterRole", "x", f"admin-{who.access_key_id}")
+        assert call(delegation, who, "POST", f"{RBAC}/clusterrolebindings", grant)[0] == 201
+
+
+def test_a_service_account_subject_without_a_namespace_is_in_the_bindings():
+    store = ObjectStore()
+    store.create("roles", "gpu-dev", role("pod-reader", GET_PODS))
+    store.create(
+        "rolebindings",
+        "gpu-dev",
+        {
+            "metadata": {"name": "runner"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "pod-reader",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "runner"}],
+        },
+    )
+    authorizer = Authorizer(store)
+    get_pod = Attributes("get", "pods", "", "gpu-dev", "p")
+    assert authorizer.allows(UserInfo("system:serviceaccount:gpu-dev:runner"), get_pod)
+    assert not authorizer.allows(UserInfo("system:serviceaccount:default:runner"), get_pod)
+    assert not authorizer.allows(UserInfo("system:serviceaccount::runner"), get_pod)
+
+
+NAMED = {"apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"], "verbs": ["get"]}
+
+
+@pytest.mark.parametrize(
+    ("held", "granted", "uncovered"),
+    [
+        ([GET_PODS], [NAMED], 0),  # no resourceNames: every name
+        ([NAMED], [GET_PODS], 1),  # a named rule does not cover every name
+        ([NAMED], [{**NAMED, "resourceNames": ["p", "q"]}], 1),
+        (
+            [{"apiGroups": ["*"], "resources": ["*/scale"], "verbs": ["*"]}],
+            [{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}],
+            0,
+        ),
+        ([GET_PODS], [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}], 1),
+        (
+            [{"nonResourceURLs": ["/logs/*"], "verbs": ["get"]}],
+            [{"nonResourceURLs": ["/logs/a", "/metrics"], "verbs": ["get"]}],
+            1,
+        ),
+        ([{"nonResourceURLs": ["*"], "verbs": ["*"]}], [GET_PODS], 1),
+        ([DELETE_PODS], [{"apiGroups": ["", "apps"], "resources": ["pods"], "verbs": ["get"]}], 1),
+    ],
+)
+def test_held_rules_cover_granted_ones_as_kube_apiservers_covers(
+    held: list[dict[str, Any]], granted: list[dict[str, Any]], uncovered: int
+):
+    assert len(missing(held, granted)) == uncovered
