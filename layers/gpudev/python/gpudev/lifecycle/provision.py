@@ -8,11 +8,11 @@ import time
 from typing import Any
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.objects_client import ReservationObjects
-from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.pod_readiness import needs_events, pods_state
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
