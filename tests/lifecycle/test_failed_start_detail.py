@@ -5,10 +5,14 @@ grant the read is refused and the reservation fails the same way)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+
+from gpudev_cli.main import cli
 
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
@@ -24,6 +28,20 @@ def _events(api: Any, rid: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
+def gpu_dev(local_cloud: Any, tmp_path: Any, monkeypatch: Any) -> Any:
+    """`gpu-dev ARGS` as alice against the local cloud: its result."""
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    options = ["--profile", "alice", "--region", "us-east-2"]
+    options += ["--api-url", local_cloud.describe()["api_url"]]
+    return lambda *args: CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
+
+
+@pytest.fixture
 def crashing(local_cloud: Any) -> Iterator[None]:
     """The dev image's container prints 25 lines and exits 1, every run."""
     local_cloud.cluster.kubelet.crashing_images = {
@@ -34,7 +52,7 @@ def crashing(local_cloud: Any) -> Iterator[None]:
 
 
 def test_a_start_that_crashes_records_its_reason_and_the_last_20_log_lines(
-    api, local_cloud, crashing
+    api, local_cloud, crashing, gpu_dev
 ):
     rid = reserve(api)["reservation_id"]
     failed = wait_for_status(api, rid, "failed", timeout=30)
@@ -51,6 +69,17 @@ def test_a_start_that_crashes_records_its_reason_and_the_last_20_log_lines(
     assert events.index(logs[0]) < len(events) - 1  # recorded before the ending
     assert [e["to_status"] for e in events if e["kind"] == "status"][:1] == ["pending"]
     assert_nothing_left(local_cloud, rid)
+
+    shown = gpu_dev("show", rid[:8])
+    assert shown.exit_code == 0, shown.output
+    assert "Ended (failed): the pod did not start: container gpu-dev keeps" in shown.stdout
+    assert "last 20 log lines of pod " in shown.stdout
+    assert "startup step 25" in shown.stdout and "startup step 5\n" not in shown.stdout
+    table = gpu_dev("events", rid[:8])
+    assert table.exit_code == 0, table.output
+    assert "pending" in table.stdout and "→ failed" in table.stdout and "pod_log" in table.stdout
+    as_json = gpu_dev("-o", "json", "events", rid[:8])
+    assert json.loads(as_json.stdout) == events
 
 
 def test_without_the_pods_log_grant_the_read_is_refused_and_the_start_fails_the_same(
