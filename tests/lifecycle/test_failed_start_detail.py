@@ -5,6 +5,7 @@ grant the read is refused and the reservation fails the same way)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from gpudev_cli.main import cli
-
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
 from tests.lifecycle.helpers import assert_nothing_left, reserve, wait_for_status
@@ -113,7 +113,7 @@ def test_an_image_that_cannot_be_pulled_says_so_while_it_waits_and_when_it_fails
     events = _events(api, rid)
     steps = [e["detail"] for e in events if e["kind"] == "startup"]
     assert any(s.startswith("the image could not be pulled (ImagePullBackOff") for s in steps)
-    assert all(a != b for a, b in zip(steps, steps[1:], strict=False))  # written on change
+    assert all(a != b for a, b in itertools.pairwise(steps))  # written on change
     logs = [e["detail"] for e in events if e["kind"] == "pod_log"]
     assert len(logs) == 1 and "is waiting to start: trying and failing to pull image" in logs[0]
     assert_nothing_left(local_cloud, rid)
