@@ -117,3 +117,17 @@ def test_an_image_that_cannot_be_pulled_says_so_while_it_waits_and_when_it_fails
     logs = [e["detail"] for e in events if e["kind"] == "pod_log"]
     assert len(logs) == 1 and "is waiting to start: trying and failing to pull image" in logs[0]
     assert_nothing_left(local_cloud, rid)
+
+
+def test_a_started_reservation_timeline_runs_from_submit_to_ready(api, local_cloud, gpu_dev):
+    rid = reserve(api)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    events = _events(api, rid)
+    changes = [(e["from_status"], e["to_status"]) for e in events if e["kind"] == "status"]
+    assert changes[0] == (None, "pending") and changes[-1] == ("preparing", "active")
+    assert events[-1]["detail"] == "ready"
+    assert ("queued", "preparing") in changes
+    steps = [e["detail"] for e in events if e["kind"] == "startup"]
+    assert all(a != b for a, b in itertools.pairwise(steps))  # each written on a change
+    table = gpu_dev("events", rid[:8])
+    assert "preparing → active" in table.stdout and "ready" in table.stdout
