@@ -236,8 +236,9 @@ class HealthRecorded(Row):
 
 
 # What a timeline entry records (migration 0034): a status change, hours added, the step a
-# starting pod is in, or the log tail of a pod that failed to start.
-EventKind = Literal["status", "extension", "startup", "pod_log"]
+# starting pod is in, the log tail of a pod that failed to start, or an active pod's health
+# warning set, changed or cleared.
+EventKind = Literal["status", "extension", "startup", "pod_log", "health"]
 
 
 class ReservationEvent(Row):
