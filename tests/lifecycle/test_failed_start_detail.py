@@ -54,7 +54,15 @@ def crashing(local_cloud: Any) -> Iterator[None]:
 def test_a_start_that_crashes_records_its_reason_and_the_last_20_log_lines(
     api, local_cloud, crashing, gpu_dev
 ):
-    rid = reserve(api)["reservation_id"]
+    # `reserve` follows it to the end, then prints the reason and the log tail.
+    followed = gpu_dev(
+        "reserve", "-t", "t4", "-g", "1", "-h", "1", "--no-interactive", "--github-user", "alice"
+    )
+    assert followed.exit_code == 1, followed.output
+    assert "Ended (failed): the pod did not start: container gpu-dev keeps" in followed.stdout
+    assert "last 20 log lines of pod " in followed.stdout and "startup step 25" in followed.stdout
+    newest = api.call("GET", "/v1/reservations?limit=1").body["reservations"][0]
+    rid = newest["reservation_id"]
     failed = wait_for_status(api, rid, "failed", timeout=30)
     assert failed["failure_reason"].startswith("the pod did not start: container gpu-dev keeps")
     events = _events(api, rid)
