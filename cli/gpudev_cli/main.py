@@ -38,6 +38,7 @@ COMMANDS: tuple[click.Command, ...] = (
     reserve.reserve,
     reservations.list_,
     reservations.show,
+    reservations.events,
     reservations.cancel,
     reservations.extend,
     reservations.edit,

@@ -72,7 +72,8 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
     console.print(table if rows else "No reservations.")
 
 
-def reservation_panel(r: dict[str, Any]) -> None:
+def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None:
+    """One reservation; `failure_log`: the log tail its failed start recorded (timeline.py)."""
     rid = short(r["reservation_id"])
     lines = [
         f"[bold]{rid}[/] {r.get('name') or ''}  {r['status']}",
@@ -80,6 +81,11 @@ def reservation_panel(r: dict[str, Any]) -> None:
     ]
     if r.get("queue_position"):
         lines.append(f"Queue: {queue_place(r)}")
+    if r["status"] in LIVE and r["status"] != "active" and r.get("current_detailed_status"):
+        from rich.markup import escape
+
+        # The start-up step ("pulling image …", "waiting for sshd"), or why it waits.
+        lines.append(f"Now: {escape(r['current_detailed_status'])}")
     if r["status"] == "active":
         lines += _connect_lines(r)
         left = r.get("expires_in_minutes")
@@ -120,6 +126,10 @@ def reservation_panel(r: dict[str, Any]) -> None:
 
         color = "red" if r["status"] == "failed" else "yellow"
         lines.append(f"[{color}]Ended ({r['status']}): {escape(r['failure_reason'])}[/]")
+    if failure_log:  # its first line says whose log (or why there is none)
+        from rich.markup import escape
+
+        lines.append(escape(failure_log))
     if r.get("cancel_requested_at") and r["status"] in LIVE:
         lines.append("Cancel requested.")
     # soft_wrap: the terminal wraps long lines, so a copied ssh command stays one line.

@@ -137,3 +137,12 @@ def test_the_lifecycle_group_manages_persistent_volumes_and_claims_and_reads_nod
         }
     assert not any("exec" in resource for _, resource in allowed), "no pods/exec"
     assert not any("*" in verbs for verbs in allowed.values())
+
+
+def test_the_lifecycle_group_may_only_get_pod_logs_in_its_namespaces():
+    """A failed start's log tail (gpudev/cluster/failure_log.py): `get` on pods/log, in the
+    two dev namespaces, nothing more; the readers' group may not read logs."""
+    allowed = _rules_of_group("gpu-dev-lifecycle")
+    logs = {place: verbs for place, verbs in allowed.items() if place[1] == "pods/log"}
+    assert logs == {("gpu-dev", "pods/log"): {"get"}, ("gpu-dev-profiling", "pods/log"): {"get"}}
+    assert not any("log" in resource for _, resource in _rules_of_group("gpu-dev-readers"))

@@ -72,6 +72,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "lifecycle/park",
         "lifecycle/preparing",
         "lifecycle/progress",
+        "lifecycle/record_event",
         "lifecycle/outage_over",
         "lifecycle/waiting",
         "lifecycle/start",
@@ -327,7 +328,8 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
     row = conn.execute(query("reservations/submit"), params).fetchone()
     assert row is not None
     events = conn.execute(
-        query("reservations/events"), {"reservation_id": params["reservation_id"]}
+        query("reservations/events"),
+        {"reservation_id": params["reservation_id"], "limit": 500, "offset": 0},
     ).fetchall()
     assert len(events) == 1
     disk = conn.execute(
@@ -402,6 +404,10 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
         {"multinode_types": ["h100"], "most_nodes": 4, "patience_seconds": 1800, "batch": 10},
     )
     conn.execute(query("lifecycle/progress"), {"reservation_id": rid, "detail": "pulling"})
+    conn.execute(
+        query("lifecycle/record_event"),
+        {"reservation_id": rid, "kind": "pod_log", "detail": "no log from pod p"},
+    )
 
 
 def test_the_reconciler_role_records_runs_updates_availability_and_imports_disks(

@@ -27,6 +27,7 @@ from gpudev.repositories import (
     ReservationsRepository,
     UsersRepository,
 )
+from gpudev.repositories.lifecycle import LifecycleRepository
 
 ALICE_ARN = "arn:aws:sts::123456789012:assumed-role/SSOCloudDevGpuReservation/alice"
 DANA_ARN = "arn:aws:iam::123456789012:user/dana"
@@ -154,6 +155,7 @@ def test_an_extension_records_a_history_entry_with_the_new_expiry(
     )
     assert repo.extend(created.reservation_id, 2, seconds_per_hour=60) is not None
     events = [e for e in repo.events(created.reservation_id) if e.from_status == e.to_status]
+    assert {e.kind for e in events} == {"extension"}
     assert [(e.to_status, e.detail) for e in events] == [
         ("pending", "extended by 1.5 h to 3.5 h in total: the hours count from its start"),
         # 5.5 clock hours of 60 s each after launch: 5 min 30 s
@@ -167,6 +169,36 @@ def test_a_change_that_is_no_extension_writes_no_history(db: psycopg.Connection[
     assert repo.set_jupyter(created.reservation_id, True) is not None
     assert repo.add_user(created.reservation_id, "octocat") is not None
     assert [e.to_status for e in repo.events(created.reservation_id)] == ["pending"]
+
+
+def test_a_start_up_step_is_written_once_per_change_with_its_timeline_entry(
+    db: psycopg.Connection[Any], alice: str
+):
+    repo = ReservationsRepository(db)
+    rows = LifecycleRepository(db)
+    created = _submit(repo, _new_reservation(alice))
+    rid = created.reservation_id
+    assert rows.progress(rid, "pulling image dev:1") is None  # not preparing: nothing
+    db.execute("UPDATE reservations SET status = 'preparing' WHERE reservation_id = %s", (rid,))
+    steps = [
+        "pulling image dev:1",
+        "pulling image dev:1",
+        "waiting for sshd: pod p",
+        "waiting for sshd: pod p",
+    ]
+    written = [rows.progress(rid, step) for step in steps]
+    assert [w is not None for w in written] == [True, False, True, False]
+    assert (
+        written[2] is not None and written[2].current_detailed_status == "waiting for sshd: pod p"
+    )
+    startup = [e for e in repo.events(rid) if e.kind == "startup"]
+    assert [(e.to_status, e.detail) for e in startup] == [
+        ("preparing", "pulling image dev:1"),
+        ("preparing", "waiting for sshd: pod p"),
+    ]
+    rows.record_event(rid, "pod_log", "last 1 log lines of pod p (container c):\nboom")
+    assert repo.events(rid)[-1].kind == "pod_log"
+    assert [e.kind for e in repo.events(rid, limit=2, offset=1)] == ["status", "startup"]
 
 
 def test_unknown_gpu_type_is_a_domain_error(db: psycopg.Connection[Any], alice: str):

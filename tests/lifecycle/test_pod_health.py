@@ -104,6 +104,10 @@ def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_
     assert wait_for_control(local_cloud, rid, "health_warning") == seen["health_warning"]
     update_availability(local_cloud)
     assert show(api, rid)["oom_count"] == 1, "the same kill is counted once"
+    # The warning is in the timeline once (kind health), however many runs saw it.
+    timeline = api.call("GET", f"/v1/reservations/{rid}/events").body["events"]
+    health = [e["detail"] for e in timeline if e["kind"] == "health"]
+    assert health == [f"warning: {seen['health_warning']}"], timeline
     assert update_availability(local_cloud)["statistics"]["warnings_woken"] == 0
 
 

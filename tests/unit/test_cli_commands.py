@@ -22,6 +22,7 @@ COMMANDS = [
     "connect",
     "disk",
     "edit",
+    "events",
     "extend",
     "list",
     "reserve",

@@ -42,7 +42,7 @@ def test_every_expected_pod_running_and_ready_is_ready():
 def test_running_is_not_ready_until_the_ready_condition_says_so():
     state = pods_state([NOT_READY], 1)
     assert not state.ready and not state.failed
-    assert state.problem == "pod gpu-dev-1 runs but SSH is not answering yet"
+    assert state.problem == "waiting for sshd: pod gpu-dev-1 runs but SSH is not answering yet"
     without_conditions = _pod("gpu-dev-1", "Running", containerStatuses=[{"ready": True}])
     assert not pods_state([without_conditions], 1).ready
 
@@ -126,7 +126,7 @@ def test_a_dev_container_that_crashed_once_or_runs_again_is_not_final():
     )
     state = pods_state([running_again], 1)
     assert not state.failed
-    assert state.problem == "pod gpu-dev-1 runs but SSH is not answering yet"
+    assert state.problem == "waiting for sshd: pod gpu-dev-1 runs but SSH is not answering yet"
 
 
 def test_a_crash_looping_second_container_is_final_and_named():
@@ -338,3 +338,63 @@ def test_a_long_event_message_keeps_its_head_and_its_cause_at_the_end():
     assert problem is not None and len(problem) < 450
     assert "(FailedAttachVolume: AttachVolume.Attach failed for volume xxx" in problem
     assert problem.endswith("x VolumeInUse: in use)") and "…" in problem
+
+
+def _on_node(pod: dict[str, Any], *, claim: str | None = None) -> dict[str, Any]:
+    volumes = [{"name": "dev-home", "persistentVolumeClaim": {"claimName": claim}}] if claim else []
+    spec = {"nodeName": "gpu-1", "containers": [{"name": "gpu-dev", "image": "dev:1"}]}
+    return {**pod, "spec": {**spec, "volumes": volumes}}
+
+
+WAITING = [{"name": "gpu-dev", "state": {"waiting": {"reason": "ContainerCreating"}}}]
+
+
+def test_a_starting_pod_says_the_step_it_is_in():
+    unscheduled = _pod(
+        "gpu-dev-1",
+        "Pending",
+        conditions=[
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+            }
+        ],
+    )
+    assert pods_state([unscheduled], 1).problem == (
+        "waiting for a node: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+    )
+    pulling = _on_node(_pod("gpu-dev-1", "Pending", containerStatuses=WAITING))
+    assert pods_state([pulling], 1).problem == "pulling image dev:1"
+    attaching = _on_node(_pod("gpu-dev-1", "Pending"), claim="disk-work")
+    assert pods_state([attaching], 1).problem == "attaching disk disk-work"
+    checking = _on_node(
+        _pod(
+            "gpu-dev-1",
+            "Pending",
+            initContainerStatuses=[{"name": "jupyter-check", "state": {"running": {}}}],
+            containerStatuses=[
+                {"name": "gpu-dev", "state": {"waiting": {"reason": "PodInitializing"}}}
+            ],
+        )
+    )
+    assert pods_state([checking], 1).problem == "running the Jupyter check"
+    assert pods_state([NOT_READY], 1).problem.startswith("waiting for sshd: ")
+
+
+def test_a_step_never_hides_a_problem():
+    failing = _on_node(
+        _pod(
+            "gpu-dev-1",
+            "Pending",
+            containerStatuses=[
+                {
+                    "name": "gpu-dev",
+                    "state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}},
+                }
+            ],
+        )
+    )
+    assert pods_state([failing], 1).problem == (
+        "the image could not be pulled (ImagePullBackOff: not found)"
+    )

@@ -87,14 +87,21 @@ def test_the_lifecycle_manages_its_namespaces_and_nothing_else(server: Kubernete
     assert call(server, LIFECYCLE, "DELETE", "/api/v1/namespaces/gpu-dev/pods/life")[0] == 200
     status, body = call(server, LIFECYCLE, "POST", "/api/v1/namespaces/default/pods", pod("x"))
     assert status == 403 and 'in the namespace "default"' in body["message"]
-    # rbac.yaml grants no patch, no pods/exec and no pods/log.
+    # rbac.yaml grants no patch and no pods/exec; pods/log only `get`, in its namespaces.
     status, body = call(
         server, LIFECYCLE, "PATCH", "/api/v1/namespaces/gpu-dev/configmaps/c", {"data": {}}
     )
     assert status == 403 and body["details"] == {"name": "c", "kind": "configmaps"}
     assert body["message"].startswith('configmaps "c" is forbidden: ')
-    status, body = call(server, LIFECYCLE, "GET", "/api/v1/namespaces/gpu-dev/pods/p/log")
+    for namespace in ("gpu-dev", "gpu-dev-profiling"):  # allowed: no such pod
+        status, body = call(server, LIFECYCLE, "GET", f"/api/v1/namespaces/{namespace}/pods/p/log")
+        assert status == 404, body
+    status, body = call(server, LIFECYCLE, "GET", "/api/v1/namespaces/default/pods/p/log")
     assert status == 403 and 'resource "pods/log"' in body["message"]
+    status, body = call(server, READER, "GET", "/api/v1/namespaces/gpu-dev/pods/p/log")
+    assert status == 403 and 'resource "pods/log"' in body["message"]
+    status, body = call(server, LIFECYCLE, "POST", "/api/v1/namespaces/gpu-dev/pods/p/exec")
+    assert status == 403
     # cluster-scoped: persistent volumes yes (gpu-dev-volumes), namespaces no.
     assert call(server, LIFECYCLE, "GET", "/api/v1/persistentvolumes")[0] == 200
     status, body = call(server, LIFECYCLE, "GET", "/api/v1/namespaces")

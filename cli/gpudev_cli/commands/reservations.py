@@ -1,4 +1,4 @@
-"""`gpu-dev list|show|cancel|extend|edit|connect`: the reservations you already have."""
+"""`gpu-dev list|show|events|cancel|extend|edit|connect`: the reservations you already have."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh
+from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh, timeline
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -67,9 +67,22 @@ def _ended_after(r: dict[str, Any], cutoff: float) -> bool:
 def show(obj: Context, reservation: str) -> None:
     """Everything about one reservation: its id, 8-character id prefix, or name; writes its
     SSH config once it is active (and removes it once it has ended)."""
-    found = lookup.find(obj.client(), reservation)
+    client = obj.client()
+    found = lookup.find(client, reservation)
     ssh.sync_configs([found])
-    obj.emit(found, render.reservation_panel)
+    tail = timeline.failure_log(client, found) if obj.output != "json" else None
+    obj.emit(found, lambda r: render.reservation_panel(r, tail))
+
+
+@click.command()
+@click.argument("reservation")
+@click.pass_obj
+def events(obj: Context, reservation: str) -> None:
+    """A reservation's timeline, oldest first (its id, 8-character id prefix, or name):
+    status changes, start-up steps, extensions, the log tail of a failed start."""
+    client = obj.client()
+    found = lookup.find(client, reservation)
+    obj.emit(timeline.events(client, found["reservation_id"]), timeline.events_table)
 
 
 @click.command()

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from gpudev_cli import prompts, render, ssh
+from gpudev_cli import prompts, render, ssh, timeline
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.commands.disks import choose_disk
 from gpudev_cli.config import load
@@ -97,7 +97,8 @@ def reserve(
     if final is None:
         return
     ssh.sync_configs([final])
-    obj.emit(final, render.reservation_panel)
+    tail = timeline.failure_log(client, final) if obj.output != "json" else None
+    obj.emit(final, lambda r: render.reservation_panel(r, tail))
     if final["status"] != "active":
         sys.exit(1)
 

@@ -42,6 +42,8 @@ GithubUsername = Annotated[
 ]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="reservations to skip")]
 Limit = Annotated[int, Query(ge=1, le=500, description="reservations to return, at most")]
+EventOffset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="entries to skip")]
+EventLimit = Annotated[int, Query(ge=1, le=500, description="entries to return, at most")]
 Statuses = Annotated[
     list[ReservationStatus] | None, Query(description="only reservations in these statuses")
 ]

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from gpudev.models import Reservation
 from gpudev.reservations.schemas import (
     AddUserRequest,
+    EventList,
     ExtendRequest,
     ReservationList,
     ReservationRequest,
@@ -20,7 +21,15 @@ from gpudev.reservations.schemas import (
 )
 from routes.answers import answers
 from routes.caller import ForCaller
-from routes.params import GithubUsername, Limit, Offset, ReservationId, Statuses
+from routes.params import (
+    EventLimit,
+    EventOffset,
+    GithubUsername,
+    Limit,
+    Offset,
+    ReservationId,
+    Statuses,
+)
 
 router = Router()
 # A route on one reservation: not found (404), an id prefix that matches more than one, or a
@@ -94,6 +103,27 @@ def get_reservation(reservation_id: ReservationId, caller: ForCaller) -> Reserva
     from gpudev.reservations.service import find_reservation
 
     return ReservationView.of(caller.read(find_reservation, reservation_id))
+
+
+@router.get(
+    "/v1/reservations/<reservation_id>/events",
+    responses=answers(
+        200,
+        EventList,
+        "one page of the reservation's timeline, oldest first",
+        *ONE_RESERVATION,
+    ),
+)
+def list_reservation_events(
+    reservation_id: ReservationId,
+    caller: ForCaller,
+    limit: EventLimit = 100,
+    offset: EventOffset = 0,
+) -> EventList:
+    from gpudev.reservations.service import reservation_timeline
+
+    events = caller.read(reservation_timeline, reservation_id, limit, offset)
+    return EventList.of(events, limit, offset)
 
 
 @router.post(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -235,6 +235,12 @@ class HealthRecorded(Row):
     health_ending: str | None
 
 
+# What a timeline entry records (migration 0034): a status change, hours added, the step a
+# starting pod is in, the log tail of a pod that failed to start, or an active pod's health
+# warning set, changed or cleared.
+EventKind = Literal["status", "extension", "startup", "pod_log", "health"]
+
+
 class ReservationEvent(Row):
     event_id: int
     reservation_id: UUID
@@ -242,6 +248,7 @@ class ReservationEvent(Row):
     from_status: ReservationStatus | None
     to_status: ReservationStatus
     detail: str | None
+    kind: EventKind = "status"
 
 
 class DiskShown(Row):

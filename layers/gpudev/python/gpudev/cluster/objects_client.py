@@ -23,7 +23,8 @@ _SERVED = [
     ("persistentvolumeclaims", "PersistentVolumeClaim", "core", "persistent_volume_claim"),
 ]
 # Read only (a Pending pod's Warning events), never created or deleted by us.
-_READ_ONLY = [("events", "Event", "core", "event")]
+# pods/log: the log tail of a pod that failed to start.
+_READ_ONLY = [("events", "Event", "core", "event"), ("pods/log", "PodLog", "core", "pod_log")]
 # Resource or manifest kind -> (API object, method name suffix).
 _METHODS = {
     key: (api, suffix)
@@ -151,6 +152,21 @@ class ReservationObjects:
                 e for e in json.loads(response.data).get("items", []) if e.get("type") == "Warning"
             ]
         return found
+
+    def log_tail(self, pod: str, container: str, lines: int, limit_bytes: int) -> str:
+        """The last `lines` lines a pod's container printed (its current run, or the last
+        one when it waits to restart), at most `limit_bytes` (GET pods/{name}/log)."""
+        response = self._call(
+            "read",
+            "pods/log",
+            pod,
+            self._namespace,
+            container=container,
+            tail_lines=lines,
+            limit_bytes=limit_bytes,
+            _preload_content=False,
+        )
+        return bytes(response.data).decode(errors="replace")
 
     def node_ports(self, reservation_id: str) -> dict[str, int | None]:
         """The NodePort Kubernetes gave each of the reservation's services, by name (one

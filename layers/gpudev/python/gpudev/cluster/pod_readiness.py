@@ -63,7 +63,8 @@ def pods_state(
             problems.append(f"pod {pod['metadata']['name']} {how}" + (f": {why}" if why else ""))
         for condition in status.get("conditions") or []:
             if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-                problems.append(f"unschedulable: {condition.get('message', '')}")
+                # The scheduler's words: "0/2 nodes are available: 2 Insufficient ..."
+                problems.append(f"waiting for a node: {condition.get('message', '')}")
         for init in status.get("initContainerStatuses") or []:
             if _failing_again(init):
                 # It failed again after the kubelet restarted it: it will not heal by itself
@@ -99,10 +100,45 @@ def pods_state(
             if _condition(status, "Ready") == "True":
                 ready += 1
             elif len(problems) == known:  # nothing worse to say about this pod
-                problems.append(f"pod {pod['metadata']['name']} runs but SSH is not answering yet")
+                problems.append(
+                    f"waiting for sshd: pod {pod['metadata']['name']} runs but SSH is not "
+                    "answering yet"
+                )
+        if status.get("phase") == "Pending" and len(problems) == known:
+            step = _starting_step(pod)
+            if step:
+                problems.append(step)
     if ready == expected:
         return PodsState(True, None)
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
+
+
+def _starting_step(pod: dict[str, Any]) -> str | None:
+    """What a Pending pod on a node is doing when nothing is wrong: attaching its disk (a
+    claim, before any container started) or pulling its image; its init container (the
+    Jupyter check) once that runs. The status does not tell a finished attach from the pull
+    that follows (both wait in ContainerCreating): a pod with a disk says the attach."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    if not spec.get("nodeName"):
+        return None
+    inits = status.get("initContainerStatuses") or []
+    if any("running" in (s.get("state") or {}) for s in inits):
+        return "running the Jupyter check"
+    started = any(
+        "waiting" not in (s.get("state") or {})
+        for s in [*inits, *(status.get("containerStatuses") or [])]
+    )
+    if started:
+        return None
+    claims = [
+        v["persistentVolumeClaim"].get("claimName", "")
+        for v in spec.get("volumes") or []
+        if v.get("persistentVolumeClaim")
+    ]
+    if claims:
+        return f"attaching disk {claims[0]}"
+    images = [c.get("image", "") for c in spec.get("containers") or []]
+    return f"pulling image {images[0]}" if images else None
 
 
 def needs_events(pods: list[dict[str, Any]]) -> bool:

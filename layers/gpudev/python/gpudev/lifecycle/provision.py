@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import secrets
 import time
+from typing import Any
 
 from gpudev.cluster import network, objects
+from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
@@ -111,19 +113,26 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
             return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
-            return CheckReadyOutput(
-                outcome="failed", reason=f"the pod did not start: {state.problem}"
-            )
+            return _failed(lc, reservation, pods, f"the pod did not start: {state.problem}")
         deadline = reservation.ready_deadline
         if deadline is not None and lc.clock() > deadline.timestamp():
-            return CheckReadyOutput(
-                outcome="failed", reason=f"the pod was not ready in time: {state.problem}"
-            )
+            return _failed(lc, reservation, pods, f"the pod was not ready in time: {state.problem}")
         if time.monotonic() + READY_WATCH_SECONDS > watch_until:
             if state.problem and state.problem != reservation.current_detailed_status:
                 lc.rows.progress(reservation_id, state.problem)  # `show` says why it waits
             return CheckReadyOutput(outcome="waiting", detail=state.problem)
         lc.sleep(READY_WATCH_SECONDS)
+
+
+def _failed(
+    lc: Lifecycle, reservation: Reservation, pods: list[dict[str, Any]], reason: str
+) -> CheckReadyOutput:
+    """A start that failed: the last lines its pod printed go to the timeline (best effort:
+    failure_log.py) before the state machine tears it down and ends it with `reason`."""
+    tail = failure_log_tail(lc.objects(reservation), pods)
+    if tail:
+        lc.rows.record_event(reservation.reservation_id, "pod_log", tail)
+    return CheckReadyOutput(outcome="failed", reason=reason)
 
 
 def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) -> CheckReadyOutput:

@@ -19,7 +19,7 @@ from psycopg.types.json import Jsonb
 from gpudev.cluster.names import Placement
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_one
-from gpudev.models import NodeEndpoint, Reservation, ReservationStatus
+from gpudev.models import EventKind, NodeEndpoint, Reservation, ReservationStatus
 
 
 class LifecycleRepository:
@@ -43,6 +43,13 @@ class LifecycleRepository:
         """A preparing reservation's status line: why it is not ready yet (None if it
         said that already, or is no longer preparing)."""
         return self._write("progress", {"reservation_id": reservation_id, "detail": detail})
+
+    def record_event(self, reservation_id: UUID, kind: EventKind, detail: str) -> None:
+        """A timeline entry that is not a status change (the log tail of a failed start)."""
+        self._conn.execute(
+            query("lifecycle/record_event"),
+            {"reservation_id": reservation_id, "kind": kind, "detail": detail},
+        )
 
     def waiting(self, reservation_id: UUID, line: str, prefix: str) -> Reservation | None:
         """A live reservation's status line says what it waits for (`line`), in front of

@@ -183,12 +183,15 @@ class ReservationsRepository:
                 {"reservation_id": reservation_id, "status": str(status), "detail": detail},
             )
 
-    def events(self, reservation_id: UUID) -> list[ReservationEvent]:
+    def events(
+        self, reservation_id: UUID, limit: int = 500, offset: int = 0
+    ) -> list[ReservationEvent]:
+        """One page of the reservation's timeline, oldest first."""
         return fetch_all(
             self._conn,
             "reservations/events",
             ReservationEvent,
-            {"reservation_id": reservation_id},
+            {"reservation_id": reservation_id, "limit": limit, "offset": offset},
         )
 
     # The changes below write their job to the outbox in the same statement.

@@ -10,7 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from gpudev.models import Reservation, ReservationShown, ReservationStatus
+from gpudev.models import (
+    EventKind,
+    Reservation,
+    ReservationEvent,
+    ReservationShown,
+    ReservationStatus,
+)
 from gpudev.reservations.rules import (
     DISK_NAME,
     GITHUB_USERNAME_SHAPE,
@@ -131,3 +137,35 @@ class ReservationList(BaseModel):
     def of(cls, reservations: Iterable[Reservation], limit: int, offset: int) -> ReservationList:
         views = [ReservationView.of(r) for r in reservations]
         return cls(reservations=views, limit=limit, offset=offset)
+
+
+class EventView(BaseModel):
+    """One entry of a reservation's timeline: when, what kind (a status change, hours added,
+    a start-up step, the log tail of a failed start), the status it moved from and to (the
+    same for the kinds that are not a change), and what it said."""
+
+    at: datetime
+    kind: EventKind
+    from_status: ReservationStatus | None
+    to_status: ReservationStatus
+    detail: str | None
+
+    @classmethod
+    def of(cls, event: ReservationEvent) -> EventView:
+        return cls(
+            at=event.at,
+            kind=event.kind,
+            from_status=event.from_status,
+            to_status=event.to_status,
+            detail=event.detail,
+        )
+
+
+class EventList(BaseModel):
+    events: list[EventView]
+    limit: int
+    offset: int
+
+    @classmethod
+    def of(cls, events: Iterable[ReservationEvent], limit: int, offset: int) -> EventList:
+        return cls(events=[EventView.of(e) for e in events], limit=limit, offset=offset)

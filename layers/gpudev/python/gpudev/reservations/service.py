@@ -24,7 +24,7 @@ from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.jobs import JobQueue
-from gpudev.models import Reservation, ReservationStatus, UserLimits
+from gpudev.models import Reservation, ReservationEvent, ReservationStatus, UserLimits
 from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository, UsersRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
@@ -147,6 +147,19 @@ def find_reservation(
     if len(matches) > 1:
         raise Conflict(f"{shown(wanted)} matches more than one reservation: give more characters")
     return matches[0]
+
+
+def reservation_timeline(
+    conn: psycopg.Connection[Any],
+    caller: Caller,
+    id_or_prefix: str,
+    limit: int,
+    offset: int,
+) -> list[ReservationEvent]:
+    """One page of the caller's reservation's timeline, oldest first (two round trips: the
+    reservation as `find_reservation` finds it, then the page)."""
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    return ReservationsRepository(conn).events(reservation.reservation_id, limit, offset)
 
 
 def caller_reservations(

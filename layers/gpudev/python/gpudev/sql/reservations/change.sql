@@ -43,7 +43,7 @@ WITH changed AS (
       )
     RETURNING *
 ), extension AS (
-    INSERT INTO reservation_events (reservation_id, from_status, to_status, detail)
+    INSERT INTO reservation_events (reservation_id, from_status, to_status, detail, kind)
     SELECT
         reservation_id,
         status,
@@ -56,7 +56,8 @@ WITH changed AS (
                     AT TIME ZONE 'UTC',
                 'YYYY-MM-DD HH24:MI:SS'
             ) || ' UTC'
-        END
+        END,
+        'extension'
     FROM changed
     WHERE %(add_hours)s::double precision IS NOT NULL
 )
