@@ -52,10 +52,13 @@ def kubeconfig(
                             cluster_name,
                             "--region",
                             region,
+                            # As `aws eks update-kubeconfig --profile` writes it: a profile
+                            # named on the command line wins over keys in the environment.
+                            "--profile",
+                            profile,
                         ],
                         "env": [
                             {"name": "AWS_SHARED_CREDENTIALS_FILE", "value": str(credentials_file)},
-                            {"name": "AWS_PROFILE", "value": profile},
                         ],
                         "interactiveMode": "Never",
                         "provideClusterInfo": False,

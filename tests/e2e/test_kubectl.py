@@ -21,13 +21,8 @@ from tests.support.kubectl import kubectl
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-# TODO(eks-auth): add deploy/kubernetes/rbac.yaml here once the stand-in serves
-# rbac.authorization.k8s.io; until then apply only what it serves.
-MANIFESTS = [
-    ROOT / "deploy" / "kubernetes" / "namespace.yaml",
-    ROOT / "deploy" / "kubernetes" / "network-policies.yaml",
-]
-FILES = [arg for manifest in MANIFESTS for arg in ("-f", str(manifest))]
+# The README's `kubectl apply -f deploy/kubernetes/`: namespaces, RBAC, network policies.
+FILES = ["-f", str(ROOT / "deploy" / "kubernetes")]
 
 
 @pytest.fixture(scope="module")
@@ -110,19 +105,24 @@ def test_explain_reads_the_openapi_schema(kubeconfig: Path):
 def test_apply_dry_run_and_diff_write_nothing_then_apply_writes_and_delete_dry_run_keeps(
     kubeconfig: Path, local_cloud: LocalCloud
 ):
+    # The local cloud applied the same files at start, as an operator does once, but not
+    # with kubectl: kubectl's apply adds its last-applied annotation, so each is `configured`.
     before = _stored(local_cloud)
     dry = kubectl(kubeconfig, "apply", *FILES, "--dry-run=server").stdout
-    assert "networkpolicy.networking.k8s.io/dns created (server dry run)" in dry
+    assert "networkpolicy.networking.k8s.io/dns configured (server dry run)" in dry
+    assert (
+        "clusterrole.rbac.authorization.k8s.io/gpu-dev-readers configured (server dry run)" in dry
+    )
     assert _stored(local_cloud) == before
 
     # Differences are exit code 1; an error would be >1.
     diff = kubectl(kubeconfig, "diff", *FILES, check=False)
     assert diff.returncode == 1, diff.stderr
-    assert "+  name: default-deny" in diff.stdout
+    assert "NetworkPolicy.gpu-dev.dns" in diff.stdout  # the annotation apply would add
     assert _stored(local_cloud) == before
 
     applied = kubectl(kubeconfig, "apply", *FILES).stdout
-    assert "networkpolicy.networking.k8s.io/dns created" in applied
+    assert "networkpolicy.networking.k8s.io/dns configured" in applied
     assert kubectl(kubeconfig, "diff", *FILES, check=False).returncode == 0  # live = files
     egress = kubectl(kubeconfig, "get", "netpol", "dns", "-n", "gpu-dev", "-o", "json").stdout
     assert json.loads(egress)["spec"]["egress"], "the policy's egress rules are stored"

@@ -38,8 +38,9 @@ def test_the_kubeconfig_carries_the_ca_and_an_eks_token_plugin_and_is_private(tm
         "c1",
         "--region",
         "us-east-2",
+        "--profile",
+        "carol",
     ]
-    assert {"name": "AWS_PROFILE", "value": "carol"} in plugin["env"]
 
 
 def test_a_reader_of_an_earlier_world_readable_kubeconfig_never_sees_the_new_one(tmp_path: Path):
@@ -71,6 +72,26 @@ def test_the_plugin_prints_an_exec_credential_with_a_presigned_eks_token(
     assert query["Action"] == ["GetCallerIdentity"]
     assert query["X-Amz-Credential"][0].startswith("AKIAPLUGINTEST000000/")
     assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0]
+
+
+def test_a_named_profile_wins_over_keys_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    # kubectl runs the plugin with the caller's environment: a shell (or a test) holding
+    # another principal's keys must still get the kubeconfig's profile.
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        "[carol]\naws_access_key_id = AKIACAROLPROFILE0000\naws_secret_access_key = s\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAENVIRONMENT00000")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    arguments = ["--cluster-name", "c1", "--region", "us-east-2", "--profile", "carol"]
+    assert eks_token.main(arguments) == 0
+    token = json.loads(capsys.readouterr().out)["status"]["token"]
+    encoded = token.removeprefix("k8s-aws-v1.")
+    url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    assert parse_qs(urlsplit(url).query)["X-Amz-Credential"][0].startswith("AKIACAROLPROFILE0000/")
 
 
 def test_the_plugin_without_credentials_says_so(
