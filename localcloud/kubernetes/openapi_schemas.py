@@ -240,4 +240,52 @@ SCHEMAS: dict[str, Schema] = {
         {"cidr": "string", "except": "[string]"},
         True,
     ),
+    # RBAC: typed so a rule's lists are lists (a string "*" would be held by the authorizer
+    # and by no escalation check); every field of kube-apiserver's types.
+    "rbac.v1.Role": (
+        "A namespaced set of PolicyRules, referenced by a RoleBinding.",
+        {"rules": "[rbac.v1.PolicyRule]"},
+        True,
+    ),
+    "rbac.v1.ClusterRole": (
+        "A cluster-level set of PolicyRules, referenced by a RoleBinding or ClusterRoleBinding.",
+        {"rules": "[rbac.v1.PolicyRule]", "aggregationRule": "rbac.v1.AggregationRule"},
+        True,
+    ),
+    "rbac.v1.AggregationRule": (
+        "How to aggregate ClusterRoles into this one.",
+        {"clusterRoleSelectors": "[meta.v1.LabelSelector]"},
+        True,
+    ),
+    "rbac.v1.PolicyRule": (
+        "The actions a rule allows on resources or non-resource URLs.",
+        {
+            "verbs": "[string]",
+            "apiGroups": "[string]",
+            "resources": "[string]",
+            "resourceNames": "[string]",
+            "nonResourceURLs": "[string]",
+        },
+        True,
+    ),
+    "rbac.v1.RoleBinding": (
+        "Grants the permissions of a Role or ClusterRole to subjects in a namespace.",
+        {"subjects": "[rbac.v1.Subject]", "roleRef": "rbac.v1.RoleRef"},
+        True,
+    ),
+    "rbac.v1.ClusterRoleBinding": (
+        "Grants the permissions of a ClusterRole to subjects across the cluster.",
+        {"subjects": "[rbac.v1.Subject]", "roleRef": "rbac.v1.RoleRef"},
+        True,
+    ),
+    "rbac.v1.RoleRef": (
+        "The role a binding refers to.",
+        {"apiGroup": "string", "kind": "string", "name": "string"},
+        True,
+    ),
+    "rbac.v1.Subject": (
+        "A user, group or service account a binding grants to.",
+        {"kind": "string", "apiGroup": "string", "name": "string", "namespace": "string"},
+        True,
+    ),
 }

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from localcloud.http import HttpService, LocalHttpServer, RawRequest, Reply
-from localcloud.kubernetes import discovery, dry_run, openapi, request_body, tables
+from localcloud.kubernetes import discovery, dry_run, openapi, patches, request_body, tables
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.authorization import Authorizer, request_attributes
 from localcloud.kubernetes.container_logs import ContainerLogs, LogOptions
@@ -239,6 +239,10 @@ class KubernetesApiServer(HttpService):
                     raise ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
                 return 201, self.authorizer.review(user, match["resource"], decoded.value)
             openapi.check_types(method, match["resource"], decoded)
+            if method == "PATCH" and decoded.patch_type == "json" and match["name"]:
+                current = self.store.get(match["resource"], match["ns"] or "", match["name"])
+                patched = patches.apply(current, decoded.value, decoded.patch_type)
+                openapi.check_json_patch_result(match["resource"], patched)
             warnings += openapi.check_fields(method, match["resource"], decoded, query)
             if not match["sub"]:  # RBAC writes grant only what the caller holds
                 self.escalation.confirm(

@@ -551,3 +551,33 @@ def test_held_rules_cover_granted_ones_as_kube_apiservers_covers(
     held: list[dict[str, Any]], granted: list[dict[str, Any]], uncovered: int
 ):
     assert len(missing(held, granted)) == uncovered
+
+
+def test_a_rule_whose_lists_are_strings_is_refused_created_or_json_patched(
+    delegation: KubernetesApiServer,
+):
+    """`verbs: "*"` (a string, not a list) is held by no escalation check and allows
+    everything to the authorizer (`"*" in "*"`): kube-apiserver cannot decode it, 400 in a
+    body; a JSON patch's body is operations, so the patched object is decoded: 422."""
+    roles = f"{RBAC}/namespaces/gpu-dev/roles"
+    strings = {"apiGroups": "*", "resources": "*", "verbs": "*"}
+    status, body = call(delegation, DELEGATE, "POST", roles, role("everything", strings))
+    assert status == 400 and "rules[0].verbs: expected a list" in body["message"], body
+    assert call(delegation, ADMIN, "GET", f"{roles}/everything")[0] == 404
+    assert call(delegation, DELEGATE, "POST", roles, role("mine", GET_PODS))[0] == 201
+    patch = [
+        {"op": "replace", "path": f"/rules/0/{field}", "value": "*"}
+        for field in ("apiGroups", "resources", "verbs")
+    ]
+    headers = {**auth_headers(CLUSTER, DELEGATE), "Content-Type": "application/json-patch+json"}
+    status, body = delegation.handle("PATCH", f"{roles}/mine", headers, json.dumps(patch).encode())
+    assert status == 422 and body["reason"] == "Invalid", body
+    assert "rules[0].verbs: expected a list" in body["message"]
+    assert call(delegation, ADMIN, "GET", f"{roles}/mine")[1]["rules"] == [GET_PODS]
+    # a well-typed JSON patch is still checked for escalation and applied when held
+    held = [{"op": "replace", "path": "/rules/0/verbs", "value": ["get"]}]
+    status, _ = delegation.handle("PATCH", f"{roles}/mine", headers, json.dumps(held).encode())
+    assert status == 200
+    more = [{"op": "replace", "path": "/rules/0/verbs", "value": ["delete"]}]
+    status, body = delegation.handle("PATCH", f"{roles}/mine", headers, json.dumps(more).encode())
+    assert status == 403 and "not currently held" in body["message"]
