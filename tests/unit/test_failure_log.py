@@ -3,7 +3,7 @@ pod's container (the API server wants a container named when a pod has init cont
 
 from __future__ import annotations
 
-from gpudev.cluster.failure_log import failing_container
+from gpudev.cluster.failure_log import LIMIT_BYTES, failing_container, stored_text
 
 SPEC = {"containers": [{"name": "gpu-dev"}], "initContainers": [{"name": "jupyter-check"}]}
 
@@ -24,3 +24,19 @@ def test_otherwise_the_pods_container_is_read():
     assert failing_container(_pod(initContainerStatuses=[done])) == "gpu-dev"
     assert failing_container(_pod()) == "gpu-dev"
     assert failing_container({"metadata": {"name": "p"}, "spec": {}, "status": {}}) is None
+
+
+def test_a_log_is_stored_without_nul_or_escape_sequences_and_bounded():
+    """A crashed program's output may hold a NUL, which a text column refuses (psycopg
+    raises before the row is written, so the failure's handling would fail), or an escape
+    sequence that `gpu-dev show` would print to the owner's terminal."""
+    from psycopg.types.string import StrDumper
+
+    raw = "ok\tdone\r\nbinary \x00\x01 here\n\x1b[2J\x1b]0;title\x07cleared\rprogress 100%\n"
+    text = stored_text(raw)
+    assert text == (
+        "ok\tdone\nbinary \ufffd\ufffd here\n\ufffd[2J\ufffd]0;title\ufffdcleared\nprogress 100%\n"
+    )
+    StrDumper(str).dump(text)  # storable: raises DataError on a NUL
+    # whatever the API server sent, LIMIT_BYTES characters at most
+    assert len(stored_text("x" * (LIMIT_BYTES * 3))) == LIMIT_BYTES

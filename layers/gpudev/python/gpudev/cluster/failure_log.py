@@ -9,6 +9,7 @@ reservation ends."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,6 +19,17 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 20
 # 20 lines of a runaway log could be megabytes: the API server stops at this many bytes.
 LIMIT_BYTES = 8192
+# Control characters but the tab and the newline: a NUL cannot be stored in a text column
+# (psycopg refuses it, and the failure would end with a worse reason than the pod's), and
+# an escape sequence would reach the owner's terminal through `gpu-dev show`.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def stored_text(text: str) -> str:
+    """A log as the timeline stores it: CRLF and CR as newlines, other control characters
+    as U+FFFD, at most LIMIT_BYTES characters whatever the API server sent."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("\ufffd", lines)[:LIMIT_BYTES]
 
 
 def failing_container(pod: dict[str, Any]) -> str | None:
@@ -60,7 +72,7 @@ def failure_log_tail(cluster: ReservationObjects, pods: list[dict[str, Any]]) ->
     except Exception:  # best effort: the failure ends the same way without its log
         log.exception("reading the log of %s failed", where)
         return f"no log from {where}: it could not be read"
-    lines = text.rstrip("\n")
+    lines = stored_text(text).rstrip("\n")
     if not lines:
         return f"no log from {where}: it printed nothing"
     count = len(lines.splitlines())
