@@ -55,6 +55,7 @@ ROUTES = (
         {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"},
     ),
     Route("GET", "/v1/reservations/{rid}", per_resource=True),
+    Route("GET", "/v1/reservations/{rid}/events", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
     Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
     Route("DELETE", "/v1/reservations/{rid}/users/octocat", per_resource=True),
