@@ -3,8 +3,9 @@ that says why not (never a dropped connection).
 
 Creates and updates take `application/json`; patches take the three kinds kubectl and the
 official client send (`json-patch+json`, `merge-patch+json`,
-`strategic-merge-patch+json`). Everything else, protobuf (`application/vnd.kubernetes.
-protobuf`, which typed clients may prefer), YAML and server-side apply's
+`strategic-merge-patch+json`); the access reviews `kubectl auth can-i` sends as protobuf
+are read too (protobuf_reviews.py). Everything else, other protobuf (`application/vnd.
+kubernetes.protobuf`, which typed clients may prefer), YAML and server-side apply's
 `apply-patch+yaml`, is 415 UnsupportedMediaType naming what is accepted; a body that is not
 JSON, or not the JSON a patch type needs, is 400 BadRequest."""
 
@@ -14,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from localcloud.kubernetes import protobuf_reviews
 from localcloud.kubernetes.errors import ApiError
 
 JSON = "application/json"
@@ -54,6 +56,11 @@ def decode(method: str, headers: dict[str, str], body: bytes) -> Body:
         return Body(None)
     else:
         patch_type = None
+        if media == protobuf_reviews.MEDIA_TYPE and method == "POST":
+            try:
+                return Body(protobuf_reviews.review(body))
+            except protobuf_reviews.NotAReview:
+                pass  # any other protobuf body: 415 below
         if media not in ("", JSON):
             raise _unsupported(media, [JSON])
     try:

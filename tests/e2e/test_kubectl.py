@@ -265,3 +265,53 @@ def test_the_stand_in_certificate_is_refused_without_the_clusters_ca(local_cloud
             context=ssl.create_default_context(),
         )
     assert isinstance(refused.value.reason, ssl.SSLCertVerificationError)
+
+
+def test_an_operator_describes_a_pod_reads_its_log_and_asks_can_i(
+    kubeconfig: Path, tmp_path: Path, local_cloud: LocalCloud
+):
+    """The issue's operator round: `describe pod` shows the events of its start, `logs`
+    what it printed, `auth can-i` what the kubeconfig's identity (the admin) may do."""
+    from localcloud.kubernetes.container_logs import STARTUP_OUTPUT, STARTUP_SCRIPT
+
+    manifest = tmp_path / "pod.json"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "kubectl-round", "namespace": "default"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "dev",
+                    "image": "pytorch/pytorch:latest",
+                    "command": ["/bin/bash", "-c"],
+                    "args": [STARTUP_SCRIPT],
+                }
+            ]
+        },
+    }
+    manifest.write_text(json.dumps(pod))
+    kubectl(kubeconfig, "create", "-f", str(manifest))
+    try:
+        wait_for(
+            lambda: (
+                '"Running"'
+                in kubectl(
+                    kubeconfig, "get", "pod", "kubectl-round", "-n", "default", "-o", "json"
+                ).stdout
+            ),
+            message="the pod running",
+        )
+        described = kubectl(kubeconfig, "describe", "pod", "kubectl-round", "-n", "default")
+        for reason in ("Scheduled", "Created", "Started"):
+            assert reason in described.stdout.split("Events:")[1], described.stdout
+        logs = kubectl(kubeconfig, "logs", "kubectl-round", "-n", "default").stdout
+        assert logs.splitlines() == list(STARTUP_OUTPUT)
+        missing = kubectl(
+            kubeconfig, "logs", "kubectl-round", "-c", "nope", "-n", "default", check=False
+        )
+        assert missing.returncode == 1 and "container nope is not valid" in missing.stderr
+    finally:
+        kubectl(kubeconfig, "delete", "pod", "kubectl-round", "-n", "default", "--wait=false")
+    can = kubectl(kubeconfig, "auth", "can-i", "create", "pods", "-n", "gpu-dev", check=False)
+    assert can.stdout.strip() == "yes", can

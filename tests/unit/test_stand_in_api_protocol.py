@@ -485,3 +485,59 @@ def test_a_write_without_a_directive_answers_its_unknown_fields_as_warning_heade
     )
     assert status == 201
     assert answer_headers["Warning"] == '299 - "unknown field \\"dataz\\""'
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128  # one-byte lengths are enough here
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def _protobuf(api_version: str, kind: str, spec: bytes) -> bytes:
+    """kube-apiserver's envelope around an object whose field 2 is `spec`."""
+    type_meta = _length_delimited(1, api_version.encode()) + _length_delimited(2, kind.encode())
+    raw = _length_delimited(1, b"") + _length_delimited(2, spec)
+    return b"k8s\x00" + _length_delimited(1, type_meta) + _length_delimited(2, raw)
+
+
+PROTOBUF = {"content-type": "application/vnd.kubernetes.protobuf"}
+
+
+def test_kubectl_auth_can_i_protobuf_reviews_are_read_as_their_json():
+    attributes = b"".join(
+        _length_delimited(n, v.encode())
+        for n, v in ((1, "gpu-dev"), (2, "create"), (5, "pods"), (6, "log"))
+    )
+    body = _protobuf(
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        b"\x0a" + bytes([len(attributes)]) + attributes,
+    )
+    assert request_body.decode("POST", PROTOBUF, body).value == {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "metadata": {},
+        "spec": {
+            "resourceAttributes": {
+                "namespace": "gpu-dev",
+                "verb": "create",
+                "resource": "pods",
+                "subresource": "log",
+            }
+        },
+    }
+    rules = _protobuf(
+        "authorization.k8s.io/v1", "SelfSubjectRulesReview", _length_delimited(1, b"gpu-dev")
+    )
+    assert request_body.decode("POST", PROTOBUF, rules).value["spec"] == {"namespace": "gpu-dev"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _protobuf("v1", "ConfigMap", b""),  # other kinds stay unread
+        b"k8s\x00\x0a\x7f",  # truncated
+        b"not protobuf",
+    ],
+)
+def test_other_protobuf_bodies_stay_415(body: bytes):
+    assert _refused(lambda: request_body.decode("POST", PROTOBUF, body)).code == 415
