@@ -175,12 +175,12 @@ def test_an_ebs_attachment_does_not_make_a_disk_in_use(local_cloud: LocalCloud):
     volume_id, size, in_use = _disk(local_cloud, "alice", "datasets")  # type: ignore[misc]
     assert (size, in_use) == (2048, False)
     ec2 = local_cloud.aws.client("ec2")  # type: ignore[union-attr]
-    instance = next(
-        i["InstanceId"]
-        for r in ec2.describe_instances()["Reservations"]
-        for i in r["Instances"]
-        if i["Placement"]["AvailabilityZone"] == "us-east-2a"
-    )
+    # An instance of its own in the volume's zone (not in any node group, so no node): the
+    # groups' instances come and go with other tests' capacity changes.
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    instance = ec2.run_instances(
+        ImageId=image, MinCount=1, MaxCount=1, Placement={"AvailabilityZone": "us-east-2a"}
+    )["Instances"][0]["InstanceId"]
     ec2.attach_volume(VolumeId=volume_id, InstanceId=instance, Device="/dev/sdf")
     try:
         for _ in range(2):  # one run may be skipped while the ticker holds the lock
@@ -188,3 +188,4 @@ def test_an_ebs_attachment_does_not_make_a_disk_in_use(local_cloud: LocalCloud):
         assert _disk(local_cloud, "alice", "datasets") == (volume_id, 2048, False)
     finally:
         ec2.detach_volume(VolumeId=volume_id, InstanceId=instance, Device="/dev/sdf")
+        ec2.terminate_instances(InstanceIds=[instance])

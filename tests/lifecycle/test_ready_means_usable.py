@@ -26,6 +26,14 @@ NO_KEYS_SENTENCE = (
 )
 
 
+def _replace(path: Path, text: str) -> None:
+    """Rewrite the local GitHub's keys file as one step: the functions read it at any moment,
+    and a file caught between truncate and write is not JSON (which fails the task)."""
+    staged = path.with_name(f".{path.name}.new")
+    staged.write_text(text)
+    os.replace(staged, path)
+
+
 def _ready(pod):
     conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or []}
     return conditions.get("Ready") == "True"
@@ -93,7 +101,7 @@ def test_a_later_answer_of_no_keys_removes_the_installed_ones(api, local_cloud):
     installed = secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
     assert "alice@github" in installed
     try:  # GitHub now answers no keys for alice
-        keys_file.write_text(json.dumps({"octocat": json.loads(known)["octocat"]}))
+        _replace(keys_file, json.dumps({"octocat": json.loads(known)["octocat"]}))
         api.call("POST", f"/v1/reservations/{rid}/users", body={"github_username": "octocat"})
 
         def applied():
@@ -102,7 +110,7 @@ def test_a_later_answer_of_no_keys_removes_the_installed_ones(api, local_cloud):
 
         keys = wait_for(applied, message="the added user's keys applied")
     finally:
-        keys_file.write_text(known)
+        _replace(keys_file, known)
     assert keys["authorized_keys"] == "", "the keys deleted on GitHub no longer open the pod"
 
 
@@ -116,7 +124,7 @@ def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(ap
         "alice@github" in secret_data(objects_of(local_cloud, rid)["secrets"][0])["authorized_keys"]
     )
     try:
-        keys_file.write_text(json.dumps({**json.loads(known), "alice": ["ssh-ed25519 AAAAnew"]}))
+        _replace(keys_file, json.dumps({**json.loads(known), "alice": ["ssh-ed25519 AAAAnew"]}))
         keys = wait_for(
             lambda: (
                 (k := secret_data(objects_of(local_cloud, rid)["secrets"][0]))["authorized_keys"]
@@ -127,7 +135,7 @@ def test_a_key_deleted_on_github_goes_at_the_next_checkpoint_without_a_change(ap
             timeout=30,
         )
     finally:
-        keys_file.write_text(known)
+        _replace(keys_file, known)
     # the checkpoint writes the Secret, then the row's warning, moments apart
     wait_for(
         lambda: show(api, rid)["warning_text"], message="refreshed by the warning's checkpoint"
