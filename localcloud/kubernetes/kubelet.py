@@ -23,6 +23,7 @@ from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
+from localcloud.kubernetes import efa
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
@@ -90,6 +91,7 @@ class Kubelet:
         allocatable = {name: allocatable_gpus(n) for name, n in nodes.items()}
         self.events.forget_nodes_but(set(nodes))
         used = kubelet_admission.gpus_of_admitted_pods(pods)
+        efa_used = efa.efa_in_use(pods, kubelet_admission.admitted)
         for pod in pods:
             node = pod["spec"].get("nodeName")
             meta = pod["metadata"]
@@ -112,6 +114,12 @@ class Kubelet:
                 if used.get(node, 0) + wanted > allocatable[node]:
                     self._reject(pod, wanted, used.get(node, 0), allocatable[node])
                     continue
+                efa_wanted, efa_held = efa.efa_request(pod), efa_used.get(node, 0)
+                if efa_wanted and efa_held + efa_wanted > efa.allocatable_efa(nodes[node]):
+                    capacity = efa.allocatable_efa(nodes[node])
+                    self._refuse(pod, *efa.kubelet_rejection(efa_wanted, efa_held, capacity))
+                    continue
+                efa_used[node] = efa_held + efa_wanted
                 used[node] = used.get(node, 0) + wanted
             if self._storage.waiting_for_volumes(pod, nodes[node]):  # ContainerCreating
                 if not pod["status"].get("containerStatuses"):
