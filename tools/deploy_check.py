@@ -288,6 +288,46 @@ def check_kubernetes(api_client: Any) -> Iterator[Finding]:
         else "no node carries the GpuType label the allocator schedules by",
         required=False,
     )
+    yield from _efa_nodes(core.list_node(label_selector=PLACEMENT_GROUP_LABEL).items)
+
+
+PLACEMENT_GROUP_LABEL = "gpu-dev/placement-group"  # gpudev.cluster.vocabulary's, cdk_app/fabric.py
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _efa_nodes(nodes: list[Any]) -> Iterator[Finding]:
+    """The EFA node groups' nodes (labelled with their placement group by the cluster
+    stack): each advertises its EFA interfaces (the launch template's interfaces and the
+    EFA device plugin, deploy/kubernetes/efa-device-plugin.yaml), and each placement group's
+    nodes share one zone. None is fine: multinode NCCL then runs over TCP."""
+    if not nodes:
+        yield Finding("EFA nodes", True, "no EFA node group (multinode runs over TCP)", False)
+        return
+    without = [
+        n.metadata.name
+        for n in nodes
+        if int((n.status.allocatable or {}).get(EFA_RESOURCE, "0") or 0) == 0
+    ]
+    zones: dict[str, set[str]] = {}
+    for node in nodes:
+        labels = node.metadata.labels or {}
+        zones.setdefault(labels[PLACEMENT_GROUP_LABEL], set()).add(labels.get(ZONE_LABEL, ""))
+    split = sorted(group for group, seen in zones.items() if len(seen) > 1)
+    yield Finding(
+        "EFA nodes",
+        not without and not split,
+        f"{len(nodes)} nodes advertise {EFA_RESOURCE}, each placement group in one zone"
+        if not without and not split
+        else (
+            f"no {EFA_RESOURCE} on {', '.join(sorted(without))}: kubectl apply -f "
+            "deploy/kubernetes/efa-device-plugin.yaml (and the cluster stack's EFA launch "
+            "template)"
+            if without
+            else f"placement groups spanning zones: {', '.join(split)}"
+        ),
+        required=False,
+    )
 
 
 def report(findings: list[Finding]) -> int:
