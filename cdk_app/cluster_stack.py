@@ -20,11 +20,11 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from cdk_app import fabric
 from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
 from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, eks_cluster_name, id_list, own_vpc
-from cdk_app import fabric
 from cdk_app.node_groups import NodeGroupSpec, node_disk_gib, node_group_specs
 
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
@@ -219,15 +219,12 @@ class ClusterStack(Stack):
         group's AMI type and adds its own bootstrap. An EFA type's: its EFA interfaces and
         its placement group (cdk_app/fabric.py)."""
         efa = fabric.efa_interfaces(spec.entry.instance_type)
-        efa_data = {}
+        interfaces, placement = None, None
         if efa:
             group = fabric.placement_group(self, spec.gpu_type)
-            efa_data = {
-                "network_interfaces": fabric.network_interfaces(
-                    efa, self.cluster.attr_cluster_security_group_id
-                ),
-                "placement": ec2.CfnLaunchTemplate.PlacementProperty(group_name=group.ref),
-            }
+            security_group = self.cluster.attr_cluster_security_group_id
+            interfaces = fabric.network_interfaces(efa, security_group)
+            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=group.ref)
         return ec2.CfnLaunchTemplate(
             self,
             f"LaunchTemplate-{spec.gpu_type}",
@@ -248,7 +245,8 @@ class ClusterStack(Stack):
                         ),
                     )
                 ],
-                **efa_data,
+                network_interfaces=interfaces,
+                placement=placement,
             ),
         )
 

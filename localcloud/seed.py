@@ -1,8 +1,8 @@
 """Seeds moto from the editable cluster description (localcloud/cluster.json): the EKS
 cluster record, one Auto Scaling group per node group (named like the real ones, tagged
 `GpuType`), and tagged EBS volumes. A node group may name its own `zones` (an EFA node
-group has one: EFA never crosses a zone) and a cluster `placement_group` (given to its Auto Scaling group as the cluster stack
-does: cdk_app/fabric.py)."""
+group has one: EFA never crosses a zone) and a cluster `placement_group` (given to its Auto
+Scaling group, as the cluster stack does: cdk_app/fabric.py)."""
 
 from __future__ import annotations
 

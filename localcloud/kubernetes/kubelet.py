@@ -16,14 +16,13 @@ import logging
 import time
 from typing import Any
 
-from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
+from localcloud.kubernetes import efa, events, init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
-from localcloud.kubernetes import efa
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (

@@ -96,9 +96,7 @@ def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape
         log.info("node %s left", name)
 
 
-def node_object(
-    name: str, zone: str, shape: NodeShape, placement_group: str | None = None
-) -> Obj:
+def node_object(name: str, zone: str, shape: NodeShape, placement_group: str | None = None) -> Obj:
     """`placement_group`: its group's cluster placement group, labelled as the cluster
     stack's EFA node groups label their nodes (cdk_app/fabric.py)."""
     capacity = {

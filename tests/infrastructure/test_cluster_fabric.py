@@ -76,12 +76,14 @@ def test_the_cluster_security_group_lets_all_traffic_out_to_itself(cluster: Temp
 
 
 def test_no_efa_group_no_efa_rule():
-    context = CONTEXT | {"gpudev:nodeGroups": '{"t4": {"min": 0, "max": 2}, "cpu-x86": {"min": 1, "max": 2}}'}
+    groups = '{"t4": {"min": 0, "max": 2}, "cpu-x86": {"min": 1, "max": 2}}'
+    context = CONTEXT | {"gpudev:nodeGroups": groups}
     template = _cluster_template(context)
     assert template.find_resources("AWS::EC2::SecurityGroupEgress") == {}
     assert template.find_resources("AWS::EC2::PlacementGroup") == {}
 
 
 def test_the_stacks_efa_counts_are_the_catalogues():
-    counts = {k: int(v) for k, v in re.findall(r"WHEN '([\w.-]+)' THEN (\d+)", MIGRATION.read_text())}
+    found = re.findall(r"WHEN '([\w.-]+)' THEN (\d+)", MIGRATION.read_text())
+    counts = {instance_type: int(count) for instance_type, count in found}
     assert counts == EFA_INTERFACES

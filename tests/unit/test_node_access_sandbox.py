@@ -80,8 +80,11 @@ def _launcher(sandbox: Sandbox, tmp_path: Path, *command: str, failing: str = ""
         (sandbox.bin / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
     return subprocess.run(
         ["bash", str(node_access.LAUNCHER_SCRIPT), *command],
-        env={"PATH": str(sandbox.bin), "GPU_DEV_ROOT": str(sandbox.root),
-             "GPU_DEV_HOSTFILE": str(hostfile)},
+        env={
+            "PATH": str(sandbox.bin),
+            "GPU_DEV_ROOT": str(sandbox.root),
+            "GPU_DEV_HOSTFILE": str(hostfile),
+        },
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -10,8 +10,8 @@ parked yet that fits): the earliest moment it
 fits once running reservations end at their known end times. A later request may start now
 only if its expected end (values.py) comes before the shadow time or it runs on capacity the
 head will not need then, so backfill never delays the head. Multinode requests take whole
-free nodes of one fabric (one zone and placement group: pool.py), all at once or not at all. A slot is one GPU on a GPU node and one user on a CPU
-node (three per node).
+free nodes of one fabric (one zone and placement group: pool.py), all at once or not at
+all. A slot is one GPU on a GPU node and one user on a CPU node (three per node).
 
 ETAs replay the end times for the whole queue in order (replay.py). The same pass answers
 "how long would a new request wait?" per GPU type (what `avail` and `status` show): a

@@ -66,6 +66,7 @@ chmod 755 "$ROOT/home/dev" "$ROOT/workspace"  # again: useradd -m may have set H
 
 # A multinode reservation's pod: EFA's libraries, dev's key between the pods, the hostfile
 # and gpu-dev-run (node_setup.sh, from the nodes' ConfigMap: cluster/node_access.py).
+# shellcheck source=/dev/null
 [ -r "$ROOT/etc/gpu-dev/nodes/setup.sh" ] && . "$ROOT/etc/gpu-dev/nodes/setup.sh"
 
 # What the pod was given (env in objects.py: conda/CUDA paths, threads, NCCL, HF_HOME, the
