@@ -1,4 +1,4 @@
-"""A 16-GPU `--distributed` reservation on the local cloud's h100s (p5.48xlarge, one zone and
+"""`gpu-dev reserve -t h100 -g 16 --distributed` (the real CLI) on the local cloud's h100s (p5.48xlarge, one zone and
 placement group: localcloud/cluster.json): both pods request the nodes' EFA interfaces and
 carry EFA's environment, both nodes share a zone and a placement group, both pods mount the
 reservation's own key pair and the nodes' ConfigMap (hostfile, ssh config, gpu-dev-run),
@@ -6,26 +6,44 @@ and the ssh config written to the pods resolves `node-1` to its pod (docs/multin
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
 import pytest
+from click.testing import CliRunner
 
 from gpudev.cluster.vocabulary import EFA_RESOURCE, PLACEMENT_GROUP_LABEL, ZONE_LABEL
+from gpudev_cli.main import cli
 from tests.lifecycle.helpers import (
     assert_nothing_left,
     cancel,
     objects_of,
-    reserve,
     secret_data,
     wait_for_status,
 )
 
 
+def _cli_reserve(local_cloud, tmp_path, monkeypatch) -> str:  # type: ignore[no-untyped-def]
+    """`gpu-dev reserve -t h100 -g 16 --distributed` with the real CLI, as alice."""
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    options = ["--profile", "alice", "--region", "us-east-2"]
+    options += ["--api-url", local_cloud.describe()["api_url"], "-o", "json"]
+    reserve = ["reserve", "-t", "h100", "-g", "16", "--distributed", "-h", "0.5"]
+    reserve += ["--github-user", "alice", "--no-wait"]
+    made = CliRunner().invoke(cli, [*options, *reserve], catch_exceptions=False)
+    assert made.exit_code == 0, made.output
+    return str(json.loads(made.stdout)["reservation_id"])
+
+
 def test_a_distributed_h100_reservation_gets_efa_one_fabric_and_the_nodes_key(
-    api, local_cloud, tmp_path
+    api, local_cloud, tmp_path, monkeypatch
 ):
-    rid = reserve(api, gpu_type="h100", gpu_count=16, hours=0.5)["reservation_id"]
+    rid = _cli_reserve(local_cloud, tmp_path, monkeypatch)
     wait_for_status(api, rid, "active", timeout=60)
     objects = objects_of(local_cloud, rid)
     base = f"gpu-dev-{rid[:8]}"
