@@ -1,5 +1,5 @@
-"""`gpu-dev reserve -t h100 -g 16 --distributed` (the real CLI) on the local cloud's h100s (p5.48xlarge, one zone and
-placement group: localcloud/cluster.json): both pods request the nodes' EFA interfaces and
+"""`gpu-dev reserve -t h100 -g 16 --distributed` (the real CLI) on the local cloud's h100s
+(p5.48xlarge, one zone and placement group: localcloud/cluster.json): both pods request the nodes' EFA interfaces and
 carry EFA's environment, both nodes share a zone and a placement group, both pods mount the
 reservation's own key pair and the nodes' ConfigMap (hostfile, ssh config, gpu-dev-run),
 and the ssh config written to the pods resolves `node-1` to its pod (docs/multinode.md)."""
