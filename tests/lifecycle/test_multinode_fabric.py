@@ -1,8 +1,9 @@
 """`gpu-dev reserve -t h100 -g 16 --distributed` (the real CLI) on the local cloud's h100s
-(p5.48xlarge, one zone and placement group: localcloud/cluster.json): both pods request the nodes' EFA interfaces and
-carry EFA's environment, both nodes share a zone and a placement group, both pods mount the
-reservation's own key pair and the nodes' ConfigMap (hostfile, ssh config, gpu-dev-run),
-and the ssh config written to the pods resolves `node-1` to its pod (docs/multinode.md)."""
+(p5.48xlarge, one zone and placement group: localcloud/cluster.json): both pods request the
+nodes' EFA interfaces and carry EFA's environment, both nodes share a zone and a placement
+group, both pods mount the reservation's own key pair and the nodes' ConfigMap (hostfile,
+ssh config, gpu-dev-run), and the ssh config written to the pods resolves `node-1` to its
+pod (docs/multinode.md)."""
 
 from __future__ import annotations
 
