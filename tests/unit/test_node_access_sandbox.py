@@ -132,3 +132,29 @@ def test_the_ssh_config_resolves_each_node_alias_to_its_pod(tmp_path):
     assert "user dev" in resolved
     assert f"hostkeyalias {base}-nodes" in resolved
     assert f"identityfile {node_access.INSTALLED_KEY}" in resolved
+
+
+def test_each_reservation_gets_a_key_pair_of_its_own_that_openssh_reads(tmp_path):
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs ssh-keygen")
+    first, second = node_access.new_node_key(), node_access.new_node_key()
+    assert first.public != second.public
+    path = tmp_path / "id_ed25519"
+    path.write_text(node_access.key_entries(first)["id_ed25519"])
+    path.chmod(0o600)
+    shown = subprocess.run(
+        ["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert shown.split()[:2] == first.public.split()[:2]
+
+
+def test_the_nodes_objects_carry_the_reservations_label_so_tear_down_finds_them():
+    reservation = _reservation("alice", H100, 16, 2)
+    name = f"gpu-dev-{str(reservation.reservation_id)[:8]}-nodes"
+    for manifest in (
+        objects.nodes_config_map(reservation, 8, new_host_key().public),
+        objects.nodes_secret(reservation, node_access.new_node_key()),
+    ):
+        labels = manifest["metadata"]["labels"]
+        assert labels["gpu-dev/reservation"] == str(reservation.reservation_id)
+        assert manifest["metadata"]["name"] == name
