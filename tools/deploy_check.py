@@ -107,6 +107,7 @@ def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Findi
     )
     yield from _network(clients, context, cluster.get("resourcesVpcConfig") or {})
     yield from _scaling_groups(clients("autoscaling"))
+    yield from _efa_security_group(clients("ec2"), cluster.get("resourcesVpcConfig") or {})
 
 
 # Who may assume a role and still not choose its session name: a SAML identity provider
@@ -251,6 +252,41 @@ def _scaling_groups(autoscaling: Any) -> Iterator[Finding]:
         ", ".join(sorted(names))
         or "no Auto Scaling group (or EKS managed node group) named "
         "pytorch-gpu-dev-gpu-nodes-<type>…: availability shows 0",
+    )
+
+
+def _efa_security_group(ec2: Any, vpc_config: dict[str, Any]) -> Iterator[Finding]:
+    """EFA's security group rule (cdk_app/fabric.py): the cluster security group lets all
+    traffic in from itself (EKS's own rule) and out to itself (the cluster stack's). A
+    warning only: without EFA node groups, nothing needs it."""
+    group_id = vpc_config.get("clusterSecurityGroupId")
+    if not group_id:
+        return
+    (group,) = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+
+    def to_itself(rules: list[dict[str, Any]]) -> bool:
+        return any(
+            rule.get("IpProtocol") == "-1"
+            and any(pair.get("GroupId") == group_id for pair in rule.get("UserIdGroupPairs", []))
+            for rule in rules
+        )
+
+    missing = [
+        direction
+        for direction, rules in (
+            ("in from", group.get("IpPermissions", [])),
+            ("out to", group.get("IpPermissionsEgress", [])),
+        )
+        if not to_itself(rules)
+    ]
+    yield Finding(
+        "EFA security group",
+        not missing,
+        f"{group_id} lets all traffic in from and out to itself"
+        if not missing
+        else f"{group_id} lacks all traffic {' and '.join(missing)} itself, which EFA needs "
+        "(the cluster stack adds the egress rule when it has an EFA node group)",
+        required=False,
     )
 
 
