@@ -20,6 +20,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from cdk_app.images import grant_node_image_pulls
 from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
@@ -176,6 +177,7 @@ class ClusterStack(Stack):
                 _managed("AmazonEC2ContainerRegistryPullOnly"),
             ],
         )
+        grant_node_image_pulls(node_role)  # the ECR pull-through cache (cdk_app/images.py)
         groups = [self._node_group(spec, node_role, public.subnet_ids, vpc_cni) for spec in specs]
         ebs_csi_role = self._pod_identity_role(
             "EbsCsiDriverRole", "service-role/AmazonEBSCSIDriverPolicy"

@@ -113,6 +113,10 @@ class ApiSettings(BaseSettings):
     # Comma-separated [path/]RoleName[*] whose sessions may ask for profiling (CAP_SYS_ADMIN,
     # root on the node; CDK context `gpudev:profilingRoles`); empty: nobody.
     profiling_roles: str = ""
+    # Comma-separated image patterns users may reserve with `--image` besides the default
+    # image (CDK context `gpudev:allowedImages`; gpudev/images/allowlist.py); empty: the
+    # default image only.
+    allowed_images: str = ""
 
     @model_validator(mode="after")
     def _valid_roles(self) -> ApiSettings:
