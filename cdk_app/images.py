@@ -32,6 +32,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 ALLOWED_IMAGES_CONTEXT = "gpudev:allowedImages"
+TOOLS_IMAGE_CONTEXT = "gpudev:toolsImage"  # deploy/tools-image: sshd, sudo, bash, busybox
 CREDENTIALS_CONTEXT = "gpudev:pullThroughCredentials"
 TEAM_REPOSITORY = "gpu-dev-images"
 OWN_REGISTRY = "ecr"  # an allowlist entry's registry: this deployment's ECR
@@ -149,8 +150,22 @@ def _acknowledge_prefixes(scope: Construct, names: set[str], reason: str) -> Non
         )
 
 
-def build_images(stack: Stack, api_function: lambda_.Function) -> ecr.Repository:
-    """The repository, the cache rules, and the API's allowlist and ECR reads."""
+def tools_image(scope: Construct) -> str:
+    """The tools image every dev pod copies sshd, sudo and a shell from (one word; none: the
+    images bring their own, or apt-get installs them at boot)."""
+    raw = scope.node.try_get_context(TOOLS_IMAGE_CONTEXT)
+    if raw is None or raw == "":
+        return ""
+    if not isinstance(raw, str) or raw.split() != [raw]:
+        raise ValueError(f"context {TOOLS_IMAGE_CONTEXT}: an image reference; got {raw!r}")
+    return raw
+
+
+def build_images(
+    stack: Stack, api_function: lambda_.Function, tasks_function: lambda_.Function
+) -> ecr.Repository:
+    """The repository, the cache rules, the API's allowlist and ECR reads, and the
+    reservation tasks' tools image."""
     entries = allowed_images(stack)
     rules = active_rules(stack)
     credentials = pull_through_credentials(stack)
@@ -205,6 +220,7 @@ def build_images(stack: Stack, api_function: lambda_.Function) -> ecr.Repository
             ),
         )
     api_function.add_environment("ALLOWED_IMAGES", ",".join(entries))
+    tasks_function.add_environment("LIFECYCLE_TOOLS_IMAGE", tools_image(stack))
     _grant_api_reads(api_function, entries, cached)
     return repository
 

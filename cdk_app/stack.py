@@ -25,6 +25,7 @@ from cdk_app.declaration import (
     DEPLOYMENT,
     DISK_PURGE,
     DISK_RECONCILER,
+    RESERVATION_TASKS,
     SWEEPER,
     Deployment,
 )
@@ -66,7 +67,9 @@ class GpuDevStack(Stack):
         )
         self.functions = {spec.name: builder.build(spec) for spec in deployment.functions}
         migrate_on_deploy(self, self.functions, self.database)
-        self.team_images = build_images(self, self.functions[API.name])
+        self.team_images = build_images(
+            self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
+        )
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [

@@ -17,6 +17,7 @@ from aws_cdk.assertions import Match, Template
 from tests.support.certificates import synth_context
 
 DOCKER_SECRET = "arn:aws:secretsmanager:us-east-2:123456789012:secret:ecr-pullthroughcache/hub-AbCd"
+TOOLS = "123456789012.dkr.ecr.us-east-2.amazonaws.com/gpu-dev-images/tools:1"
 ALLOWED = ["ghcr.io/pytorch/*", "docker.io/nvidia/cuda", "ecr/gpu-dev-images/*", "public.ecr.aws/*"]
 
 
@@ -30,6 +31,7 @@ def with_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]:
         context={
             **synth_context(tmp_path_factory.mktemp("certs")),
             "gpudev:allowedImages": ALLOWED,
+            "gpudev:toolsImage": TOOLS,
             "gpudev:pullThroughCredentials": {
                 "docker.io": DOCKER_SECRET,
                 "ghcr.io": DOCKER_SECRET.replace("hub", "ghcr"),
@@ -148,7 +150,7 @@ def test_a_bad_allowlist_fails_the_synth_saying_why(allowed: Any, problem: str):
         code=cdk.aws_lambda.Code.from_inline("x"),
     )
     with pytest.raises(ValueError, match=problem):
-        build_images(stack, function)
+        build_images(stack, function, function)
 
 
 def test_a_credential_that_is_not_a_pull_through_secret_fails_the_synth():
@@ -182,3 +184,33 @@ def test_nodes_may_import_upstream_images_through_the_cache_prefixes():
             }
         },
     )
+
+
+def _tasks_environment(template: Template) -> dict[str, Any]:
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {
+            "Properties": {
+                "Environment": {
+                    "Variables": {"POWERTOOLS_SERVICE_NAME": "gpudev-reservation-tasks"}
+                }
+            }
+        },
+    )
+    ((_, tasks),) = functions.items()
+    return tasks["Properties"]["Environment"]["Variables"]
+
+
+def test_the_reservation_tasks_get_the_tools_image_from_context(
+    template: Template, with_images: Template
+):
+    assert _tasks_environment(template)["LIFECYCLE_TOOLS_IMAGE"] == ""
+    assert _tasks_environment(with_images)["LIFECYCLE_TOOLS_IMAGE"] == TOOLS
+
+
+@pytest.mark.parametrize("bad", ["two words", 5, ["x"]])
+def test_a_tools_image_that_is_not_one_reference_fails_the_synth(bad: Any):
+    from cdk_app.images import tools_image
+
+    with pytest.raises(ValueError, match="gpudev:toolsImage"):
+        tools_image(cdk.Stack(cdk.App(context={"gpudev:toolsImage": bad}), "Tools"))

@@ -62,7 +62,9 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     home = mount_home(lc, reservation)
     for placement in placements:
         image = reservation.image_pull or lc.settings.pod_image  # the digest resolved at submit
-        cluster.create(objects.pod(reservation, gpu_type, placement, image, home))
+        cluster.create(
+            objects.pod(reservation, gpu_type, placement, image, home, lc.settings.tools_image)
+        )
     written(
         lc.rows.preparing(
             task.reservation_id,
