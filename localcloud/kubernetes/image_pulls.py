@@ -76,7 +76,9 @@ class LocalRegistry:
             "authorization: server message: insufficient_scope: authorization failed",
         )
 
-    def _from_ecr(self, image: str, repository: str, tag: str | None, digest: str | None) -> Any:
+    def _from_ecr(
+        self, image: str, repository: str, tag: str | None, digest: str | None
+    ) -> Pullable | Refused:
         image_id = {"imageDigest": digest} if digest else {"imageTag": tag or "latest"}
         try:
             found = self._ecr.batch_get_image(repositoryName=repository, imageIds=[image_id])
