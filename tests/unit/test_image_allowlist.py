@@ -54,6 +54,7 @@ def test_an_image_a_pattern_or_the_default_names_is_allowed(allowed: str):
     [
         "ghcr.io/pytorchx/pytorch:1",  # a prefix is a whole path component
         "ghcr.io/pytorch:1",  # the prefix itself is no repository under it
+        "public.ecr.awsx/a:1",
         "docker.io/nvidia/cuda-extra:1",  # an exact repository is exact
         "docker.io.example.com/nvidia/cuda:1",  # the registry is matched exactly
         "quay.io/pytorch/x:1",
@@ -64,9 +65,11 @@ def test_an_image_a_pattern_or_the_default_names_is_allowed(allowed: str):
     ],
 )
 def test_an_image_no_pattern_names_is_refused_with_what_is_allowed(refused: str):
-    patterns = "ghcr.io/pytorch/*, docker.io/nvidia/cuda, ecr/gpu-dev-images/*"
+    patterns = "ghcr.io/pytorch/*, docker.io/nvidia/cuda, ecr/gpu-dev-images/*, public.ecr.aws/*"
     with pytest.raises(ImageNotAllowed, match="is not allowed here") as error:
         policy(patterns).check(refused)
+    assert "; public.ecr.aws/*" in error.value.message
+    assert "; docker.io/nvidia/cuda;" in error.value.message
     assert isinstance(error.value, InvalidRequest)  # 422
     assert "ghcr.io/pytorch/*" in error.value.message
     assert f"{REGISTRY}/gpu-dev-images/*" in error.value.message

@@ -154,8 +154,6 @@ class ImagePolicy:
         allowed = [f"the default image {self.default_image}"]
         for p in self.patterns:
             host = self.registry if p.registry == OWN_REGISTRY else p.registry
-            allowed.append(
-                f"{host}/{p.repository}{'/*' if p.prefix and p.repository else ''}"
-                + ("*" if p.prefix and not p.repository else "")
-            )
+            path = "/".join(part for part in (p.repository, "*" if p.prefix else "") if part)
+            allowed.append(f"{host}/{path}")
         return "; ".join(allowed)
