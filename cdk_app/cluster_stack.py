@@ -21,6 +21,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from cdk_app import fabric
+from cdk_app.images import grant_node_image_pulls
 from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
@@ -177,6 +178,7 @@ class ClusterStack(Stack):
                 _managed("AmazonEC2ContainerRegistryPullOnly"),
             ],
         )
+        grant_node_image_pulls(node_role)  # the ECR pull-through cache (cdk_app/images.py)
         groups = [self._node_group(spec, node_role, public.subnet_ids, vpc_cni) for spec in specs]
         if any(fabric.efa_interfaces(spec.entry.instance_type) for spec in specs):
             fabric.efa_security_group_rule(self, security_group)

@@ -143,6 +143,12 @@ REQUEST_RATE = (
     ContextSetting("apiRequestsPerMinute", "API_REQUESTS_PER_MINUTE", default=120),
     ContextSetting("apiRequestBurst", "API_REQUEST_BURST", default=40),
 )
+# The dev pods' image (gpudev.settings.LifecycleSettings.pod_image): the public PyTorch image
+# by default; operators build deploy/dev-image/Dockerfile, push it and set `podImage`. The API
+# reads it too: `reserve --image` naming it is always allowed (gpudev/images/).
+POD_IMAGE = ContextSetting(
+    "podImage", "LIFECYCLE_POD_IMAGE", default="pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
+)
 API = FunctionSpec(
     "Api",
     "api",
@@ -150,7 +156,7 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
-    context_environment=USER_LIMITS + REQUEST_RATE,
+    context_environment=USER_LIMITS + REQUEST_RATE + (POD_IMAGE,),
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
 )
@@ -191,11 +197,6 @@ JOBS = QueueSpec(
     max_concurrency=JOBS_CONCURRENCY,
     visibility_timeout_seconds=180,
     max_receive_count=16,
-)
-# The dev pods' image (gpudev.settings.LifecycleSettings.pod_image): the public PyTorch image
-# by default; operators build deploy/dev-image/Dockerfile, push it and set `podImage`.
-POD_IMAGE = ContextSetting(
-    "podImage", "LIFECYCLE_POD_IMAGE", default="pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
 )
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",

@@ -20,10 +20,12 @@ from cdk_app.dashboard import build_dashboard
 from cdk_app.database import build_database
 from cdk_app.declaration import (
     ALLOCATOR,
+    API,
     AVAILABILITY_UPDATER,
     DEPLOYMENT,
     DISK_PURGE,
     DISK_RECONCILER,
+    RESERVATION_TASKS,
     SWEEPER,
     Deployment,
 )
@@ -33,6 +35,7 @@ from cdk_app.functions import (
     build_shared_layer,
     migrate_on_deploy,
 )
+from cdk_app.images import build_images
 from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
@@ -64,6 +67,9 @@ class GpuDevStack(Stack):
         )
         self.functions = {spec.name: builder.build(spec) for spec in deployment.functions}
         migrate_on_deploy(self, self.functions, self.database)
+        self.team_images = build_images(
+            self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
+        )
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [

@@ -163,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
         "reservation's Jupyter says why it is unavailable",
     )
     parser.add_argument(
+        "--image-pull-mb-per-second",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="the kubelet pulls images at MB megabytes a second of the lifecycle's clock, so "
+        "a cold node's start waits for its image's size (docs/images.md); default: at once",
+    )
+    parser.add_argument(
         "--api-processes",
         type=int,
         default=0,
@@ -214,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         snapshot_seconds=args.snapshot_seconds,
         pod_image=args.dev_image,
         jupyter_images=(args.dev_image,) if args.dev_image else (),
+        image_pull_bytes_per_second=(
+            args.image_pull_mb_per_second * 1e6 if args.image_pull_mb_per_second else None
+        ),
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )

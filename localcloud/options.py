@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from localcloud.registry import LOCAL_ALLOWED_IMAGES
 from localcloud.seed import DEFAULT_DESCRIPTION
 
 
@@ -44,6 +45,11 @@ class Options:
     # PyTorch image has none; an image built from deploy/dev-image has it).
     pod_image: str | None = None
     jupyter_images: tuple[str, ...] = ()
+    # `reserve --image`: the API's allowlist (gpudev:allowedImages; localcloud/registry.py
+    # seeds moto's ECR), and how fast the stand-in's kubelet pulls (bytes per second on the
+    # lifecycle's clock; None: at once).
+    allowed_images: tuple[str, ...] = LOCAL_ALLOWED_IMAGES
+    image_pull_bytes_per_second: float | None = None
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None

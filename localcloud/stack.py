@@ -20,6 +20,7 @@ import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
+from gpudev.settings import LifecycleSettings
 from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
@@ -58,6 +59,7 @@ from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
 from localcloud.options import Options
 from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
+from localcloud.registry import local_registry, seed_registry
 from localcloud.seed import ClusterDescription, seed
 from localcloud.snapshot_completion import SnapshotCompletion
 from localcloud.sqs_process import SqsProcess
@@ -192,6 +194,8 @@ class LocalCloud:
                 # Profiling (CAP_SYS_ADMIN): sessions of carol's SSO role too; alice and bob
                 # are IAM users, which no role entry matches: their profiling asks are 403.
                 "PROFILING_ROLES": f"{SSO_ROLE_PATH.strip('/')}/{SSO_ROLE_NAME}",
+                # `reserve --image`: the images seeded in moto's ECR and more (registry.py).
+                "ALLOWED_IMAGES": ",".join(self.options.allowed_images),
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # EMF metrics are CloudWatch's; locally they would only interleave with output.
                 "POWERTOOLS_METRICS_DISABLED": "true",
@@ -326,8 +330,22 @@ class LocalCloud:
         ).start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
+        self._start_registry()
         # The endpoint and CA come from DescribeCluster, as on EKS.
         self._set_environment({"EKS_CLUSTER_NAME": description.cluster_name})
+
+    def _start_registry(self) -> None:
+        """moto's ECR holds the local registry; the kubelet pulls from it (registry.py)."""
+        assert self.aws is not None and self.cluster is not None
+        ecr = self.aws.client("ecr")
+        seed_registry(ecr)
+        pulls = self.cluster.kubelet.image_pulls
+        pulls.bytes_per_second = self.options.image_pull_bytes_per_second
+        pulls.clock_scale = self.options.seconds_per_hour / 3600
+        pod_image = self.options.pod_image or LifecycleSettings().pod_image
+        pulls.registry = local_registry(
+            ecr, f"{ACCOUNT_ID}.dkr.ecr.{REGION}.amazonaws.com", pod_image
+        )
 
     def _sqs_process_exited(self, code: int) -> None:
         message = (

@@ -113,6 +113,8 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
             f"[yellow]{login}: no public keys on GitHub yet (https://github.com/{login}.keys): "
             "they can log in once they add one[/]"
         )
+    if r.get("image"):  # asked with --image: the reference and the digest the pod runs
+        lines.append(f"Image: {r['image']}\n       {r.get('image_digest')}")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

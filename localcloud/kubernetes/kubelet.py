@@ -20,6 +20,7 @@ from localcloud.kubernetes import efa, events, init_containers, kubelet_admissio
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
+from localcloud.kubernetes.image_pulls import ImagePulls
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
@@ -69,6 +70,8 @@ class Kubelet:
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self.events = KubeletEvents(store)  # Pulled, Created, Started, BackOff ...
         self.logs = logs or ContainerLogs()  # what the containers printed: pods/log
+        # Pulls against the local registry (none here: at once; the local cloud sets one).
+        self.image_pulls = ImagePulls(store, self._write)
 
     def step(self) -> None:
         pods = sorted(
@@ -82,6 +85,7 @@ class Kubelet:
         self.restarts.forget_pods_but(uids)
         self.local_storage.forget_pods_but(uids)
         self.logs.forget_pods_but(uids)
+        self.image_pulls.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
         nodes = {
@@ -123,6 +127,8 @@ class Kubelet:
             if self._storage.waiting_for_volumes(pod, nodes[node]):  # ContainerCreating
                 if not pod["status"].get("containerStatuses"):
                     self._write(pod, container_creating)
+                continue
+            if not self.image_pulls.ready(pod, node):  # image_pulls.py
                 continue
             if self.image_pulls_fail:
                 if not _waiting_for_image(pod) and self._write(pod, _pull_failed):

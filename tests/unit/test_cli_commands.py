@@ -273,3 +273,42 @@ def test_show_prints_the_volume_the_reservations_disk_is_on(capsys):
     assert "Disk: datasets (volume vol-0123456789abcdef0)" in capsys.readouterr().out
     render.reservation_panel({**reservation, "ebs_volume_id": None})
     assert "Disk: datasets " in capsys.readouterr().out
+
+
+def test_reserve_sends_the_image_asked_for(monkeypatch):
+    sent: list[object] = []
+
+    class Client:
+        def request(self, method: str, url: str, body: object = None) -> dict[str, object]:
+            sent.append(body)
+            return {"reservation_id": "5f0c1a2b-0000-4000-8000-000000000000", "status": "pending"}
+
+    monkeypatch.setattr(context.Context, "client", lambda self: Client())
+    monkeypatch.setattr(context.Context, "emit", lambda self, data, render: None)
+    args = ["reserve", "-t", "t4", "-g", "1", "-h", "1", "--disk", "none", "--no-wait"]
+    CliRunner().invoke(cli, [*args, "--image", "ghcr.io/pytorch/pytorch-nightly"])
+    CliRunner().invoke(cli, args)
+    images = [body.get("image") for body in sent if isinstance(body, dict) and "gpu_type" in body]
+    assert images == ["ghcr.io/pytorch/pytorch-nightly", None]
+
+
+def test_show_prints_the_image_and_the_digest_the_pod_runs(capsys):
+    digest = "sha256:" + "a" * 64
+    reservation = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "name": None,
+        "status": "queued",
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "duration_hours": 1.0,
+        "created_at": "2026-11-24T00:01:00+00:00",
+        "jupyter_enabled": False,
+        "disk_name": None,
+        "image": "ghcr.io/pytorch/pytorch-nightly:latest",
+        "image_digest": digest,
+    }
+    render.reservation_panel(reservation)
+    out = capsys.readouterr().out
+    assert "Image: ghcr.io/pytorch/pytorch-nightly:latest" in out and digest in out
+    render.reservation_panel({**reservation, "image": None, "image_digest": None})
+    assert "Image:" not in capsys.readouterr().out

@@ -705,3 +705,43 @@ def test_a_removed_users_sessions_end_and_their_leftovers_go(open_sandbox: Sandb
         for process in (session, owners):
             process.kill()
             process.wait()
+
+
+def test_with_the_deployments_tools_an_image_without_sshd_sudo_or_bash_installs_nothing(
+    sandbox: Sandbox, tmp_path: Path
+):
+    """cluster/pod_tools.py: the tools' bin comes after the image's PATH and fills what the
+    image lacks, so nothing is fetched at boot; sudo gets its main file, sshd its privilege
+    separation account, dev the tools' bash as login shell (the image has no /bin/bash)."""
+    tools = tmp_path / "tools"
+    (tools / "bin").mkdir(parents=True)
+    for name in ("sshd", "sudo", "ssh-keygen"):  # the image lacks them: only the tools have
+        (sandbox.bin / name).rename(tools / "bin" / name)
+    sandbox.stub(  # a new image: no dev account until the script makes it
+        "id",
+        'name=${!#}; [ -e "$GPU_DEV_ROOT/users/$name" ] || exit 1\n'
+        '[ "$1" = -u ] && cat "$GPU_DEV_ROOT/users/$name"; exit 0',
+    )
+    done = sandbox.run(GPU_DEV_TOOLS=str(tools))
+    assert done.returncode == 0, done.stderr
+    calls = sandbox.calls()
+    assert not any(c.startswith("apt-get") for c in calls), "nothing installed at boot"
+    assert "sshd -D -e" in calls  # the tools' sshd (its stub logs the same way)
+    assert f"useradd -m -u 1081 -s {tools}/bin/bash dev" in calls
+    assert "useradd -r -M -d /var/empty -s /sbin/nologin sshd" in calls
+    assert sandbox.file("/etc/sudoers") == "root ALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n"
+    assert sandbox.exists("/var/empty")
+    assert "Subsystem sftp internal-sftp\n" in sandbox.file("/etc/ssh/sshd_config")
+    profile = _exported(str(sandbox.root / "etc/profile.d/gpu-dev-env.sh"))
+    assert profile["PATH"] == f"{sandbox.bin}:{tools}/bin"  # the image's own commands first
+
+
+def test_without_the_tools_an_image_lacking_sshd_still_gets_it_from_apt_get(sandbox: Sandbox):
+    (sandbox.bin / "sshd").unlink()
+    done = sandbox.run()
+    assert any(c.startswith("apt-get install") for c in sandbox.calls())
+    assert "Subsystem sftp" not in (
+        sandbox.file("/etc/ssh/sshd_config") if sandbox.exists("/etc/ssh/sshd_config") else ""
+    )
+    assert done.returncode != 0  # the apt-get stub installs nothing: the script says why
+    assert "no sshd in this image" in done.stderr

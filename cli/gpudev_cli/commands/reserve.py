@@ -48,6 +48,12 @@ MULTINODE_COUNTS = (16, 24, 32)
     "CAP_SYS_ADMIN, which the pod then gets (use it with sudo); off by default, as it "
     "weakens the pod's isolation",
 )
+@click.option(
+    "--image",
+    metavar="REF",
+    help="the container image, e.g. ghcr.io/pytorch/pytorch-nightly:latest: the default image "
+    "or one the operators allow (docs/images.md); the pod runs the digest it has now",
+)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -62,6 +68,7 @@ def reserve(
     disk: str | None,
     jupyter: bool,
     profiling: bool,
+    image: str | None,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
@@ -80,6 +87,7 @@ def reserve(
         "disk_name": disk,
         "jupyter": jupyter,
         "profiling": profiling,
+        "image": image,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

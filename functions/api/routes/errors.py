@@ -25,6 +25,7 @@ from gpudev.errors import (
     GpuDevError,
     InvalidRequest,
     LimitReached,
+    MalformedInput,
     NotFound,
     RateLimited,
     Unavailable,
@@ -36,6 +37,7 @@ from routes.resolver import JSON_MEDIA_TYPE, UndecodableBody
 from routes.validation import summary
 
 STATUS_BY_ERROR: dict[type[GpuDevError], int] = {
+    MalformedInput: 400,
     NotAuthorized: 403,
     NotFound: 404,
     Conflict: 409,

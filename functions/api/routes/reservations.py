@@ -57,13 +57,15 @@ def _view(status: int, reservation: Reservation) -> Response[ReservationView]:
             )
         },
         meanings={
+            400: "the body is not UTF-8 text, or `image` is not an image reference (the "
+            "message names the part at fault): nothing was written",
             403: "profiling asked for by a caller outside gpudev:profilingRoles (or any "
             "refused caller); nothing was saved",
             409: "the disk asked for is in use by another reservation, or the caller's first "
             "request raced another; nothing was saved",
             422: "the body fails validation, or a rule of the request (a GPU count its type "
-            "does not take, a disk the caller does not have, a type without nodes): "
-            "nothing was saved",
+            "does not take, a disk the caller does not have, a type without nodes, an image "
+            "the operators do not allow or the registry does not have): nothing was saved",
             429: "a per-user limit is reached (live reservations, or GPUs held or queued; "
             "the message states the limit and the usage), or the caller's request rate "
             "(with Retry-After); nothing was saved",

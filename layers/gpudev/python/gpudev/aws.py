@@ -71,6 +71,7 @@ class AwsClients:
     sts = _Client()
     eks = _Client()
     secretsmanager = _Client()
+    ecr = _Client()  # the API: an image's digest at submit (gpudev/images/)
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 

@@ -48,6 +48,11 @@ class InvalidRequest(GpuDevError):
     """The input breaks a rule the user can fix (bad GPU type, bad disk name...)."""
 
 
+class MalformedInput(GpuDevError):
+    """The input cannot be read at all (an image reference outside its grammar): 400, where
+    a readable value a rule refuses is `InvalidRequest` (422)."""
+
+
 class NotFound(GpuDevError):
     """The thing does not exist, or belongs to someone else (we never leak which)."""
 

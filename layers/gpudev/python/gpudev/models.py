@@ -175,6 +175,16 @@ class ReservationShown(Row):
     # The volume its disk is on, once taken (0030): made for it, or the disk's existing one.
     ebs_volume_id: str | None
     client_request_id: str | None
+    # The image asked for (0037), as normalized, and the digest the API resolved it to at
+    # submit; null: the deployment's default image.
+    image: str | None = Field(
+        default=None,
+        description="the image asked for (registry/repository:tag), normalized; null: the "
+        "deployment's default image",
+    )
+    image_digest: str | None = Field(
+        default=None, description="the digest the pod runs (sha256:...), resolved at submit"
+    )
     cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None
@@ -187,6 +197,8 @@ class Reservation(ReservationShown):
 
     jupyter_port: int | None
     jupyter_token: str | None
+    # What the pod runs for an image asked for (0037): <ECR registry>/<repository>@<digest>.
+    image_pull: str | None = None
     namespace: str
     warnings_sent: list[int]
     # While queued, the allocator's estimated start (NULL: it never fits); once granted, the

@@ -113,6 +113,10 @@ class ApiSettings(BaseSettings):
     # Comma-separated [path/]RoleName[*] whose sessions may ask for profiling (CAP_SYS_ADMIN,
     # root on the node; CDK context `gpudev:profilingRoles`); empty: nobody.
     profiling_roles: str = ""
+    # Comma-separated image patterns users may reserve with `--image` besides the default
+    # image (CDK context `gpudev:allowedImages`; gpudev/images/allowlist.py); empty: the
+    # default image only.
+    allowed_images: str = ""
 
     @model_validator(mode="after")
     def _valid_roles(self) -> ApiSettings:
@@ -188,6 +192,10 @@ class LifecycleSettings(BaseSettings):
     save_patience_seconds: float = Field(default=4 * 3600.0, gt=0)
     pod_release_patience_seconds: float = Field(default=600.0, gt=0)
     pod_image: str = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
+    # The image whose static sshd, sudo, bash and busybox an init container copies into
+    # every dev pod (cluster/pod_tools.py; CDK context `gpudev:toolsImage`); empty: none,
+    # the image brings them (or the startup script installs them with apt-get).
+    tools_image: str = ""
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None
     reservation_state_machine_arn: str = Field(

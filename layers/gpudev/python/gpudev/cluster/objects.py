@@ -27,6 +27,7 @@ from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
 from gpudev.cluster.host_keys import HostKey
 from gpudev.cluster.names import Names, Placement, collaborator_account
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
+from gpudev.cluster.pod_tools import bring_tools
 from gpudev.cluster.vocabulary import (
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
@@ -237,8 +238,10 @@ def pod(
     placement: Placement,
     image: str,
     home_claim: str | None = None,
+    tools_image: str = "",
 ) -> dict[str, Any]:
-    """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only."""
+    """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only;
+    `tools_image`: the deployment's tools (pod_tools.py), none when empty."""
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
     resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
@@ -293,6 +296,8 @@ def pod(
         spec["initContainers"] = [jupyter_check(image, env)]
     if persistent:  # the disk's listing, written as it stops (cluster/home_listing.py)
         spec["containers"][0] |= listing_hook()
+    if tools_image:  # sshd, sudo and a shell from the pod itself: any Linux image
+        bring_tools(spec, tools_image)
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if reservation.profiling and placement.profiling_node:

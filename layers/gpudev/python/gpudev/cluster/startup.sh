@@ -8,12 +8,23 @@
 # GPU_DEV_ROOT (unset in pods: /) roots every path it writes, so
 # tests/unit/test_startup_sandbox.py runs this very file in a temporary directory with the
 # system commands stubbed. The dev image (deploy/dev-image/Dockerfile) has sshd, sudo and
-# Jupyter already; the public default image gets sshd and sudo from apt-get at boot, never
-# Jupyter: node 0's init container (jupyter_check.sh) tells the control plane it is missing.
+# Jupyter already; with the deployment's tools (GPU_DEV_TOOLS, cluster/pod_tools.py) any
+# image gets sshd, sudo and a shell from the pod itself; otherwise an image without sshd or
+# sudo gets them from apt-get at boot. Never Jupyter: node 0's init container
+# (jupyter_check.sh) tells the control plane it is missing.
 set -u
 ROOT=${GPU_DEV_ROOT:-}
 ROOT=${ROOT%/}
 export GPU_DEV_ROOT=$ROOT  # the control loop's paths
+
+# The deployment's tools, when the pod brought them (cluster/pod_tools.py: a static bash,
+# sshd, sudo and busybox in $GPU_DEV_TOOLS/bin): after the image's own commands on PATH, so
+# they only fill what the image lacks, and nothing is installed from the network at boot.
+LOGIN_SHELL=/bin/bash
+if [ -n "${GPU_DEV_TOOLS:-}" ] && [ -d "$GPU_DEV_TOOLS/bin" ]; then
+  export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:$GPU_DEV_TOOLS/bin"
+  [ -x "$ROOT/bin/bash" ] || LOGIN_SHELL=$GPU_DEV_TOOLS/bin/bash  # an image without bash
+fi
 
 # Before anything else: the owner's home and the workspace are writable by dev alone. The
 # kubelet makes an emptyDir 0777, so any other account could plant ~dev/.bash_profile (run
@@ -54,8 +65,20 @@ fail() {
 command -v sshd >/dev/null || fail "no sshd in this image, and apt-get could not install" \
   "openssh-server (the dev image has it: deploy/dev-image)"
 
-id dev >/dev/null 2>&1 || useradd -m -u 1081 -s /bin/bash dev 2>/dev/null || adduser -D -u 1081 dev
+id dev >/dev/null 2>&1 || useradd -m -u 1081 -s "$LOGIN_SHELL" dev 2>/dev/null \
+  || adduser -D -u 1081 -s "$LOGIN_SHELL" dev
 mkdir -p "$ROOT/etc/sudoers.d"
+if [ -n "${GPU_DEV_TOOLS:-}" ]; then
+  # The tools' sudo and sshd on an image that has neither: sudo's main file, and sshd's
+  # privilege separation account and directory (an image with its own keeps them).
+  [ -e "$ROOT/etc/sudoers" ] || printf 'root ALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n' \
+    > "$ROOT/etc/sudoers"
+  chmod 440 "$ROOT/etc/sudoers"
+  mkdir -p "$ROOT/var/empty"
+  chmod 755 "$ROOT/var/empty"
+  id sshd >/dev/null 2>&1 || useradd -r -M -d /var/empty -s /sbin/nologin sshd 2>/dev/null \
+    || adduser -S -D -H -h /var/empty sshd
+fi
 echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$ROOT/etc/sudoers.d/dev"
 chmod 440 "$ROOT/etc/sudoers.d/dev"
 mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
@@ -292,6 +315,8 @@ fi
   printf 'UsePAM no\nX11Forwarding yes\n'
   [ -n "$host_key" ] && printf 'HostKey %s\n' "$host_key"
   [ ${#set_env[@]} -gt 0 ] && printf 'SetEnv %s\n' "${set_env[*]}"
+  # scp and sftp without an sftp-server binary in the image (the tools bring none)
+  [ -n "${GPU_DEV_TOOLS:-}" ] && printf 'Subsystem sftp internal-sftp\n'
 } > "$ROOT/etc/ssh/sshd_config"
 echo "SSH daemon starting on port 22"
 exec "$(command -v sshd)" -D -e

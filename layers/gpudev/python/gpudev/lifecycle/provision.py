@@ -71,7 +71,10 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
         cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
     for placement in placements:
-        cluster.create(objects.pod(reservation, gpu_type, placement, lc.settings.pod_image, home))
+        image = reservation.image_pull or lc.settings.pod_image  # the digest resolved at submit
+        cluster.create(
+            objects.pod(reservation, gpu_type, placement, image, home, lc.settings.tools_image)
+        )
     written(
         lc.rows.preparing(
             task.reservation_id,

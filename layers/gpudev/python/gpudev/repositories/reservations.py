@@ -52,6 +52,10 @@ class NewReservation(BaseModel):
     disk_name: str | None = None
     jupyter_enabled: bool = False
     profiling: bool = False
+    # The image asked for and its digest (gpudev/images/); None: the default image.
+    image: str | None = None
+    image_digest: str | None = None
+    image_pull: str | None = None
 
 
 @dataclass(frozen=True)

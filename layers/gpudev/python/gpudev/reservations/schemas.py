@@ -68,6 +68,15 @@ class ReservationRequest(BaseModel):
         max_length=128,
         description="repeat it to retry safely: the first reservation is returned",
     )
+    # Parsed by gpudev/images/reference.py (400 when malformed), checked against the
+    # operator's allowlist and resolved to a digest in ECR (422 when refused).
+    image: str | None = Field(
+        default=None,
+        max_length=512,
+        description="an image reference ([registry/]repository[:tag][@sha256:...]): the "
+        "deployment's default image, or one its operators allow (docs/images.md); null: the "
+        "default image",
+    )
 
 
 class ExtendRequest(BaseModel):

@@ -23,6 +23,7 @@ import psycopg
 from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
+from gpudev.images.resolve import ImageResolver
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationEvent, ReservationStatus, UserLimits
 from gpudev.outbox import commit_then_send, send_after_commit
@@ -50,13 +51,19 @@ def submit_reservation(
     caller: Caller,
     request: ReservationRequest,
     limits: UserLimits | None = None,
+    images: ImageResolver | None = None,
 ) -> tuple[Reservation, bool]:
     """The reservation and whether this call created it (False: a repeated request id).
     Username bound to another principal: `NotAuthorized`; over a per-user limit:
-    `LimitReached`; nothing is written in either case."""
+    `LimitReached`; an image malformed (`MalformedInput`), not allowed or missing
+    (`InvalidRequest`): nothing is written in any case. The image is resolved before the
+    transaction: its ECR call holds no lock."""
     limits = limits or UserLimits.of(user_limit_settings())
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
+    image = None
+    if request.image is not None:
+        image = (images or ImageResolver.deployed()).resolve(request.image)
     reservations = ReservationsRepository(conn)
     with conn.transaction():
         # The caller's request lock until the transaction ends, in its own statement, so the
@@ -86,6 +93,9 @@ def submit_reservation(
             disk_name=request.disk_name,
             jupyter_enabled=request.jupyter,
             profiling=request.profiling,
+            image=image.reference if image else None,
+            image_digest=image.digest if image else None,
+            image_pull=image.pull if image else None,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:

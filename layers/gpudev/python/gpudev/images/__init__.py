@@ -1,0 +1,3 @@
+"""Dev-server images: the reference a user asks for (`reference.py`), whether the operator
+allows it and where the nodes pull it from (`allowlist.py`), and its digest, read from ECR
+at submit (`resolve.py`)."""
