@@ -126,7 +126,8 @@ def test_a_container_killed_at_its_memory_limit_is_oom_killed_then_backs_off():
     # every run began with Created and Started (restarted at once after the first exit)
     assert reasons(store, "hungry").count("Started") == 1  # one event, counted again
     started = next(e for e in events_of(store, "hungry") if e["reason"] == "Started")
-    assert started["count"] == 2
+    # twice at least: a loaded machine may let the 10 s back-off run out before this line
+    assert started["count"] >= 2
 
 
 def test_a_container_that_cannot_start_gets_a_failed_warning_with_containerds_error():
