@@ -1,7 +1,9 @@
 """The simulated kubelets (one per node, run as one loop): each pod bound to a node (by the
 scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
 (`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
-volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, runs its init
+volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, in
+ErrImagePull/ImagePullBackOff while an image it needs is in `missing_images`
+(`image_pulls.py`), runs its init
 containers (`init_containers.py`), then runs, with container statuses (evicted past its
 local storage limits, `local_storage.py`); a readiness probe
 keeps it not Ready until it passes (`readiness.py`); a container that exits (its image in
@@ -16,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
+from localcloud.kubernetes import events, image_pulls, init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
@@ -53,7 +55,10 @@ class Kubelet:
         self._probes = probes
         self._terminations = terminations
         self.kubelet_delay_seconds = kubelet_delay_seconds
-        self.image_pulls_fail = False  # fault injection: pods never start
+        self.image_pulls_fail = False  # fault injection: pulls refused (429), pods never start
+        # Images the registry does not have: their pulls fail as not found (image_pulls.py).
+        self.missing_images: frozenset[str] = frozenset()
+        self.pulls = image_pulls.ImagePulls()
         # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
         self.jupyter_images = jupyter_images
         # The init container scripts the stand-in runs (ours; tests may add their own).
@@ -81,6 +86,7 @@ class Kubelet:
         self.init_restarts.forget_pods_but(uids)
         self.restarts.forget_pods_but(uids)
         self.local_storage.forget_pods_but(uids)
+        self.pulls.forget_pods_but(uids)
         self.logs.forget_pods_but(uids)
         self._terminations.step(pods)
         self._probes.step(pods)
@@ -117,6 +123,10 @@ class Kubelet:
                 if not pod["status"].get("containerStatuses"):
                     self._write(pod, container_creating)
                 continue
+            missing = image_pulls.first_missing(pod, self.missing_images)
+            if missing is not None:
+                self._pull_missing(pod, missing)
+                continue
             if self.image_pulls_fail:
                 if not _waiting_for_image(pod) and self._write(pod, _pull_failed):
                     self._pull_events(pod)
@@ -135,9 +145,12 @@ class Kubelet:
             image = container.get("image", "")
             for reason, message in (
                 (
+                    # A registry that refuses for now (pulls that may heal: the readiness
+                    # check waits for its deadline); a missing image is `missing_images`.
                     "Failed",
-                    f'Failed to pull image "{image}": rpc error: code = NotFound desc = '
-                    f'failed to pull and unpack image "{image}": not found',
+                    f'Failed to pull image "{image}": rpc error: code = Unknown desc = '
+                    f'failed to pull and unpack image "{image}": failed to copy: unexpected '
+                    "status code 429 Too Many Requests",
                 ),
                 ("BackOff", f'Back-off pulling image "{image}"'),
             ):
@@ -151,6 +164,33 @@ class Kubelet:
                     host=pod["spec"].get("nodeName") or "",
                     field_path=f"spec.containers{{{container['name']}}}",
                 )
+
+    def _pull_missing(self, pod: Obj, missing: image_pulls.MissingImage) -> None:
+        """One step of a pull that cannot succeed, with the events a kubelet records."""
+        step = self.pulls.step(pod, missing)
+        if step is None:
+            return
+        reason, message = step
+        change = functools.partial(
+            image_pulls.pull_failing, missing=missing, reason=reason, message=message
+        )
+        if not self._write(pod, change):
+            return
+        at = f"spec.{missing.list_name}{{{missing.container}}}"
+        host = pod["spec"].get("nodeName") or ""
+        if reason == "ErrImagePull":
+            said = [
+                ("Normal", "Pulling", f'Pulling image "{missing.image}"'),
+                ("Warning", "Failed", f'Failed to pull image "{missing.image}": {message}'),
+                ("Warning", "Failed", "Error: ErrImagePull"),
+            ]
+        else:
+            said = [
+                ("Normal", "BackOff", message),
+                ("Warning", "Failed", "Error: ImagePullBackOff"),
+            ]
+        for kind, why, text in said:
+            events.record(self._store, pod, kind, why, text, "kubelet", host=host, field_path=at)
 
     def _write(self, pod: Obj, change: Any) -> bool:
         """Change the pod in the store (and record the events the change shows); False if

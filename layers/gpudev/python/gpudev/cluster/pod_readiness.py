@@ -18,6 +18,9 @@ WAITING_FAILURES = {
     "InvalidImageName": "the image name is invalid",
     "CreateContainerConfigError": "the container could not be configured",
 }
+# How containerd says the registry has no such image (a tag or repository that does not
+# exist): `rpc error: code = NotFound desc = failed to pull and unpack image ...: not found`.
+NOT_FOUND = ("code = NotFound", "manifest unknown")
 # What a pod's Warning events say when its status does not (a Pending pod waits in
 # ContainerCreating while its volume cannot attach or mount); other reasons are shown as
 # they are.
@@ -74,8 +77,11 @@ def pods_state(
                 problems.append(f"init container {init.get('name')} keeps failing {_loop(init)}")
             elif ended := _failed_run(init):  # the kubelet restarts it at once
                 problems.append(f"init container {init.get('name')} failed ({_exit(ended)})")
+            elif said := _waiting_failure(init):  # its image is pulled first: ours shares it
+                missing = _image_not_found(init, pod, events)
+                problems.append(f"the image does not exist ({missing})" if missing else said)
+                failed = failed or missing is not None
         for container in status.get("containerStatuses") or []:
-            waiting = (container.get("state") or {}).get("waiting") or {}
             if _failing_again(container):
                 # The dev container (the startup script, then sshd) crashed again right
                 # after its restart: what it needs (image, mounts, keys) does not change
@@ -88,11 +94,10 @@ def pods_state(
                 problems.append(
                     f"container {container.get('name')} exited ({_exit(ended)}); restarting it"
                 )
-            elif waiting.get("reason") in WAITING_FAILURES:
-                problems.append(
-                    f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
-                    f"{waiting.get('message', '')})".replace(": )", ")")
-                )
+            elif said := _waiting_failure(container):
+                missing = _image_not_found(container, pod, events)
+                problems.append(f"the image does not exist ({missing})" if missing else said)
+                failed = failed or missing is not None
         warning = _latest_warning(pod, events) if len(problems) == known else None
         if status.get("phase") == "Pending" and warning:
             problems.append(warning)
@@ -173,6 +178,41 @@ def _latest_warning(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> st
     shown = f"{message[:EVENT_HEAD]}…{message[-EVENT_TAIL:]}" if cut else message
     said = f"{reason}: {shown}" if shown else reason
     return f"{EVENT_PROBLEMS[reason]} ({said})" if reason in EVENT_PROBLEMS else said
+
+
+def _waiting_failure(container: dict[str, Any]) -> str | None:
+    """`the image could not be pulled (ErrImagePull: <the runtime's error>)`, for a container
+    that waits for a reason it will not get past by waiting (WAITING_FAILURES)."""
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") not in WAITING_FAILURES:
+        return None
+    said = f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    return f"{WAITING_FAILURES[waiting['reason']]} ({said})"
+
+
+def _image_not_found(
+    container: dict[str, Any], pod: dict[str, Any], events: Sequence[dict[str, Any]]
+) -> str | None:
+    """The registry answered that the image does not exist (containerd's NotFound: in the
+    ErrImagePull message, or while the kubelet backs off, in its `Failed to pull image`
+    event about this pod), or its name is not an image name: no retry will pull it, so the
+    start has failed. A pull refused for another reason (a rate limit, a registry down) may
+    still heal, and waits for the ready deadline. What said so, or None."""
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    reason = waiting.get("reason")
+    if reason == "InvalidImageName":
+        return f"InvalidImageName: {waiting.get('message') or ''}".rstrip(": ")
+    if reason not in ("ErrImagePull", "ImagePullBackOff"):
+        return None
+    said = [f"{reason}: {waiting.get('message') or ''}"]
+    said += [
+        str(e.get("message") or "")
+        for e in events
+        if e.get("reason") == "Failed"
+        and (e.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
+    ]
+    found = [text for text in said if any(m in text for m in NOT_FOUND)]
+    return found[0] if found else None
 
 
 def _failed_run(container: dict[str, Any]) -> dict[str, Any]:
