@@ -42,7 +42,10 @@ class PodsState:
 
 
 def pods_state(
-    pods: list[dict[str, Any]], expected: int, events: Sequence[dict[str, Any]] = ()
+    pods: list[dict[str, Any]],
+    expected: int,
+    events: Sequence[dict[str, Any]] = (),
+    disk: str | None = None,
 ) -> PodsState:
     """Ready when every expected pod has the `Ready` condition, which a pod with our
     readiness probe gets only once sshd answers (Running is not enough); otherwise the most
@@ -110,7 +113,7 @@ def pods_state(
                     "answering yet"
                 )
         if status.get("phase") == "Pending" and len(problems) == known:
-            step = _starting_step(pod)
+            step = _starting_step(pod, disk)
             if step:
                 problems.append(step)
     if ready == expected:
@@ -118,7 +121,7 @@ def pods_state(
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
 
 
-def _starting_step(pod: dict[str, Any]) -> str | None:
+def _starting_step(pod: dict[str, Any], disk: str | None = None) -> str | None:
     """What a Pending pod on a node is doing when nothing is wrong: attaching its disk (a
     claim, before any container started) or pulling its image; its init container (the
     Jupyter check) once that runs. The status does not tell a finished attach from the pull
@@ -140,8 +143,8 @@ def _starting_step(pod: dict[str, Any]) -> str | None:
         for v in spec.get("volumes") or []
         if v.get("persistentVolumeClaim")
     ]
-    if claims:
-        return f"attaching disk {claims[0]}"
+    if claims:  # the user's name for it (`disk`), else the claim's
+        return f"attaching disk {disk or claims[0]}"
     images = [c.get("image", "") for c in spec.get("containers") or []]
     return f"pulling image {images[0]}" if images else None
 

@@ -25,13 +25,16 @@ SHOWN = 300  # characters of a message in an entry (the pod_log entry holds the 
 
 
 def pod_entries(
-    pods: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]] = ()
+    pods: Sequence[dict[str, Any]],
+    events: Sequence[dict[str, Any]] = (),
+    disk: str | None = None,
 ) -> list[TimelineEntry]:
     """The entries every pod's status (and Warning events) shows, pod by pod in name order,
-    each pod's in the order they happen."""
+    each pod's in the order they happen; `disk`: the user's name of the disk the pods'
+    claim mounts (else the claim's name is said)."""
     found: list[TimelineEntry] = []
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
-        found += _scheduling(pod) + _disk(pod, events) + _images(pod) + _readiness(pod)
+        found += _scheduling(pod) + _disk(pod, events, disk) + _images(pod) + _readiness(pod)
     return found
 
 
@@ -76,12 +79,14 @@ def _started(container: dict[str, Any]) -> bool:
     return "running" in state or "terminated" in state or "terminated" in last
 
 
-def _disk(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> list[TimelineEntry]:
+def _disk(
+    pod: dict[str, Any], events: Sequence[dict[str, Any]], named: str | None
+) -> list[TimelineEntry]:
     claims = _claims(pod)
     if not claims:
         return []
     name = pod["metadata"]["name"]
-    disk = claims[0]
+    disk = named or claims[0]
     found = []
     for event in events:
         involved = event.get("involvedObject") or {}

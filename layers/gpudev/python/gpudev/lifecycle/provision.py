@@ -105,20 +105,21 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             return CheckReadyOutput(outcome="cancel")
         cluster = lc.objects(reservation)
         pods = cluster.pods(str(reservation_id))
-        state = pods_state(pods, reservation.total_nodes)
+        disk = reservation.disk_name
+        state = pods_state(pods, reservation.total_nodes, disk=disk)
         warnings: list[dict[str, Any]] = []
         if not state.ready and not state.failed and needs_events(pods):
             # A Pending pod's status rarely says why (ContainerCreating): its Warning events
             # do (FailedAttachVolume, FailedMount), so that reason reaches the row.
             pending = [p["metadata"]["name"] for p in pods if needs_events([p])]
             warnings = cluster.warning_events(pending)
-            state = pods_state(pods, reservation.total_nodes, warnings)
+            state = pods_state(pods, reservation.total_nodes, warnings, disk)
         deadline = reservation.ready_deadline
         late = deadline is not None and lc.clock() > deadline.timestamp()
         watched = time.monotonic() + READY_WATCH_SECONDS > watch_until
         if state.ready or state.failed or late or watched:
             # Before it answers: what the pods show happened, in the timeline (each once).
-            lc.rows.record_events(reservation_id, pod_entries(pods, warnings))
+            lc.rows.record_events(reservation_id, pod_entries(pods, warnings, disk))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
             return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
