@@ -163,6 +163,15 @@ def main(argv: list[str] | None = None) -> int:
         "reservation's Jupyter says why it is unavailable",
     )
     parser.add_argument(
+        "--missing-image",
+        metavar="IMAGE",
+        action="append",
+        default=[],
+        help="the registry has no IMAGE (repeatable): its pulls fail as containerd's NotFound "
+        "(ErrImagePull, then ImagePullBackOff), so a reservation that starts it fails; with "
+        "--dev-image IMAGE, every reservation does",
+    )
+    parser.add_argument(
         "--api-processes",
         type=int,
         default=0,
@@ -214,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         snapshot_seconds=args.snapshot_seconds,
         pod_image=args.dev_image,
         jupyter_images=(args.dev_image,) if args.dev_image else (),
+        missing_images=tuple(args.missing_image),
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )

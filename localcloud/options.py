@@ -44,6 +44,8 @@ class Options:
     # PyTorch image has none; an image built from deploy/dev-image has it).
     pod_image: str | None = None
     jupyter_images: tuple[str, ...] = ()
+    # Images the registry does not have: their pulls fail as not found (image_pulls.py).
+    missing_images: tuple[str, ...] = ()
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None
