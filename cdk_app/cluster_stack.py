@@ -20,6 +20,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from cdk_app import fabric
 from cdk_app.nag import acknowledge_public_endpoint
 from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
@@ -177,6 +178,8 @@ class ClusterStack(Stack):
             ],
         )
         groups = [self._node_group(spec, node_role, public.subnet_ids, vpc_cni) for spec in specs]
+        if any(fabric.efa_interfaces(spec.entry.instance_type) for spec in specs):
+            fabric.efa_security_group_rule(self, security_group)
         ebs_csi_role = self._pod_identity_role(
             "EbsCsiDriverRole", "service-role/AmazonEBSCSIDriverPolicy"
         )
@@ -213,7 +216,15 @@ class ClusterStack(Stack):
         metadata token, so never the node role's credentials, even where the network
         policies are not enforced. The root volume is sized for the pods' /workspace
         (node_groups.node_disk_gib), gp3 and encrypted. No AMI: EKS picks it from the
-        group's AMI type and adds its own bootstrap."""
+        group's AMI type and adds its own bootstrap. An EFA type's: its EFA interfaces and
+        its placement group (cdk_app/fabric.py)."""
+        efa = fabric.efa_interfaces(spec.entry.instance_type)
+        interfaces, placement = None, None
+        if efa:
+            group = fabric.placement_group(self, spec.gpu_type)
+            security_group = self.cluster.attr_cluster_security_group_id
+            interfaces = fabric.network_interfaces(efa, security_group)
+            placement = ec2.CfnLaunchTemplate.PlacementProperty(group_name=group.ref)
         return ec2.CfnLaunchTemplate(
             self,
             f"LaunchTemplate-{spec.gpu_type}",
@@ -234,6 +245,8 @@ class ClusterStack(Stack):
                         ),
                     )
                 ],
+                network_interfaces=interfaces,
+                placement=placement,
             ),
         )
 
@@ -282,6 +295,10 @@ class ClusterStack(Stack):
         address (the allocator records `ExternalIP`). The launch template carries the disk
         size and the metadata options (a node group with one takes no `disk_size`)."""
         template = self._launch_template(spec)
+        efa = fabric.efa_interfaces(spec.entry.instance_type) > 0
+        # EFA never crosses a zone: an EFA group's nodes share one subnet (cdk_app/fabric.py)
+        subnet_ids = subnet_ids[:1] if efa else subnet_ids
+        labels = spec.labels | (fabric.fabric_labels(spec.gpu_type) if efa else {})
         group = eks.CfnNodegroup(
             self,
             f"NodeGroup-{spec.gpu_type}",
@@ -297,7 +314,7 @@ class ClusterStack(Stack):
             scaling_config=eks.CfnNodegroup.ScalingConfigProperty(
                 min_size=spec.min_size, max_size=spec.max_size, desired_size=spec.desired_size
             ),
-            labels=spec.labels,
+            labels=labels,
             taints=[eks.CfnNodegroup.TaintProperty(**taint) for taint in spec.taints] or None,
             update_config=eks.CfnNodegroup.UpdateConfigProperty(max_unavailable=1),
         )

@@ -53,6 +53,7 @@ def node_shapes(database_url: str) -> dict[str, NodeShape]:
             t.cpus,
             t.memory_gb,
             public_subnet=not t.is_cpu_only,
+            efa=t.efa_interfaces,
         )
         for t in catalogue
     }

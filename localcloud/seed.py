@@ -1,6 +1,8 @@
 """Seeds moto from the editable cluster description (localcloud/cluster.json): the EKS
 cluster record, one Auto Scaling group per node group (named like the real ones, tagged
-`GpuType`), and tagged EBS volumes."""
+`GpuType`), and tagged EBS volumes. A node group may name its own `zones` (an EFA node
+group has one: EFA never crosses a zone) and a cluster `placement_group` (given to its Auto
+Scaling group, as the cluster stack does: cdk_app/fabric.py)."""
 
 from __future__ import annotations
 
@@ -47,13 +49,18 @@ def seed(description: ClusterDescription, client: Any, instance_types: dict[str,
                 "InstanceType": instance_types[gpu_type],
             },
         )
+        # (moto has no CreatePlacementGroup: the name is given to the group as it is)
+        placement = {}
+        if group.get("placement_group"):
+            placement = {"PlacementGroup": group["placement_group"]}
         autoscaling.create_auto_scaling_group(
+            **placement,
             AutoScalingGroupName=asg_name(gpu_type),
             LaunchTemplate={"LaunchTemplateName": template, "Version": "$Latest"},
             MinSize=0,
             MaxSize=max(8, group["nodes"] * 2),
             DesiredCapacity=group["nodes"],
-            AvailabilityZones=description.availability_zones,
+            AvailabilityZones=group.get("zones", description.availability_zones),
             Tags=[
                 {
                     "Key": "GpuType",

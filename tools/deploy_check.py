@@ -107,6 +107,7 @@ def check_aws(clients: Callable[[str], Any], context: Context) -> Iterator[Findi
     )
     yield from _network(clients, context, cluster.get("resourcesVpcConfig") or {})
     yield from _scaling_groups(clients("autoscaling"))
+    yield from _efa_security_group(clients("ec2"), cluster.get("resourcesVpcConfig") or {})
 
 
 # Who may assume a role and still not choose its session name: a SAML identity provider
@@ -254,6 +255,41 @@ def _scaling_groups(autoscaling: Any) -> Iterator[Finding]:
     )
 
 
+def _efa_security_group(ec2: Any, vpc_config: dict[str, Any]) -> Iterator[Finding]:
+    """EFA's security group rule (cdk_app/fabric.py): the cluster security group lets all
+    traffic in from itself (EKS's own rule) and out to itself (the cluster stack's). A
+    warning only: without EFA node groups, nothing needs it."""
+    group_id = vpc_config.get("clusterSecurityGroupId")
+    if not group_id:
+        return
+    (group,) = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+
+    def to_itself(rules: list[dict[str, Any]]) -> bool:
+        return any(
+            rule.get("IpProtocol") == "-1"
+            and any(pair.get("GroupId") == group_id for pair in rule.get("UserIdGroupPairs", []))
+            for rule in rules
+        )
+
+    missing = [
+        direction
+        for direction, rules in (
+            ("in from", group.get("IpPermissions", [])),
+            ("out to", group.get("IpPermissionsEgress", [])),
+        )
+        if not to_itself(rules)
+    ]
+    yield Finding(
+        "EFA security group",
+        not missing,
+        f"{group_id} lets all traffic in from and out to itself"
+        if not missing
+        else f"{group_id} lacks all traffic {' and '.join(missing)} itself, which EFA needs "
+        "(the cluster stack adds the egress rule when it has an EFA node group)",
+        required=False,
+    )
+
+
 def check_kubernetes(api_client: Any) -> Iterator[Finding]:
     """The cluster side, as the operator: deploy/kubernetes/ applied, GPU nodes labelled."""
     from kubernetes import client
@@ -286,6 +322,46 @@ def check_kubernetes(api_client: Any) -> Iterator[Finding]:
         f"{len(labelled)} nodes carry GpuType"
         if labelled
         else "no node carries the GpuType label the allocator schedules by",
+        required=False,
+    )
+    yield from _efa_nodes(core.list_node(label_selector=PLACEMENT_GROUP_LABEL).items)
+
+
+PLACEMENT_GROUP_LABEL = "gpu-dev/placement-group"  # gpudev.cluster.vocabulary's, cdk_app/fabric.py
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+
+def _efa_nodes(nodes: list[Any]) -> Iterator[Finding]:
+    """The EFA node groups' nodes (labelled with their placement group by the cluster
+    stack): each advertises its EFA interfaces (the launch template's interfaces and the
+    EFA device plugin, deploy/kubernetes/efa-device-plugin.yaml), and each placement group's
+    nodes share one zone. None is fine: multinode NCCL then runs over TCP."""
+    if not nodes:
+        yield Finding("EFA nodes", True, "no EFA node group (multinode runs over TCP)", False)
+        return
+    without = [
+        n.metadata.name
+        for n in nodes
+        if int((n.status.allocatable or {}).get(EFA_RESOURCE, "0") or 0) == 0
+    ]
+    zones: dict[str, set[str]] = {}
+    for node in nodes:
+        labels = node.metadata.labels or {}
+        zones.setdefault(labels[PLACEMENT_GROUP_LABEL], set()).add(labels.get(ZONE_LABEL, ""))
+    split = sorted(group for group, seen in zones.items() if len(seen) > 1)
+    yield Finding(
+        "EFA nodes",
+        not without and not split,
+        f"{len(nodes)} nodes advertise {EFA_RESOURCE}, each placement group in one zone"
+        if not without and not split
+        else (
+            f"no {EFA_RESOURCE} on {', '.join(sorted(without))}: kubectl apply -f "
+            "deploy/kubernetes/efa-device-plugin.yaml (and the cluster stack's EFA launch "
+            "template)"
+            if without
+            else f"placement groups spanning zones: {', '.join(split)}"
+        ),
         required=False,
     )
 

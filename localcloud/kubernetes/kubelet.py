@@ -18,7 +18,14 @@ import logging
 import time
 from typing import Any
 
-from localcloud.kubernetes import events, image_pulls, init_containers, kubelet_admission, readiness
+from localcloud.kubernetes import (
+    efa,
+    events,
+    image_pulls,
+    init_containers,
+    kubelet_admission,
+    readiness,
+)
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
@@ -96,6 +103,7 @@ class Kubelet:
         allocatable = {name: allocatable_gpus(n) for name, n in nodes.items()}
         self.events.forget_nodes_but(set(nodes))
         used = kubelet_admission.gpus_of_admitted_pods(pods)
+        efa_used = efa.efa_in_use(pods, kubelet_admission.admitted)
         for pod in pods:
             node = pod["spec"].get("nodeName")
             meta = pod["metadata"]
@@ -118,6 +126,12 @@ class Kubelet:
                 if used.get(node, 0) + wanted > allocatable[node]:
                     self._reject(pod, wanted, used.get(node, 0), allocatable[node])
                     continue
+                efa_wanted, efa_held = efa.efa_request(pod), efa_used.get(node, 0)
+                if efa_wanted and efa_held + efa_wanted > efa.allocatable_efa(nodes[node]):
+                    capacity = efa.allocatable_efa(nodes[node])
+                    self._refuse(pod, *efa.kubelet_rejection(efa_wanted, efa_held, capacity))
+                    continue
+                efa_used[node] = efa_held + efa_wanted
                 used[node] = used.get(node, 0) + wanted
             if self._storage.waiting_for_volumes(pod, nodes[node]):  # ContainerCreating
                 if not pod["status"].get("containerStatuses"):

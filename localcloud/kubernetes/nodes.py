@@ -27,6 +27,8 @@ from localcloud.kubernetes.timestamps import format_time, now
 log = logging.getLogger("localcloud.cluster")
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
+EFA = "vpc.amazonaws.com/efa"
+PLACEMENT_GROUP_LABEL = "gpu-dev/placement-group"
 HEARTBEAT_SECONDS = 10.0
 # What the kubelet of an EKS-optimized Amazon Linux 2023 node of 1.33 reports.
 KUBELET_VERSION = "v1.33.5-eks-3025e55"
@@ -62,6 +64,9 @@ class NodeShape:
     # A node group in a public subnet: its nodes have an ExternalIP and ExternalDNS, as EC2
     # nodes with a public IPv4 address do; in a private subnet, internal addresses only.
     public_subnet: bool = False
+    # EFA interfaces (gpu_types.efa_interfaces): allocatable vpc.amazonaws.com/efa, as the
+    # EFA device plugin advertises on a node of an EFA-enabled launch template (efa.py)
+    efa: int = 0
 
 
 def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape]) -> None:
@@ -77,7 +82,10 @@ def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape
             for instance in group["Instances"]:
                 if instance["LifecycleState"] == "InService":
                     wanted[instance["InstanceId"]] = node_object(
-                        instance["InstanceId"], instance["AvailabilityZone"], shape
+                        instance["InstanceId"],
+                        instance["AvailabilityZone"],
+                        shape,
+                        group.get("PlacementGroup"),
                     )
     existing = {n["metadata"]["name"] for n in store.list("nodes", None, frozen=True)["items"]}
     for name in wanted.keys() - existing:
@@ -88,13 +96,18 @@ def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape
         log.info("node %s left", name)
 
 
-def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
+def node_object(name: str, zone: str, shape: NodeShape, placement_group: str | None = None) -> Obj:
+    """`placement_group`: its group's cluster placement group, labelled as the cluster
+    stack's EFA node groups label their nodes (cdk_app/fabric.py)."""
     capacity = {
         "cpu": str(shape.cpus),
         "memory": f"{shape.memory_gb}Gi",
         "pods": "110",
         GPU: str(shape.gpus),
     }
+    if shape.efa:
+        capacity[EFA] = str(shape.efa)
+    placement = {PLACEMENT_GROUP_LABEL: placement_group} if placement_group else {}
     moment = now()
     return {
         "metadata": {
@@ -106,6 +119,7 @@ def node_object(name: str, zone: str, shape: NodeShape) -> Obj:
                 "kubernetes.io/arch": "amd64",
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
+                **placement,
             },
         },
         "spec": {"providerID": f"aws:///{zone}/{name}"},

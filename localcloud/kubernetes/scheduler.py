@@ -11,7 +11,7 @@ import contextlib
 import logging
 from typing import Any
 
-from localcloud.kubernetes import events
+from localcloud.kubernetes import efa, events
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.nodes import (
     allocatable_gpus,
@@ -40,6 +40,7 @@ class Scheduler:
         pods = self._store.list("pods", None, frozen=True)["items"]
         nodes = self._store.list("nodes", None, frozen=True)["items"]
         used = _gpus_in_use(pods)
+        efa_used = efa.efa_in_use(pods, lambda p: p["status"].get("phase") not in TERMINAL)
         for pod in sorted(pods, key=lambda p: p["metadata"]["creationTimestamp"]):
             if pod["spec"].get("nodeName") or pod["status"].get("phase") != "Pending":
                 continue
@@ -54,8 +55,18 @@ class Scheduler:
                 and not untolerated_taints(n, pod, ("NoSchedule", "NoExecute"))
                 and allocatable_gpus(n) - used.get(n["metadata"]["name"], 0) >= wanted
             ]
+            efa_wanted = efa.efa_request(pod)
+            short_of_efa = [
+                n
+                for n in candidates
+                if efa.allocatable_efa(n) - efa_used.get(n["metadata"]["name"], 0) < efa_wanted
+            ]
+            candidates = [n for n in candidates if n not in short_of_efa]
             fits = [n for n in candidates if not self._storage.conflicts(pod, n)]
             meta = pod["metadata"]
+            if not fits and short_of_efa and not candidates:
+                self._unschedulable(pod, efa.scheduling_failure(len(nodes), len(short_of_efa)))
+                continue
             if not fits:
                 self._unschedulable(
                     pod, scheduling_failure(len(nodes), wanted, claim_problem, len(candidates))
@@ -67,6 +78,7 @@ class Scheduler:
             except ApiError:
                 continue  # deleted or bound meanwhile
             used[node] = used.get(node, 0) + wanted
+            efa_used[node] = efa_used.get(node, 0) + efa_wanted
             message = f"Successfully assigned {meta['namespace']}/{meta['name']} to {node}"
             events.record(self._store, pod, "Normal", "Scheduled", message, COMPONENT)
             log.info("pod %s/%s bound to %s", meta["namespace"], meta["name"], node)

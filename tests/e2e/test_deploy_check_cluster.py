@@ -37,6 +37,8 @@ def test_the_cluster_check_passes_then_names_what_is_not_applied(local_cloud: Lo
         assert "network-policies.yaml" in checks[f"namespace {NAMESPACES[0]}"].detail
         assert checks[f"namespace {NAMESPACES[1]}"].ok
         assert checks["GPU nodes labelled"].ok
+        # the h100 group's nodes: EFA advertised, one zone (localcloud/cluster.json)
+        assert checks["EFA nodes"].ok and "2 nodes advertise" in checks["EFA nodes"].detail
     finally:
         existing = {
             p.metadata.name for p in networking.list_namespaced_network_policy(NAMESPACES[0]).items

@@ -238,3 +238,38 @@ def test_an_eks_managed_node_group_counts_as_a_node_group(aws):
     checks = _by_check(list(check_aws(_with_access_entries(aws, "API"), Context({}))))
     assert checks["node groups"].ok
     assert checks["node groups"].detail == "pytorch-gpu-dev-gpu-nodes-t4"
+
+
+class ClusterSecurityGroup:
+    """moto's EKS client, with the cluster security group the real DescribeCluster returns
+    (moto's has none)."""
+
+    def __init__(self, eks: Any, group_id: str):
+        self._eks, self._group_id = eks, group_id
+        self.exceptions = eks.exceptions
+
+    def describe_cluster(self, name: str) -> dict[str, Any]:
+        answer = self._eks.describe_cluster(name=name)
+        answer["cluster"]["resourcesVpcConfig"]["clusterSecurityGroupId"] = self._group_id
+        answer["cluster"]["accessConfig"] = {"authenticationMode": "API_AND_CONFIG_MAP"}
+        return answer
+
+
+def test_the_efa_security_group_rule_is_checked_both_ways(aws):
+    created = _prepare(aws)
+    ec2 = aws("ec2")
+    group = ec2.create_security_group(
+        GroupName="eks-cluster-sg", Description="cluster", VpcId=created["vpc"]
+    )["GroupId"]
+    itself = [{"IpProtocol": "-1", "UserIdGroupPairs": [{"GroupId": group}]}]
+    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=itself)  # EKS's own
+    eks = ClusterSecurityGroup(aws("eks"), group)
+    clients = lambda service: eks if service == "eks" else aws(service)  # noqa: E731
+
+    checks = _by_check(list(check_aws(clients, ALLOWED)))
+    assert not checks["EFA security group"].ok and not checks["EFA security group"].required
+    assert "out to itself" in checks["EFA security group"].detail
+
+    ec2.authorize_security_group_egress(GroupId=group, IpPermissions=itself)  # the stack's
+    checks = _by_check(list(check_aws(clients, ALLOWED)))
+    assert checks["EFA security group"].ok

@@ -19,6 +19,10 @@ apart: its profiling nodes for its profiling requests only, its other nodes for 
 Requests not parked yet (2026-11-27: pending, or queued before their park) are in the order
 but never granted: as the head, one that fits now reserves what it would take (its shadow
 time is now); behind the head, one waits like a request that does not fit.
+
+Fabrics (2026-11-27: a node's zone and placement group): a multinode request takes whole
+nodes of one fabric only, the first fabric to have enough of them in node-name order, and
+there its first ones by name.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class NodeCapacity:
     slots: int
     free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
     profiling: bool = False  # dedicated to profiling
+    fabric: str = ""  # zone and placement group
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,10 @@ class _Pool:
     """Free slot counts per node, bucketed by count, so that a fit costs O(slots per node)
     rather than O(nodes). Best fit: the fullest node that still has room."""
 
-    def __init__(self, capacity: dict[str, int], free: dict[str, int]):
+    def __init__(
+        self, capacity: dict[str, int], free: dict[str, int], fabric: dict[str, str] | None = None
+    ):
+        self.fabric = fabric or {}
         self.capacity = capacity
         self.free = dict(free)
         self._buckets: dict[int, list[str]] = defaultdict(list)
@@ -93,7 +101,7 @@ class _Pool:
         self._largest = max(capacity.values(), default=0)
 
     def copy(self) -> _Pool:
-        return _Pool(self.capacity, self.free)
+        return _Pool(self.capacity, self.free, self.fabric)
 
     def _move(self, name: str, count: int) -> None:
         bucket = self._buckets[self.free[name]]
@@ -122,7 +130,15 @@ class _Pool:
             for name in self._buckets.get(need, ())
             if self.capacity[name] == need and (allowed is None or allowed(name))
         ]
-        return whole[: request.nodes] if len(whole) >= request.nodes else []
+        # the fabric whose request.nodes-th whole node comes first by name
+        best: list[str] = []
+        for fabric in {self.fabric.get(name, "") for name in whole}:
+            members = [name for name in whole if self.fabric.get(name, "") == fabric]
+            if len(members) >= request.nodes and (
+                not best or members[request.nodes - 1] < best[-1]
+            ):
+                best = members[: request.nodes]
+        return best
 
 
 def plan(
@@ -179,7 +195,11 @@ def _plan_type(
     now: float,
     decisions: Decisions,
 ) -> None:
-    pool = _Pool({n.name: n.slots for n in nodes}, {n.name: len(n.free_slots) for n in nodes})
+    pool = _Pool(
+        {n.name: n.slots for n in nodes},
+        {n.name: len(n.free_slots) for n in nodes},
+        {n.name: n.fabric for n in nodes},
+    )
     free_slots = {n.name: sorted(n.free_slots) for n in nodes}
     releases = [(h.ends_at, h.node, h.slots) for h in holdings]
     shadow: float | None = None

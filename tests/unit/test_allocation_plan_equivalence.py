@@ -23,11 +23,15 @@ from tests.unit import allocation_plan_reference as reference
 NOW = 10_000.0
 
 
+FABRICS = ("us-east-2a/pg-1", "us-east-2a/pg-2", "us-east-2b/pg-3")
+
+
 def _scenario(
-    rng: random.Random, profiling: bool = False, unparked: float = 0.0
+    rng: random.Random, profiling: bool = False, unparked: float = 0.0, fabrics: bool = False
 ) -> tuple[list[tuple], list[tuple], list[tuple]]:
     """`profiling`: some requests ask for it, and some types have profiling nodes;
-    `unparked`: the share of requests not parked yet."""
+    `unparked`: the share of requests not parked yet; `fabrics`: nodes are in several
+    zones and placement groups (`NodeCapacity.fabric`)."""
     nodes, holdings, queue = [], [], []
     for gpu_type, slots in (("h100", 8), ("a100", 4), ("cpu", 3)):
         dedicated = profiling and rng.random() < 0.5
@@ -35,12 +39,13 @@ def _scenario(
             name = f"{gpu_type}-{i:02d}"
             held = rng.choice([0, 0, slots, rng.randint(0, slots)])
             on_profiling = dedicated and rng.random() < 0.3
-            nodes.append((name, gpu_type, slots, tuple(range(held, slots)), on_profiling))
+            fabric = rng.choice(FABRICS) if fabrics else ""
+            nodes.append((name, gpu_type, slots, tuple(range(held, slots)), on_profiling, fabric))
             # some end at the same time, some never get a release (other workloads)
             if held and rng.random() < 0.9:
                 holdings.append((name, held, NOW + rng.choice([5, 30, 30, 60, 600])))
         for _ in range(rng.randint(0, 40)):
-            total = rng.choice([1, 1, 2]) if gpu_type != "cpu" else 1
+            total = rng.choice([1, 1, 2, 3] if fabrics else [1, 1, 2]) if gpu_type != "cpu" else 1
             per_node = slots if total > 1 else rng.randint(1, slots)
             if rng.random() < 0.05:
                 per_node = slots + 1  # never fits
@@ -123,3 +128,24 @@ def test_the_planner_decides_as_the_reference_planner_with_requests_not_parked_y
         kept += sum(1 for w in ours[1] if w[0] in not_parked and w[2] == 0.0)
     # not parked yet and fitting now: ETA 0, it starts at its park
     assert granted > 300 and waited > 300 and kept > 100
+
+
+def test_the_planner_decides_as_the_reference_planner_with_nodes_in_several_fabrics():
+    """A multinode request (16 GPUs of h100: two whole nodes) is granted nodes of one zone
+    and placement group only, in both planners."""
+    rng = random.Random(2026_11_29)
+    granted = waited = multinode = 0
+    for _ in range(1_000):
+        nodes, holdings, queue = _scenario(rng, profiling=rng.random() < 0.3, fabrics=True)
+        allowance = rng.choice([0.0, 0.0, 15.0, 600.0])
+        ours = _decide(current, nodes, holdings, queue, allowance)
+        assert ours == _decide(reference, nodes, holdings, queue, allowance)
+        fabric_of = {n[0]: n[5] for n in nodes}
+        zone_of = {name: fabric.split("/")[0] for name, fabric in fabric_of.items()}
+        for _, placements in ours[0]:
+            assert len({fabric_of[node] for node, _ in placements}) == 1
+            assert len({zone_of[node] for node, _ in placements}) == 1
+            multinode += len(placements) > 1
+        granted += len(ours[0])
+        waited += sum(1 for w in ours[1] if w[2])
+    assert granted > 500 and waited > 500 and multinode > 200

@@ -195,3 +195,15 @@ def test_max_nodes_is_never_below_what_runs_or_is_wanted_and_zero_without_groups
     assert_counts(one(L4, [], [], []), max_nodes=0, total_cluster_gpus=0)
     at_zero = [ScalingGroup("pytorch-gpu-dev-gpu-nodes-t4", 0, 0, max_size=0)]
     assert_counts(one(T4, at_zero, [], []), max_nodes=0)
+
+
+def test_the_largest_multinode_request_counts_whole_nodes_of_one_fabric_only():
+    """Two whole nodes in zone a and one in zone b: 16 GPUs can be placed now, not 24 (a
+    multinode grant never spans zones or placement groups: allocation/pool.py)."""
+    fabrics = ["us-east-2a/pg", "us-east-2a/pg", "us-east-2b/pg"]
+    nodes = [Node(f"n{i}", "h100", True, False, 8, fabric=f) for i, f in enumerate(fabrics)]
+    result = one(H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 3, 3)], nodes, [])
+    assert_counts(result, full_nodes_available=3, max_reservable=16)
+    split = [Node(f"n{i}", "h100", True, False, 8, fabric=f"zone-{i}") for i in range(2)]
+    result = one(H100, [ScalingGroup("pytorch-gpu-dev-gpu-nodes-h100", 2, 2)], split, [])
+    assert_counts(result, full_nodes_available=2, max_reservable=8)  # one node's worth

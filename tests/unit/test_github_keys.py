@@ -87,6 +87,20 @@ def test_an_unreachable_github_is_transient():
         GithubKeys(base_url=closed_port(), timeout_seconds=2).keys("alice")
 
 
+@pytest.mark.parametrize("content", ["", '{"alice": ["ssh-ed25519 AAAA'])
+def test_a_keys_file_caught_mid_write_is_github_not_answering(tmp_path, content):
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(content)
+    with pytest.raises(GithubUnavailable, match="did not answer") as raised:
+        GithubKeys(keys_file=str(keys_file)).keys("alice")
+    assert type(as_step_functions_error(raised.value)) is Transient
+
+
+def test_a_keys_file_that_is_gone_is_github_not_answering(tmp_path):
+    with pytest.raises(GithubUnavailable):
+        GithubKeys(keys_file=str(tmp_path / "absent.json")).keys("alice")
+
+
 def _lifecycle(keys: GithubKeys) -> Lifecycle:
     return Lifecycle(None, None, None, keys, None, "gpu-dev", "gpu-dev-profiling")  # type: ignore[arg-type]
 

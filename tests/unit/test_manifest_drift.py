@@ -18,13 +18,14 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from kubernetes.client import ApiClient
 
-from gpudev.cluster import network, objects
+from gpudev.cluster import network, node_access, objects
 from gpudev.cluster.host_keys import new_host_key
 from gpudev.cluster.names import Placement
 from gpudev.models import GpuType, Reservation, ReservationStatus, TypeCapacity
 from localcloud.kubernetes import validation
 
 CATALOGUE = Path(__file__).parents[2] / "migrations" / "0002_gpu_type_catalogue.sql"
+EFA_COUNTS = Path(__file__).parents[2] / "migrations" / "0041_fabric.sql"
 RESOURCES = {
     "Pod": "pods",
     "Service": "services",
@@ -49,8 +50,14 @@ def _catalogue() -> list[GpuType]:
         "last_availability_update": None,
         "last_availability_updated_by": None,
     }
+    efa = dict(re.findall(r"WHEN '([\w.-]+)' THEN (\d+)", EFA_COUNTS.read_text()))
     return [
-        GpuType.model_validate(unmeasured | dict(zip(columns, row, strict=True))) for row in rows
+        GpuType.model_validate(
+            unmeasured
+            | dict(zip(columns, row, strict=True))
+            | {"efa_interfaces": int(efa.get(row[1], 0))}
+        )
+        for row in rows
     ]
 
 
@@ -131,6 +138,12 @@ def _manifests(user_id: str) -> list[tuple[str, dict[str, Any]]]:
         ),
         "control_config_map without warning": lambda: objects.control_config_map(
             reservation, "2030-01-01T00:00:00Z", None, ""
+        ),
+        "nodes_config_map": lambda: objects.nodes_config_map(
+            _reservation(user_id, _catalogue()[0], 16, 2), 8, new_host_key().public
+        ),
+        "nodes_secret": lambda: objects.nodes_secret(
+            _reservation(user_id, _catalogue()[0], 16, 2), node_access.new_node_key()
         ),
         "keys_secret": lambda: objects.keys_secret(
             reservation,

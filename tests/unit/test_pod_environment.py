@@ -67,3 +67,48 @@ def test_the_pod_image_is_a_deploy_setting_defaulting_to_the_public_pytorch_imag
     assert POD_IMAGE.default == LifecycleSettings().pod_image
     assert str(POD_IMAGE.default).startswith("pytorch/pytorch:")
     assert RESERVATION_TASKS.context_environment == (POD_IMAGE,)
+
+
+def _container(gpu_type: Any, gpus: int, nodes: int, rank: int = 0) -> dict[str, Any]:
+    reservation = _reservation("alice", gpu_type, gpus, nodes)
+    placement = Placement(rank, f"i-{rank}", f"10.0.0.{rank + 1}", gpu_type.max_gpus)
+    container: dict[str, Any] = objects.pod(reservation, gpu_type, placement, "img")["spec"][
+        "containers"
+    ][0]
+    return container
+
+
+def test_a_whole_node_pod_of_a_multinode_reservation_requests_every_efa_interface():
+    container = _container(H100, 16, 2, rank=1)
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert H100.efa_interfaces == 32  # p5.48xlarge, from the catalogue (migration 0041)
+    assert container["resources"]["requests"]["vpc.amazonaws.com/efa"] == "32"
+    assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
+    assert env["FI_PROVIDER"] == "efa"
+    assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert "/opt/amazon/ofi-nccl/lib" in env["GPU_DEV_OFI_NCCL_PATH"]
+    assert env["NCCL_SOCKET_IFNAME"] == "eth0"  # NCCL's bootstrap only
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/etc/gpu-dev/nodes", "/etc/gpu-dev/node-key"} <= mounts
+
+
+def test_a100_nodes_have_four_efa_interfaces():
+    a100 = next(t for t in _catalogue() if t.gpu_type == "a100")
+    container = _container(a100, 16, 2)
+    assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "4"
+
+
+def test_single_node_partial_node_and_non_efa_pods_request_no_efa():
+    t4 = next(t for t in _catalogue() if t.gpu_type == "t4")
+    for container in (
+        _container(H100, 8, 1),  # a whole node, but alone: no peer to reach
+        _container(H100, 4, 1),  # part of a node
+        _container(t4, 8, 2),  # multinode on a type without EFA
+        _container(CPU, 0, 1),
+    ):
+        assert "vpc.amazonaws.com/efa" not in container["resources"].get("limits", {})
+        assert "FI_PROVIDER" not in {e["name"] for e in container["env"]}
+    # a single-node pod mounts no nodes' key
+    assert "/etc/gpu-dev/node-key" not in {
+        m["mountPath"] for m in _container(H100, 8, 1)["volumeMounts"]
+    }

@@ -203,7 +203,10 @@ def test_the_script_ends_as_sshd_with_what_it_wrote(sandbox: Sandbox):
     assert "SSH daemon starting on port 22" in done.stdout
     assert "sshd -D -e" in sandbox.calls()
     config = sandbox.file("/etc/ssh/sshd_config")
-    assert "AuthorizedKeysFile /etc/ssh/authorized_keys/%u\n" in config
+    assert (
+        "AuthorizedKeysFile /etc/ssh/authorized_keys/%u /etc/ssh/authorized_keys_nodes/%u\n"
+        in config
+    )
     assert "PasswordAuthentication no\n" in config
     assert "PermitRootLogin no\n" in config
 

@@ -76,6 +76,9 @@ class GpuType(TypeCapacity):
     description: str | None
     last_availability_update: datetime | None
     last_availability_updated_by: str | None
+    # EFA interfaces a node of the type has (vpc.amazonaws.com/efa; 0: not EFA-capable):
+    # a whole-node pod of a multinode reservation requests them all (cluster/fabric.py)
+    efa_interfaces: int = 0
 
     @property
     def is_cpu_only(self) -> bool:

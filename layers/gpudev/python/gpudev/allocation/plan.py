@@ -10,8 +10,8 @@ parked yet that fits): the earliest moment it
 fits once running reservations end at their known end times. A later request may start now
 only if its expected end (values.py) comes before the shadow time or it runs on capacity the
 head will not need then, so backfill never delays the head. Multinode requests take whole
-free nodes, all at once or not at all. A slot is one GPU on a GPU node and one user on a CPU
-node (three per node).
+free nodes of one fabric (one zone and placement group: pool.py), all at once or not at
+all. A slot is one GPU on a GPU node and one user on a CPU node (three per node).
 
 ETAs replay the end times for the whole queue in order (replay.py). The same pass answers
 "how long would a new request wait?" per GPU type (what `avail` and `status` show): a
@@ -147,7 +147,13 @@ def _plan_type(
 ) -> None:
     nodes = sorted(nodes, key=lambda n: n.name)  # a node is its place in name order (pool.py)
     number = {n.name: i for i, n in enumerate(nodes)}
-    pool = Pool([n.slots for n in nodes], [len(n.free_slots) for n in nodes])
+    fabric_numbers: dict[str, int] = {}
+    fabrics = [fabric_numbers.setdefault(n.fabric, len(fabric_numbers)) for n in nodes]
+    pool = Pool(
+        [n.slots for n in nodes],
+        [len(n.free_slots) for n in nodes],
+        fabrics if len(fabric_numbers) > 1 else None,
+    )
     free_slots = [sorted(n.free_slots) for n in nodes]
     releases = [(h.ends_at, number[h.node], h.slots) for h in holdings]
     shadow: float | None = None

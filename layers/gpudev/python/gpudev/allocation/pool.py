@@ -7,7 +7,11 @@ list indexing and integer comparison cost less than dictionaries and strings in 
 replay, which moves nodes between buckets for every waiting reservation of a pass. Nodes with
 no free slot are in no bucket: on a busy cluster that is most nodes, and keeping them in a
 sorted list cost a memory move of the whole list on every take and give; no request of one
-slot or more fits there, and `fit` lists them when a request asks for none."""
+slot or more fits there, and `fit` lists them when a request asks for none.
+
+A multinode request takes whole nodes of one fabric only (`NodeCapacity.fabric`: one zone
+and placement group, where EFA reaches): the first fabric, in node order, to have as many
+whole nodes as it asks, and in it its first ones (docs/multinode.md)."""
 
 from __future__ import annotations
 
@@ -20,9 +24,11 @@ if TYPE_CHECKING:
 
 
 class Pool:
-    def __init__(self, capacity: list[int], free: list[int]):
+    def __init__(self, capacity: list[int], free: list[int], fabrics: list[int] | None = None):
         self.capacity = capacity  # slots per node
         self.free = list(free)  # free slots per node
+        # per node, its fabric's number; None: all nodes share one (no multinode split)
+        self.fabrics = fabrics
         self.largest = max(capacity, default=0)
         # per free count from 1, its nodes in order (buckets[0] stays empty)
         self.buckets: list[list[int]] = [[] for _ in range(self.largest + 1)]
@@ -31,7 +37,7 @@ class Pool:
                 self.buckets[count].append(node)
 
     def copy(self) -> Pool:
-        return Pool(self.capacity, self.free)
+        return Pool(self.capacity, self.free, self.fabrics)
 
     def _bucket(self, count: int) -> list[int]:
         """The nodes with `count` free slots, in order."""
@@ -75,4 +81,12 @@ class Pool:
             for node in self._bucket(need)
             if self.capacity[node] == need and (allowed is None or allowed(node))
         ]
-        return whole[: request.nodes] if len(whole) >= request.nodes else []
+        if self.fabrics is None:
+            return whole[: request.nodes] if len(whole) >= request.nodes else []
+        members: dict[int, list[int]] = {}
+        for node in whole:
+            fabric = members.setdefault(self.fabrics[node], [])
+            fabric.append(node)
+            if len(fabric) == request.nodes:
+                return fabric
+        return []

@@ -42,6 +42,7 @@ def node_rows(
                 node_ip=node.internal_ip,
                 external_address=node.external_address,
                 profiling=node.profiling,
+                fabric=node.fabric,
             )
         )
     return rows, live

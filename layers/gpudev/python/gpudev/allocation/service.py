@@ -138,6 +138,7 @@ class Allocator:
                         n.slots,
                         () if n.held_by_profiling else self._free_slots(n, used_outside),
                         n.profiling,
+                        n.fabric,
                     )
                 )
                 holdings += released_pod_holdings(n.node_name, outside, now)

@@ -19,6 +19,9 @@ class NodeCapacity(NamedTuple):
     slots: int
     free_slots: tuple[int, ...]  # slot numbers free now (unallocated and unused by others)
     profiling: bool = False  # dedicated to profiling (cluster/vocabulary.py PROFILING_LABEL)
+    # its zone and placement group (cluster/vocabulary.py `fabric_of`): a multinode request
+    # takes nodes of one fabric only, so EFA (which never crosses a zone) reaches them all
+    fabric: str = ""
 
 
 class Holding(NamedTuple):

@@ -17,9 +17,11 @@ Per active type:
   requests for more nodes than this; the allocator ends queued ones, allocation/capacity_gone.py).
 - nodes labelled `GpuType=<type>` that are Ready and not cordoned; free GPUs on a node =
   allocatable `nvidia.com/gpu` − Σ GPU requests of its Running/Pending pods (floored at 0);
-  available = Σ free; full nodes = nodes with every GPU free; max reservable = min(4, full) × 8
-  for h100/h200/b200/a100 with 8 GPUs per node (falling back to the largest single-node free
-  count when that is 0), else the largest single-node free count.
+  available = Σ free; full nodes = nodes with every GPU free; max reservable = min(4, full in
+  one fabric) × 8 for h100/h200/b200/a100 with 8 GPUs per node (falling back to the largest
+  single-node free count when that is 0), else the largest single-node free count. A fabric
+  is a zone and placement group (`Node.fabric`): a multinode grant takes nodes of one only
+  (allocation/pool.py), so the largest multinode request placeable now is that many nodes.
 - CPU nodes: free slots = 3 − live `gpu-dev-*` pods on the node; max reservable 1 if any.
 - Profiling (docs/security.md "Isolation"): nodes dedicated to it are not counted (an
   ordinary request never gets them), and a node with a live pod in the profiling namespace
@@ -161,15 +163,21 @@ def compute_availability(
                 (
                     0 if n.name in held_whole else max(0, n.allocatable_gpus - used_gpus[n.name]),
                     n.allocatable_gpus,
+                    n.fabric,
                 )
                 for n in nodes_by_type[config.gpu_type]
             ]
-            available = sum(f for f, _ in free)
-            full = sum(1 for f, capacity in free if capacity > 0 and f == capacity)
-            single_node_max = max((f for f, _ in free), default=0)
+            available = sum(f for f, _, _ in free)
+            full_by_fabric: dict[str, int] = defaultdict(int)
+            for f, capacity, fabric in free:
+                if capacity > 0 and f == capacity:
+                    full_by_fabric[fabric] += 1
+            full = sum(full_by_fabric.values())
+            single_node_max = max((f for f, _, _ in free), default=0)
             max_reservable = single_node_max
             if config.gpu_type in MULTINODE_TYPES and config.gpus_per_node == 8:
-                max_reservable = min(MAX_MULTINODE_NODES, full) * 8 or single_node_max
+                together = max(full_by_fabric.values(), default=0)
+                max_reservable = min(MAX_MULTINODE_NODES, together) * 8 or single_node_max
         results.append(
             Availability(
                 gpu_type=config.gpu_type,

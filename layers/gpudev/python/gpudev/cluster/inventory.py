@@ -18,6 +18,7 @@ from gpudev.cluster.vocabulary import (
     RESERVATION_LABEL,
     Node,
     Pod,
+    fabric_of,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def _node(item: dict[str, Any]) -> Node:
         internal_ip=_address(status, "InternalIP"),
         external_address=_address(status, "ExternalIP") or _address(status, "ExternalDNS"),
         profiling=_dedicated_to_profiling(item),
+        fabric=fabric_of(item["metadata"].get("labels") or {}),
     )
 
 

@@ -21,7 +21,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpudev.cluster import node_access
+from gpudev.cluster.fabric import efa_interfaces, with_efa
 from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
+from gpudev.cluster.host_keys import HostKey
 from gpudev.cluster.names import Names, Placement, collaborator_account
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.vocabulary import (
@@ -188,6 +191,29 @@ def keys_secret(
     )
 
 
+def nodes_config_map(
+    reservation: Reservation, gpus_per_node: int, host_public_key: str
+) -> dict[str, Any]:
+    """A multinode reservation's hostfile, ssh config and launcher (cluster/node_access.py)."""
+    return manifest(
+        "ConfigMap",
+        reservation,
+        node_access.nodes_name(reservation),
+        data=node_access.nodes_data(reservation, gpus_per_node, host_public_key),
+    )
+
+
+def nodes_secret(reservation: Reservation, key: HostKey) -> dict[str, Any]:
+    """A multinode reservation's own key pair, for dev between its pods (node_access.py)."""
+    return manifest(
+        "Secret",
+        reservation,
+        node_access.nodes_name(reservation),
+        type="Opaque",
+        stringData=node_access.key_entries(key),
+    )
+
+
 def keyless_users(secret: dict[str, Any], users: list[str]) -> list[str]:
     """The added users whose entry in the keys Secret holds no key: GitHub listed none for
     them, so they cannot log in until they add one (`show` says so)."""
@@ -216,6 +242,9 @@ def pod(
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
     resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
+    # multinode: EFA, and the nodes' key, hostfile and launcher (docs/multinode.md)
+    resources, env = with_efa(resources, env, efa_interfaces(reservation, gpu_type))
+    node_volumes, node_mounts = node_access.pod_volumes(reservation)
     gpus = int(resources.get("limits", {}).get(GPU_RESOURCE, 0))
     spec: dict[str, Any] = {
         "nodeName": placement.node_name,
@@ -245,6 +274,7 @@ def pod(
                     {"name": "dev-home", "mountPath": "/home/dev"},
                     {"name": "control", "mountPath": "/etc/gpu-dev/control", "readOnly": True},
                     {"name": "keys", "mountPath": "/etc/gpu-dev/keys", "readOnly": True},
+                    *node_mounts,
                 ],
             }
         ],
@@ -256,6 +286,7 @@ def pod(
             else {"name": "dev-home", "emptyDir": {}},
             {"name": "control", "configMap": {"name": names.control}},
             {"name": "keys", "secret": {"secretName": names.keys, "defaultMode": 0o400}},
+            *node_volumes,
         ],
     }
     if placement.rank == 0:  # Jupyter runs on node 0 only (its Service selects rank 0)

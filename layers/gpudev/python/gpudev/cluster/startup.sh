@@ -64,6 +64,11 @@ mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 chmod 755 "$ROOT/home/dev" "$ROOT/workspace"  # again: useradd -m may have set HOME_MODE
 
+# A multinode reservation's pod: EFA's libraries, dev's key between the pods, the hostfile
+# and gpu-dev-run (node_setup.sh, from the nodes' ConfigMap: cluster/node_access.py).
+# shellcheck source=/dev/null
+[ -r "$ROOT/etc/gpu-dev/nodes/setup.sh" ] && . "$ROOT/etc/gpu-dev/nodes/setup.sh"
+
 # What the pod was given (env in objects.py: conda/CUDA paths, threads, NCCL, HF_HOME, the
 # torchrun variables) is what every SSH session sees: login shells read /etc/profile.d,
 # commands (`ssh host cmd`, VS Code, torchrun launchers) get sshd's SetEnv.
@@ -283,7 +288,8 @@ else
 fi
 {
   printf 'Port 22\nPermitRootLogin no\nPasswordAuthentication no\nPubkeyAuthentication yes\n'
-  printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u\nUsePAM no\nX11Forwarding yes\n'
+  printf 'AuthorizedKeysFile /etc/ssh/authorized_keys/%%u /etc/ssh/authorized_keys_nodes/%%u\n'
+  printf 'UsePAM no\nX11Forwarding yes\n'
   [ -n "$host_key" ] && printf 'HostKey %s\n' "$host_key"
   [ ${#set_env[@]} -gt 0 ] && printf 'SetEnv %s\n' "${set_env[*]}"
 } > "$ROOT/etc/ssh/sshd_config"

@@ -34,6 +34,11 @@ KINDS = ("pods", "services", "configmaps", "secrets", "networkpolicies", "persis
 # The EBS CSI driver, and the node label of the zone a node (and its volumes) are in.
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+# The node label of the cluster placement group a node's node group launches into
+# (cdk_app/fabric.py); with the zone, a node's fabric (`fabric_of`).
+PLACEMENT_GROUP_LABEL = "gpu-dev/placement-group"
+# The extended resource the EFA device plugin advertises: a node's EFA interfaces.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # Pods that hold (or are about to hold) their node's resources.
 LIVE_POD_PHASES = frozenset({"Running", "Pending"})
 CRASH_LOOP = "CrashLoopBackOff"  # a container waits for its restart after failing again
@@ -56,6 +61,7 @@ class Node:
     # private subnet).
     external_address: str | None = None
     profiling: bool = False  # dedicated to profiling: labelled or tainted PROFILING_LABEL
+    fabric: str = ""  # its zone and placement group (`fabric_of`)
 
     @property
     def schedulable(self) -> bool:
@@ -93,3 +99,11 @@ def label_value(raw: str) -> str:
     digest = hashlib.sha256(raw.encode()).hexdigest()[:10]
     readable = _NOT_IN_LABEL_VALUE.sub("_", raw)[:52].strip("-_.")
     return f"{readable}-{digest}" if readable else digest
+
+
+def fabric_of(labels: dict[str, str]) -> str:
+    """A node's fabric: `<zone>/<placement group>` from its labels. EFA never crosses a
+    zone, and a cluster placement group keeps its nodes close, so a multinode reservation is
+    granted nodes of one fabric only (allocation/pool.py). A node without the placement-group
+    label shares a fabric with the other unlabelled nodes of its zone."""
+    return f"{labels.get(ZONE_LABEL, '')}/{labels.get(PLACEMENT_GROUP_LABEL, '')}"

@@ -41,8 +41,7 @@ class GithubKeys:
 
     def _fetch(self, user: str) -> str:
         if self._keys_file is not None:
-            known: dict[str, list[str]] = json.loads(self._keys_file.read_text())
-            return "\n".join(known.get(user, []))
+            return self._from_file(user)
         url = f"{self._base_url}/{urllib.parse.quote(user, safe='')}.keys"
         try:
             with urllib.request.urlopen(url, timeout=self._timeout) as response:
@@ -57,6 +56,18 @@ class GithubKeys:
             raise GithubUnavailable(
                 f"GitHub did not answer for {user}'s SSH keys ({exc}); will try again"
             ) from None
+
+    def _from_file(self, user: str) -> str:
+        """The file plays GitHub: one that can't be read or parsed (caught mid-write) is
+        GitHub not answering, never an answer of no keys nor a failed reservation."""
+        assert self._keys_file is not None
+        try:
+            known: dict[str, list[str]] = json.loads(self._keys_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise GithubUnavailable(
+                f"the keys file did not answer for {user}'s SSH keys ({exc}); will try again"
+            ) from None
+        return "\n".join(known.get(user, []))
 
     def keys(self, user: str) -> list[str]:
         """The user's public keys ([] when they have none); GithubUnavailable when GitHub

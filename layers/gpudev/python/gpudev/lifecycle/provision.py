@@ -12,6 +12,7 @@ from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
+from gpudev.cluster.node_access import new_node_key
 from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.cluster.pod_readiness import needs_events, pods_state
 from gpudev.cluster.pod_timeline import pod_entries
@@ -57,6 +58,15 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     cluster.create(objects.control_config_map(reservation, "", None, ""))
     cluster.create(keys)
     kept = _kept_in_secret(cluster, reservation)
+    if reservation.total_nodes > 1:  # dev's key between the pods, the hostfile, gpu-dev-run
+        cluster.create(objects.nodes_secret(reservation, new_node_key()))
+        cluster.create(
+            objects.nodes_config_map(
+                reservation,
+                reservation.gpu_count // reservation.total_nodes,
+                kept.get(PUBLIC_ENTRY, host_key.public),
+            )
+        )
     cluster.create(network.headless_service(reservation))
     for rank in range(reservation.total_nodes):  # every node reachable on its own port
         cluster.create(network.ssh_service(reservation, rank))

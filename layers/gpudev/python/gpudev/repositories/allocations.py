@@ -36,6 +36,7 @@ class SeenNode:
     node_ip: str | None
     external_address: str | None = None
     profiling: bool = False  # dedicated to profiling (cluster/vocabulary.py PROFILING_LABEL)
+    fabric: str = ""  # zone and placement group (cluster/vocabulary.py fabric_of)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class NodeState:
     allocated: list[int]
     holders: list[str]  # reservation ids, as text
     held_by_profiling: bool  # a holder is a profiling reservation: no slot is free
+    fabric: str = ""  # zone and placement group: multinode grants stay in one
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +146,7 @@ class AllocationsRepository:
                 "node_ip",
                 "external_address",
                 "profiling",
+                "fabric",
             ),
         )
 
