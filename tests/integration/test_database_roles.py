@@ -376,6 +376,7 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
             "node_ip": ["10.0.0.1"],
             "external_address": ["54.0.0.1"],
             "profiling": [False],
+            "fabric": [""],
         },
     )
     conn.execute(
