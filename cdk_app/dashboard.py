@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_lambda as lambda_
@@ -17,10 +17,17 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from cdk_app.declaration import METRICS_NAMESPACE
+from cdk_app.declaration import METRICS_NAMESPACE, POD_LOG_GROUP
 
 DASHBOARD_NAME = "gpu-dev"
 PERIOD = Duration.minutes(1)
+# What a failed start or a crash printed, across every dev pod: the newest lines that say so.
+POD_TROUBLE_QUERY = (
+    "fields @timestamp, @logStream, @message",
+    "filter @message like /(?i)(error|fail|denied|not found|killed|no space)/",
+    "sort @timestamp desc",
+    "limit 50",
+)
 WIDTH = 12  # two widgets per row (the grid is 24 wide)
 
 
@@ -150,6 +157,13 @@ def build_dashboard(
             ],
             width=WIDTH,
         ),
+        _pod_logs_text(scope),
+        cloudwatch.LogQueryWidget(
+            title="Dev pods: recent lines that say something went wrong",
+            log_group_names=[POD_LOG_GROUP],
+            query_lines=list(POD_TROUBLE_QUERY),
+            width=WIDTH,
+        ),
         graph(
             title="Function errors",
             left=[
@@ -160,6 +174,26 @@ def build_dashboard(
         ),
     )
     return dashboard
+
+
+def _pod_logs_text(scope: Construct) -> cloudwatch.TextWidget:
+    """A link to the dev pods' log group, and how to find one reservation's output in it."""
+    region = Stack.of(scope).region
+    console = f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}"
+    # The console's fragment encodes "/" in a log group's name as $252F.
+    group = POD_LOG_GROUP.replace("/", "$252F")
+    return cloudwatch.TextWidget(
+        markdown=(
+            f"## Dev pods' output\n[Log group `{POD_LOG_GROUP}`]"
+            f"({console}#logsV2:log-groups/log-group/{group}): one stream per pod, "
+            "`<reservation id>.<pod name>`. A reservation that failed to start: "
+            "`gpu-dev admin events ID` first (its timeline holds the last 20 lines), then "
+            "Logs Insights on this group with `filter @logStream like /^ID/` "
+            "(docs/operator-guide.md, runbooks)."
+        ),
+        width=WIDTH,
+        height=6,
+    )
 
 
 def _labelled(

@@ -198,6 +198,11 @@ JOBS = QueueSpec(
     visibility_timeout_seconds=180,
     max_receive_count=16,
 )
+# The dev pods' log group (issue #32): every pod's output, one stream per pod named
+# `<reservation id>.<pod name>`. Named here once: the log shipping's stack creates it, the
+# API reads it (gpudev.settings `pod_log_group`), the dashboard links it (cdk_app/dashboard.py)
+# and the runbooks (docs/operator-guide.md) query it.
+POD_LOG_GROUP = "/gpu-dev/pods"
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",
     "reservation_tasks",

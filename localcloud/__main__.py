@@ -171,6 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         "a cold node's start waits for its image's size (docs/images.md); default: at once",
     )
     parser.add_argument(
+        "--missing-image",
+        metavar="IMAGE",
+        action="append",
+        default=[],
+        help="the registry has no IMAGE (repeatable): its pulls fail as containerd's NotFound "
+        "(ErrImagePull, then ImagePullBackOff), so a reservation that starts it fails; with "
+        "--dev-image IMAGE, every reservation does",
+    )
+    parser.add_argument(
         "--api-processes",
         type=int,
         default=0,
@@ -225,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         image_pull_bytes_per_second=(
             args.image_pull_mb_per_second * 1e6 if args.image_pull_mb_per_second else None
         ),
+        missing_images=tuple(args.missing_image),
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )

@@ -50,6 +50,8 @@ class Options:
     # lifecycle's clock; None: at once).
     allowed_images: tuple[str, ...] = LOCAL_ALLOWED_IMAGES
     image_pull_bytes_per_second: float | None = None
+    # Images the registry does not have: their pulls fail as not found (image_pulls.py).
+    missing_images: tuple[str, ...] = ()
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None

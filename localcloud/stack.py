@@ -327,7 +327,9 @@ class LocalCloud:
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
             container_logs=logs,
-        ).start()
+        )
+        self.cluster.kubelet.missing_images = frozenset(self.options.missing_images)
+        self.cluster.start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
         self._start_registry()

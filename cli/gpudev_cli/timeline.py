@@ -4,20 +4,23 @@ log tail a failed start recorded, which `show` and `reserve` print under the rea
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import console
 
 PAGE = 500  # the route's bound: a timeline is a few dozen entries
+OWNER, OPERATOR = "/v1/reservations", "/v1/admin/reservations"  # the two routes' roots
 
 
-def events(client: SigV4Client, reservation_id: str) -> list[dict[str, Any]]:
-    """Every entry of the timeline, oldest first (page after page)."""
+def events(client: SigV4Client, reservation_id: str, root: str = OWNER) -> list[dict[str, Any]]:
+    """Every entry of the timeline, oldest first (page after page): the owner's route, or
+    with `root=OPERATOR` the operators' (anyone's reservation, by id or 8-character
+    prefix)."""
     found: list[dict[str, Any]] = []
+    where = f"{root}/{quote(reservation_id, safe='')}/events"
     while True:
-        page = client.request(
-            "GET", f"/v1/reservations/{reservation_id}/events?limit={PAGE}&offset={len(found)}"
-        )["events"]
+        page = client.request("GET", f"{where}?limit={PAGE}&offset={len(found)}")["events"]
         found += page
         if len(page) < PAGE:
             return found

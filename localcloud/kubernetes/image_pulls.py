@@ -28,6 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from localcloud.kubernetes import events
+from localcloud.kubernetes.timestamps import now
 
 Obj = dict[str, Any]
 INITIAL_BACK_OFF_SECONDS = 10.0
@@ -150,12 +151,15 @@ class ImagePulls:
     registry: LocalRegistry | None = None
     bytes_per_second: float | None = None  # None or 0: at once
     clock_scale: float = 1.0  # the local cloud's seconds_per_hour / 3600
+    # Images the registry does not have whatever it holds (tests and `make run
+    # --missing-image`): refused as not found, as a deleted image would be.
+    missing: frozenset[str] = frozenset()
     _on_node: dict[str, set[str]] = field(default_factory=dict)
     _pulling: dict[tuple[str, str], _Pull] = field(default_factory=dict)
     _failed: dict[tuple[str, str], _Failure] = field(default_factory=dict)  # (pod uid, image)
 
     def ready(self, pod: Obj, node: str) -> bool:
-        if self.registry is None:
+        if self.registry is None and not self.missing:
             return True
         have = self._on_node.setdefault(node, set())
         for container, at in _containers(pod):
@@ -178,7 +182,7 @@ class ImagePulls:
                 self.write(
                     pod,
                     lambda p: _waiting(
-                        p, image, "ImagePullBackOff", f'Back-off pulling image "{image}"'
+                        p, at, "ImagePullBackOff", f'Back-off pulling image "{image}"'
                     ),
                 )
                 self._event(pod, at, "Normal", "BackOff", f'Back-off pulling image "{image}"')
@@ -186,13 +190,14 @@ class ImagePulls:
             return False
         pull = self._pulling.get((node, image))
         if pull is None:
-            verdict = self.registry.verdict(image) if self.registry else Pullable(0)
+            verdict = self._verdict(image)
             if isinstance(verdict, Refused):
                 attempts = failure.attempts + 1 if failure else 1
                 back_off = min(INITIAL_BACK_OFF_SECONDS * 2 ** (attempts - 1), MAX_BACK_OFF_SECONDS)
                 self._failed[key] = _Failure(attempts, now + back_off, verdict)
                 message = f"rpc error: code = {verdict.code} desc = {verdict.detail}"
-                self.write(pod, lambda p: _waiting(p, image, "ErrImagePull", message))
+                self.write(pod, lambda p: _waiting(p, at, "ErrImagePull", message))
+                self._event(pod, at, "Normal", "Pulling", f'Pulling image "{image}"')
                 self._event(
                     pod, at, "Warning", "Failed", f'Failed to pull image "{image}": {message}'
                 )
@@ -222,6 +227,11 @@ class ImagePulls:
         self._on_node.setdefault(node, set()).add(image)
         del self._pulling[(node, image)]
         return True
+
+    def _verdict(self, image: str) -> Pullable | Refused:
+        if image in self.missing:
+            return _not_found(image)
+        return self.registry.verdict(image) if self.registry else Pullable(0)
 
     def _event(self, pod: Obj, at: str, kind: str, reason: str, message: str) -> None:
         events.record(
@@ -255,25 +265,71 @@ def _waits_in(pod: Obj, *reasons: str) -> bool:
 
 
 def _waiting_all(pod: Obj, reason: str) -> None:
-    pod["status"]["containerStatuses"] = [
+    """The containers wait in `reason` (a pull under way); init containers that never ran
+    lose the statuses a refused pull gave them (init_containers.started reads their
+    presence)."""
+    status = pod["status"]
+    if not any(_ran(s) for s in status.get("initContainerStatuses") or []):
+        status.pop("initContainerStatuses", None)
+    status["containerStatuses"] = [
         _status(c, {"reason": reason}) for c in pod["spec"].get("containers") or []
     ]
 
 
-def _waiting(pod: Obj, image: str, reason: str, message: str) -> None:
-    """The containers of `image` wait in `reason`, the others in PodInitializing. Only the
-    containers' statuses: the init containers' stay unwritten until they start
-    (init_containers.started reads their presence), so an init container's refused image
-    shows in its events."""
-    pod["status"]["containerStatuses"] = [
-        _status(
-            c,
-            {"reason": reason, "message": message}
-            if c.get("image") == image
-            else {"reason": "PodInitializing"},
-        )
-        for c in pod["spec"].get("containers") or []
-    ]
+def _ran(status: Obj) -> bool:
+    state = status.get("state") or {}
+    return "running" in state or "terminated" in state
+
+
+def _waiting(pod: Obj, at: str, reason: str, message: str) -> None:
+    """The pod while the container at `at` (`spec.initContainers{name}` or
+    `spec.containers{name}`) cannot pull its image: that container waits in `reason`, the
+    others as the kubelet leaves them (PodInitializing behind an init container,
+    ContainerCreating beside a container); Pending, not Initialized (behind an init
+    container) nor Ready, as on EKS."""
+    list_name, _, rest = at.removeprefix("spec.").partition("{")
+    failing = rest.rstrip("}")
+    behind_init = list_name == "initContainers"
+    spec, status = pod["spec"], pod["status"]
+
+    def waiting(container: Obj, in_list: str) -> Obj:
+        if container["name"] == failing and in_list == list_name:
+            return {"reason": reason, "message": message}
+        if in_list == "initContainers" or behind_init:
+            return {"reason": "PodInitializing"}
+        return {"reason": "ContainerCreating"}
+
+    def statuses(in_list: str, key: str) -> list[Obj]:
+        earlier = {s["name"]: s for s in status.get(key) or []}
+        return [
+            earlier[c["name"]]
+            if c["name"] in earlier and _ran(earlier[c["name"]])
+            else _status(c, waiting(c, in_list))
+            for c in spec.get(in_list) or []
+        ]
+
+    if spec.get("initContainers"):
+        status["initContainerStatuses"] = statuses("initContainers", "initContainerStatuses")
+    status["containerStatuses"] = statuses("containers", "containerStatuses")
+    status["phase"] = "Pending"
+    moment = now()
+    status.setdefault("startTime", moment)
+    unready = " ".join(c["name"] for c in spec.get("containers") or [])
+    conditions = [_condition("PodScheduled", moment)]
+    if behind_init:
+        incomplete = f"containers with incomplete status: [{failing}]"
+        conditions.append(_condition("Initialized", moment, "ContainersNotInitialized", incomplete))
+    else:
+        conditions.append(_condition("Initialized", moment))
+    for kind in ("ContainersReady", "Ready"):
+        unready_message = f"containers with unready status: [{unready}]"
+        conditions.append(_condition(kind, moment, "ContainersNotReady", unready_message))
+    before = {c.get("type"): c for c in status.get("conditions") or []}
+    for condition in conditions:  # a condition that keeps its status keeps its moment
+        kept = before.get(condition["type"]) or {}
+        if kept.get("status") == condition["status"] and kept.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = kept["lastTransitionTime"]
+    status["conditions"] = conditions
 
 
 def _status(container: Obj, waiting: Obj) -> Obj:
@@ -285,4 +341,17 @@ def _status(container: Obj, waiting: Obj) -> Obj:
         "restartCount": 0,
         "started": False,
         "state": {"waiting": waiting},
+    }
+
+
+def _condition(kind: str, moment: str, reason: str | None = None, message: str = "") -> Obj:
+    """True without a reason; False with the kubelet's reason and message."""
+    if reason is None:
+        return {"type": kind, "status": "True", "lastTransitionTime": moment}
+    return {
+        "type": kind,
+        "status": "False",
+        "lastTransitionTime": moment,
+        "reason": reason,
+        "message": message,
     }

@@ -1,7 +1,9 @@
 """The simulated kubelets (one per node, run as one loop): each pod bound to a node (by the
 scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
 (`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
-volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, runs its init
+volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, pulls its
+images (`image_pulls.py`: ErrImagePull/ImagePullBackOff for one the registry does not have,
+or one in `missing_images`), runs its init
 containers (`init_containers.py`), then runs, with container statuses (evicted past its
 local storage limits, `local_storage.py`); a readiness probe
 keeps it not Ready until it passes (`readiness.py`); a container that exits (its image in
@@ -16,7 +18,13 @@ import logging
 import time
 from typing import Any
 
-from localcloud.kubernetes import efa, events, init_containers, kubelet_admission, readiness
+from localcloud.kubernetes import (
+    efa,
+    events,
+    init_containers,
+    kubelet_admission,
+    readiness,
+)
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
@@ -54,7 +62,7 @@ class Kubelet:
         self._probes = probes
         self._terminations = terminations
         self.kubelet_delay_seconds = kubelet_delay_seconds
-        self.image_pulls_fail = False  # fault injection: pods never start
+        self.image_pulls_fail = False  # fault injection: pulls refused (429), pods never start
         # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
         self.jupyter_images = jupyter_images
         # The init container scripts the stand-in runs (ours; tests may add their own).
@@ -72,6 +80,15 @@ class Kubelet:
         self.logs = logs or ContainerLogs()  # what the containers printed: pods/log
         # Pulls against the local registry (none here: at once; the local cloud sets one).
         self.image_pulls = ImagePulls(store, self._write)
+
+    @property
+    def missing_images(self) -> frozenset[str]:
+        """Images the registry does not have, whatever it holds: pulls fail as not found."""
+        return self.image_pulls.missing
+
+    @missing_images.setter
+    def missing_images(self, images: frozenset[str]) -> None:
+        self.image_pulls.missing = frozenset(images)
 
     def step(self) -> None:
         pods = sorted(
@@ -148,9 +165,12 @@ class Kubelet:
             image = container.get("image", "")
             for reason, message in (
                 (
+                    # A registry that refuses for now (pulls that may heal: the readiness
+                    # check waits for its deadline); a missing image is `missing_images`.
                     "Failed",
-                    f'Failed to pull image "{image}": rpc error: code = NotFound desc = '
-                    f'failed to pull and unpack image "{image}": not found',
+                    f'Failed to pull image "{image}": rpc error: code = Unknown desc = '
+                    f'failed to pull and unpack image "{image}": failed to copy: unexpected '
+                    "status code 429 Too Many Requests",
                 ),
                 ("BackOff", f'Back-off pulling image "{image}"'),
             ):

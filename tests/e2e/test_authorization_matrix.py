@@ -77,6 +77,7 @@ ADMIN_ROUTES = (
     Route("GET", "/v1/admin/usage"),
     Route("GET", "/v1/admin/reservations"),
     Route("GET", "/v1/admin/dlq"),
+    Route("GET", "/v1/admin/reservations/{rid}/events", per_resource=True),
     Route("POST", "/v1/admin/reservations/{rid}/cancel", {"reason": "matrix"}, True),
 )
 OPERATORS_ONLY = "this is an operator route: it needs a session of an admin role"
@@ -369,6 +370,17 @@ def test_operator_routes_refuse_everyone_but_sessions_of_the_admin_roles(
         for route in ADMIN_ROUTES:
             reply = signer.call(operator, route, rid, disk)
             assert reply.status in (200, 202), (str(route), reply.body)
+        # alice's timeline, read by the operator: the owner's answer, entry for entry
+        timeline = signer.call(operator, ADMIN_ROUTES[3], rid, disk).body
+        owners = signer.call(
+            principals["alice"],
+            Route("GET", "/v1/reservations/{rid}/events", per_resource=True),
+            rid,
+            disk,
+        ).body
+        assert (
+            timeline["events"] and timeline["events"] == owners["events"][: len(timeline["events"])]
+        )
         live = signer.call(operator, ADMIN_ROUTES[1], rid, disk).body["reservations"]
         assert isinstance(signer.call(operator, ADMIN_ROUTES[2], rid, disk).body["depth"], int)
         assert rid in {r["reservation_id"] for r in live}  # alice's, listed for the operator

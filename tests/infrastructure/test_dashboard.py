@@ -85,3 +85,15 @@ def test_every_metric_of_ours_on_the_dashboard_is_emitted_by_our_code(body: dict
     )
     for name in _drawn(body, METRICS_NAMESPACE):
         assert f'"{name}"' in sources, f"the dashboard draws {name}, which nothing emits"
+
+
+def test_the_dashboard_links_the_dev_pods_log_group_and_queries_it(body: dict[str, Any]):
+    from cdk_app.declaration import POD_LOG_GROUP
+
+    texts = [w["properties"]["markdown"] for w in body["widgets"] if w["type"] == "text"]
+    encoded = POD_LOG_GROUP.replace("/", "$252F")
+    linked = [t for t in texts if f"#logsV2:log-groups/log-group/{encoded})" in t]
+    assert len(linked) == 1 and "gpu-dev admin events" in linked[0]
+    queries = [w["properties"] for w in body["widgets"] if w["type"] == "log"]
+    assert len(queries) == 1
+    assert queries[0]["query"].startswith(f"SOURCE '{POD_LOG_GROUP}' | fields @timestamp")

@@ -376,6 +376,7 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
             "node_ip": ["10.0.0.1"],
             "external_address": ["54.0.0.1"],
             "profiling": [False],
+            "fabric": [""],
         },
     )
     conn.execute(
@@ -406,7 +407,12 @@ def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):
     conn.execute(query("lifecycle/progress"), {"reservation_id": rid, "detail": "pulling"})
     conn.execute(
         query("lifecycle/record_event"),
-        {"reservation_id": rid, "kind": "pod_log", "detail": "no log from pod p"},
+        {
+            "reservation_id": rid,
+            "kind": ["pod_log"],
+            "detail": ["no log from pod p"],
+            "event_key": ["pod_log"],
+        },
     )
 
 

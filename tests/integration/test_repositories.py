@@ -18,7 +18,7 @@ from gpudev.errors import (
     UnknownReference,
 )
 from gpudev.identity import caller_from_arn
-from gpudev.models import ReservationStatus, UserLimits
+from gpudev.models import ReservationStatus, TimelineEntry, UserLimits
 from gpudev.repositories import (
     DisksRepository,
     NewDisk,
@@ -196,9 +196,32 @@ def test_a_start_up_step_is_written_once_per_change_with_its_timeline_entry(
         ("preparing", "pulling image dev:1"),
         ("preparing", "waiting for sshd: pod p"),
     ]
-    rows.record_event(rid, "pod_log", "last 1 log lines of pod p (container c):\nboom")
+    tail = TimelineEntry("pod_log", "last 1 log lines of pod p (container c):\nboom", "pod_log")
+    rows.record_events(rid, [tail])
     assert repo.events(rid)[-1].kind == "pod_log"
     assert [e.kind for e in repo.events(rid, limit=2, offset=1)] == ["status", "startup"]
+
+
+def test_a_timeline_entry_recorded_again_under_its_key_is_written_once(
+    db: psycopg.Connection[Any], alice: str
+):
+    # Given a task that records two entries, then runs again (at-least-once delivery)
+    rid = _submit(ReservationsRepository(db), _new_reservation(alice)).reservation_id
+    rows = LifecycleRepository(db)
+    entries = [
+        TimelineEntry("scheduling", "pod p scheduled on node n", "scheduled:p"),
+        TimelineEntry("image", "image dev:1 pulled for pod p", "pulled:p:dev:1"),
+    ]
+    rows.record_events(rid, entries)
+    rows.record_events(rid, [*entries, TimelineEntry("readiness", "pod p ready", "ready:p")])
+    rows.record_events(rid, [])
+    # Then each is in the timeline once, in the order first recorded
+    recorded = [(e.kind, e.event_key) for e in ReservationsRepository(db).events(rid)[1:]]
+    assert recorded == [
+        ("scheduling", "scheduled:p"),
+        ("image", "pulled:p:dev:1"),
+        ("readiness", "ready:p"),
+    ]
 
 
 def test_unknown_gpu_type_is_a_domain_error(db: psycopg.Connection[Any], alice: str):

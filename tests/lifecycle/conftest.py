@@ -63,6 +63,7 @@ def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
     assert local_cloud.kubernetes is not None and local_cloud.cluster is not None
     local_cloud.kubernetes.faults.clear()
     local_cloud.cluster.kubelet.image_pulls_fail = False
+    local_cloud.cluster.kubelet.missing_images = frozenset()
     local_cloud.cluster.kubelet.jupyter_images = frozenset({DEV_IMAGE})
     local_cloud.cluster.probes.probes_fail = False
     local_cloud.pollers["Jobs"].paused = False

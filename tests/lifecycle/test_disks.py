@@ -124,6 +124,22 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     assert saved["State"] == "completed" and saved["VolumeId"] == volume["VolumeId"]
     assert _volumes(local_cloud, first) == [], "deleted once its snapshot completed"
     assert_nothing_left(local_cloud, first)
+    # The disk's steps in the timeline, each once, in order: made, available, attached to
+    # the pod, then after the ending the snapshot that saved it.
+    timeline = api.call("GET", f"/v1/reservations/{first}/events").body["events"]
+    said = [e["detail"] for e in timeline if e["kind"] == "disk"]
+    vid, sid = volume["VolumeId"], saved["SnapshotId"]
+    assert said[:2] == [
+        f"disk {disk}: volume {vid} being made in {volume['AvailabilityZone']} (empty)",
+        f"disk {disk}: volume {vid} available",
+    ], said
+    attach = [d for d in said if "to pod" in d]
+    assert attach and attach[-1].startswith(f"disk {disk} attached to pod "), said
+    assert said[-2:] == [
+        f"disk {disk}: snapshot {sid} of volume {vid} started (saving the disk)",
+        f"disk {disk}: snapshot {sid} completed",
+    ], said
+    assert len(said) == len(set(said))
 
     second = reserve(api, disk_name=disk)["reservation_id"]
     wait_for_status(api, second, "active")

@@ -47,6 +47,12 @@ def test_extend_moves_the_expiry_and_resets_the_warnings(api, local_cloud):
     refused = api.call("POST", f"/v1/reservations/{rid}/extend", body={"hours": 24})
     assert refused.status == 422 and "at most 48 h in total" in refused.body["message"]
     assert show(api, rid)["status"] == "active"
+    # The timeline: the warning sent (once, whatever checkpoints ran since), then the hours.
+    timeline = api.call("GET", f"/v1/reservations/{rid}/events").body["events"]
+    kinds = [e["kind"] for e in timeline]
+    warnings = [e["detail"] for e in timeline if e["kind"] == "warning"]
+    assert len(warnings) == 1 and warnings[0].startswith("expiry warning sent: INFO: "), timeline
+    assert kinds.index("warning") < kinds.index("extension"), kinds
 
 
 def test_added_users_and_jupyter_reach_the_pod(api, local_cloud):

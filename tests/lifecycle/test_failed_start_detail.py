@@ -127,10 +127,56 @@ def test_an_image_that_cannot_be_pulled_says_so_while_it_waits_and_when_it_fails
     assert_nothing_left(local_cloud, rid)
 
 
+def test_an_image_that_does_not_exist_fails_the_start_and_show_prints_the_pull_error(
+    api, local_cloud, gpu_dev
+):
+    # The registry has no such image: ErrImagePull (containerd's NotFound), then
+    # ImagePullBackOff, as a kubelet reports it. It will never pull: failed without waiting
+    # for the ready deadline ("did not start", not "not ready in time").
+    local_cloud.cluster.kubelet.missing_images = frozenset({DEV_IMAGE})
+    rid = reserve(api)["reservation_id"]
+    failed = wait_for_status(api, rid, "failed", timeout=30)
+    reason = failed["failure_reason"]
+    assert reason.startswith("the pod did not start: the image does not exist ("), reason
+    assert f"{DEV_IMAGE}: not found" in reason
+    events = _events(api, rid)
+    kinds = [e["kind"] for e in events]
+    assert kinds.index("grant") < kinds.index("scheduling") < kinds.index("image")
+    pulls = [e["detail"] for e in events if e["kind"] == "image"]
+    assert pulls[0].startswith(f"pulling image {DEV_IMAGE} for pod ")
+    assert pulls[-1].startswith("pull error for pod ") and "ImagePull" in pulls[-1]
+    assert len(pulls) == 2 and "readiness" not in kinds
+    logs = [e["detail"] for e in events if e["kind"] == "pod_log"]
+    assert len(logs) == 1 and "(container jupyter-check)" in logs[0], logs
+    # The kubelet's words for ErrImagePull or ImagePullBackOff, whichever the read met.
+    assert "is waiting to start: " in logs[0] and "pull" in logs[0].rsplit(": ", 1)[1]
+    assert_nothing_left(local_cloud, rid)
+
+    shown = gpu_dev("show", rid[:8])
+    assert shown.exit_code == 0, shown.output
+    assert "Ended (failed): the pod did not start: the image does not exist" in shown.stdout
+    assert "no log from pod " in shown.stdout and "is waiting to start" in shown.stdout
+    table = gpu_dev("events", rid[:8])
+    assert "pull error for pod" in table.stdout and "grant" in table.stdout
+
+
 def test_a_started_reservation_timeline_runs_from_submit_to_ready(api, local_cloud, gpu_dev):
     rid = reserve(api)["reservation_id"]
     wait_for_status(api, rid, "active")
     events = _events(api, rid)
+    # Each step once, in the order it happened, before the status change it led to.
+    kinds = [e["kind"] for e in events]
+    for kind in ("grant", "scheduling", "image", "readiness"):
+        assert kind in kinds, (kind, events)
+    assert kinds.index("grant") < kinds.index("scheduling") < kinds.index("readiness")
+    assert kinds.index("readiness") < len(kinds) - 1  # then preparing -> active
+    pulled = [e["detail"] for e in events if e["kind"] == "image"]
+    assert pulled == [
+        f"pulling image {DEV_IMAGE} for pod gpu-dev-{rid[:8]}-0",
+        f"image {DEV_IMAGE} pulled for pod gpu-dev-{rid[:8]}-0",
+    ] or len(set(pulled)) == len(pulled), pulled
+    grant = next(e["detail"] for e in events if e["kind"] == "grant")
+    assert grant.startswith("capacity granted: 1 slot(s) on "), grant
     changes = [(e["from_status"], e["to_status"]) for e in events if e["kind"] == "status"]
     assert changes[0] == (None, "pending") and changes[-1] == ("preparing", "active")
     assert events[-1]["detail"] == "ready"

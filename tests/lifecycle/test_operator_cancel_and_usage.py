@@ -1,7 +1,7 @@
 """Through the real execution: an operator (carol, the local cloud's admin role) force-cancels
 alice's active reservation; it ends by the owner's path, with the operator's reason as its
 final detail in the status history; alice's usage then counts exactly the GPU-hours it held
-(grant to end, in wall-clock hours)."""
+(grant to end, in wall-clock hours); the operator reads its timeline as alice does."""
 
 from __future__ import annotations
 
@@ -36,6 +36,23 @@ def test_an_operator_force_cancels_and_usage_counts_what_was_held(api, local_clo
             (rid,),
         ).fetchone()
     assert last == ("cancelled", reason)
+
+    # The operator reads alice's timeline through the admin route: the owner's answer, the
+    # ending with the operator's reason last; bob (not an operator) is refused there, and
+    # finds nothing on the owner's route.
+    own = api.call("GET", f"/v1/reservations/{rid}/events").body
+    seen = api.call("GET", f"/v1/admin/reservations/{rid[:8]}/events", "carol")
+    assert seen.status == 200 and seen.body == own, seen.body
+    assert seen.body["events"][-1]["detail"] == reason
+    paged = api.call("GET", f"/v1/admin/reservations/{rid}/events?limit=2&offset=1", "carol")
+    assert paged.body["events"] == own["events"][1:3]
+    assert api.call("GET", f"/v1/admin/reservations/{rid}/events", "bob").status == 403
+    assert api.call("GET", f"/v1/reservations/{rid}/events", "bob").status == 404
+    unknown = "00000000-0000-4000-8000-000000000000"
+    assert api.call("GET", f"/v1/admin/reservations/{unknown}/events", "carol").status == 404
+    assert api.call("GET", "/v1/admin/reservations/not-an-id/events", "carol").status == 422
+    too_many = api.call("GET", f"/v1/admin/reservations/{rid}/events?limit=501", "carol")
+    assert too_many.status == 422
 
     # the window holds this reservation (alice's others of the run may overlap it too)
     query = urlencode({"since": since.isoformat(), "until": until.isoformat(), "by": "type"})

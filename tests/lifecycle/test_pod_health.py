@@ -108,6 +108,13 @@ def test_an_oom_kill_patched_onto_an_active_pod_shows_within_one_run(api, local_
     timeline = api.call("GET", f"/v1/reservations/{rid}/events").body["events"]
     health = [e["detail"] for e in timeline if e["kind"] == "health"]
     assert health == [f"warning: {seen['health_warning']}"], timeline
+    # So are the kill and the restart, each once (their keys: the kill's time, the count).
+    kills = [e["detail"] for e in timeline if e["kind"] == "oom"]
+    assert kills == [
+        "a container was OOM-killed (out of memory) at 2026-11-23 12:00:00 UTC; 1 in all"
+    ], timeline
+    restarts = [e["detail"] for e in timeline if e["kind"] == "restart"]
+    assert restarts == ["the pod's containers restarted: 1 restart(s) in all (was 0)"], timeline
     assert update_availability(local_cloud)["statistics"]["warnings_woken"] == 0
 
 

@@ -49,3 +49,29 @@ def test_a_failed_start_shows_its_reason_then_the_log_tail(monkeypatch):
     assert text.index("Ended (failed): the pod did not start: [boom]") < text.index(
         "last 2 log lines of pod p (container gpu-dev):\nstep one\n[not markup]"
     )
+
+
+def test_the_events_table_shows_every_kind_with_its_detail(monkeypatch):
+    from gpudev.models import EventKind
+    from gpudev_cli import timeline
+
+    kinds = list(EventKind.__args__)  # type: ignore[attr-defined]
+    rows = [
+        {
+            "at": f"2026-11-27T10:00:{n:02d}.123456+00:00",
+            "kind": kind,
+            "from_status": "queued" if kind == "status" else "preparing",
+            "to_status": "preparing",
+            "detail": f"{kind} said [this]" + ("\nsecond line" if kind == "pod_log" else ""),
+        }
+        for n, kind in enumerate(kinds)
+    ]
+    out = io.StringIO()
+    monkeypatch.setattr(timeline, "console", Console(file=out, width=200, no_color=True))
+    timeline.events_table(rows)
+    text = out.getvalue()
+    for n, kind in enumerate(kinds):
+        line = next(line for line in text.splitlines() if f"{kind} said [this]" in line)
+        assert f"2026-11-27 10:00:{n:02d}" in line and f" {kind} " in line, line
+    assert "queued → preparing" in text  # a change shows both ends; the others one status
+    assert "second line" in text  # a log tail keeps its lines

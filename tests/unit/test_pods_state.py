@@ -368,6 +368,8 @@ def test_a_starting_pod_says_the_step_it_is_in():
     assert pods_state([pulling], 1).problem == "pulling image dev:1"
     attaching = _on_node(_pod("gpu-dev-1", "Pending"), claim="disk-work")
     assert pods_state([attaching], 1).problem == "attaching disk disk-work"
+    # The user's name for the disk when the check knows it, not the claim's
+    assert pods_state([attaching], 1, disk="work").problem == "attaching disk work"
     checking = _on_node(
         _pod(
             "gpu-dev-1",
@@ -398,3 +400,50 @@ def test_a_step_never_hides_a_problem():
     assert pods_state([failing], 1).problem == (
         "the image could not be pulled (ImagePullBackOff: not found)"
     )
+
+
+NOT_FOUND = (
+    'rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/'
+    'nope:1": failed to resolve reference "docker.io/library/nope:1": docker.io/library/'
+    "nope:1: not found"
+)
+
+
+def _pulling(where: str, reason: str, message: str) -> dict[str, Any]:
+    waiting = [{"name": "c", "state": {"waiting": {"reason": reason, "message": message}}}]
+    return _pod("gpu-dev-1", "Pending", **{where: waiting})
+
+
+def test_an_image_the_registry_does_not_have_fails_the_start_at_once():
+    for where in ("initContainerStatuses", "containerStatuses"):
+        state = pods_state([_pulling(where, "ErrImagePull", NOT_FOUND)], 1)
+        assert state.failed, where
+        assert state.problem == f"the image does not exist (ErrImagePull: {NOT_FOUND})"
+
+
+def test_while_the_kubelet_backs_off_its_failed_event_says_not_found():
+    backing_off = _pulling(
+        "initContainerStatuses", "ImagePullBackOff", 'Back-off pulling image "nope:1"'
+    )
+    assert not pods_state([backing_off], 1).failed  # the status alone cannot say why
+    failed_pull = {
+        "type": "Warning",
+        "reason": "Failed",
+        "message": f'Failed to pull image "nope:1": {NOT_FOUND}',
+        "involvedObject": {"name": "gpu-dev-1"},
+    }
+    state = pods_state([backing_off], 1, [failed_pull])
+    assert state.failed and state.problem == f"the image does not exist ({failed_pull['message']})"
+    someone_elses = {**failed_pull, "involvedObject": {"name": "gpu-dev-2"}}
+    assert not pods_state([backing_off], 1, [someone_elses]).failed
+
+
+def test_a_pull_refused_for_another_reason_waits_for_the_deadline():
+    refused = "rpc error: code = Unknown desc = failed to copy: unexpected status code 429"
+    state = pods_state([_pulling("containerStatuses", "ErrImagePull", refused)], 1)
+    assert not state.failed
+    assert state.problem == f"the image could not be pulled (ErrImagePull: {refused})"
+    invalid = _pulling(
+        "containerStatuses", "InvalidImageName", 'Failed to apply default image tag "A:"'
+    )
+    assert pods_state([invalid], 1).failed  # a name that is no image name never pulls

@@ -1,5 +1,5 @@
 """`gpu-dev usage` (your own GPU-hours, queue waits and endings) and `gpu-dev admin
-list|cancel|usage|dlq` (operators: sessions of the deployment's admin roles)."""
+list|events|cancel|usage|dlq` (operators: sessions of the deployment's admin roles)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from urllib.parse import quote, urlencode
 
 import click
 
-from gpudev_cli import usage_render
+from gpudev_cli import timeline, usage_render
 from gpudev_cli.context import Context, progress
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -148,6 +148,17 @@ def admin_cancel(obj: Context, reservation_id: str, reason: str) -> None:
         cancelled,
         lambda r: click.echo(f"Cancel requested for {r['reservation_id'][:8]} ({r['user_id']})"),
     )
+
+
+@admin.command("events")
+@click.argument("reservation_id")
+@click.pass_obj
+def admin_events(obj: Context, reservation_id: str) -> None:
+    """Anyone's reservation's timeline (full id or 8-character prefix), oldest first: as
+    `gpu-dev events` shows the owner (grant, scheduling, image pull, disk, readiness, the
+    log tail of a failed start, OOM kills, restarts, warnings, extensions, the ending)."""
+    rows = timeline.events(obj.client(), reservation_id, timeline.OPERATOR)
+    obj.emit(rows, timeline.events_table)
 
 
 @admin.command("dlq")

@@ -1,6 +1,7 @@
 """Operator routes (/v1/admin): sessions of the ADMIN_ROLES only, checked on the principal
 before anything is read (`routes/caller.py` `ForOperator`): everyone's usage, every live
-reservation (never its Jupyter token: `operator_view`), a force-cancel whose reason the
+reservation (never its Jupyter token: `operator_view`), any reservation's timeline (the
+owner's route's service with the operators' finder), a force-cancel whose reason the
 status history records, the jobs' dead-letter queue. Services are imported by their route
 (the API's import needs no psycopg or AWS client: bench/cold_start.py)."""
 
@@ -9,13 +10,13 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from gpudev.reservations.schemas import ReservationView, operator_view
+from gpudev.reservations.schemas import EventList, ReservationView, operator_view
 from gpudev.settings import api_settings
 from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
 from routes.answers import Caller, answers
 from routes.caller import ForOperator
-from routes.params import ReservationId
+from routes.params import EventLimit, EventOffset, ReservationId
 from routes.usage import By, Since, Until
 
 router = Router()
@@ -41,6 +42,31 @@ def every_live_reservation(caller: ForOperator) -> LiveReservations:
 
     reservations = caller.read(live_reservations)
     return LiveReservations(reservations=[operator_view(r) for r in reservations])
+
+
+@router.get(
+    "/v1/admin/reservations/<reservation_id>/events",
+    responses=answers(
+        200,
+        EventList,
+        "one page of the reservation's timeline, oldest first (anyone's reservation)",
+        404,
+        409,
+        422,
+    ),
+)
+def any_reservation_events(
+    reservation_id: ReservationId,
+    caller: ForOperator,
+    limit: EventLimit = 100,
+    offset: EventOffset = 0,
+) -> EventList:
+    # The owner's route's service, with the operators' finder: one query, one answer shape.
+    from gpudev.reservations.service import reservation_timeline
+    from gpudev.usage.operators import find_any_reservation
+
+    events = caller.read(reservation_timeline, reservation_id, limit, offset, find_any_reservation)
+    return EventList.of(events, limit, offset)
 
 
 @router.post(

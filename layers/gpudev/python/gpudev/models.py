@@ -250,10 +250,37 @@ class HealthRecorded(Row):
     health_ending: str | None
 
 
-# What a timeline entry records (migration 0034): a status change, hours added, the step a
-# starting pod is in, the log tail of a pod that failed to start, or an active pod's health
-# warning set, changed or cleared.
-EventKind = Literal["status", "extension", "startup", "pod_log", "health"]
+# What a timeline entry records (migrations 0034, 0036): a status change, hours added, the
+# step a starting pod is in, the log tail of a pod that failed to start, an active pod's
+# health warning set, changed or cleared; the grant, the pod's scheduling, its image pull,
+# its disk (volume, attach, snapshot), its readiness, an OOM kill, restarts, an expiry
+# warning sent.
+EventKind = Literal[
+    "status",
+    "extension",
+    "startup",
+    "pod_log",
+    "health",
+    "grant",
+    "scheduling",
+    "image",
+    "disk",
+    "readiness",
+    "oom",
+    "restart",
+    "warning",
+]
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """An entry to add to a reservation's timeline that is not a status change. `key`
+    makes it once: a second entry with the same key is not written (migration 0036's
+    reservation_events_once), so a task run again records nothing twice."""
+
+    kind: EventKind
+    detail: str
+    key: str
 
 
 class ReservationEvent(Row):
@@ -264,6 +291,7 @@ class ReservationEvent(Row):
     to_status: ReservationStatus
     detail: str | None
     kind: EventKind = "status"
+    event_key: str | None = None
 
 
 class DiskShown(Row):

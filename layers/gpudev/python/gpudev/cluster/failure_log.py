@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 TAIL_LINES = 20
 # 20 lines of a runaway log could be megabytes: the API server stops at this many bytes.
 LIMIT_BYTES = 8192
+# An init container waiting for an image it cannot have: the pod's containers wait behind it.
+PULLING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName")
 # Control characters but the tab and the newline: a NUL cannot be stored in a text column
 # (psycopg refuses it, and the failure would end with a worse reason than the pod's), and
 # an escape sequence would reach the owner's terminal through `gpu-dev show`.
@@ -34,11 +36,13 @@ def stored_text(text: str) -> str:
 
 def failing_container(pod: dict[str, Any]) -> str | None:
     """The container whose log says why: an init container that failed (it ran and exited
-    non-zero, or was restarted), else the pod's first container."""
+    non-zero, or was restarted) or whose image cannot be pulled (its log read then says
+    so: `is waiting to start: image can't be pulled`), else the pod's first container."""
     status = pod.get("status") or {}
     for init in status.get("initContainerStatuses") or []:
         ended = ((init.get("state") or {}).get("terminated") or {}).get("exitCode")
-        if int(init.get("restartCount") or 0) or ended not in (None, 0):
+        waiting = ((init.get("state") or {}).get("waiting") or {}).get("reason")
+        if int(init.get("restartCount") or 0) or ended not in (None, 0) or waiting in PULLING:
             return str(init["name"])
     containers = (pod.get("spec") or {}).get("containers") or []
     return str(containers[0]["name"]) if containers else None

@@ -18,6 +18,9 @@ WAITING_FAILURES = {
     "InvalidImageName": "the image name is invalid",
     "CreateContainerConfigError": "the container could not be configured",
 }
+# How containerd says the registry has no such image (a tag or repository that does not
+# exist): `rpc error: code = NotFound desc = failed to pull and unpack image ...: not found`.
+NOT_FOUND = ("code = NotFound", "manifest unknown")
 # What a pod's Warning events say when its status does not (a Pending pod waits in
 # ContainerCreating while its volume cannot attach or mount); other reasons are shown as
 # they are.
@@ -39,7 +42,10 @@ class PodsState:
 
 
 def pods_state(
-    pods: list[dict[str, Any]], expected: int, events: Sequence[dict[str, Any]] = ()
+    pods: list[dict[str, Any]],
+    expected: int,
+    events: Sequence[dict[str, Any]] = (),
+    disk: str | None = None,
 ) -> PodsState:
     """Ready when every expected pod has the `Ready` condition, which a pod with our
     readiness probe gets only once sshd answers (Running is not enough); otherwise the most
@@ -74,8 +80,11 @@ def pods_state(
                 problems.append(f"init container {init.get('name')} keeps failing {_loop(init)}")
             elif ended := _failed_run(init):  # the kubelet restarts it at once
                 problems.append(f"init container {init.get('name')} failed ({_exit(ended)})")
+            elif said := _waiting_failure(init):  # its image is pulled first: ours shares it
+                missing = _image_not_found(init, pod, events)
+                problems.append(f"the image does not exist ({missing})" if missing else said)
+                failed = failed or missing is not None
         for container in status.get("containerStatuses") or []:
-            waiting = (container.get("state") or {}).get("waiting") or {}
             if _failing_again(container):
                 # The dev container (the startup script, then sshd) crashed again right
                 # after its restart: what it needs (image, mounts, keys) does not change
@@ -88,11 +97,10 @@ def pods_state(
                 problems.append(
                     f"container {container.get('name')} exited ({_exit(ended)}); restarting it"
                 )
-            elif waiting.get("reason") in WAITING_FAILURES:
-                problems.append(
-                    f"{WAITING_FAILURES[waiting['reason']]} ({waiting['reason']}: "
-                    f"{waiting.get('message', '')})".replace(": )", ")")
-                )
+            elif said := _waiting_failure(container):
+                missing = _image_not_found(container, pod, events)
+                problems.append(f"the image does not exist ({missing})" if missing else said)
+                failed = failed or missing is not None
         warning = _latest_warning(pod, events) if len(problems) == known else None
         if status.get("phase") == "Pending" and warning:
             problems.append(warning)
@@ -105,7 +113,7 @@ def pods_state(
                     "answering yet"
                 )
         if status.get("phase") == "Pending" and len(problems) == known:
-            step = _starting_step(pod)
+            step = _starting_step(pod, disk)
             if step:
                 problems.append(step)
     if ready == expected:
@@ -113,7 +121,7 @@ def pods_state(
     return PodsState(False, "; ".join(problems) or "the pod is starting", failed)
 
 
-def _starting_step(pod: dict[str, Any]) -> str | None:
+def _starting_step(pod: dict[str, Any], disk: str | None = None) -> str | None:
     """What a Pending pod on a node is doing when nothing is wrong: attaching its disk (a
     claim, before any container started) or pulling its image; its init container (the
     Jupyter check) once that runs. The status does not tell a finished attach from the pull
@@ -135,8 +143,8 @@ def _starting_step(pod: dict[str, Any]) -> str | None:
         for v in spec.get("volumes") or []
         if v.get("persistentVolumeClaim")
     ]
-    if claims:
-        return f"attaching disk {claims[0]}"
+    if claims:  # the user's name for it (`disk`), else the claim's
+        return f"attaching disk {disk or claims[0]}"
     images = [c.get("image", "") for c in spec.get("containers") or []]
     return f"pulling image {images[0]}" if images else None
 
@@ -173,6 +181,41 @@ def _latest_warning(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> st
     shown = f"{message[:EVENT_HEAD]}…{message[-EVENT_TAIL:]}" if cut else message
     said = f"{reason}: {shown}" if shown else reason
     return f"{EVENT_PROBLEMS[reason]} ({said})" if reason in EVENT_PROBLEMS else said
+
+
+def _waiting_failure(container: dict[str, Any]) -> str | None:
+    """`the image could not be pulled (ErrImagePull: <the runtime's error>)`, for a container
+    that waits for a reason it will not get past by waiting (WAITING_FAILURES)."""
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") not in WAITING_FAILURES:
+        return None
+    said = f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    return f"{WAITING_FAILURES[waiting['reason']]} ({said})"
+
+
+def _image_not_found(
+    container: dict[str, Any], pod: dict[str, Any], events: Sequence[dict[str, Any]]
+) -> str | None:
+    """The registry answered that the image does not exist (containerd's NotFound: in the
+    ErrImagePull message, or while the kubelet backs off, in its `Failed to pull image`
+    event about this pod), or its name is not an image name: no retry will pull it, so the
+    start has failed. A pull refused for another reason (a rate limit, a registry down) may
+    still heal, and waits for the ready deadline. What said so, or None."""
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    reason = waiting.get("reason")
+    if reason == "InvalidImageName":
+        return f"InvalidImageName: {waiting.get('message') or ''}".rstrip(": ")
+    if reason not in ("ErrImagePull", "ImagePullBackOff"):
+        return None
+    said = [f"{reason}: {waiting.get('message') or ''}"]
+    said += [
+        str(e.get("message") or "")
+        for e in events
+        if e.get("reason") == "Failed"
+        and (e.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
+    ]
+    found = [text for text in said if any(m in text for m in NOT_FOUND)]
+    return found[0] if found else None
 
 
 def _failed_run(container: dict[str, Any]) -> dict[str, Any]:

@@ -52,11 +52,18 @@ from gpudev.lifecycle.payloads import (
 )
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.lifecycle.taxonomy import Transient
-from gpudev.models import Disk, Reservation
+from gpudev.models import Disk, Reservation, TimelineEntry
 from gpudev.observability import logger
 from gpudev.repositories.disk_holds import DiskHoldsRepository
 
 _BUSY_ATTACHMENT = frozenset({"attaching", "attached", "detaching", "busy"})
+
+
+def _record(lc: Lifecycle, ref: DiskRef, what: str, key: str) -> None:
+    """A timeline entry about the disk (kind disk), once per key: a task run again, or the
+    sweeper taking over a step, records nothing twice (migration 0036)."""
+    entry = TimelineEntry("disk", f"disk {ref.disk_name}: {what}", key)
+    lc.rows.record_events(ref.reservation_id, [entry])
 
 
 def _ref(reservation: Reservation, disk: Disk) -> DiskRef:
@@ -125,6 +132,14 @@ def _place_volume(
                     "from": volume.get("SnapshotId"),
                 },
             )
+            source_id = volume.get("SnapshotId")
+            made = f" from snapshot {source_id}" if source_id else " (empty)"
+            _record(
+                lc,
+                ref,
+                f"volume {volume['VolumeId']} being made in {zone}{made}",
+                f"volume:{volume['VolumeId']}",
+            )
     if disk.held_volume_id != volume["VolumeId"]:
         holds.record_volume(reservation.reservation_id, volume["VolumeId"])
     _drop_superseded(lc, holds, ref, keep=volume["VolumeId"])
@@ -152,6 +167,7 @@ def _from_existing(
     lc.volumes.adopt(ref, volume_id)
     if existing["AvailabilityZone"] == zone:
         logger.info("disk volume attached as it is", extra={"volume": volume_id, "zone": zone})
+        _record(lc, ref, f"its volume {volume_id} taken as it is ({zone})", f"volume:{volume_id}")
         return "attach", existing
     snapshot = lc.volumes.snapshot(ref, volume_id)
     if snapshot is None:
@@ -161,27 +177,36 @@ def _from_existing(
             "disk volume in another zone: snapshot started",
             extra={"volume": volume_id, "from": existing["AvailabilityZone"], "to": zone},
         )
+        _record(
+            lc,
+            ref,
+            f"snapshot {snapshot['SnapshotId']} of volume {volume_id} started (to copy it "
+            f"from {existing['AvailabilityZone']} to {zone})",
+            f"snapshot_started:{snapshot['SnapshotId']}",
+        )
     if snapshot["State"] == "completed":
-        _record_completed(holds, reservation, snapshot)
+        _record_completed(lc, holds, ref, snapshot)
         return "copy", snapshot
     if snapshot["State"] != "error":
         return None
     lc.volumes.delete_snapshot(snapshot["SnapshotId"])
     holds.snapshot_dropped(reservation.reservation_id)
-    return (
+    reason = (
         f"the disk's volume {volume_id} is in {existing['AvailabilityZone']}, not in {zone}, and"
         f" its snapshot {snapshot['SnapshotId']} failed"
         f" ({snapshot.get('StateMessage') or 'no message'}); the volume is kept as it was:"
         " reserve again"
     )
+    _record(lc, ref, reason, f"snapshot_failed:{snapshot['SnapshotId']}")
+    return reason
 
 
 def _record_completed(
-    holds: DiskHoldsRepository, reservation: Reservation, snapshot: dict[str, Any]
+    lc: Lifecycle, holds: DiskHoldsRepository, ref: DiskRef, snapshot: dict[str, Any]
 ) -> None:
-    holds.snapshot_completed(
-        reservation.reservation_id, snapshot["StartTime"], snapshot.get("VolumeSize")
-    )
+    holds.snapshot_completed(ref.reservation_id, snapshot["StartTime"], snapshot.get("VolumeSize"))
+    snapshot_id = snapshot["SnapshotId"]
+    _record(lc, ref, f"snapshot {snapshot_id} completed", f"snapshot_completed:{snapshot_id}")
 
 
 def _drop_superseded(
@@ -229,11 +254,13 @@ def check_disk(lc: Lifecycle, task: CheckDisk) -> CheckDiskOutput:
         return CheckDiskOutput(outcome="failed", reason=volume)
     if volume is None or volume["State"] == "creating":
         return CheckDiskOutput(outcome="waiting")
+    ref, volume_id = _ref(reservation, disk), volume["VolumeId"]
     if volume["State"] == "available":
+        _record(lc, ref, f"volume {volume_id} available", f"volume_available:{volume_id}")
         return CheckDiskOutput(outcome="ready")
-    return CheckDiskOutput(
-        outcome="failed", reason=f"the disk's volume {volume['VolumeId']} is {volume['State']}"
-    )
+    reason = f"the disk's volume {volume_id} is {volume['State']}"
+    _record(lc, ref, reason, f"volume_failed:{volume_id}")
+    return CheckDiskOutput(outcome="failed", reason=reason)
 
 
 def mount_home(lc: Lifecycle, reservation: Reservation) -> str | None:
@@ -322,8 +349,15 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
             "disk snapshot started",
             extra={"snapshot": snapshot["SnapshotId"], "attached": busy},
         )
+        _record(
+            lc,
+            ref,
+            f"snapshot {snapshot['SnapshotId']} of volume {volume['VolumeId']} started "
+            "(saving the disk)",
+            f"snapshot_started:{snapshot['SnapshotId']}",
+        )
     if snapshot["State"] == "completed":
-        _record_completed(holds, reservation, snapshot)
+        _record_completed(lc, holds, ref, snapshot)
         return SaveDiskOutput(outcome="saved", seconds=poll)
     if snapshot["State"] != "error":
         return not_yet("snapshot in progress")
@@ -333,6 +367,7 @@ def save_disk(lc: Lifecycle, task: SaveDisk) -> SaveDiskOutput:
         " snapshot will be tried again"
     )
     holds.record_error(reservation.reservation_id, reason)
+    _record(lc, ref, reason, f"snapshot_failed:{snapshot['SnapshotId']}")
     lc.volumes.delete_snapshot(snapshot["SnapshotId"])
     holds.snapshot_dropped(reservation.reservation_id)
     logger.warning("disk snapshot failed", extra={"reason": reason})

@@ -15,11 +15,12 @@ from gpudev.cluster.names import Names
 from gpudev.cluster.node_access import new_node_key
 from gpudev.cluster.objects_client import ReservationObjects
 from gpudev.cluster.pod_readiness import needs_events, pods_state
+from gpudev.cluster.pod_timeline import pod_entries
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.lifecycle.taxonomy import StateChanged
-from gpudev.models import NodeEndpoint, Reservation, ReservationStatus
+from gpudev.models import NodeEndpoint, Reservation, ReservationStatus, TimelineEntry
 from gpudev.repositories import GpuTypesRepository
 
 # How often `check_ready` lists the pods while it watches them (one LIST of a label
@@ -117,20 +118,28 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             return CheckReadyOutput(outcome="cancel")
         cluster = lc.objects(reservation)
         pods = cluster.pods(str(reservation_id))
-        state = pods_state(pods, reservation.total_nodes)
+        disk = reservation.disk_name
+        state = pods_state(pods, reservation.total_nodes, disk=disk)
+        warnings: list[dict[str, Any]] = []
         if not state.ready and not state.failed and needs_events(pods):
             # A Pending pod's status rarely says why (ContainerCreating): its Warning events
             # do (FailedAttachVolume, FailedMount), so that reason reaches the row.
             pending = [p["metadata"]["name"] for p in pods if needs_events([p])]
-            state = pods_state(pods, reservation.total_nodes, cluster.warning_events(pending))
+            warnings = cluster.warning_events(pending)
+            state = pods_state(pods, reservation.total_nodes, warnings, disk)
+        deadline = reservation.ready_deadline
+        late = deadline is not None and lc.clock() > deadline.timestamp()
+        watched = time.monotonic() + READY_WATCH_SECONDS > watch_until
+        if state.ready or state.failed or late or watched:
+            # Before it answers: what the pods show happened, in the timeline (each once).
+            lc.rows.record_events(reservation_id, pod_entries(pods, warnings, disk))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
             return _activate(lc, reservation, jupyter_verdict(pods))
         if state.failed:
             return _failed(lc, reservation, pods, f"the pod did not start: {state.problem}")
-        deadline = reservation.ready_deadline
-        if deadline is not None and lc.clock() > deadline.timestamp():
+        if late:
             return _failed(lc, reservation, pods, f"the pod was not ready in time: {state.problem}")
-        if time.monotonic() + READY_WATCH_SECONDS > watch_until:
+        if watched:
             if state.problem and state.problem != reservation.current_detailed_status:
                 lc.rows.progress(reservation_id, state.problem)  # `show` says why it waits
             return CheckReadyOutput(outcome="waiting", detail=state.problem)
@@ -143,8 +152,10 @@ def _failed(
     """A start that failed: the last lines its pod printed go to the timeline (best effort:
     failure_log.py) before the state machine tears it down and ends it with `reason`."""
     tail = failure_log_tail(lc.objects(reservation), pods)
-    if tail:
-        lc.rows.record_event(reservation.reservation_id, "pod_log", tail)
+    if tail:  # one per reservation: a retried check records none again
+        lc.rows.record_events(
+            reservation.reservation_id, [TimelineEntry("pod_log", tail, "pod_log")]
+        )
     return CheckReadyOutput(outcome="failed", reason=reason)
 
 

@@ -9,6 +9,7 @@ write). What None means is the task's to decide; the repository never commits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -19,7 +20,7 @@ from psycopg.types.json import Jsonb
 from gpudev.cluster.names import Placement
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_one
-from gpudev.models import EventKind, NodeEndpoint, Reservation, ReservationStatus
+from gpudev.models import NodeEndpoint, Reservation, ReservationStatus, TimelineEntry
 
 
 class LifecycleRepository:
@@ -44,11 +45,19 @@ class LifecycleRepository:
         said that already, or is no longer preparing)."""
         return self._write("progress", {"reservation_id": reservation_id, "detail": detail})
 
-    def record_event(self, reservation_id: UUID, kind: EventKind, detail: str) -> None:
-        """A timeline entry that is not a status change (the log tail of a failed start)."""
+    def record_events(self, reservation_id: UUID, entries: Sequence[TimelineEntry]) -> None:
+        """Timeline entries that are not status changes, in order, each once (by its key:
+        one already recorded is skipped). One statement, none when there are none."""
+        if not entries:
+            return
         self._conn.execute(
             query("lifecycle/record_event"),
-            {"reservation_id": reservation_id, "kind": kind, "detail": detail},
+            {
+                "reservation_id": reservation_id,
+                "kind": [e.kind for e in entries],
+                "detail": [e.detail for e in entries],
+                "event_key": [e.key for e in entries],
+            },
         )
 
     def waiting(self, reservation_id: UUID, line: str, prefix: str) -> Reservation | None:

@@ -159,16 +159,23 @@ def find_reservation(
     return matches[0]
 
 
+# How a route on one reservation finds it: `find_reservation` (the caller's own; another
+# user's is 404) or, for operators, `usage.operators.find_any_reservation` (anyone's).
+ReservationFinder = Callable[[psycopg.Connection[Any], Caller, str], Reservation]
+
+
 def reservation_timeline(
     conn: psycopg.Connection[Any],
     caller: Caller,
     id_or_prefix: str,
     limit: int,
     offset: int,
+    find: ReservationFinder = find_reservation,
 ) -> list[ReservationEvent]:
-    """One page of the caller's reservation's timeline, oldest first (two round trips: the
-    reservation as `find_reservation` finds it, then the page)."""
-    reservation = find_reservation(conn, caller, id_or_prefix)
+    """One page of a reservation's timeline, oldest first (two round trips: the reservation
+    as `find` finds it, then the page). The owner's route and the operators' share it; only
+    `find` differs."""
+    reservation = find(conn, caller, id_or_prefix)
     return ReservationsRepository(conn).events(reservation.reservation_id, limit, offset)
 
 
