@@ -71,6 +71,7 @@ class AwsClients:
     sts = _Client()
     eks = _Client()
     secretsmanager = _Client()
+    logs = _Client()  # the dev pods' output (gpudev/logs/)
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 
