@@ -143,6 +143,11 @@ REQUEST_RATE = (
     ContextSetting("apiRequestsPerMinute", "API_REQUESTS_PER_MINUTE", default=120),
     ContextSetting("apiRequestBurst", "API_REQUEST_BURST", default=40),
 )
+# The dev pods' output: Fluent Bit writes it (deploy/kubernetes/fluent-bit.yaml, which names
+# the same group; a unit test keeps them in step), cdk_app/logs.py makes the group, the API
+# reads it (gpudev/logs/; gpudev.settings.PodLogSettings' default is this name).
+POD_LOG_GROUP = "/gpu-dev/pods"
+_POD_LOGS = "arn:{partition}:logs:{region}:{account}:log-group:" + POD_LOG_GROUP + ":*"
 API = FunctionSpec(
     "Api",
     "api",
@@ -150,6 +155,14 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
+    environment={"POD_LOG_GROUP": POD_LOG_GROUP},
+    # `gpu-dev logs`: the dev pods' group only (its streams are `...:log-stream:<name>`).
+    grants=(
+        ResourceGrant(
+            ("logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"),
+            (_POD_LOGS,),
+        ),
+    ),
     context_environment=USER_LIMITS + REQUEST_RATE,
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,

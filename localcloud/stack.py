@@ -51,6 +51,7 @@ from localcloud.kubeconfig import kubeconfig, write_kubeconfig
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.container_logs import ContainerLogs
+from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.tls import ServerCertificate, issue_server_certificate
@@ -323,7 +324,10 @@ class LocalCloud:
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
             container_logs=logs,
-        ).start()
+        )
+        # Fluent Bit's DaemonSet: what the pods print, into moto's CloudWatch Logs.
+        self.cluster.kubelet.log_shipper = LogShipper(self.aws.client("logs"))
+        self.cluster.start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
         # The endpoint and CA come from DescribeCluster, as on EKS.

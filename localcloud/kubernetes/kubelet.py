@@ -18,6 +18,7 @@ from typing import Any
 
 from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
+from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
@@ -69,6 +70,9 @@ class Kubelet:
         self._bound_seen_at: dict[str, float] = {}  # pod uid -> when the kubelet saw it bound
         self.events = KubeletEvents(store)  # Pulled, Created, Started, BackOff ...
         self.logs = logs or ContainerLogs()  # what the containers printed: pods/log
+        # Fluent Bit's DaemonSet: the same output into CloudWatch Logs (log_shipping.py);
+        # None: not shipped (the local cloud sets it, with moto's client).
+        self.log_shipper: LogShipper | None = None
 
     def step(self) -> None:
         pods = sorted(
@@ -172,15 +176,18 @@ class Kubelet:
                 continue
             state = status.get("state") or {}
             started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
-            self.logs.write(
-                after["metadata"]["uid"],
-                status["name"],
-                status.get("restartCount", 0),
-                started or now(),
-                self._output(container, state),
-            )
+            at = started or now()
+            self._keep_output(after, status, at, self._output(container, state, at))
 
-    def _output(self, container: Obj, state: Obj) -> str:
+    def _keep_output(self, pod: Obj, status: Obj, at: str, text: str) -> None:
+        """A container run's output: kept for pods/log, and shipped as Fluent Bit would."""
+        name, run = status["name"], status.get("restartCount", 0)
+        self.logs.write(pod["metadata"]["uid"], name, run, at, text)
+        if self.log_shipper is not None:
+            container_id = str(status.get("containerID") or "").rpartition("/")[2]
+            self.log_shipper.ship(pod, name, container_id, at, text)
+
+    def _output(self, container: Obj, state: Obj, at: str) -> str:
         """What a container run prints, as far as the stand-in knows."""
         if (state.get("terminated") or {}).get("reason") == "StartError":
             return ""
@@ -191,7 +198,7 @@ class Kubelet:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
         if image in self.shell_less_images and init_containers.shell_of(argv):
             return ""  # it cannot start (StartError as the kubelet next sees it)
-        return "\n".join(startup_output(container))
+        return "\n".join(startup_output(container, at))
 
     def _run(self, pod: Obj) -> None:
         """One step of a running pod's containers: past a local storage limit the pod is
@@ -227,18 +234,12 @@ class Kubelet:
             change = functools.partial(init_containers.record, outcomes=outcomes)
             if self._write(pod, change):
                 ran = pod["spec"]["initContainers"][first : first + len(outcomes)]
-                restarts = {
-                    s["name"]: s.get("restartCount", 0)
-                    for s in pod["status"].get("initContainerStatuses") or []
+                statuses = {
+                    s["name"]: s for s in pod["status"].get("initContainerStatuses") or []
                 }
                 for container, outcome in zip(ran, outcomes, strict=True):
-                    self.logs.write(
-                        pod["metadata"]["uid"],
-                        container["name"],
-                        restarts.get(container["name"], 0),
-                        outcome.started_at,
-                        outcome.log,
-                    )
+                    status = statuses.get(container["name"]) or {"name": container["name"]}
+                    self._keep_output(pod, status, outcome.started_at, outcome.log)
 
     def _refuse(self, pod: Obj, reason: str, message: str) -> None:
         meta = pod["metadata"]

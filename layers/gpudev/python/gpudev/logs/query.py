@@ -21,13 +21,16 @@ _DURATION = re.compile(r"^([1-9][0-9]{0,5})([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Longer than any retention the log group can be given a reason to have: a year.
 LONGEST_SINCE = timedelta(days=366)
+# A time a little ahead of the API's clock is a node's clock running ahead (a follower asks
+# from the last line's time): read as now, not refused.
+CLOCK_SKEW = timedelta(minutes=5)
 SINCE_ALLOWED = "a duration back from now (30s, 10m, 2h, 1d; at most 366d) or an ISO 8601 time"
 NEXT_ALLOWED = "the `next` of the page before, unchanged"
 
 
 def parse_since(text: str, now: datetime) -> datetime:
     """The moment `since` names: `now` less a duration, or an ISO 8601 time (UTC when it
-    names no zone), never in the future."""
+    names no zone), never in the future (beyond CLOCK_SKEW)."""
     duration = _DURATION.match(text)
     if duration:
         amount = timedelta(seconds=int(duration[1]) * _UNIT_SECONDS[duration[2]])
@@ -40,7 +43,7 @@ def parse_since(text: str, now: datetime) -> datetime:
         raise _bad_since(text, "is neither a duration nor an ISO 8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    if moment > now:
+    if moment > now + CLOCK_SKEW:
         raise _bad_since(text, "is in the future")
     return moment
 
