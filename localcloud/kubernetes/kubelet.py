@@ -18,12 +18,12 @@ from typing import Any
 
 from localcloud.kubernetes import events, init_containers, kubelet_admission, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
-from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
+from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
@@ -234,9 +234,7 @@ class Kubelet:
             change = functools.partial(init_containers.record, outcomes=outcomes)
             if self._write(pod, change):
                 ran = pod["spec"]["initContainers"][first : first + len(outcomes)]
-                statuses = {
-                    s["name"]: s for s in pod["status"].get("initContainerStatuses") or []
-                }
+                statuses = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
                 for container, outcome in zip(ran, outcomes, strict=True):
                     status = statuses.get(container["name"]) or {"name": container["name"]}
                     self._keep_output(pod, status, outcome.started_at, outcome.log)

@@ -14,6 +14,7 @@ after its retries."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass
@@ -21,8 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+import yaml  # type: ignore[import-untyped]  # PyYAML comes with the kubernetes client; no stubs
 
 log = logging.getLogger("localcloud.cluster")
 Obj = dict[str, Any]
@@ -122,12 +122,8 @@ class LogShipper:
     def _ensure_stream(self, stream: str) -> None:
         if stream in self._streams:
             return
-        try:
-            self._client.create_log_stream(
-                logGroupName=self.config.log_group, logStreamName=stream
-            )
-        except self._client.exceptions.ResourceAlreadyExistsException:
-            pass
+        with contextlib.suppress(self._client.exceptions.ResourceAlreadyExistsException):
+            self._client.create_log_stream(logGroupName=self.config.log_group, logStreamName=stream)
         self._streams.add(stream)
 
 

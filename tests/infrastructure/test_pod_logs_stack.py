@@ -134,8 +134,12 @@ def test_the_retention_comes_from_context(raw, days):
 
 @pytest.mark.parametrize(
     ("raw", "said"),
-    [("10", "not a retention CloudWatch Logs takes"), ("a month", "a whole number of days")]
-    + [(True, "a whole number of days"), ("-1", "a whole number of days")],
+    [
+        ("10", "not a retention CloudWatch Logs takes"),
+        ("a month", "a whole number of days"),
+        (True, "a whole number of days"),
+        ("-1", "a whole number of days"),
+    ],
 )
 def test_a_retention_cloudwatch_does_not_take_is_refused_at_synth(raw, said):
     with pytest.raises(ValueError, match=said):

@@ -2,7 +2,8 @@
 what each container prints into moto's log group as the cluster's Fluent Bit would (one
 stream per pod, `<reservation id>.<pod name>`), and `gpu-dev logs` reads it back through
 `GET /v1/reservations/{id}/logs`: the start-up steps of an active reservation, each run of a
-crashing container, after the pod is gone; nothing for a pod whose image never pulled; another user's is 404."""
+crashing container, after the pod is gone; nothing for a pod whose image never pulled;
+another user's is 404."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ streams, oldest first, bounded, without control characters."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,8 +30,13 @@ PODS = ["gpu-dev-00000000-0", "gpu-dev-00000000-1"]
 
 @pytest.mark.parametrize(
     ("text", "back"),
-    [("30s", timedelta(seconds=30)), ("10m", timedelta(minutes=10)), ("2h", timedelta(hours=2))]
-    + [("1d", timedelta(days=1)), ("366d", timedelta(days=366))],
+    [
+        ("30s", timedelta(seconds=30)),
+        ("10m", timedelta(minutes=10)),
+        ("2h", timedelta(hours=2)),
+        ("1d", timedelta(days=1)),
+        ("366d", timedelta(days=366)),
+    ],
 )
 def test_since_as_a_duration_is_that_long_before_now(text, back):
     assert parse_since(text, NOW) == NOW - back
@@ -114,8 +120,14 @@ def test_a_next_asked_with_another_query_is_refused(kwargs, said):
 
 @pytest.mark.parametrize(
     "token",
-    ["x", "!!!!", "bm90IGpzb24", PageToken(RID, 9, None, "cw").encode()]
-    + [PageToken(RID, None, -1, "cw").encode(), "eyJyIjoxfQ"],
+    [
+        "x",
+        "!!!!",
+        "bm90IGpzb24",
+        PageToken(RID, 9, None, "cw").encode(),
+        PageToken(RID, None, -1, "cw").encode(),
+        "eyJyIjoxfQ",
+    ],
 )
 def test_a_next_this_api_did_not_return_is_refused(token):
     with pytest.raises(InvalidRequest) as refused:
@@ -133,10 +145,8 @@ def logs() -> Iterator[Any]:
 
 def _write(logs: Any, reservation: str, pod: str, lines: list[tuple[int, str]]) -> None:
     stream = stream_name(reservation, pod)
-    try:
+    with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
         logs.create_log_stream(logGroupName=GROUP, logStreamName=stream)
-    except logs.exceptions.ResourceAlreadyExistsException:
-        pass
     events = [{"timestamp": at, "message": text} for at, text in lines]
     logs.put_log_events(logGroupName=GROUP, logStreamName=stream, logEvents=events)
 
@@ -179,7 +189,8 @@ def test_no_stream_or_no_group_is_an_empty_page(logs):
 
 
 def test_lines_are_cut_and_their_control_characters_replaced(logs):
-    _write(logs, RID, PODS[0], [(_ms(5), "x" * (MESSAGE_CHARACTERS + 10)), (_ms(4), "a\x1b[31mb\x00")])
+    long_line = "x" * (MESSAGE_CHARACTERS + 10)
+    _write(logs, RID, PODS[0], [(_ms(5), long_line), (_ms(4), "a\x1b[31mb\x00")])
     lines = pod_log_page(PodLogReader(logs, GROUP), RID, PODS, _query()).lines
     assert len(lines[0].message) == MESSAGE_CHARACTERS and lines[0].truncated
     assert lines[1].message == "a\ufffd[31mb\ufffd" and not lines[1].truncated

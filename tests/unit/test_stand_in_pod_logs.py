@@ -36,6 +36,8 @@ def _startup(store: ObjectStore, name: str = "dev") -> str:
     started = status["state"]["running"]["startedAt"]
     steps = "".join(f"{started} gpu-dev: {step}\n" for step in STEPS)
     return steps + "Server listening on 0.0.0.0 port 22.\nServer listening on :: port 22.\n"
+
+
 CRASH_LOG = "installing openssh-server\nno sshd in this image\n"
 
 

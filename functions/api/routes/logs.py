@@ -22,7 +22,11 @@ MAX_NODES = 64  # far above any reservation's nodes; the service checks the rese
 
 LogNode = Annotated[
     int | None,
-    Query(ge=0, lt=MAX_NODES, description="only this node's pod (0 is the first); all nodes if absent"),
+    Query(
+        ge=0,
+        lt=MAX_NODES,
+        description="only this node's pod (0 is the first); all nodes if absent",
+    ),
 ]
 LogSince = Annotated[
     str | None, Query(min_length=1, max_length=40, description=f"from: {SINCE_ALLOWED}")
