@@ -8,6 +8,7 @@ another user's is 404."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -129,3 +130,31 @@ def test_a_crashing_pods_runs_are_shipped_and_outlive_it(api, local_cloud, crash
     crashed = [m for m in _messages(api, rid) if m != "jupyter=available"]
     runs = crashed.count("one")
     assert runs >= 1 and crashed == ["one", "two"] * runs
+
+
+def test_follow_prints_until_the_reservation_ends_and_ctrl_c_stops_it(
+    api, local_cloud, gpu_dev, monkeypatch
+):
+    rid = reserve(api)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    wait_for(lambda: len(_messages(api, rid)) >= len(STEPS) + 2, message="the lines shipped")
+    done: dict[str, Any] = {}
+    follower = threading.Thread(target=lambda: done.update(result=gpu_dev("logs", rid, "-f")))
+    follower.start()
+    cancel(api, rid)
+    follower.join(timeout=90)
+    assert not follower.is_alive(), "follow did not stop after the reservation ended"
+    result = done["result"]
+    assert result.exit_code == 0, result.output
+    printed = result.stdout.splitlines()
+    assert printed.count("Server listening on :: port 22.") == 1  # each line once
+    assert f"Reservation {rid[:8]} has ended." in result.stderr
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    live = reserve(api)["reservation_id"]
+    wait_for_status(api, live, "active")
+    monkeypatch.setattr("gpudev_cli.commands.logs.time.sleep", interrupted)
+    stopped = gpu_dev("logs", live, "--follow")
+    assert stopped.exit_code == 0 and "Stopped following." in stopped.stderr
