@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 
+from localcloud.cluster_access import MANIFESTS
 from localcloud.stack import LocalCloud
 from tests.support.kubectl import kubectl
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 # The README's `kubectl apply -f deploy/kubernetes/`: namespaces, RBAC, network policies.
-FILES = ["-f", str(ROOT / "deploy" / "kubernetes")]
+# The files the local cloud applies (cluster_access.MANIFESTS). fluent-bit.yaml is not one:
+# the stand-in serves no DaemonSets, and its kubelet plays Fluent Bit (log_shipping.py).
+FILES = [arg for name in MANIFESTS for arg in ("-f", str(ROOT / "deploy" / "kubernetes" / name))]
 
 
 @pytest.fixture(scope="module")
