@@ -158,3 +158,23 @@ def test_follow_prints_until_the_reservation_ends_and_ctrl_c_stops_it(
     monkeypatch.setattr("gpudev_cli.commands.logs.time.sleep", interrupted)
     stopped = gpu_dev("logs", live, "--follow")
     assert stopped.exit_code == 0 and "Stopped following." in stopped.stderr
+
+
+def test_a_multinode_reservations_lines_carry_their_node_and_one_node_can_be_asked(api, gpu_dev):
+    rid = reserve(api, gpu_type="h100", gpu_count=16)["reservation_id"]
+    wait_for_status(api, rid, "active", timeout=60)
+
+    def both_nodes_started() -> list[dict[str, Any]]:
+        lines = api.call("GET", f"/v1/reservations/{rid}/logs").body["lines"]
+        started = [line for line in lines if "starting the dev server" in line["message"]]
+        return lines if len(started) == 2 else []
+
+    lines = wait_for(both_nodes_started, message="both pods' lines shipped")
+    for line in lines:
+        if "starting the dev server" in line["message"]:
+            assert line["message"].endswith(f"(node {line['node']})")
+    one = api.call("GET", f"/v1/reservations/{rid}/logs?node=1").body["lines"]
+    assert one and {line["node"] for line in one} == {1}
+    printed = gpu_dev("logs", rid).stdout.splitlines()
+    assert any(p.startswith("[node 1] ") for p in printed)
+    assert all(p.startswith(("[node 0] ", "[node 1] ")) for p in printed)
