@@ -149,6 +149,11 @@ REQUEST_RATE = (
 POD_IMAGE = ContextSetting(
     "podImage", "LIFECYCLE_POD_IMAGE", default="pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
 )
+# The dev pods' output: Fluent Bit writes it (deploy/kubernetes/fluent-bit.yaml, which names
+# the same group; a unit test keeps them in step), cdk_app/logs.py makes the group, the API
+# reads it (gpudev/logs/; gpudev.settings.PodLogSettings' default is this name).
+POD_LOG_GROUP = "/gpu-dev/pods"
+_POD_LOGS = "arn:{partition}:logs:{region}:{account}:log-group:" + POD_LOG_GROUP + ":*"
 API = FunctionSpec(
     "Api",
     "api",
@@ -156,6 +161,14 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
+    environment={"POD_LOG_GROUP": POD_LOG_GROUP},
+    # `gpu-dev logs`: the dev pods' group only (its streams are `...:log-stream:<name>`).
+    grants=(
+        ResourceGrant(
+            ("logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"),
+            (_POD_LOGS,),
+        ),
+    ),
     context_environment=USER_LIMITS + REQUEST_RATE + (POD_IMAGE,),
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
@@ -198,11 +211,6 @@ JOBS = QueueSpec(
     visibility_timeout_seconds=180,
     max_receive_count=16,
 )
-# The dev pods' log group (issue #32): every pod's output, one stream per pod named
-# `<reservation id>.<pod name>`. Named here once: the log shipping's stack creates it, the
-# API reads it (gpudev.settings `pod_log_group`), the dashboard links it (cdk_app/dashboard.py)
-# and the runbooks (docs/operator-guide.md) query it.
-POD_LOG_GROUP = "/gpu-dev/pods"
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",
     "reservation_tasks",

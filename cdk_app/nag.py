@@ -53,6 +53,12 @@ ACKNOWLEDGED: dict[str, str] = {
         "allowed on the volume, which is conditioned on the disk's reservation-id and "
         "gpu-dev-user tags."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:<AWS::Region>:"
+    "<AWS::AccountId>:log-group:/gpu-dev/pods:*]": (
+        "The dev pods' log group's streams, one per pod, named by reservation id and so not "
+        "known in advance (cdk_app/logs.py): Fluent Bit may create streams and put events in "
+        "this one group, the API may only read it."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "
         "aliases (<arn>:*), and nothing else."

@@ -36,6 +36,7 @@ from cdk_app.functions import (
     migrate_on_deploy,
 )
 from cdk_app.images import build_images
+from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
@@ -57,6 +58,7 @@ class GpuDevStack(Stack):
         self.database = build_database(self, self.network)
         self.alarms = Alarms(self)
         self.layer = build_shared_layer(self)
+        self.pod_logs = build_pod_logs(self, self.cluster_name)
         builder = FunctionBuilder(
             self,
             layer=self.layer,

@@ -11,7 +11,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdk_app.declaration import Deployment
+from cdk_app.declaration import POD_LOG_GROUP, Deployment
 
 ROLE_NAME = "gpudev-local-execution"
 
@@ -130,4 +130,6 @@ def deploy(deployment: Deployment, client: Any, retry_scale: float = 1.0) -> Dep
             Rule=rule_name,
             Targets=[{"Id": schedule.target, "Arn": resources.function_arns[schedule.target]}],
         )
+    # The dev pods' log group (cdk_app/logs.py): the kubelet's Fluent Bit writes to it.
+    client("logs").create_log_group(logGroupName=POD_LOG_GROUP)
     return resources

@@ -52,6 +52,7 @@ from localcloud.kubeconfig import kubeconfig, write_kubeconfig
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
 from localcloud.kubernetes.container_logs import ContainerLogs
+from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.tls import ServerCertificate, issue_server_certificate
@@ -329,6 +330,8 @@ class LocalCloud:
             container_logs=logs,
         )
         self.cluster.kubelet.missing_images = frozenset(self.options.missing_images)
+        # Fluent Bit's DaemonSet: what the pods print, into moto's CloudWatch Logs.
+        self.cluster.kubelet.log_shipper = LogShipper(self.aws.client("logs"))
         self.cluster.start()
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))

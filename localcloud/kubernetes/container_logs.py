@@ -3,8 +3,8 @@
 The kubelet keeps each container run's output (`ContainerLogs`, by pod uid, container and
 run: its restartCount), written as the run begins (kubelet.py): an init container's real
 output (the stand-in runs our pod scripts, init_containers.py); for a container running our
-startup script (gpudev/cluster/startup.sh), the lines it and sshd print on their way to
-serving SSH; for an image a test declares crashing, what it logs (`Crash.log`); nothing for
+startup script (gpudev/cluster/startup.sh), the step lines it and sshd print on their way
+to serving SSH; for an image a test declares crashing, what it logs (`Crash.log`); nothing for
 a container that could not start, or a command the stand-in does not run.
 
 `read` answers as the two do: the API server checks the options (422 for a negative
@@ -29,12 +29,16 @@ from localcloud.kubernetes.timestamps import format_time
 Obj = dict[str, Any]
 Line = tuple[str, str]  # (RFC 3339 time it was written, text without its newline)
 STARTUP_SCRIPT = (Path(gpudev.cluster.__file__).parent / "startup.sh").read_text()
-# What startup.sh prints, then sshd (`sshd -D -e`: its log on stderr), once it serves SSH.
-STARTUP_OUTPUT = (
-    "SSH daemon starting on port 22",
-    "Server listening on 0.0.0.0 port 22.",
-    "Server listening on :: port 22.",
+# What startup.sh prints on the dev image's first boot on a fresh home (its `step` lines,
+# each stamped `<time> gpu-dev: `; tests/unit/test_stand_in_log_shipping.py keeps each a
+# line the script prints), then sshd (`sshd -D -e`: its log on stderr), once it serves SSH.
+STARTUP_STEPS = (
+    "starting the dev server (node {rank})",
+    "disk first use: default dotfiles copied to the home directory",
+    "installing the SSH keys",
+    "starting sshd on port 22 (ready when it prints: Server listening)",
 )
+SSHD_OUTPUT = ("Server listening on 0.0.0.0 port 22.", "Server listening on :: port 22.")
 _NEGATIVE = "must be greater than or equal to 0"
 _NOT_POSITIVE = "must be greater than 0"
 
@@ -107,10 +111,16 @@ def _number(query: dict[str, str], name: str) -> int | None:
     return number
 
 
-def startup_output(container: Obj) -> tuple[str, ...]:
-    """The lines a container prints as it starts, if the stand-in knows them."""
+def startup_output(container: Obj, at: str) -> tuple[str, ...]:
+    """The lines a container run begun at `at` (RFC 3339) prints as it starts, if the
+    stand-in knows them."""
     argv = [*(container.get("command") or []), *(container.get("args") or [])]
-    return STARTUP_OUTPUT if argv[-1:] == [STARTUP_SCRIPT] else ()
+    if argv[-1:] != [STARTUP_SCRIPT]:
+        return ()
+    env = {e.get("name"): e.get("value") for e in container.get("env") or []}
+    rank = env.get("NODE_RANK") or "0"
+    steps = tuple(f"{at} gpu-dev: {step.format(rank=rank)}" for step in STARTUP_STEPS)
+    return steps + SSHD_OUTPUT
 
 
 class ContainerLogs:

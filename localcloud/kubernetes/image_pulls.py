@@ -151,8 +151,8 @@ class ImagePulls:
     registry: LocalRegistry | None = None
     bytes_per_second: float | None = None  # None or 0: at once
     clock_scale: float = 1.0  # the local cloud's seconds_per_hour / 3600
-    # Images the registry does not have whatever it holds (tests and `make run
-    # --missing-image`): refused as not found, as a deleted image would be.
+    # Images neither the registry nor any node has, whatever they held (tests and `make run
+    # --missing-image`): refused as not found.
     missing: frozenset[str] = frozenset()
     _on_node: dict[str, set[str]] = field(default_factory=dict)
     _pulling: dict[tuple[str, str], _Pull] = field(default_factory=dict)
@@ -164,7 +164,9 @@ class ImagePulls:
         have = self._on_node.setdefault(node, set())
         for container, at in _containers(pod):
             image = container.get("image", "")
-            if image not in have and not self._pull(pod, node, at, image):
+            if (image not in have or image in self.missing) and not self._pull(
+                pod, node, at, image
+            ):
                 return False  # refused: the pod shows it until the back-off ends
         return all(c.get("image", "") in have for c, _ in _containers(pod))
 

@@ -32,6 +32,7 @@ from localcloud.kubernetes.image_pulls import ImagePulls
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
+from localcloud.kubernetes.log_shipping import LogShipper
 from localcloud.kubernetes.nodes import allocatable_gpus, fake_ip, gpu_request
 from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
@@ -89,6 +90,9 @@ class Kubelet:
     @missing_images.setter
     def missing_images(self, images: frozenset[str]) -> None:
         self.image_pulls.missing = frozenset(images)
+        # Fluent Bit's DaemonSet: the same output into CloudWatch Logs (log_shipping.py);
+        # None: not shipped (the local cloud sets it, with moto's client).
+        self.log_shipper: LogShipper | None = None
 
     def step(self) -> None:
         pods = sorted(
@@ -205,15 +209,18 @@ class Kubelet:
                 continue
             state = status.get("state") or {}
             started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
-            self.logs.write(
-                after["metadata"]["uid"],
-                status["name"],
-                status.get("restartCount", 0),
-                started or now(),
-                self._output(container, state),
-            )
+            at = started or now()
+            self._keep_output(after, status, at, self._output(container, state, at))
 
-    def _output(self, container: Obj, state: Obj) -> str:
+    def _keep_output(self, pod: Obj, status: Obj, at: str, text: str) -> None:
+        """A container run's output: kept for pods/log, and shipped as Fluent Bit would."""
+        name, run = status["name"], status.get("restartCount", 0)
+        self.logs.write(pod["metadata"]["uid"], name, run, at, text)
+        if self.log_shipper is not None:
+            container_id = str(status.get("containerID") or "").rpartition("/")[2]
+            self.log_shipper.ship(pod, name, container_id, at, text)
+
+    def _output(self, container: Obj, state: Obj, at: str) -> str:
         """What a container run prints, as far as the stand-in knows."""
         if (state.get("terminated") or {}).get("reason") == "StartError":
             return ""
@@ -224,7 +231,7 @@ class Kubelet:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
         if image in self.shell_less_images and init_containers.shell_of(argv):
             return ""  # it cannot start (StartError as the kubelet next sees it)
-        return "\n".join(startup_output(container))
+        return "\n".join(startup_output(container, at))
 
     def _run(self, pod: Obj) -> None:
         """One step of a running pod's containers: past a local storage limit the pod is
@@ -260,18 +267,10 @@ class Kubelet:
             change = functools.partial(init_containers.record, outcomes=outcomes)
             if self._write(pod, change):
                 ran = pod["spec"]["initContainers"][first : first + len(outcomes)]
-                restarts = {
-                    s["name"]: s.get("restartCount", 0)
-                    for s in pod["status"].get("initContainerStatuses") or []
-                }
+                statuses = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
                 for container, outcome in zip(ran, outcomes, strict=True):
-                    self.logs.write(
-                        pod["metadata"]["uid"],
-                        container["name"],
-                        restarts.get(container["name"], 0),
-                        outcome.started_at,
-                        outcome.log,
-                    )
+                    status = statuses.get(container["name"]) or {"name": container["name"]}
+                    self._keep_output(pod, status, outcome.started_at, outcome.log)
 
     def _refuse(self, pod: Obj, reason: str, message: str) -> None:
         meta = pod["metadata"]

@@ -56,6 +56,7 @@ ROUTES = (
     ),
     Route("GET", "/v1/reservations/{rid}", per_resource=True),
     Route("GET", "/v1/reservations/{rid}/events", per_resource=True),
+    Route("GET", "/v1/reservations/{rid}/logs", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
     Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
     Route("DELETE", "/v1/reservations/{rid}/users/octocat", per_resource=True),

@@ -103,7 +103,10 @@ def test_reconciler_and_sweeper_errors_raise_alarms_that_notify(template: Templa
 
 
 def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(template: Template):
-    ((key_id, key),) = template.find_resources("AWS::KMS::Key").items()
+    # The alarm topic's key (the pod logs' key is cdk_app/logs.py's: test_pod_logs_stack.py).
+    ((key_id, key),) = template.find_resources(
+        "AWS::KMS::Key", {"Properties": {"Description": "gpu-dev alarm notifications"}}
+    ).items()
     assert key["Properties"]["EnableKeyRotation"] is True
     template.has_resource_properties(
         "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}

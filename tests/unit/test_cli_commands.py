@@ -25,6 +25,7 @@ COMMANDS = [
     "events",
     "extend",
     "list",
+    "logs",
     "reserve",
     "show",
     "status",

@@ -22,11 +22,22 @@ from localcloud.kubernetes.store import ObjectStore
 from tests.support.kubernetes import auth_headers, stand_in_server
 from tests.support.stand_in_cluster import NS, cluster, pod, run_until
 
-STARTUP = (
-    "SSH daemon starting on port 22\n"
-    "Server listening on 0.0.0.0 port 22.\n"
-    "Server listening on :: port 22.\n"
+STEPS = (
+    "starting the dev server (node 0)",
+    "disk first use: default dotfiles copied to the home directory",
+    "installing the SSH keys",
+    "starting sshd on port 22 (ready when it prints: Server listening)",
 )
+
+
+def _startup(store: ObjectStore, name: str = "dev") -> str:
+    """The startup script's step lines, stamped when the run began, then sshd's."""
+    status = store.get("pods", NS, name)["status"]["containerStatuses"][0]
+    started = status["state"]["running"]["startedAt"]
+    steps = "".join(f"{started} gpu-dev: {step}\n" for step in STEPS)
+    return steps + "Server listening on 0.0.0.0 port 22.\nServer listening on :: port 22.\n"
+
+
 CRASH_LOG = "installing openssh-server\nno sshd in this image\n"
 
 
@@ -57,13 +68,14 @@ def test_the_dev_containers_log_is_what_the_startup_script_and_sshd_print():
     store = simulated.store
     store.create("pods", NS, _dev_pod("dev"))
     run_until(simulated, lambda: _phase(store, "dev") == "Running")
-    assert _read(store, logs, "dev") == STARTUP
-    assert _read(store, logs, "dev", container="dev") == STARTUP
+    startup = _startup(store)
+    assert _read(store, logs, "dev") == startup
+    assert _read(store, logs, "dev", container="dev") == _startup(store)
     assert _read(store, logs, "dev", tailLines="1") == "Server listening on :: port 22.\n"
     assert _read(store, logs, "dev", tailLines="0") == ""
-    assert _read(store, logs, "dev", limitBytes="10") == "SSH daemon"
+    assert _read(store, logs, "dev", limitBytes="10") == startup[:10]
     stamped = _read(store, logs, "dev", timestamps="true").splitlines()
-    assert [line.split(" ", 1)[1] for line in stamped] == STARTUP.splitlines()
+    assert [line.split(" ", 1)[1] for line in stamped] == startup.splitlines()
     started = store.get("pods", NS, "dev")["status"]["containerStatuses"][0]["state"]
     assert all(
         line.startswith(started["running"]["startedAt"].replace("Z", ".000000000Z "))
@@ -81,7 +93,7 @@ def test_since_seconds_keeps_the_lines_written_since():
     pod = store.get("pods", NS, "dev")
     later = datetime.now(UTC) + timedelta(hours=1)
     assert logs.read(pod, LogOptions(since_seconds=60), later) == b""
-    assert logs.read(pod, LogOptions(since_seconds=7200), later).decode() == STARTUP
+    assert logs.read(pod, LogOptions(since_seconds=7200), later).decode() == _startup(store)
 
 
 def test_an_init_containers_log_is_what_its_script_printed():
@@ -96,7 +108,7 @@ def test_an_init_containers_log_is_what_its_script_printed():
     assert _read(store, logs, "dev", container="check") == (
         "checking the image\njupyter-lab found\n"
     )
-    assert _read(store, logs, "dev", container="dev") == STARTUP
+    assert _read(store, logs, "dev", container="dev") == _startup(store)
 
 
 def test_a_crashing_containers_log_and_its_previous_runs():

@@ -200,7 +200,7 @@ def test_the_script_ends_as_sshd_with_what_it_wrote(sandbox: Sandbox):
     done = sandbox.run()
     assert done.returncode == 0, done.stderr
     assert "command not found" not in done.stderr
-    assert "SSH daemon starting on port 22" in done.stdout
+    assert "gpu-dev: starting sshd on port 22" in done.stdout
     assert "sshd -D -e" in sandbox.calls()
     config = sandbox.file("/etc/ssh/sshd_config")
     assert (
@@ -745,3 +745,43 @@ def test_without_the_tools_an_image_lacking_sshd_still_gets_it_from_apt_get(sand
     )
     assert done.returncode != 0  # the apt-get stub installs nothing: the script says why
     assert "no sshd in this image" in done.stderr
+
+
+STEP_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ gpu-dev: (.+)$")
+
+
+def _steps(stdout: str) -> list[str]:
+    return [m[1] for m in map(STEP_LINE.match, stdout.splitlines()) if m]
+
+
+def test_each_start_up_step_is_a_timestamped_line_on_stdout(sandbox: Sandbox):
+    """What `gpu-dev logs` shows of a start (docs/logs.md): the user, the home's first use,
+    the keys, Jupyter on node 0, sshd; a second boot on the same home says it was kept."""
+    sandbox.stub("jupyter-lab", "exit 0")
+    sandbox.mount({**CONTROL, "jupyter": "true"}, KEYS)
+    done = sandbox.run()
+    assert done.returncode == 0, done.stderr
+    assert _steps(done.stdout) == [
+        "starting the dev server (node 0)",
+        "disk first use: default dotfiles copied to the home directory",
+        "installing the SSH keys",
+        "starting Jupyter",
+        "starting sshd on port 22 (ready when it prints: Server listening)",
+    ]
+    sandbox.mount(CONTROL, KEYS)
+    again = _steps(sandbox.run().stdout)
+    assert "home directory set up by an earlier reservation (kept on the disk)" in again
+    assert "starting Jupyter" not in again
+
+
+def test_a_new_image_says_it_creates_the_user(sandbox: Sandbox):
+    sandbox.stub("id", "exit 1")  # no dev in the image yet
+    assert "creating the user dev" in _steps(sandbox.run().stdout)
+
+
+def test_a_missing_package_and_a_missing_jupyter_are_steps_too(sandbox: Sandbox):
+    (sandbox.bin / "sudo").unlink(missing_ok=True)
+    sandbox.mount({**CONTROL, "jupyter": "true"}, KEYS)
+    steps = _steps(sandbox.run().stdout)
+    assert "installing sudo (the dev image has them: deploy/dev-image)" in steps
+    assert "Jupyter is not in this image (no jupyter-lab)" in steps

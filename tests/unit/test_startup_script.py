@@ -118,5 +118,6 @@ def test_the_first_use_setup_leaves_a_dangling_marker_alone(tmp_path: Path):
     assert not target.exists()
 
     (home / ".gpu-dev-initialized").unlink()
-    subprocess.run(["sh", "-c", command], env=env, check=True)
+    first_use = subprocess.run(["sh", "-c", command], env=env, check=False)
+    assert first_use.returncode == 10  # says first use, so root logs the step
     assert (home / ".gpu-dev-initialized").read_text() == "r1\n"

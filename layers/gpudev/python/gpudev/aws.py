@@ -72,6 +72,7 @@ class AwsClients:
     eks = _Client()
     secretsmanager = _Client()
     ecr = _Client()  # the API: an image's digest at submit (gpudev/images/)
+    logs = _Client()  # the dev pods' output (gpudev/logs/)
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 

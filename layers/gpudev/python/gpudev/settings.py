@@ -233,6 +233,15 @@ class SweeperSettings(BaseSettings):
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
 
+class PodLogSettings(BaseSettings):
+    """Where the dev pods' output is read from (gpudev/logs/): the log group Fluent Bit
+    writes to (cdk_app/logs.py; the declaration's POD_LOG_GROUP, kept in step by a test)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    pod_log_group: str = Field(default="/gpu-dev/pods", min_length=1, max_length=512)
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -268,6 +277,7 @@ rate_limit_settings = _getter(RateLimitSettings)
 lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
 disk_purge_settings = _getter(DiskPurgeSettings)
+pod_log_settings = _getter(PodLogSettings)
 
 
 def reset_settings_cache() -> None:

@@ -16,6 +16,11 @@ set -u
 ROOT=${GPU_DEV_ROOT:-}
 ROOT=${ROOT%/}
 export GPU_DEV_ROOT=$ROOT  # the control loop's paths
+# Each step on stdout with its time (UTC, bash's own clock: no `date` needed): the
+# container's log, which Fluent Bit ships to CloudWatch Logs and `gpu-dev logs` reads
+# (docs/logs.md). The local cloud's kubelet prints the same lines (container_logs.py).
+step() { TZ=UTC0 printf '%(%Y-%m-%dT%H:%M:%SZ)T gpu-dev: %s\n' -1 "$*"; }
+step "starting the dev server (node ${NODE_RANK:-0})"
 
 # The deployment's tools, when the pod brought them (cluster/pod_tools.py: a static bash,
 # sshd, sudo and busybox in $GPU_DEV_TOOLS/bin): after the image's own commands on PATH, so
@@ -50,7 +55,7 @@ install_missing() {
   done
 }
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing ${missing[*]} (the dev image has them: deploy/dev-image)"
+  step "installing ${missing[*]} (the dev image has them: deploy/dev-image)"
   install_missing "${missing[@]}"
 fi
 # A startup that cannot go on says why in the container's termination message (the kubelet
@@ -65,8 +70,10 @@ fail() {
 command -v sshd >/dev/null || fail "no sshd in this image, and apt-get could not install" \
   "openssh-server (the dev image has it: deploy/dev-image)"
 
-id dev >/dev/null 2>&1 || useradd -m -u 1081 -s "$LOGIN_SHELL" dev 2>/dev/null \
-  || adduser -D -u 1081 -s "$LOGIN_SHELL" dev
+if ! id dev >/dev/null 2>&1; then
+  step "creating the user dev"
+  useradd -m -u 1081 -s "$LOGIN_SHELL" dev 2>/dev/null || adduser -D -u 1081 -s "$LOGIN_SHELL" dev
+fi
 mkdir -p "$ROOT/etc/sudoers.d"
 if [ -n "${GPU_DEV_TOOLS:-}" ]; then
   # The tools' sudo and sshd on an image that has neither: sudo's main file, and sshd's
@@ -142,6 +149,7 @@ grep -q gpu-dev.sh "$ROOT/etc/bash.bashrc" \
 # reservations), marked by a file the snapshot keeps; never again afterwards. Done as dev,
 # never as root: dev owns /home/dev, so root would follow any symlink dev left there (the
 # marker included, dangling or not). A marker that exists in any form means initialized.
+# Its exit status says which (10: first use), so root never even tests the marker.
 # shellcheck disable=SC2016  # expanded by dev's shell (GPU_DEV_RESERVATION_ID is inherited)
 su dev -s /bin/sh -c '[ -e "$HOME/.gpu-dev-initialized" ] || [ -L "$HOME/.gpu-dev-initialized" ] \
   || { cp -rn "$GPU_DEV_ROOT/etc/skel/." "$HOME/" 2>/dev/null; \
@@ -149,7 +157,11 @@ su dev -s /bin/sh -c '[ -e "$HOME/.gpu-dev-initialized" ] || [ -L "$HOME/.gpu-de
          > "$HOME/.bashrc"; \
        [ -e "$HOME/.bash_profile" ] || [ -e "$HOME/.profile" ] \
          || echo "[ -r ~/.bashrc ] && . ~/.bashrc" > "$HOME/.profile"; \
-       echo "${GPU_DEV_RESERVATION_ID:-}" > "$HOME/.gpu-dev-initialized"; }'
+       echo "${GPU_DEV_RESERVATION_ID:-}" > "$HOME/.gpu-dev-initialized"; exit 10; }'
+case $? in
+  10) step "disk first use: default dotfiles copied to the home directory" ;;
+  0) step "home directory set up by an earlier reservation (kept on the disk)" ;;
+esac
 install -d -m 755 "$ROOT/etc/ssh/authorized_keys"  # root's: no user can redirect writes
 
 mkdir -p "$ROOT/usr/local/bin"
@@ -160,6 +172,7 @@ cat > "$ROOT/usr/local/bin/gpu-dev-control" <<'CONTROL'
 # Keys live in /etc/ssh/authorized_keys/<account> (sshd's AuthorizedKeysFile), a directory
 # only root writes: nothing a user does in a home directory can redirect these writes.
 ROOT=${GPU_DEV_ROOT:-}
+step() { TZ=UTC0 printf '%(%Y-%m-%dT%H:%M:%SZ)T gpu-dev: %s\n' -1 "$*"; }  # as startup.sh's
 CONFIG=$ROOT/etc/gpu-dev/control KEYS=$ROOT/etc/gpu-dev/keys RUN=$ROOT/run/gpu-dev
 install_keys() {  # account, keys file
   install -m 644 -o root -g root "$2" "$ROOT/etc/ssh/authorized_keys/$1.new" \
@@ -244,9 +257,12 @@ jupyter_wanted() {  # on node 0 only: the one users connect to (its SSH Service 
 }
 ensure_jupyter() {  # the dev image has it; nothing is installed at boot (jupyter_check.sh)
   command -v jupyter-lab >/dev/null && return 0
-  [ -e "$RUN/jupyter_failed" ] || printf 'gpu-dev: Jupyter is not in this image %s\n' \
-    '(no jupyter-lab; gpu-dev show says why; operators: see deploy/dev-image)' \
-    > "$RUN/jupyter_failed"
+  if [ ! -e "$RUN/jupyter_failed" ]; then
+    step "Jupyter is not in this image (no jupyter-lab)"
+    printf 'gpu-dev: Jupyter is not in this image %s\n' \
+      '(no jupyter-lab; gpu-dev show says why; operators: see deploy/dev-image)' \
+      > "$RUN/jupyter_failed"
+  fi
   return 1
 }
 jupyter_running() {  # the Jupyter this loop started (by its pid), never a user's own
@@ -266,7 +282,10 @@ apply_jupyter() {
     printf -v start 'umask 077; JUPYTER_TOKEN=$(cat %q) nohup jupyter-lab --ServerApp.sock=%q \
       --ServerApp.sock_mode=0600 --no-browser --ServerApp.root_dir=%q >~/.jupyter.log 2>&1 \
       & echo $!' "$RUN/jupyter_token" "$RUN/jupyter/jupyter.sock" "$ROOT/workspace"
-    jupyter_running || su - dev -c "$start" > "$RUN/jupyter.pid"
+    if ! jupyter_running; then
+      step "starting Jupyter"
+      su - dev -c "$start" > "$RUN/jupyter.pid"
+    fi
   elif ! jupyter_wanted; then
     if jupyter_running; then kill "$(cat "$RUN/jupyter.pid")" 2>/dev/null; fi
     rm -f "$RUN/jupyter.pid" "$RUN/jupyter_failed"
@@ -292,6 +311,7 @@ apply
 while sleep 5; do apply; done
 CONTROL
 chmod 755 "$ROOT/usr/local/bin/gpu-dev-control"
+step "installing the SSH keys"
 "$ROOT/usr/local/bin/gpu-dev-control"  # keys in place before sshd answers (readiness)
 "$ROOT/usr/local/bin/gpu-dev-control" --watch &
 
@@ -318,5 +338,5 @@ fi
   # scp and sftp without an sftp-server binary in the image (the tools bring none)
   [ -n "${GPU_DEV_TOOLS:-}" ] && printf 'Subsystem sftp internal-sftp\n'
 } > "$ROOT/etc/ssh/sshd_config"
-echo "SSH daemon starting on port 22"
+step "starting sshd on port 22 (ready when it prints: Server listening)"
 exec "$(command -v sshd)" -D -e

@@ -1,0 +1,121 @@
+"""`gpu-dev logs`: what a reservation's pods printed (`GET /v1/reservations/{id}/logs`, read
+from CloudWatch Logs), oldest first; `--follow` keeps printing new lines until the
+reservation ends."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import click
+
+from gpudev_cli import lookup
+from gpudev_cli.client import SigV4Client
+from gpudev_cli.context import FINAL, Context, short
+
+PAGE = 500  # the route's bound
+# --follow: ask again after 1 s, doubling while nothing new arrives, never more than 10 s.
+FIRST_WAIT_SECONDS = 1.0
+LONGEST_WAIT_SECONDS = 10.0
+
+
+@click.command()
+@click.argument("reservation")
+@click.option(
+    "--node",
+    type=click.IntRange(min=0),
+    help="only this node's pod (0 is the first); every node if not given",
+)
+@click.option(
+    "--since",
+    help="from this long ago (30s, 10m, 2h, 1d) or this ISO 8601 time; from the start if not given",
+)
+@click.option(
+    "--follow", "-f", is_flag=True, help="keep printing new lines until it ends (Ctrl+C stops)"
+)
+@click.pass_obj
+def logs(obj: Context, reservation: str, node: int | None, since: str | None, follow: bool) -> None:
+    """What a reservation's pods printed (its id, 8-character id prefix, or name): the
+    start-up steps, then whatever runs in the pod writes to its console."""
+    client = obj.client()
+    found = lookup.find(client, reservation)
+    rid = found["reservation_id"]
+    several = found.get("total_nodes", 1) > 1 and node is None
+    printed = 0
+    try:
+        last: dict[str, Any] | None = None
+        for line in _lines(client, rid, node, since):
+            _print(obj, line, several)
+            printed, last = printed + 1, line
+        if not follow:
+            if not printed and obj.output != "json":
+                click.echo(f"No log lines for {short(rid)} yet.", err=True)
+            return
+        _follow(obj, client, rid, node, since, last, several)
+    except KeyboardInterrupt:
+        click.echo("\nStopped following.", err=True)
+
+
+def _lines(
+    client: SigV4Client, rid: str, node: int | None, since: str | None
+) -> Iterator[dict[str, Any]]:
+    """Every line from `since`, page after page."""
+    query: dict[str, Any] = {"limit": PAGE}
+    if node is not None:
+        query["node"] = node
+    if since is not None:
+        query["since"] = since
+    while True:
+        page = client.request("GET", f"/v1/reservations/{rid}/logs?{urlencode(query)}")
+        yield from page["lines"]
+        if page["next"] is None:
+            return
+        query = {"limit": PAGE, "next": page["next"]} | ({} if node is None else {"node": node})
+
+
+def _follow(
+    obj: Context,
+    client: SigV4Client,
+    rid: str,
+    node: int | None,
+    since: str | None,
+    last: dict[str, Any] | None,
+    several: bool,
+) -> None:
+    """Ask again from the last line's time (lines of that same moment already printed are
+    known by their id) with a growing wait, until the reservation has ended and a last
+    read found nothing new."""
+    start = last["timestamp"] if last else since
+    seen = {last["id"]} if last else set()
+    wait = FIRST_WAIT_SECONDS
+    ended = False
+    while True:
+        new = [line for line in _lines(client, rid, node, start) if line["id"] not in seen]
+        for line in new:
+            _print(obj, line, several)
+        if new:
+            newest = new[-1]["timestamp"]
+            seen = {line["id"] for line in new if line["timestamp"] == newest} | (
+                seen if newest == start else set()
+            )
+            start, wait = newest, FIRST_WAIT_SECONDS
+        elif ended:
+            click.echo(f"Reservation {short(rid)} has ended.", err=True)
+            return
+        else:
+            wait = min(wait * 2, LONGEST_WAIT_SECONDS)
+        if not ended:
+            status = client.request("GET", f"/v1/reservations/{rid}")["status"]
+            ended = status in FINAL  # one more read picks up its last lines
+        time.sleep(wait)
+
+
+def _print(obj: Context, line: dict[str, Any], several: bool) -> None:
+    if obj.output == "json":
+        click.echo(json.dumps(line))  # one object per line: a stream a script can read
+        return
+    prefix = f"[node {line['node']}] " if several else ""
+    click.echo(f"{prefix}{line['message']}")
