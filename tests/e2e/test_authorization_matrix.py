@@ -79,6 +79,7 @@ ADMIN_ROUTES = (
     Route("GET", "/v1/admin/reservations"),
     Route("GET", "/v1/admin/dlq"),
     Route("GET", "/v1/admin/reservations/{rid}/events", per_resource=True),
+    Route("GET", "/v1/admin/reservations/{rid}/logs", per_resource=True),
     Route("POST", "/v1/admin/reservations/{rid}/cancel", {"reason": "matrix"}, True),
 )
 OPERATORS_ONLY = "this is an operator route: it needs a session of an admin role"

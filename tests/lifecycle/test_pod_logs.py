@@ -101,6 +101,23 @@ def test_another_users_logs_are_404_and_bad_parameters_say_what_to_change(api, g
     assert bad_node.exit_code == 1 and "node 1: the reservation has node 0" in bad_node.stderr
 
 
+def test_an_operator_reads_anyones_logs_through_the_same_service(api, gpu_dev):
+    rid = reserve(api)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    wait_for(lambda: len(_messages(api, rid)) >= len(STEPS) + 2, message="the lines shipped")
+    seen = api.call("GET", f"/v1/admin/reservations/{rid[:8]}/logs", profile="carol")
+    assert seen.status == 200, seen.body
+    assert [line["message"] for line in seen.body["lines"]] == _messages(api, rid)
+    assert api.call("GET", f"/v1/admin/reservations/{rid}/logs", profile="bob").status == 403
+    bad = api.call("GET", f"/v1/admin/reservations/{rid}/logs?since=10", profile="carol")
+    assert bad.status == 422 and bad.body["field"] == "since"
+    shown = gpu_dev("admin", "logs", rid, "--node", "0", profile="carol")
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines()[-1] == "[node 0] Server listening on :: port 22."
+    refused = gpu_dev("admin", "logs", rid, profile="alice")
+    assert refused.exit_code == 1 and "operator route" in refused.stderr
+
+
 def test_a_pod_whose_image_never_pulled_ships_nothing(api, local_cloud):
     local_cloud.cluster.kubelet.image_pulls_fail = True
     rid = reserve(api)["reservation_id"]

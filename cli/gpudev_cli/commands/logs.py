@@ -8,13 +8,14 @@ import json
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import click
 
 from gpudev_cli import lookup
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import FINAL, Context, short
+from gpudev_cli.timeline import OPERATOR, OWNER
 
 PAGE = 500  # the route's bound
 # --follow: ask again after 1 s, doubling while nothing new arrives, never more than 10 s.
@@ -60,16 +61,17 @@ def logs(obj: Context, reservation: str, node: int | None, since: str | None, fo
 
 
 def _lines(
-    client: SigV4Client, rid: str, node: int | None, since: str | None
+    client: SigV4Client, rid: str, node: int | None, since: str | None, root: str = OWNER
 ) -> Iterator[dict[str, Any]]:
-    """Every line from `since`, page after page."""
+    """Every line from `since`, page after page (`root`: the owner's routes or, for
+    `gpu-dev admin logs`, the operators')."""
     query: dict[str, Any] = {"limit": PAGE}
     if node is not None:
         query["node"] = node
     if since is not None:
         query["since"] = since
     while True:
-        page = client.request("GET", f"/v1/reservations/{rid}/logs?{urlencode(query)}")
+        page = client.request("GET", f"{root}/{quote(rid, safe='')}/logs?{urlencode(query)}")
         yield from page["lines"]
         if page["next"] is None:
             return
@@ -111,6 +113,17 @@ def _follow(
             status = client.request("GET", f"/v1/reservations/{rid}")["status"]
             ended = status in FINAL  # one more read picks up its last lines
         time.sleep(wait)
+
+
+def operator_lines(obj: Context, reservation_id: str, node: int | None, since: str | None) -> None:
+    """`gpu-dev admin logs`: anyone's reservation's lines (full id or 8-character prefix),
+    each with its node."""
+    printed = 0
+    for line in _lines(obj.client(), reservation_id, node, since, OPERATOR):
+        _print(obj, line, several=True)
+        printed += 1
+    if not printed and obj.output != "json":
+        click.echo(f"No log lines for {reservation_id[:8]} yet.", err=True)
 
 
 def _print(obj: Context, line: dict[str, Any], several: bool) -> None:

@@ -1,5 +1,5 @@
 """`gpu-dev usage` (your own GPU-hours, queue waits and endings) and `gpu-dev admin
-list|events|cancel|usage|dlq` (operators: sessions of the deployment's admin roles)."""
+list|events|logs|cancel|usage|dlq` (operators: sessions of the deployment's admin roles)."""
 
 from __future__ import annotations
 
@@ -159,6 +159,19 @@ def admin_events(obj: Context, reservation_id: str) -> None:
     log tail of a failed start, OOM kills, restarts, warnings, extensions, the ending)."""
     rows = timeline.events(obj.client(), reservation_id, timeline.OPERATOR)
     obj.emit(rows, timeline.events_table)
+
+
+@admin.command("logs")
+@click.argument("reservation_id")
+@click.option("--node", type=click.IntRange(min=0), help="only this node's pod (0 is the first)")
+@click.option("--since", help="from this long ago (30s, 10m, 2h, 1d) or this ISO 8601 time")
+@click.pass_obj
+def admin_logs(obj: Context, reservation_id: str, node: int | None, since: str | None) -> None:
+    """What anyone's reservation's pods printed (full id or 8-character prefix), oldest
+    first, each line with its node: as `gpu-dev logs` shows the owner."""
+    from gpudev_cli.commands.logs import operator_lines
+
+    operator_lines(obj, reservation_id, node, since)
 
 
 @admin.command("dlq")

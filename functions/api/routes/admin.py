@@ -1,7 +1,7 @@
 """Operator routes (/v1/admin): sessions of the ADMIN_ROLES only, checked on the principal
 before anything is read (`routes/caller.py` `ForOperator`): everyone's usage, every live
-reservation (never its Jupyter token: `operator_view`), any reservation's timeline (the
-owner's route's service with the operators' finder), a force-cancel whose reason the
+reservation (never its Jupyter token: `operator_view`), any reservation's timeline and pod
+logs (the owner's routes' services with the operators' finder), a force-cancel whose reason the
 status history records, the jobs' dead-letter queue. Services are imported by their route
 (the API's import needs no psycopg or AWS client: bench/cold_start.py)."""
 
@@ -10,12 +10,14 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from gpudev.logs.schemas import LogPage
 from gpudev.reservations.schemas import EventList, ReservationView, operator_view
 from gpudev.settings import api_settings
 from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
 from routes.answers import Caller, answers
 from routes.caller import ForOperator
+from routes.logs import LogLimit, LogNext, LogNode, LogSince
 from routes.params import EventLimit, EventOffset, ReservationId
 from routes.usage import By, Since, Until
 
@@ -67,6 +69,45 @@ def any_reservation_events(
 
     events = caller.read(reservation_timeline, reservation_id, limit, offset, find_any_reservation)
     return EventList.of(events, limit, offset)
+
+
+@router.get(
+    "/v1/admin/reservations/<reservation_id>/logs",
+    responses=answers(
+        200,
+        LogPage,
+        "one page of what the reservation's pods printed, oldest first (anyone's reservation)",
+        404,
+        409,
+        422,
+    ),
+)
+def any_reservation_logs(
+    reservation_id: ReservationId,
+    caller: ForOperator,
+    node: LogNode = None,
+    since: LogSince = None,
+    limit: LogLimit = 100,
+    next_page: LogNext = None,
+) -> LogPage:
+    # The owner's route's service, with the operators' finder (as the timeline above).
+    from gpudev.aws import aws_clients
+    from gpudev.logs.cloudwatch import PodLogReader
+    from gpudev.logs.service import reservation_logs
+    from gpudev.settings import pod_log_settings
+    from gpudev.usage.operators import find_any_reservation
+
+    reader = PodLogReader(aws_clients().logs, pod_log_settings().pod_log_group)
+    return caller.read(
+        reservation_logs,
+        reservation_id,
+        reader,
+        node=node,
+        since=since,
+        limit=limit,
+        next_token=next_page,
+        find=find_any_reservation,
+    )
 
 
 @router.post(

@@ -1,4 +1,5 @@
-"""A page of a reservation's pod output, for its owner.
+"""A page of a reservation's pod output, for its owner (or an operator, through the finder
+the operators' route hands in).
 
 The reservation is found as every read of one is (`find_reservation`: the owner's only,
 another user's is the 404 of a missing one), then its pods' streams are read with the
@@ -17,7 +18,7 @@ from gpudev.logs.cloudwatch import PodLogReader
 from gpudev.logs.query import LogQuery
 from gpudev.logs.schemas import LogLine, LogPage
 from gpudev.logs.streams import stream_name, stream_prefix
-from gpudev.reservations.service import find_reservation
+from gpudev.reservations.service import ReservationFinder, find_reservation
 
 if TYPE_CHECKING:
     import psycopg
@@ -39,8 +40,11 @@ def reservation_logs(
     limit: int,
     next_token: str | None,
     now: datetime | None = None,
+    find: ReservationFinder = find_reservation,
 ) -> LogPage:
-    reservation = find_reservation(conn, caller, id_or_prefix)
+    """`find`: the owner's finder, or the operators' (`find_any_reservation`) for their
+    route: one read, one answer shape."""
+    reservation = find(conn, caller, id_or_prefix)
     rid = str(reservation.reservation_id)
     query = LogQuery.of(
         rid,
