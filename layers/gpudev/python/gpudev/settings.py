@@ -225,6 +225,22 @@ class SweeperSettings(BaseSettings):
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
 
+class SharedFilesSettings(BaseSettings):
+    """The personal network file system (docs/shared-files.md): the deployment's EFS file
+    system (the cluster stack's output `SharedFileSystemId`, CDK context
+    `gpudev:sharedFileSystemId`); `off`: pods get no /shared-personal. The compiler caches
+    on it are capped at `ccache_max_size` (ccache's CCACHE_MAXSIZE syntax)."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="SHARED_FILES_")
+
+    file_system_id: str = Field(default="off", pattern=r"^(fs-[0-9a-f]{8,40}|off)$")
+    ccache_max_size: str = Field(default="20G", pattern=r"^[1-9][0-9]{0,5}[KMGT]i?$")
+
+    @property
+    def enabled(self) -> bool:
+        return self.file_system_id != "off"
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -260,6 +276,7 @@ rate_limit_settings = _getter(RateLimitSettings)
 lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
 disk_purge_settings = _getter(DiskPurgeSettings)
+shared_files_settings = _getter(SharedFilesSettings)
 
 
 def reset_settings_cache() -> None:
