@@ -41,10 +41,9 @@ def personal_access_point(
                 f"EFS answered access point {made.get('AccessPointId')} for {user_id!r}, "
                 f"which is not rooted at the user's directory as dev"
             )
-        recorded = rows.record(user_id, file_system_id, made["AccessPointId"])
+        access_point_id = str(made["AccessPointId"])
+        recorded = rows.record(user_id, file_system_id, access_point_id)
         if recorded is None:
             raise AccessPointMismatch(f"{user_id!r} already has another access point")
-        logger.info(
-            "access point made", extra={"access_point": made["AccessPointId"], "user": user_id}
-        )
-        return made["AccessPointId"]
+        logger.info("access point made", extra={"access_point": access_point_id, "user": user_id})
+        return access_point_id
