@@ -56,14 +56,14 @@ class SharedFiles(Construct):
             self,
             "MountTargets",
             vpc_id=vpc.vpc_id,
-            group_description="gpu-dev shared files: NFS from the cluster's nodes only",
+            group_description="gpu-dev shared files: NFS from the cluster nodes only",
             security_group_ingress=[
                 ec2.CfnSecurityGroup.IngressProperty(
                     ip_protocol="tcp",
                     from_port=NFS_PORT,
                     to_port=NFS_PORT,
                     source_security_group_id=cluster_security_group_id,
-                    description="NFS from the cluster's nodes (the EFS CSI node plugin)",
+                    description="NFS from the cluster nodes (the EFS CSI node plugin)",
                 )
             ],
             security_group_egress=[  # nothing: a mount target only answers
