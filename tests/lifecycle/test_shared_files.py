@@ -5,10 +5,12 @@ another user's pods never mount it; the compiler caches point at it."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import psycopg
+from botocore.credentials import Credentials
 
 from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
@@ -156,3 +158,25 @@ def test_a_pod_whose_access_point_is_gone_waits_with_a_failed_mount(
         for p in pods
         for s in p["status"].get("containerStatuses", [])
     )
+
+
+def test_a_second_principal_named_alice_never_gets_alices_access_point(
+    local_cloud: LocalCloud, api: ApiClient
+):
+    """The access point is chosen from the reservation's user, which the API binds to the
+    principal that first used the name: an Identity Center session that calls itself
+    `alice` is refused before anything is written, so it never reaches her share."""
+    assert local_cloud.aws is not None
+    assert api.call("GET", "/v1/me", profile="alice").status == 200  # alice's row, bound
+    before = (_rows(local_cloud, "alice"), _access_points(local_cloud))
+    iam, sts = local_cloud.aws.client("iam"), local_cloud.aws.client("sts")
+    role = iam.create_role(
+        RoleName="AWSReservedSSO_SharedFiles_0123456789abcdef", AssumeRolePolicyDocument="{}"
+    )["Role"]
+    issued = sts.assume_role(RoleArn=role["Arn"], RoleSessionName="alice")["Credentials"]
+    other = Credentials(issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"])
+    body = json.dumps({"gpu_type": "t4", "gpu_count": 1, "hours": 1}).encode()
+    path = "/v1/reservations"
+    reply = api.send("POST", path, api.signed_headers("POST", path, body, other), body)
+    assert reply.status == 403, reply.body
+    assert (_rows(local_cloud, "alice"), _access_points(local_cloud)) == before
