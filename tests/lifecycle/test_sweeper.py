@@ -45,9 +45,9 @@ def test_an_execution_stopped_by_an_operator_is_swept_and_the_next_in_queue_star
     assert swept["outcome"] == "succeeded"
     assert swept["statistics"]["reservations_ended"] == 1
     assert swept["statistics"]["slots_released"] == 8
-    # pod, 2 services, ConfigMap, Secret, NetworkPolicy
-    assert swept["statistics"]["objects_deleted"] == 6
-    assert swept["repairs"] == 1 + 6
+    # pod, 2 services, ConfigMap, Secret, NetworkPolicy, the personal share's claim
+    assert swept["statistics"]["objects_deleted"] == 7
+    assert swept["repairs"] == 1 + 7
     ended = show(api, stopped)
     assert ended["status"] == "failed" and STOPPED_REASON.fullmatch(ended["failure_reason"])
     assert_nothing_left(local_cloud, stopped)
@@ -61,11 +61,11 @@ def test_objects_of_a_reservation_that_no_longer_exists_are_deleted(api, local_c
     wait_for_status(api, rid, "active")
     stop_execution(local_cloud, rid)
     sql(local_cloud, "DELETE FROM reservations WHERE reservation_id = %s", rid)
-    assert sum(len(items) for items in objects_of(local_cloud, rid).values()) == 6
+    assert sum(len(items) for items in objects_of(local_cloud, rid).values()) == 7
 
     swept = sweep(local_cloud)
 
-    assert swept["statistics"]["objects_deleted"] == 6
+    assert swept["statistics"]["objects_deleted"] == 7
     assert swept["statistics"]["reservations_ended"] == 0
     assert_nothing_left(local_cloud, rid)
 
