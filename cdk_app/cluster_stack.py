@@ -27,6 +27,7 @@ from cdk_app.network import DATABASE_SUBNETS_CONTEXT as DATABASE_SUBNETS
 from cdk_app.network import FUNCTION_SUBNETS_CONTEXT as FUNCTION_SUBNETS
 from cdk_app.network import VPC_CONTEXT, ZONES_CONTEXT, eks_cluster_name, id_list, own_vpc
 from cdk_app.node_groups import NodeGroupSpec, node_disk_gib, node_group_specs
+from cdk_app.shared_files import SharedFiles
 
 CREATE_CLUSTER_CONTEXT = "gpudev:createCluster"
 ADMIN_ROLES_CONTEXT = "gpudev:clusterAdminRoleArns"
@@ -200,6 +201,15 @@ class ClusterStack(Stack):
         ebs_csi.add_resource_dependency(pod_identity)
         for group in groups:  # its controller runs on a CPU node
             ebs_csi.add_resource_dependency(group)
+        self.shared_files = SharedFiles(
+            self,
+            "SharedFiles",
+            vpc=vpc,
+            subnet_ids=private.subnet_ids,  # one per zone: the nodes' zones
+            cluster_name=cluster_name,
+            cluster_security_group_id=security_group,
+            depends_on=[pod_identity, *groups],
+        )
         self._outputs(vpc, private.subnet_ids, vpc.select_subnets(subnet_type=database.subnet_type))
 
     def _pod_identity_role(self, construct_id: str, managed_policy: str) -> iam.Role:
@@ -342,5 +352,6 @@ class ClusterStack(Stack):
             description="Append to `cdk deploy GpuDev` (or copy into cdk.json)",
             value=f"-c {VPC_CONTEXT}={vpc.vpc_id} -c {ZONES_CONTEXT}={zones} "
             f"-c {FUNCTION_SUBNETS}={functions} -c {DATABASE_SUBNETS}={databases} "
-            f"-c gpudev:clusterSecurityGroupId={group}",
+            f"-c gpudev:clusterSecurityGroupId={group} "
+            f"-c gpudev:sharedFileSystemId={self.shared_files.file_system.ref}",
         )

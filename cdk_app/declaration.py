@@ -211,6 +211,40 @@ JOBS = QueueSpec(
     visibility_timeout_seconds=180,
     max_receive_count=16,
 )
+# The personal network file system (docs/shared-files.md): the cluster stack's EFS file
+# system (its output SharedFileSystemId), `off` without one; the compiler caches' cap.
+SHARED_FILE_SYSTEM_ID = ContextSetting(
+    "gpudev:sharedFileSystemId", "SHARED_FILES_FILE_SYSTEM_ID", default="off"
+)
+CCACHE_MAX_SIZE = ContextSetting(
+    "gpudev:ccacheMaxSize", "SHARED_FILES_CCACHE_MAX_SIZE", default="20G"
+)
+# The tag every user's access point carries (gpudev/shared_files/access_points.py USER_TAG;
+# a unit test keeps the two in step). The lifecycle makes access points only tagged so, on
+# the deployment's file systems; nothing else on EFS.
+ACCESS_POINT_USER_TAG = "gpu-dev-user"
+_FILE_SYSTEMS = "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/*"
+_ACCESS_POINTS = "arn:{partition}:elasticfilesystem:{region}:{account}:access-point/*"
+SHARED_FILES_GRANTS = (
+    ResourceGrant(
+        ("elasticfilesystem:CreateAccessPoint",),
+        (_FILE_SYSTEMS,),
+        (("StringLike", f"aws:RequestTag/{ACCESS_POINT_USER_TAG}", ("*",)),),
+    ),
+    # Tags on create only (CreateAccessPoint with Tags authorizes TagResource too).
+    ResourceGrant(
+        ("elasticfilesystem:TagResource",),
+        (_ACCESS_POINTS,),
+        (
+            ("StringEquals", "elasticfilesystem:CreateAction", ("CreateAccessPoint",)),
+            ("StringLike", f"aws:RequestTag/{ACCESS_POINT_USER_TAG}", ("*",)),
+        ),
+    ),
+)
+# The file system, as both the cluster stack and the local cloud make it.
+SHARED_FILES_CREATION_TOKEN = "gpu-dev-shared-personal"
+SHARED_FILES_IA_AFTER = "AFTER_30_DAYS"
+SHARED_FILES_ROOT = "/users"  # every user's access point is rooted below it
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",
     "reservation_tasks",
@@ -219,9 +253,10 @@ RESERVATION_TASKS = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
-    context_environment=(POD_IMAGE,),
+    context_environment=(POD_IMAGE, SHARED_FILE_SYSTEM_ID, CCACHE_MAX_SIZE),
     describe_actions=DISK_VOLUME_DESCRIBES,
-    grants=DISK_VOLUME_GRANTS,  # a named disk's volume and snapshots
+    # a named disk's volume and snapshots; users' access points
+    grants=DISK_VOLUME_GRANTS + SHARED_FILES_GRANTS,
     reserved_concurrency=TASK_CONCURRENCY,
     alarm_on_errors=True,
     database=LIFECYCLE_DATABASE,

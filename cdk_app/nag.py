@@ -29,6 +29,19 @@ ACKNOWLEDGED: dict[str, str] = {
         "DescribeExecution on the reservation state machine's executions, which are named by "
         "reservation id and so not known in advance; scoped to that one state machine."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticfilesystem:"
+    "<AWS::Region>:<AWS::AccountId>:file-system/*]": (
+        "Each user's EFS access point is made on their first reservation, on the file system "
+        "the cluster stack made (its id is context, not a resource of this stack); "
+        "CreateAccessPoint only with the gpu-dev-user tag in the request. The access point "
+        "grants nothing by itself: mounts are authorized by the file system's own policy."
+    ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticfilesystem:"
+    "<AWS::Region>:<AWS::AccountId>:access-point/*]": (
+        "A user's access point does not exist before it is made: TagResource only within "
+        "the CreateAccessPoint call (elasticfilesystem:CreateAction) and only with the "
+        "gpu-dev-user tag."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
     "<AWS::AccountId>:volume/*]": (
         "A named disk's volume is created per reservation, so its id is not known in advance; "

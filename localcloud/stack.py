@@ -21,7 +21,7 @@ import psycopg
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import LifecycleSettings
-from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import moto_asl, moto_efs, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
     access_entries,
@@ -62,6 +62,7 @@ from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.registry import local_registry, seed_registry
 from localcloud.seed import ClusterDescription, seed
+from localcloud.shared_files import create_shared_file_system
 from localcloud.snapshot_completion import SnapshotCompletion
 from localcloud.sqs_process import SqsProcess
 from localcloud.stop_sequence import POSTGRES_STOP_SECONDS, STOP_BUDGET_SECONDS, StopSequence
@@ -233,6 +234,7 @@ class LocalCloud:
         )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto StopExecution seam", moto_stop.install())
+        self._stop.add("moto CreateAccessPoint seam", moto_efs.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
 
@@ -289,6 +291,8 @@ class LocalCloud:
         description = ClusterDescription.load(self.options.cluster_description)
         shapes = node_shapes(self.database_url)
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
+        file_system = create_shared_file_system(self.aws.client, description.availability_zones)
+        self._set_environment({"SHARED_FILES_FILE_SYSTEM_ID": file_system})
         store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
         function_principal = signing_key(self._function_key_id)
         assert function_principal is not None
@@ -325,6 +329,7 @@ class LocalCloud:
             kubelet_delay_seconds=self.options.kubelet_delay_seconds,
             termination_seconds_scale=self.options.termination_seconds_scale,
             ec2=self.aws.client("ec2"),
+            efs=self.aws.client("efs"),
             probe_seconds=self.options.probe_seconds,
             jupyter_images=frozenset(self.options.jupyter_images),
             container_logs=logs,

@@ -43,13 +43,15 @@ class SimulatedCluster(BackgroundWork):
         termination_seconds_scale: float = 1.0,
         *,
         ec2: Any,
+        efs: Any = None,
         probe_seconds: float = 1.0,
         jupyter_images: frozenset[str] = frozenset(),
         container_logs: ContainerLogs | None = None,
     ):
         super().__init__()
         self.store = store
-        self.storage = StorageSimulation(store, ec2)  # volume controllers, EBS CSI attach
+        # volume controllers, EBS CSI attach, EFS CSI mounts
+        self.storage = StorageSimulation(store, ec2, efs)
         self._autoscaling = autoscaling
         self._shapes = shapes  # by GpuType
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready

@@ -10,6 +10,8 @@ from typing import Any
 
 from localcloud.kubernetes import csi_attacher, events, volume_scheduling
 from localcloud.kubernetes.csi_attacher import EbsCsiAttacher
+from localcloud.kubernetes.efs_csi import DRIVER as EFS_DRIVER
+from localcloud.kubernetes.efs_csi import EfsCsiNode
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.volume_binding import PersistentVolumeController
 
@@ -17,10 +19,11 @@ Obj = dict[str, Any]
 
 
 class StorageSimulation:
-    def __init__(self, store: ObjectStore, ec2: Any):
+    def __init__(self, store: ObjectStore, ec2: Any, efs: Any = None):
         self.store = store
         self.binder = PersistentVolumeController(store)
         self.attacher = EbsCsiAttacher(store, ec2)
+        self.efs = EfsCsiNode(efs, ec2) if efs is not None else None  # no EFS: never mounts
         self._claims: volume_scheduling.Claims = {}
         self._volumes: volume_scheduling.Volumes = {}
         self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
@@ -69,7 +72,9 @@ class StorageSimulation:
         (FailedMount event) or an EBS volume not attached to this node."""
         if not volume_scheduling.claim_names(pod):
             return False
-        problem = volume_scheduling.mount_problem(pod, node, self._claims, self._volumes)
+        problem = volume_scheduling.mount_problem(
+            pod, node, self._claims, self._volumes
+        ) or self._efs_problem(pod, node)
         if problem is not None:
             said = (pod["metadata"]["uid"], problem)
             if said not in self._said:
@@ -85,6 +90,23 @@ class StorageSimulation:
             for v in volume_scheduling.bound_volumes(pod, self._claims, self._volumes)
             if (v["spec"].get("csi") or {}).get("driver") == csi_attacher.DRIVER
         )
+
+    def _efs_problem(self, pod: Obj, node: Obj) -> str | None:
+        """The first EFS volume of the pod the EFS CSI driver cannot mount on the node."""
+        for volume in volume_scheduling.bound_volumes(pod, self._claims, self._volumes):
+            if (volume["spec"].get("csi") or {}).get("driver") != EFS_DRIVER:
+                continue
+            if self.efs is None:
+                name = volume["metadata"]["name"]
+                return (
+                    f'MountVolume.SetUp failed for volume "{name}" : kubernetes.io/csi: '
+                    f"mounter.SetUpAt failed to get CSI client: driver name {EFS_DRIVER} "
+                    "not found in the list of registered CSI drivers"
+                )
+            problem = self.efs.mount_problem(pod, node, volume)
+            if problem is not None:
+                return problem
+        return None
 
     def listing_for(self, pod: Obj) -> str:
         """What a preStop hook listing the pod's mounted EBS volumes writes: the contents

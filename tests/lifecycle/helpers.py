@@ -109,12 +109,15 @@ def secret_data(secret: dict[str, Any]) -> dict[str, str]:
 def assert_nothing_left(cloud: LocalCloud, reservation_id: str, timeout: float = 10) -> None:
     """Nothing labelled with the reservation remains once its pods have terminated: right
     after the end only pods may still be there, and only Terminating (deleted, within their
-    grace period, as in a real cluster)."""
+    grace period, as in a real cluster), and claims they still use (deleted, held by the
+    pvc-protection finalizer until their pods are gone)."""
     lingering = [
         f"{kind}/{item['metadata']['name']}"
         for kind, items in objects_of(cloud, reservation_id).items()
         for item in items
-        if not (kind == "pods" and item["metadata"].get("deletionTimestamp"))
+        if not (
+            kind in ("pods", "persistentvolumeclaims") and item["metadata"].get("deletionTimestamp")
+        )
     ]
     assert lingering == [], f"not deleted: {lingering}"
     deadline = time.monotonic() + timeout

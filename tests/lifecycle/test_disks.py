@@ -99,7 +99,8 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     assert volume["VolumeType"] == "gp3" and volume["Size"] == 1024
     assert "SnapshotId" not in volume or not volume["SnapshotId"], "first use: empty"
     claims = objects_of(local_cloud, first)["persistentvolumeclaims"]
-    assert [c["spec"]["volumeName"] for c in claims] == [f"gpu-dev-{first}-home"]
+    homes = [c for c in claims if c["metadata"]["name"].endswith("-home")]  # and the share's
+    assert [c["spec"]["volumeName"] for c in homes] == [f"gpu-dev-{first}-home"]
     pv = local_cloud.kubernetes.store.get("persistentvolumes", None, f"gpu-dev-{first}-home")
     assert pv["spec"]["csi"] == {
         "driver": "ebs.csi.aws.com",
@@ -108,7 +109,7 @@ def test_write_then_remount_restores_the_first_reservations_snapshot_in_the_node
     }
     (pod,) = objects_of(local_cloud, first)["pods"]
     mounts = {v["name"]: v for v in pod["spec"]["volumes"]}
-    assert mounts["dev-home"]["persistentVolumeClaim"]["claimName"] == claims[0]["metadata"]["name"]
+    assert mounts["dev-home"]["persistentVolumeClaim"]["claimName"] == homes[0]["metadata"]["name"]
     active = _reconcile_and_compare(local_cloud, disk)  # active: the volume attached
     assert active["reservation_id"] == uuid.UUID(first)
     # what the stand-in's kubelet "finds" on the volume when the preStop hook lists it
@@ -432,12 +433,16 @@ def test_a_multinode_reservation_mounts_its_disk_on_node_0_only_and_saves_it(
         p["metadata"]["labels"]["gpu-dev/rank"]: p for p in objects_of(local_cloud, rid)["pods"]
     }
     assert sorted(pods) == ["0", "1"]
-    claims = {
-        rank: [v for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    claims = {  # the home's; every pod also has the personal share's (test_shared_files.py)
+        rank: [
+            v
+            for v in pod["spec"]["volumes"]
+            if "persistentVolumeClaim" in v and v["name"] == "dev-home"
+        ]
         for rank, pod in pods.items()
     }
     assert [v["persistentVolumeClaim"]["claimName"] for v in claims["0"]] == [f"gpu-dev-{rid}-home"]
-    assert claims["1"] == [], "node 1's pod has no claim"
+    assert claims["1"] == [], "node 1's pod has no claim on the disk"
     env = {
         rank: {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
         for rank, pod in pods.items()

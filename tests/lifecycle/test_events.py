@@ -51,8 +51,8 @@ def test_each_reservation_task_event_is_accepted(local_cloud):
     assert len(objects_of(local_cloud, RID)["pods"]) == 1
     ended = _invoke(local_cloud, "ReservationTasks", "reservation_tasks/tear_down.json")
     assert (
-        ended["status"] == "cancelled" and ended["objects_deleted"] == 6
-    )  # pod, 2 services, ConfigMap, Secret, NetworkPolicy
+        ended["status"] == "cancelled" and ended["objects_deleted"] == 8
+    )  # pod, 2 services, ConfigMap, Secret, NetworkPolicy, the share's claim and volume
     assert_nothing_left(local_cloud, RID)
     _invoke(local_cloud, "ReservationTasks", "reservation_tasks/wait_for_capacity.json")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from gpudev.cluster.vocabulary import RESERVATION_LABEL
 from localcloud.stack import LocalCloud
 from tests.lifecycle.helpers import (
     STOPPED_REASON,
@@ -45,9 +46,10 @@ def test_an_execution_stopped_by_an_operator_is_swept_and_the_next_in_queue_star
     assert swept["outcome"] == "succeeded"
     assert swept["statistics"]["reservations_ended"] == 1
     assert swept["statistics"]["slots_released"] == 8
-    # pod, 2 services, ConfigMap, Secret, NetworkPolicy
-    assert swept["statistics"]["objects_deleted"] == 6
-    assert swept["repairs"] == 1 + 6
+    # pod, 2 services, ConfigMap, Secret, NetworkPolicy, the personal share's claim and its
+    # (cluster-scoped) volume
+    assert swept["statistics"]["objects_deleted"] == 8
+    assert swept["repairs"] == 1 + 8
     ended = show(api, stopped)
     assert ended["status"] == "failed" and STOPPED_REASON.fullmatch(ended["failure_reason"])
     assert_nothing_left(local_cloud, stopped)
@@ -61,13 +63,24 @@ def test_objects_of_a_reservation_that_no_longer_exists_are_deleted(api, local_c
     wait_for_status(api, rid, "active")
     stop_execution(local_cloud, rid)
     sql(local_cloud, "DELETE FROM reservations WHERE reservation_id = %s", rid)
-    assert sum(len(items) for items in objects_of(local_cloud, rid).values()) == 6
+    assert sum(len(items) for items in objects_of(local_cloud, rid).values()) == 7
 
     swept = sweep(local_cloud)
 
-    assert swept["statistics"]["objects_deleted"] == 6
+    assert swept["statistics"]["objects_deleted"] == 7 + 1  # and the share's volume
     assert swept["statistics"]["reservations_ended"] == 0
     assert_nothing_left(local_cloud, rid)
+    assert local_cloud.kubernetes is not None
+    store = local_cloud.kubernetes.store
+
+    def volumes() -> list[str]:  # deleted; held by pv-protection until its claim is gone
+        items = store.list("persistentvolumes", None, f"{RESERVATION_LABEL}={rid}")["items"]
+        return [v["metadata"]["name"] for v in items]
+
+    deadline = time.monotonic() + 20
+    while volumes():
+        assert time.monotonic() < deadline, volumes()
+        time.sleep(0.1)
 
 
 def test_a_pending_reservation_nobody_started_gets_its_job_again_or_ends_after_the_tries(

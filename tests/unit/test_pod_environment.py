@@ -66,7 +66,7 @@ def test_the_pod_image_is_a_deploy_setting_defaulting_to_the_public_pytorch_imag
     assert POD_IMAGE.variable == "LIFECYCLE_POD_IMAGE"
     assert POD_IMAGE.default == LifecycleSettings().pod_image
     assert str(POD_IMAGE.default).startswith("pytorch/pytorch:")
-    assert RESERVATION_TASKS.context_environment == (POD_IMAGE,)
+    assert POD_IMAGE in RESERVATION_TASKS.context_environment
 
 
 def _container(gpu_type: Any, gpus: int, nodes: int, rank: int = 0) -> dict[str, Any]:

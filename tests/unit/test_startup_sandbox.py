@@ -233,6 +233,22 @@ def test_ssh_sessions_get_the_pods_environment_with_torchrun_variables(sandbox: 
     assert "GPU_DEV_NOTE" not in set_env  # a value SetEnv cannot quote is left to the profile
 
 
+def test_ssh_sessions_get_the_compiler_caches_on_the_personal_share(sandbox: Sandbox):
+    """The pod's CCACHE_*/SCCACHE_* (gpudev/cluster/shared_files.py) reach logins and
+    commands over SSH, as every other variable the startup script hands on."""
+    from gpudev.cluster.shared_files import cache_environment
+
+    caches = cache_environment("20G")
+    assert sandbox.run(**caches).returncode == 0
+    env = _exported(str(sandbox.root / "etc/profile.d/gpu-dev-env.sh"))
+    assert {name: env[name] for name in caches} == caches
+    [set_env] = [
+        line for line in sandbox.file("/etc/ssh/sshd_config").splitlines() if "SetEnv" in line
+    ]
+    assert "CCACHE_DIR=/shared-personal/.cache/ccache" in set_env.split()
+    assert "SCCACHE_DIR=/shared-personal/.cache/sccache" in set_env.split()
+
+
 def test_keys_from_the_mounted_secret_are_installed_before_sshd_starts(sandbox: Sandbox):
     assert sandbox.run().returncode == 0
     assert sandbox.file("/etc/ssh/authorized_keys/dev") == KEYS["authorized_keys"]

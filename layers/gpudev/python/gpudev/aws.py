@@ -67,6 +67,7 @@ class AwsClients:
     sqs = _Client()
     stepfunctions = _Client()
     ec2 = _Client()
+    efs = _Client()
     autoscaling = _Client()
     sts = _Client()
     eks = _Client()

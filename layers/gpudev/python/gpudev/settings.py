@@ -242,6 +242,22 @@ class PodLogSettings(BaseSettings):
     pod_log_group: str = Field(default="/gpu-dev/pods", min_length=1, max_length=512)
 
 
+class SharedFilesSettings(BaseSettings):
+    """The personal network file system (docs/shared-files.md): the deployment's EFS file
+    system (the cluster stack's output `SharedFileSystemId`, CDK context
+    `gpudev:sharedFileSystemId`); `off`: pods get no /shared-personal. The compiler caches
+    on it are capped at `ccache_max_size` (ccache's CCACHE_MAXSIZE syntax)."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="SHARED_FILES_")
+
+    file_system_id: str = Field(default="off", pattern=r"^(fs-[0-9a-f]{8,40}|off)$")
+    ccache_max_size: str = Field(default="20G", pattern=r"^[1-9][0-9]{0,5}[KMGT]i?$")
+
+    @property
+    def enabled(self) -> bool:
+        return self.file_system_id != "off"
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -278,6 +294,7 @@ lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
 disk_purge_settings = _getter(DiskPurgeSettings)
 pod_log_settings = _getter(PodLogSettings)
+shared_files_settings = _getter(SharedFilesSettings)
 
 
 def reset_settings_cache() -> None:

@@ -107,7 +107,7 @@ ENV_NAMES+='|NV_[A-Z_]+|NVIDIA_[A-Z_]+|NCCL_[A-Z_]+|FI_[A-Z_]+|HF_[A-Z_]+|TORCH_
 ENV_NAMES+='|PYTORCH_[A-Z_]+|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS'
 ENV_NAMES+='|NUMEXPR_MAX_THREADS|MAX_JOBS|CMAKE_BUILD_PARALLEL_LEVEL|MAKEFLAGS|GPU_TYPE'
 ENV_NAMES+='|GPU_DEV_[A-Z_]+|NNODES|NODE_RANK|NPROC_PER_NODE|MASTER_ADDR|MASTER_PORT'
-ENV_NAMES+='|PET_[A-Z_]+)$'
+ENV_NAMES+='|PET_[A-Z_]+|CCACHE_[A-Z_]+|SCCACHE_[A-Z_]+)$'
 mkdir -p "$ROOT/etc/profile.d" "$ROOT/etc/ssh" "$ROOT/run/gpu-dev"
 {
   echo "# Written by the gpu-dev startup script at boot: the pod's environment."

@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Any
 
-from gpudev.cluster import network, objects
+from gpudev.cluster import network, objects, shared_files
 from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
@@ -18,6 +18,7 @@ from gpudev.cluster.pod_readiness import needs_events, pods_state
 from gpudev.cluster.pod_timeline import pod_entries
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
+from gpudev.lifecycle.shared_files import mount_shared_files
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.models import NodeEndpoint, Reservation, ReservationStatus, TimelineEntry
@@ -71,11 +72,14 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     for rank in range(reservation.total_nodes):  # every node reachable on its own port
         cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
+    shared = mount_shared_files(lc, reservation)
     for placement in placements:
         image = reservation.image_pull or lc.settings.pod_image  # the digest resolved at submit
-        cluster.create(
-            objects.pod(reservation, gpu_type, placement, image, home, lc.settings.tools_image)
-        )
+        pod = objects.pod(reservation, gpu_type, placement, image, home, lc.settings.tools_image)
+        if shared is not None:  # every pod, rank 0 and the others
+            assert lc.shared_files is not None
+            shared_files.mount_in_pod(pod, shared, lc.shared_files.ccache_max_size)
+        cluster.create(pod)
     written(
         lc.rows.preparing(
             task.reservation_id,

@@ -10,7 +10,7 @@ from gpudev.aws import aws_clients
 from gpudev.cluster.eks import cluster_api_client
 from gpudev.lifecycle.keys import GithubKeys
 from gpudev.lifecycle.tasks import Lifecycle
-from gpudev.settings import cluster_settings, lifecycle_settings
+from gpudev.settings import cluster_settings, lifecycle_settings, shared_files_settings
 from gpudev.signals import Signals
 
 
@@ -25,4 +25,6 @@ def lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
         namespace=cluster_settings().kubernetes_namespace,
         profiling_namespace=cluster_settings().kubernetes_profiling_namespace,
         ec2=aws_clients().ec2,
+        efs=aws_clients().efs,
+        shared_files=shared_files_settings(),
     )

@@ -33,7 +33,7 @@ from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.models import Reservation
 from gpudev.observability import logger
 from gpudev.repositories import GpuTypesRepository, LifecycleRepository, ReservationsRepository
-from gpudev.settings import LifecycleSettings
+from gpudev.settings import LifecycleSettings, SharedFilesSettings
 from gpudev.signals import Signals
 
 
@@ -49,6 +49,8 @@ class Lifecycle:
     # `namespace`) refuses: they live in a namespace that allows it (deploy/kubernetes).
     profiling_namespace: str
     ec2: Any = None  # the EC2 client: named disks' volumes and snapshots
+    efs: Any = None  # the EFS client: users' access points (lifecycle/shared_files.py)
+    shared_files: SharedFilesSettings | None = None  # None: no /shared-personal
     clock: Callable[[], float] = field(default=time.time)  # epoch seconds
     sleep: Callable[[float], None] = field(default=time.sleep)  # between checks in a task
 

@@ -8,6 +8,7 @@ import psycopg
 
 from gpudev.aws import aws_clients
 from gpudev.cluster.objects_client import ReservationObjects
+from gpudev.cluster.volumes import PersistentVolumes
 from gpudev.jobs import JobQueue
 from gpudev.lifecycle.disk import save_for_the_sweeper
 from gpudev.lifecycle.runtime import lifecycle
@@ -38,4 +39,5 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
         ),
         allocate=tasks.allocate,
         save_disk=lambda reservation_id: save_for_the_sweeper(tasks, reservation_id),
+        delete_volumes=PersistentVolumes(tasks.api_client).delete_all,
     )

@@ -101,6 +101,9 @@ class Sweeper:
     allocate: Callable[[], Any]  # one allocator pass (the only writer of allocations)
     # One step of saving the disk of a reservation whose execution died (sweeper/disks.py)
     save_disk: SaveStep
+    # Deletes the cluster-scoped PersistentVolumes labelled with a reservation (its personal
+    # share's, whose claim was a leftover); how many. None: there are none to delete.
+    delete_volumes: Callable[[str], int] | None = None
 
     @property
     def _rows(self) -> SweeperRepository:
@@ -258,6 +261,10 @@ class Sweeper:
                 continue
             statistics["objects_deleted"] += 1
             logger.warning("sweeper deleted a leftover object", extra={"object": delete.__dict__})
+            if delete.kind == "persistentvolumeclaims" and self.delete_volumes is not None:
+                # Its volume is cluster-scoped, so never listed with the namespaced objects
+                # (a disk's is deleted when the disk is saved: lifecycle/disk.py).
+                statistics["objects_deleted"] += self.delete_volumes(delete.reservation_id)
 
     def _wake(self, wakes: list[WakeExecution], statistics: dict[str, int]) -> None:
         """Deliver the cancels and changes whose jobs were never delivered. A closed token

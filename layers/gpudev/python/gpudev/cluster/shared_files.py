@@ -1,0 +1,106 @@
+"""The user's personal network file system in the pod (docs/shared-files.md): a statically
+provisioned PersistentVolume of the EFS CSI driver (`volumeHandle` `fs-…::fsap-…`: the
+deployment's file system through the user's own access point), a claim bound to it by name,
+and the volume and mount every pod of the reservation gets at /shared-personal, rank 0 and
+the others alike (ReadWriteMany). Compiler caches live there (`cache_environment`).
+
+Like the named disk's (cluster/volumes.py) the PersistentVolume is labelled with the
+reservation and deleted at tear down; `Retain`: deleting it never touches the file system."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpudev.cluster import objects
+from gpudev.models import Reservation
+
+EFS_CSI_DRIVER = "efs.csi.aws.com"
+MOUNT_PATH = "/shared-personal"
+VOLUME = "shared-personal"  # the pod's volume name
+# EFS has no size: the CSI driver ignores the capacity, Kubernetes requires one.
+NOMINAL_CAPACITY = "5Ti"
+CCACHE_DIR = f"{MOUNT_PATH}/.cache/ccache"
+SCCACHE_DIR = f"{MOUNT_PATH}/.cache/sccache"
+
+
+@dataclass(frozen=True)
+class PersonalShare:
+    """The user's access point on the deployment's file system."""
+
+    file_system_id: str
+    access_point_id: str
+
+    @property
+    def volume_handle(self) -> str:
+        """The EFS CSI driver's static handle: `<file system>::<access point>` (an empty
+        subpath between the two colons)."""
+        return f"{self.file_system_id}::{self.access_point_id}"
+
+
+def name_of(reservation: Reservation) -> str:
+    """The PersistentVolume and its claim: by the full id (PersistentVolumes are
+    cluster-scoped)."""
+    return f"gpu-dev-{reservation.reservation_id}-shared"
+
+
+def _object(kind: str, reservation: Reservation, spec: dict[str, Any]) -> dict[str, Any]:
+    return objects.manifest(
+        kind,
+        reservation,
+        name_of(reservation),
+        spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", **spec},
+    )
+
+
+def persistent_volume(
+    reservation: Reservation, namespace: str, share: PersonalShare
+) -> dict[str, Any]:
+    """TLS in transit (`tls`) and IAM authorization (`iam`): the file system policy refuses
+    a mount without either (docs/security.md)."""
+    return _object(
+        "PersistentVolume",
+        reservation,
+        {
+            "capacity": {"storage": NOMINAL_CAPACITY},
+            "persistentVolumeReclaimPolicy": "Retain",
+            "volumeMode": "Filesystem",
+            "mountOptions": ["tls", "iam"],
+            "claimRef": {"namespace": namespace, "name": name_of(reservation)},
+            "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": share.volume_handle},
+        },
+    )
+
+
+def claim(reservation: Reservation) -> dict[str, Any]:
+    return _object(
+        "PersistentVolumeClaim",
+        reservation,
+        {
+            "volumeName": name_of(reservation),
+            "resources": {"requests": {"storage": NOMINAL_CAPACITY}},
+        },
+    )
+
+
+def cache_environment(ccache_max_size: str) -> dict[str, str]:
+    """ccache's and sccache's caches on the user's own share: a cache another user can
+    write would let them poison this user's builds (docs/security.md)."""
+    return {
+        "CCACHE_DIR": CCACHE_DIR,
+        "CCACHE_MAXSIZE": ccache_max_size,
+        "SCCACHE_DIR": SCCACHE_DIR,
+        "SCCACHE_CACHE_SIZE": ccache_max_size,
+    }
+
+
+def mount_in_pod(pod: dict[str, Any], claim_name: str, ccache_max_size: str) -> None:
+    """The share's volume, its mount at /shared-personal and the cache variables, added to
+    the pod's dev container (every pod of the reservation)."""
+    spec = pod["spec"]
+    container = spec["containers"][0]
+    spec["volumes"].append({"name": VOLUME, "persistentVolumeClaim": {"claimName": claim_name}})
+    container["volumeMounts"].append({"name": VOLUME, "mountPath": MOUNT_PATH})
+    container["env"].extend(
+        {"name": k, "value": v} for k, v in cache_environment(ccache_max_size).items()
+    )

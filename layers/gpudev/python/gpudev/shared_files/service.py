@@ -1,0 +1,49 @@
+"""A user's access point, made on their first reservation and reused after.
+
+`personal_access_point` claims the user's row (its primary key decides between two first
+reservations at once), locks it, and only then, if it has no access point yet, asks EFS for
+one with the row's client token: the second reservation waits on the lock and finds the
+access point recorded. A try that dies between CreateAccessPoint and the commit leaves no
+row change; the next try sends the same token and EFS gives the same access point back.
+The user comes from the reservation row, which the API wrote from the caller's verified
+identity: no request names an access point (docs/security.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from gpudev.observability import logger
+from gpudev.shared_files.access_points import belongs_to, client_token, create_request
+from gpudev.shared_files.repository import AccessPointsRepository
+
+
+class AccessPointMismatch(RuntimeError):
+    """EFS answered with an access point that is not the user's (wrong root, user or file
+    system): never mounted."""
+
+
+def personal_access_point(
+    conn: psycopg.Connection[Any], efs: Any, file_system_id: str, user_id: str
+) -> str:
+    """The id of `user_id`'s access point on `file_system_id`, made if it has none."""
+    rows = AccessPointsRepository(conn)
+    with conn.transaction():
+        rows.claim(user_id, file_system_id, client_token(file_system_id, user_id))
+        row = rows.locked(user_id, file_system_id)
+        assert row is not None  # claimed just above, in this transaction
+        if row.access_point_id is not None:
+            return row.access_point_id
+        made = efs.create_access_point(**create_request(file_system_id, user_id))
+        if not belongs_to(made, file_system_id, user_id):
+            raise AccessPointMismatch(
+                f"EFS answered access point {made.get('AccessPointId')} for {user_id!r}, "
+                f"which is not rooted at the user's directory as dev"
+            )
+        access_point_id = str(made["AccessPointId"])
+        recorded = rows.record(user_id, file_system_id, access_point_id)
+        if recorded is None:
+            raise AccessPointMismatch(f"{user_id!r} already has another access point")
+        logger.info("access point made", extra={"access_point": access_point_id, "user": user_id})
+        return access_point_id
