@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -39,7 +40,10 @@ from gpudev.reservations.rules import (
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
-from gpudev.settings import lifecycle_settings, user_limit_settings
+from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
+from gpudev.utilisation.repository import set_idle_timeout
+from gpudev.utilisation.timeout import parse_idle_timeout
+from gpudev.utilisation.views import ReservationUse, reservation_use
 
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
@@ -55,6 +59,10 @@ def submit_reservation(
     Username bound to another principal: `NotAuthorized`; over a per-user limit:
     `LimitReached`; nothing is written in either case."""
     limits = limits or UserLimits.of(user_limit_settings())
+    idle = idle_settings()
+    idle_minutes = parse_idle_timeout(
+        request.idle_timeout, idle.timeout_default_minutes, idle.timeout_max_minutes
+    )
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
     reservations = ReservationsRepository(conn)
@@ -96,6 +104,10 @@ def submit_reservation(
             raise refusal(limits, submitted.usage, new.gpu_count) or Conflict(
                 "another request for this reservation is in progress; retry"
             )
+        if submitted.created:
+            with_timeout = set_idle_timeout(conn, new.reservation_id, idle_minutes)
+            assert with_timeout is not None, "a reservation just made is live"
+            submitted = replace(submitted, reservation=with_timeout)
     if submitted.job is not None:
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
@@ -317,3 +329,30 @@ def record_cancel(
         lambda: ReservationsRepository(conn).request_cancel(reservation.reservation_id, reason),
         lambda: reservation,  # already requested: the first request stands
     )
+
+
+def change_idle_timeout(
+    conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str, text: str
+) -> Reservation:
+    """`edit --idle-timeout`: checked before anything is written; applies at the updater's
+    next run (a warning it had is withdrawn now, from the banner at the next checkpoint)."""
+    idle = idle_settings()
+    minutes = parse_idle_timeout(text, idle.timeout_default_minutes, idle.timeout_max_minutes)
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    _live(reservation, "change the idle timeout of")
+    changed = set_idle_timeout(conn, reservation.reservation_id, minutes)
+    if changed is None:
+        current = find_reservation(conn, caller, str(reservation.reservation_id))
+        _live(current, "change the idle timeout of")
+        raise Conflict(
+            f"reservation {str(reservation.reservation_id)[:8]} is being ended as idle "
+            f"({current.idle_ending}); its idle timeout can no longer change"
+        )
+    return changed
+
+
+def reservation_utilisation(
+    conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str
+) -> ReservationUse:
+    """The caller's reservation's last clock hour per GPU (`show`)."""
+    return reservation_use(conn, find_reservation(conn, caller, id_or_prefix).reservation_id)

@@ -1,0 +1,77 @@
+"""What the API answers about GPU use: the last clock hour per GPU of one reservation
+(`show`), and the last 15 clock minutes of each of the caller's active reservations
+(`list`'s GPU-use column). Times are clock minutes, as every duration."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from pydantic import BaseModel
+
+from gpudev.db.rows import fetch_all
+from gpudev.identity import Caller
+from gpudev.settings import lifecycle_settings
+from gpudev.utilisation.schemas import (
+    GpuSample,
+    GpuUse,
+    RecentUse,
+    RecentUseList,
+    ReservationUse,
+)
+
+SHOW_CLOCK_MINUTES = 60
+LIST_CLOCK_MINUTES = 15
+
+
+class _Sample(BaseModel):
+    gpu: str
+    sampled_at: datetime
+    util_percent: float
+    memory_used_mib: float
+
+
+def _since(clock_minutes: int) -> datetime:
+    seconds = clock_minutes * lifecycle_settings().seconds_per_hour / 60
+    return datetime.now(UTC) - timedelta(seconds=seconds)
+
+
+def reservation_use(conn: psycopg.Connection[Any], reservation_id: UUID) -> ReservationUse:
+    rows = fetch_all(
+        conn,
+        "utilisation/recent",
+        _Sample,
+        {"reservation_id": reservation_id, "since": _since(SHOW_CLOCK_MINUTES)},
+    )
+    by_gpu: dict[str, list[_Sample]] = {}
+    for row in rows:
+        by_gpu.setdefault(row.gpu, []).append(row)
+    gpus = [
+        GpuUse(
+            gpu=gpu,
+            mean_util_percent=round(sum(s.util_percent for s in samples) / len(samples), 1),
+            peak_util_percent=max(s.util_percent for s in samples),
+            memory_used_mib=samples[-1].memory_used_mib,
+            peak_memory_used_mib=max(s.memory_used_mib for s in samples),
+            samples=[
+                GpuSample(
+                    at=s.sampled_at, util_percent=s.util_percent, memory_used_mib=s.memory_used_mib
+                )
+                for s in samples
+            ],
+        )
+        for gpu, samples in by_gpu.items()
+    ]
+    return ReservationUse(reservation_id=reservation_id, minutes=SHOW_CLOCK_MINUTES, gpus=gpus)
+
+
+def recent_use(conn: psycopg.Connection[Any], caller: Caller) -> RecentUseList:
+    rows = fetch_all(
+        conn,
+        "utilisation/recent_use",
+        RecentUse,
+        {"user_id": caller.username, "since": _since(LIST_CLOCK_MINUTES)},
+    )
+    return RecentUseList(minutes=LIST_CLOCK_MINUTES, reservations=rows)
