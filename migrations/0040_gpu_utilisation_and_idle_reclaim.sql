@@ -45,8 +45,7 @@ ALTER TABLE reservations ADD COLUMN idle_ending text;
 GRANT SELECT, INSERT, DELETE ON gpu_samples TO gpudev_reconcilers;
 GRANT SELECT, INSERT, UPDATE ON gpu_usage_hourly TO gpudev_reconcilers;
 GRANT SELECT (
-    gpu_type, duration_hours, user_id, idle_timeout_minutes, idle_active_at, idle_warning,
-    idle_warned_at, idle_ending, status, queue_position
+    gpu_type, idle_timeout_minutes, idle_active_at, idle_warning, idle_warned_at, idle_ending
 ) ON reservations TO gpudev_reconcilers;
 GRANT UPDATE (idle_active_at, idle_warning, idle_warned_at, idle_ending)
     ON reservations TO gpudev_reconcilers;
