@@ -42,6 +42,11 @@ MULTINODE_COUNTS = (16, 24, 32)
 @click.option("--disk", help="a named persistent disk, or 'none'")
 @click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
 @click.option(
+    "--idle-timeout",
+    help="end it (disk saved) once its GPUs stay idle this long, after a warning: 2h, 90m, "
+    "or none; default: the deployment's",
+)
+@click.option(
     "--profiling",
     is_flag=True,
     help="allow profilers in the pod: perf counters, Nsight Systems/Compute and `perf` need "
@@ -61,6 +66,7 @@ def reserve(
     name: str | None,
     disk: str | None,
     jupyter: bool,
+    idle_timeout: str | None,
     profiling: bool,
     distributed: bool,
     github_user: str | None,
@@ -79,6 +85,7 @@ def reserve(
         "name": name,
         "disk_name": disk,
         "jupyter": jupyter,
+        "idle_timeout": idle_timeout,
         "profiling": profiling,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
