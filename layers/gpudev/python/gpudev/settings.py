@@ -225,6 +225,10 @@ class SweeperSettings(BaseSettings):
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
 
+_POLICY_ENTRY = r"[A-Za-z0-9*_.-]+=(always|when-waiting|never)"
+_POLICY = rf"^{_POLICY_ENTRY}(,{_POLICY_ENTRY})*$"
+
+
 class IdleSettings(BaseSettings):
     """GPU utilisation and idle reclaim (gpudev/utilisation/; docs/utilisation.md). Times
     are clock minutes (compressed with the lifecycle's `seconds_per_hour`). The default and
@@ -243,7 +247,7 @@ class IdleSettings(BaseSettings):
     busy_percent: float = Field(default=5.0, gt=0, le=100)
     # `type=policy,...`: `always`, `when-waiting` (only while others wait for the type) or
     # `never`; `*` for every type not named.
-    reclaim_policy: str = Field(default="*=always", pattern=r"^[A-Za-z0-9*_.-]+=[a-z-]+(,.+)?$")
+    reclaim_policy: str = Field(default="*=always", pattern=_POLICY)
     # Where the updater scrapes a GPU node's DCGM exporter ({node_ip}, {node_name}).
     dcgm_exporter_url: str = Field(
         default="http://{node_ip}:9400/metrics", validation_alias="DCGM_EXPORTER_URL"
