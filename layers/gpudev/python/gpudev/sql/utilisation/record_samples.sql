@@ -1,10 +1,10 @@
 -- One run's samples, one statement (under utilisation/try_lock.sql): the samples of
 -- active reservations' GPUs; each weighs the seconds since the GPU's previous sample
--- (the run's period for a first one; at most two periods, so a gap is not counted as
--- use), added to the reservation's hour (gpu_usage_hourly); samples older than the window
+-- (for a first one, since launch, at most the run's period; at most two periods, so a gap
+-- is not counted as use), added to the reservation's hour (gpu_usage_hourly); samples older than the window
 -- are deleted by the same statement, so the table stays bounded.
 WITH sample AS (
-    SELECT s.*
+    SELECT s.*, r.launched_at
     FROM unnest(
         %(reservation_id)s::uuid[], %(gpu)s::text[], %(util_percent)s::real[],
         %(memory_used_mib)s::real[]
@@ -16,7 +16,10 @@ WITH sample AS (
            least(
                coalesce(
                    extract(epoch FROM %(sampled_at)s::timestamptz - previous.sampled_at),
-                   %(period_seconds)s
+                   greatest(0, least(
+                       extract(epoch FROM %(sampled_at)s::timestamptz - sample.launched_at),
+                       %(period_seconds)s
+                   ))
                ),
                2 * %(period_seconds)s
            )::double precision AS seconds
