@@ -127,7 +127,7 @@ class SimulatedDcgmExporter(HttpService):
                 body = json.loads(request.body or b"{}")
                 reservation = self.set_activity(str(body["reservation"]), str(body["state"]))
             except LookupError as error:
-                return _json(404, {"message": str(error).strip("'\"")})
+                return _json(404, {"message": str(error)})
             except (ValueError, TypeError) as error:
                 return _json(400, {"message": f"bad request: {error}"})
             return _json(200, {"reservation": reservation, "state": body["state"]})
