@@ -168,3 +168,23 @@ def test_none_is_sampled_but_never_warned(autocommit_conn, rid):
     never = _reservation(autocommit_conn, timeout_minutes=None)
     run = _run(autocommit_conn, never, T0 + timedelta(hours=10), 0, 0)
     assert run.samples == 2 and run.warned == 0
+
+
+def test_usage_counts_gpu_hours_used_beside_those_sampled(autocommit_conn, rid):
+    from gpudev.repositories import UsageRepository
+    from gpudev.utilisation.views import used_gpu_hours
+
+    def used(since: datetime, username: str | None) -> list[Any]:
+        until = since + timedelta(hours=1)
+        rows = UsageRepository(autocommit_conn).report(since, until, until, username)
+        return used_gpu_hours(rows.gpu_seconds_used)
+
+    _run(autocommit_conn, rid, T0 + timedelta(minutes=1), 80, 0)  # 60 s of each GPU
+    _run(autocommit_conn, rid, T0 + timedelta(minutes=2), 80, 0)
+    [alice] = used(T0, "alice")
+    assert (alice.username, alice.gpu_type) == ("alice", "h100")
+    assert alice.used_gpu_hours == round(120 / 3600, 4)  # GPU 0, two minutes
+    assert alice.sampled_gpu_hours == round(240 / 3600, 4)
+    assert alice.mean_util_percent == 40.0
+    assert used(T0, "bob") == []
+    assert used(T0 + timedelta(hours=1), None) == []

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from gpudev.db.rows import fetch_all
 from gpudev.identity import Caller
 from gpudev.settings import lifecycle_settings
+from gpudev.usage_rows import GpuHoursUsed, GpuSecondsUsed
 from gpudev.utilisation.schemas import (
     GpuSample,
     GpuUse,
@@ -75,3 +76,20 @@ def recent_use(conn: psycopg.Connection[Any], caller: Caller) -> RecentUseList:
         {"user_id": caller.username, "since": _since(LIST_CLOCK_MINUTES)},
     )
     return RecentUseList(minutes=LIST_CLOCK_MINUTES, reservations=rows)
+
+
+def used_gpu_hours(rows: list[GpuSecondsUsed]) -> list[GpuHoursUsed]:
+    """`usage`: the rollups' seconds as clock GPU-hours, used beside sampled."""
+    per_hour = lifecycle_settings().seconds_per_hour
+    return [
+        GpuHoursUsed(
+            username=row.username,
+            gpu_type=row.gpu_type,
+            used_gpu_hours=round(row.busy_gpu_seconds / per_hour, 4),
+            sampled_gpu_hours=round(row.sampled_gpu_seconds / per_hour, 4),
+            mean_util_percent=None
+            if row.mean_util_percent is None
+            else round(row.mean_util_percent, 1),
+        )
+        for row in rows
+    ]
