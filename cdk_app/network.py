@@ -82,7 +82,9 @@ def build_network(scope: Construct) -> Network:
         cluster = ec2.SecurityGroup.from_security_group_id(
             scope, "ClusterSecurityGroup", str(cluster_group), mutable=True
         )
-        cluster.add_ingress_rule(security_group, ec2.Port.tcp(443), "gpu-dev functions to the EKS API")
+        cluster.add_ingress_rule(
+            security_group, ec2.Port.tcp(443), "gpu-dev functions to the EKS API"
+        )
         # The availability updater scrapes each GPU node's DCGM exporter (hostPort 9400;
         # deploy/kubernetes/monitoring/dcgm-exporter.yaml, docs/utilisation.md).
         cluster.add_ingress_rule(

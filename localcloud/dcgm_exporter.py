@@ -48,8 +48,8 @@ class SimulatedDcgmExporter(HttpService):
         with pods matches, or more than one does."""
         if state not in STATES:
             raise ValueError(f"state must be one of {', '.join(STATES)}")
-        ids = {
-            pod["metadata"].get("labels", {}).get(RESERVATION_LABEL, "")
+        ids: set[str] = {
+            str(pod["metadata"].get("labels", {}).get(RESERVATION_LABEL, ""))
             for pod in self._store.list("pods", None, frozen=True)["items"]
         } - {""}
         matches = sorted(

@@ -10,6 +10,7 @@ from gpudev.utilisation.exporter import (
     scrape_gpu_nodes,
 )
 
+# Real exporter lines are long: one per GPU and metric, with every label.
 TEXT = """\
 # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
@@ -22,7 +23,7 @@ DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-b",device="nvidia1",Hostname="n1"} 0
 DCGM_FI_DEV_SM_CLOCK{gpu="0"} 1980
 not a sample at all
 DCGM_FI_DEV_GPU_UTIL{gpu="2"} NaN
-"""
+"""  # noqa: E501
 
 
 def test_util_and_memory_per_gpu_with_the_pod_using_it():

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -42,8 +41,9 @@ from gpudev.reservations.rules import (
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
 from gpudev.utilisation.repository import set_idle_timeout
+from gpudev.utilisation.schemas import ReservationUse
 from gpudev.utilisation.timeout import parse_idle_timeout
-from gpudev.utilisation.views import ReservationUse, reservation_use
+from gpudev.utilisation.views import reservation_use
 
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
@@ -104,14 +104,15 @@ def submit_reservation(
             raise refusal(limits, submitted.usage, new.gpu_count) or Conflict(
                 "another request for this reservation is in progress; retry"
             )
+        reservation = submitted.reservation
         if submitted.created:
             with_timeout = set_idle_timeout(conn, new.reservation_id, idle_minutes)
             assert with_timeout is not None, "a reservation just made is live"
-            submitted = replace(submitted, reservation=with_timeout)
+            reservation = with_timeout
     if submitted.job is not None:
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
-    return submitted.reservation, submitted.created
+    return reservation, submitted.created
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
