@@ -67,7 +67,8 @@ def use_table(use: dict[str, Any]) -> None:
 
 def set_idle_timeout(client: SigV4Client, path: str, text: str) -> dict[str, Any]:
     """`edit --idle-timeout`: the reservation as the API answers the change."""
-    return dict(client.request("PUT", f"{path}/idle-timeout", {"idle_timeout": text}))
+    body = {"idle_timeout": text.strip().lower()}  # `2H`, ` none` as the API spells them
+    return dict(client.request("PUT", f"{path}/idle-timeout", body))
 
 
 def changed(r: dict[str, Any]) -> None:

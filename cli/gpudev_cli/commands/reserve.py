@@ -85,7 +85,7 @@ def reserve(
         "name": name,
         "disk_name": disk,
         "jupyter": jupyter,
-        "idle_timeout": idle_timeout,
+        "idle_timeout": idle_timeout.strip().lower() if idle_timeout else None,
         "profiling": profiling,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice

@@ -1,5 +1,7 @@
-"""`--idle-timeout` as users write it: `2h`, `90m`, `1.5h`, or `none` (never reclaimed).
-Checked against the deployment's maximum with a sentence for every refusal."""
+"""`--idle-timeout` as users write it: `2h`, `90m`, `1.5h`, a number of hours, or `none`
+(never reclaimed). Checked against the deployment's maximum with a sentence for every
+refusal. The shape is exact (lower case, no spaces), as the API's schema states it; the CLI
+sends what the user typed trimmed and in lower case."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import re
 from gpudev.errors import InvalidRequest, shown
 
 NEVER = "none"
-_SHAPE = re.compile(r"^\s*(?P<amount>\d+(?:\.\d+)?)\s*(?P<unit>h|m|min)?\s*$", re.IGNORECASE)
+# The shape the API's schema states (`IDLE_TIMEOUT_PATTERN`); the CLI sends it lower case.
+IDLE_TIMEOUT_PATTERN = r"^(none|[0-9]+(\.[0-9]+)?[hm]?)$"
+_SHAPE = re.compile(r"^(?P<amount>[0-9]+(?:\.[0-9]+)?)(?P<unit>[hm])?$")
 FIELD = "idle_timeout"
 
 
@@ -22,7 +26,7 @@ def parse_idle_timeout(text: str | None, default_minutes: int, max_minutes: int)
     (None) is the deployment's default. A bare number is hours, as `--hours` is."""
     if text is None:
         return default_minutes
-    if text.strip().lower() == NEVER:
+    if text == NEVER:
         return None
     match = _SHAPE.match(text)
     if match is None:
@@ -32,7 +36,7 @@ def parse_idle_timeout(text: str | None, default_minutes: int, max_minutes: int)
             allowed=allowed(max_minutes),
         )
     amount = float(match["amount"])
-    minutes = amount if (match["unit"] or "h").lower() in ("m", "min") else amount * 60
+    minutes = amount if match["unit"] == "m" else amount * 60
     if minutes < 1:
         raise InvalidRequest(
             f"idle timeout {shown(text)} is too short: give at least 1m, or none to never be "
