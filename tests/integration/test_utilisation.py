@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from gpudev.cluster.vocabulary import Node, Pod
+from gpudev.repositories.utilisation import LOCK_KEY
 from gpudev.signals import Signals
 from gpudev.utilisation.exporter import GpuReading, Scrape
-from gpudev.utilisation.repository import LOCK_KEY
 from gpudev.utilisation.service import record_utilisation
 
 T0 = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)

@@ -9,15 +9,8 @@ from uuid import uuid4
 
 import pytest
 
-from gpudev.utilisation.idle import (
-    IdleCandidate,
-    IdleChange,
-    IdleRules,
-    Policy,
-    Seen,
-    parse_policy,
-    plan_idle,
-)
+from gpudev.utilisation.idle import IdleRules, Policy, Seen, parse_policy, plan_idle
+from gpudev.utilisation_rows import IdleCandidate, IdleChange
 
 LAUNCH = datetime(2026, 11, 27, 8, 0, tzinfo=UTC)
 RULES = IdleRules(seconds_per_hour=3600, grace_minutes=30, first_minutes=30)

@@ -28,6 +28,7 @@ from gpudev.models import Reservation, ReservationEvent, ReservationStatus, User
 from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository, UsersRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
+from gpudev.repositories.utilisation import set_idle_timeout
 from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
     ID_LENGTH,
@@ -40,7 +41,6 @@ from gpudev.reservations.rules import (
 )
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
-from gpudev.utilisation.repository import set_idle_timeout
 from gpudev.utilisation.schemas import ReservationUse
 from gpudev.utilisation.timeout import parse_idle_timeout
 from gpudev.utilisation.views import reservation_use

@@ -23,6 +23,7 @@ from enum import StrEnum
 from uuid import UUID
 
 from gpudev.utilisation.timeout import describe_minutes
+from gpudev.utilisation_rows import IdleCandidate, IdleChange
 
 
 class Policy(StrEnum):
@@ -64,35 +65,6 @@ class IdleRules:
 
     def policy(self, gpu_type: str) -> Policy:
         return self.policies.get(gpu_type.lower(), self.policies.get("*", Policy.ALWAYS))
-
-
-@dataclass(frozen=True)
-class IdleCandidate:
-    """An active reservation as idle reclaim reads it (utilisation/candidates.sql)."""
-
-    reservation_id: UUID
-    gpu_type: str
-    launched_at: datetime
-    task_token: str | None
-    idle_timeout_minutes: int | None
-    idle_active_at: datetime | None
-    idle_warning: str | None
-    idle_warned_at: datetime | None
-    idle_ending: str | None
-    others_waiting: bool
-
-
-@dataclass(frozen=True)
-class IdleChange:
-    """What to write for one reservation: `active_at` restarts its idle clock; `warning`
-    (with `warned_at`) is sent, or cleared when `clear_warning`; `ending` ends it."""
-
-    reservation_id: UUID
-    active_at: datetime | None = None
-    warning: str | None = None
-    warned_at: datetime | None = None
-    clear_warning: bool = False
-    ending: str | None = None
 
 
 def plan_idle(

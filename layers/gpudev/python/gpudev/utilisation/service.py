@@ -18,6 +18,7 @@ import psycopg
 
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.observability import logger
+from gpudev.repositories.utilisation import UtilisationRepository
 from gpudev.settings import IdleSettings, idle_settings, lifecycle_settings
 from gpudev.signals import Signals, Wake
 from gpudev.utilisation.exporter import (
@@ -29,7 +30,7 @@ from gpudev.utilisation.exporter import (
     scrape_gpu_nodes,
 )
 from gpudev.utilisation.idle import IdleRules, Seen, parse_policy, plan_idle
-from gpudev.utilisation.repository import IdleRecorded, Sample, UtilisationRepository
+from gpudev.utilisation_rows import IdleRecorded, Sample
 
 # The updater's schedule (cdk_app/declaration.py, rate(1 minute)): a first sample's weight.
 PERIOD_SECONDS = 60.0

@@ -1,9 +1,9 @@
-"""The utilisation tables and the reservations' idle columns (sql/utilisation/)."""
+"""The utilisation tables and the reservations' idle columns (sql/utilisation/): GPU samples,
+their hourly rollups, and idle reclaim's reads and writes (gpudev/utilisation/)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -13,31 +13,15 @@ import psycopg
 from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all, fetch_one
 from gpudev.models import Reservation
-from gpudev.utilisation.idle import IdleCandidate, IdleChange
+from gpudev.utilisation_rows import (
+    IdleCandidate,
+    IdleChange,
+    IdleRecorded,
+    Sample,
+    SamplesRecorded,
+)
 
 LOCK_KEY = 7_216_004_036
-
-
-@dataclass(frozen=True)
-class Sample:
-    reservation_id: UUID
-    gpu: str
-    util_percent: float
-    memory_used_mib: float
-
-
-@dataclass(frozen=True)
-class SamplesRecorded:
-    samples: int
-    pruned: int
-
-
-@dataclass(frozen=True)
-class IdleRecorded:
-    reservation_id: UUID
-    task_token: str | None
-    idle_ending: str | None
-    warning_changed: bool
 
 
 class UtilisationRepository:
