@@ -188,3 +188,20 @@ def test_usage_counts_gpu_hours_used_beside_those_sampled(autocommit_conn, rid):
     assert alice.mean_util_percent == 40.0
     assert used(T0, "bob") == []
     assert used(T0 + timedelta(hours=1), None) == []
+
+
+def test_show_and_list_read_the_recent_samples(autocommit_conn, rid):
+    from gpudev.identity import caller_from_arn
+    from gpudev.utilisation.views import recent_use, reservation_use
+
+    now = datetime.now(UTC)
+    _run(autocommit_conn, rid, now - timedelta(minutes=2), 80, 0)
+    _run(autocommit_conn, rid, now - timedelta(minutes=1), 40, 0)
+    use = reservation_use(autocommit_conn, rid)
+    first, second = use.gpus
+    assert (first.gpu, first.mean_util_percent, first.peak_util_percent) == ("node-a/0", 60, 80)
+    assert [s.util_percent for s in first.samples] == [80, 40]
+    assert (second.memory_used_mib, second.peak_memory_used_mib) == (2000, 2000)
+    caller = caller_from_arn("arn:aws:iam::123456789012:user/alice")
+    [recent] = recent_use(autocommit_conn, caller).reservations
+    assert (recent.reservation_id, recent.util_percent, recent.gpus_seen) == (rid, 30.0, 2)

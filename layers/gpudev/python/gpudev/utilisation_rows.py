@@ -58,3 +58,22 @@ class IdleRecorded:
     task_token: str | None
     idle_ending: str | None
     warning_changed: bool
+
+
+@dataclass(frozen=True)
+class GpuSampleRow:
+    """One sample of one GPU (`utilisation/recent.sql`)."""
+
+    gpu: str
+    sampled_at: datetime
+    util_percent: float
+    memory_used_mib: float
+
+
+@dataclass(frozen=True)
+class RecentUseRow:
+    """One active reservation's mean use over a window (`utilisation/recent_use.sql`)."""
+
+    reservation_id: UUID
+    util_percent: float
+    gpus_seen: int

@@ -14,9 +14,11 @@ from gpudev.db.queries import query
 from gpudev.db.rows import column_arrays, fetch_all, fetch_one
 from gpudev.models import Reservation
 from gpudev.utilisation_rows import (
+    GpuSampleRow,
     IdleCandidate,
     IdleChange,
     IdleRecorded,
+    RecentUseRow,
     Sample,
     SamplesRecorded,
 )
@@ -52,6 +54,22 @@ class UtilisationRepository:
         }
         row = fetch_one(self._conn, "utilisation/record_samples", SamplesRecorded, params)
         return row or SamplesRecorded(0, 0)
+
+    def samples_since(self, reservation_id: UUID, since: datetime) -> list[GpuSampleRow]:
+        return fetch_all(
+            self._conn,
+            "utilisation/recent",
+            GpuSampleRow,
+            {"reservation_id": reservation_id, "since": since},
+        )
+
+    def recent_use(self, username: str, since: datetime) -> list[RecentUseRow]:
+        return fetch_all(
+            self._conn,
+            "utilisation/recent_use",
+            RecentUseRow,
+            {"user_id": username, "since": since},
+        )
 
     def record_idle(self, changes: Sequence[IdleChange]) -> list[IdleRecorded]:
         if not changes:

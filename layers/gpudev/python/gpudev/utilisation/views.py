@@ -9,10 +9,9 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from pydantic import BaseModel
 
-from gpudev.db.rows import fetch_all
 from gpudev.identity import Caller
+from gpudev.repositories.utilisation import UtilisationRepository
 from gpudev.settings import lifecycle_settings
 from gpudev.usage_rows import GpuHoursUsed, GpuSecondsUsed
 from gpudev.utilisation.schemas import (
@@ -22,16 +21,10 @@ from gpudev.utilisation.schemas import (
     RecentUseList,
     ReservationUse,
 )
+from gpudev.utilisation_rows import GpuSampleRow
 
 SHOW_CLOCK_MINUTES = 60
 LIST_CLOCK_MINUTES = 15
-
-
-class _Sample(BaseModel):
-    gpu: str
-    sampled_at: datetime
-    util_percent: float
-    memory_used_mib: float
 
 
 def _since(clock_minutes: int) -> datetime:
@@ -40,13 +33,8 @@ def _since(clock_minutes: int) -> datetime:
 
 
 def reservation_use(conn: psycopg.Connection[Any], reservation_id: UUID) -> ReservationUse:
-    rows = fetch_all(
-        conn,
-        "utilisation/recent",
-        _Sample,
-        {"reservation_id": reservation_id, "since": _since(SHOW_CLOCK_MINUTES)},
-    )
-    by_gpu: dict[str, list[_Sample]] = {}
+    rows = UtilisationRepository(conn).samples_since(reservation_id, _since(SHOW_CLOCK_MINUTES))
+    by_gpu: dict[str, list[GpuSampleRow]] = {}
     for row in rows:
         by_gpu.setdefault(row.gpu, []).append(row)
     gpus = [
@@ -69,13 +57,11 @@ def reservation_use(conn: psycopg.Connection[Any], reservation_id: UUID) -> Rese
 
 
 def recent_use(conn: psycopg.Connection[Any], caller: Caller) -> RecentUseList:
-    rows = fetch_all(
-        conn,
-        "utilisation/recent_use",
-        RecentUse,
-        {"user_id": caller.username, "since": _since(LIST_CLOCK_MINUTES)},
+    rows = UtilisationRepository(conn).recent_use(caller.username, _since(LIST_CLOCK_MINUTES))
+    return RecentUseList(
+        minutes=LIST_CLOCK_MINUTES,
+        reservations=[RecentUse(**vars(row)) for row in rows],
     )
-    return RecentUseList(minutes=LIST_CLOCK_MINUTES, reservations=rows)
 
 
 def used_gpu_hours(rows: list[GpuSecondsUsed]) -> list[GpuHoursUsed]:
