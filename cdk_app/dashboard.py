@@ -91,6 +91,16 @@ def build_dashboard(
             width=WIDTH,
         ),
         graph(
+            # Held: granted to reservations; used: of those, busy per the DCGM exporters
+            # (gpudev/utilisation/; docs/utilisation.md). The gap is what idle reclaim targets.
+            title="GPUs held vs used, by type",
+            left=[
+                _search("GpusInUse", "Maximum", "held"),
+                _search("GpusUsed", "Maximum", "used"),
+            ],
+            width=WIDTH,
+        ),
+        graph(
             title="Queue: reservations waiting, and grants per minute",
             left=[_emf("Queued", allocator, "Maximum")],
             right=[_emf("Granted", allocator)],

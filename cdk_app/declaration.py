@@ -154,6 +154,14 @@ POD_IMAGE = ContextSetting(
 # reads it (gpudev/logs/; gpudev.settings.PodLogSettings' default is this name).
 POD_LOG_GROUP = "/gpu-dev/pods"
 _POD_LOGS = "arn:{partition}:logs:{region}:{account}:log-group:" + POD_LOG_GROUP + ":*"
+# Idle reclaim (gpudev.settings.IdleSettings; docs/utilisation.md): the API checks
+# --idle-timeout against the default and maximum, the availability updater decides.
+IDLE_RECLAIM = (
+    ContextSetting("idleTimeoutDefaultMinutes", "IDLE_TIMEOUT_DEFAULT_MINUTES", default=120),
+    ContextSetting("idleTimeoutMaxMinutes", "IDLE_TIMEOUT_MAX_MINUTES", default=720),
+    ContextSetting("idleGraceMinutes", "IDLE_GRACE_MINUTES", default=30),
+    ContextSetting("idleReclaimPolicy", "IDLE_RECLAIM_POLICY", default="*=always"),
+)
 API = FunctionSpec(
     "Api",
     "api",
@@ -169,7 +177,7 @@ API = FunctionSpec(
             (_POD_LOGS,),
         ),
     ),
-    context_environment=USER_LIMITS + REQUEST_RATE + (POD_IMAGE,),
+    context_environment=USER_LIMITS + REQUEST_RATE + IDLE_RECLAIM + (POD_IMAGE,),
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
 )
@@ -286,7 +294,8 @@ AVAILABILITY_UPDATER = FunctionSpec(
     timeout_seconds=120,
     describe_actions=("autoscaling:DescribeAutoScalingGroups",),
     uses_cluster=True,
-    answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone
+    answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone, or idle
+    context_environment=IDLE_RECLAIM,  # and scrapes the DCGM exporters (utilisation/)
     reserved_concurrency=2,  # every minute, up to 120 s: two may overlap
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,  # + the pod health columns (migrations/0014)

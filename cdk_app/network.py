@@ -10,8 +10,9 @@ Lookup-free on purpose (synth stays offline): the ids are passed in, never looke
       -c gpudev:clusterSecurityGroupId=sg-0def
 
 Function subnets must reach AWS APIs (a NAT gateway or VPC endpoints); database subnets
-default to the function subnets; the cluster security group, when given, gets one rule:
-HTTPS from the functions' security group (the EKS API)."""
+default to the function subnets; the cluster security group, when given, gets two rules
+from the functions' security group: HTTPS (the EKS API) and 9400 (the GPU nodes' DCGM
+exporters, scraped by the availability updater)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ DATABASE_SUBNETS_CONTEXT = "gpudev:databaseSubnetIds"
 CLUSTER_SECURITY_GROUP_CONTEXT = "gpudev:clusterSecurityGroupId"
 CLUSTER_NAME_CONTEXT = "eksClusterName"
 DEFAULT_CLUSTER_NAME = "pytorch-gpu-dev-cluster"
+DCGM_EXPORTER_PORT = 9400
 
 
 @dataclass(frozen=True)
@@ -77,9 +79,17 @@ def build_network(scope: Construct) -> Network:
                 f"context {CLUSTER_SECURITY_GROUP_CONTEXT}: a security group id; "
                 f"got {cluster_group!r}"
             )
-        ec2.SecurityGroup.from_security_group_id(
+        cluster = ec2.SecurityGroup.from_security_group_id(
             scope, "ClusterSecurityGroup", str(cluster_group), mutable=True
-        ).add_ingress_rule(security_group, ec2.Port.tcp(443), "gpu-dev functions to the EKS API")
+        )
+        cluster.add_ingress_rule(
+            security_group, ec2.Port.tcp(443), "gpu-dev functions to the EKS API"
+        )
+        # The availability updater scrapes each GPU node's DCGM exporter (hostPort 9400;
+        # deploy/kubernetes/monitoring/dcgm-exporter.yaml, docs/utilisation.md).
+        cluster.add_ingress_rule(
+            security_group, ec2.Port.tcp(DCGM_EXPORTER_PORT), "gpu-dev updater to DCGM exporters"
+        )
     return Network(vpc, functions, database, security_group)
 
 

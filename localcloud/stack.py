@@ -39,6 +39,7 @@ from localcloud.cluster_start import (
     point_cluster_at,
 )
 from localcloud.collector import collect_less
+from localcloud.dcgm_exporter import SimulatedDcgmExporter
 from localcloud.deploy import DeployedResources, deploy
 from localcloud.event_sources import SqsPoller, Ticker
 from localcloud.fault_control import CloudFaults, FaultControl
@@ -107,6 +108,7 @@ class LocalCloud:
         self.faults: CloudFaults | None = None
         self.fault_control: FaultControl | None = None
         self.cluster: SimulatedCluster | None = None
+        self.dcgm_exporter: SimulatedDcgmExporter | None = None
         self.function_roles: dict[str, str] = {}  # deployed name -> role ARN (cluster users)
         # How long new snapshots stay pending, in real seconds (tests may change it).
         self.snapshots = SnapshotCompletion()
@@ -341,6 +343,10 @@ class LocalCloud:
         self._stop.add_signal(self.cluster.signal_stop)
         self._stop.add("simulated cluster", self._stop.drained(self.cluster.stop))
         self._start_registry()
+        # Each GPU node's DCGM exporter, which the availability updater scrapes.
+        self.dcgm_exporter = SimulatedDcgmExporter(store).start()
+        self._stop.add("dcgm exporter", self.dcgm_exporter.stop)
+        self._set_environment({"DCGM_EXPORTER_URL": self.dcgm_exporter.url_template()})
         # The endpoint and CA come from DescribeCluster, as on EKS.
         self._set_environment({"EKS_CLUSTER_NAME": description.cluster_name})
 
@@ -396,6 +402,8 @@ class LocalCloud:
             # python -m localcloud.faults
             "fault_control_url": self.fault_control.url if self.fault_control else None,
             "fault_control_token": self.fault_control.token if self.fault_control else None,
+            # python -m localcloud.gpu_activity
+            "dcgm_exporter_url": self.dcgm_exporter.url if self.dcgm_exporter else None,
             "eks_cluster_name": self.cluster_name,
             "region": REGION,
             "credentials_file": str(self.credentials_file),

@@ -44,7 +44,8 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
 
     # No outer border: four columns more for the content in an 80-column terminal.
     table = Table(title="GPU Reservations", show_edge=False, pad_edge=False)
-    for column in ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires"):
+    columns = ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires", "GPU use")
+    for column in columns:
         # An id stays whole (8 characters: what every command takes) however narrow the
         # terminal, and so do a status word (at most 9) and a queue place; the others wrap.
         table.add_column(
@@ -68,6 +69,7 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
             f"{r['duration_hours']:g}",
             moment(r["created_at"]),
             moment(r.get("expires_at")),
+            gpu_use_cell(r),  # the last 15 clock minutes (utilisation.py)
         )
     console.print(table if rows else "No reservations.")
 
@@ -121,6 +123,10 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
         lines.append(f"OOM kills: {r['oom_count']}, last at {moment(r.get('last_oom_at'))} UTC")
     if r.get("health_warning") and r["status"] in LIVE:
         lines.append(f"[red]Health: {r['health_warning']}[/]")
+    if r["status"] in LIVE and r.get("gpu_count"):
+        lines.append(f"Idle timeout: {idle_timeout_words(r)}")
+    if r.get("idle_warning") and r["status"] in LIVE:
+        lines.append(f"[yellow]Idle: {r['idle_warning']}[/]")
     if r.get("extension_error"):
         lines.append(f"[red]Extension refused: {r['extension_error']}[/]")
     if r.get("failure_reason"):  # why it ended, whatever the ending
@@ -226,3 +232,20 @@ def cluster_status_table(s: dict[str, Any]) -> None:
             minutes(t.get("estimated_wait_minutes")),
         )
     console.print(waits)
+
+
+def gpu_use_cell(r: dict[str, Any]) -> str:
+    if r["status"] != "active" or r.get("gpu_count", 0) == 0:
+        return ""
+    percent = r.get("gpu_use_percent")
+    if percent is None:
+        return "[dim]–[/]"
+    return f"[yellow]{percent:.0f}%[/]" if percent < 5 else f"{percent:.0f}%"
+
+
+def idle_timeout_words(r: dict[str, Any]) -> str:
+    minutes = r.get("idle_timeout_minutes")
+    if minutes is None:
+        return "never (none)"
+    hours, rest = divmod(int(minutes), 60)
+    return ((f"{hours} h" if hours else "") + (f" {rest} min" if rest else "")).strip()

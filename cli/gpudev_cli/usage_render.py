@@ -80,6 +80,32 @@ def usage_tables(report: dict[str, Any]) -> None:
             )  # fmt: skip
         console.print(fleet)
 
+    if report.get("gpu_hours_used"):
+        console.print(used_vs_held(report))
+
+
+def used_vs_held(report: dict[str, Any]) -> Any:
+    """GPU-hours used (busy per the DCGM exporters) beside held, per user and type; the
+    efficiency is used over held."""
+    from rich.table import Table
+
+    held: dict[tuple[str, str], float] = {}
+    for row in report["gpu_hours"]:
+        key = (row["username"], row["gpu_type"])
+        held[key] = held.get(key, 0.0) + row["gpu_hours"]
+    table = Table(title="GPU-hours used (GPUs busy) beside held")
+    for column in ("User", "GPU type", "Held GPU-h", "Used GPU-h", "Efficiency", "Mean util"):
+        table.add_column(column, justify="left" if column in ("User", "GPU type") else "right")
+    for u in report["gpu_hours_used"]:
+        hours = held.get((u["username"], u["gpu_type"]), 0.0)
+        share = f"{u['used_gpu_hours'] / hours:.0%}" if hours else ""
+        mean = "" if u["mean_util_percent"] is None else f"{u['mean_util_percent']:.0f}%"
+        table.add_row(
+            u["username"], u["gpu_type"], f"{hours:.2f}", f"{u['used_gpu_hours']:.2f}", share,
+            mean,
+        )  # fmt: skip
+    return table
+
 
 def live_reservations_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table  # here: `gpu-dev --help` loads no rich

@@ -13,7 +13,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.observability import logger, tracer
-from routes import admin, availability, disks, health, logs, reservations, usage, users
+from routes import admin, availability, disks, health, logs, reservations, usage, users, utilisation
 from routes.errors import map_errors
 from routes.resolver import ContractResolver
 
@@ -22,7 +22,7 @@ API_VERSION = "1"
 
 app = ContractResolver()
 map_errors(app)
-for area in (health, users, reservations, logs, disks, availability, usage, admin):
+for area in (health, users, reservations, logs, disks, availability, usage, admin, utilisation):
     app.include_router(area.router)
 
 

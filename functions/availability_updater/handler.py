@@ -1,5 +1,5 @@
-"""EventBridge rate(1 minute) → gpu_types availability (seeds 000/001) and the active
-reservations' pod health."""
+"""EventBridge rate(1 minute) → gpu_types availability (seeds 000/001), the active
+reservations' pod health, and their GPU use from the DCGM exporters (idle reclaim)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,16 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             invoked_by=f"{context.function_name}:{context.aws_request_id}",
         )
     metrics.add_metric("KubernetesReachable", MetricUnit.Count, int(run.kubernetes_reachable))
+    used = run.utilisation.busy_gpus if run.utilisation else None
     for result in run.results:
         add_gpu_type_metrics(
             result.gpu_type,
             available=result.available_gpus,
             in_use=result.total_cluster_gpus - result.available_gpus,
+            used=None if used is None else used.get(result.gpu_type, 0),
         )
     metrics.add_metric("PodHealthEndings", MetricUnit.Count, run.endings_woken)
+    if run.utilisation is not None:
+        metrics.add_metric("IdleEndings", MetricUnit.Count, run.utilisation.ended)
     logger.info("availability updated", extra={"statistics": run.statistics})
     return {"run_id": run.run_id, "statistics": run.statistics}

@@ -81,18 +81,18 @@ class Kubelet:
         self.logs = logs or ContainerLogs()  # what the containers printed: pods/log
         # Pulls against the local registry (none here: at once; the local cloud sets one).
         self.image_pulls = ImagePulls(store, self._write)
+        # Fluent Bit's DaemonSet: the same output into CloudWatch Logs (log_shipping.py);
+        # None: not shipped (the local cloud sets it, with moto's client).
+        self.log_shipper: LogShipper | None = None
 
     @property
     def missing_images(self) -> frozenset[str]:
-        """Images the registry does not have, whatever it holds: pulls fail as not found."""
+        """Images neither the registry nor any node has: pulls fail as not found."""
         return self.image_pulls.missing
 
     @missing_images.setter
     def missing_images(self, images: frozenset[str]) -> None:
         self.image_pulls.missing = frozenset(images)
-        # Fluent Bit's DaemonSet: the same output into CloudWatch Logs (log_shipping.py);
-        # None: not shipped (the local cloud sets it, with moto's client).
-        self.log_shipper: LogShipper | None = None
 
     def step(self) -> None:
         pods = sorted(

@@ -55,6 +55,7 @@ def test_the_dashboard_shows_every_figure_operators_need(body: dict[str, Any]):
         "Queue: reservations waiting, and grants per minute",
         "Queue wait of granted reservations (seconds)",
         "Reservation executions",
+        "GPUs held vs used, by type",
         "Dead-letter queues (messages waiting)",
         "API latency (ms)",
         "API errors",
@@ -66,9 +67,14 @@ def test_the_dashboard_shows_every_figure_operators_need(body: dict[str, Any]):
         _drawn(body, "AWS/States")
     )
     assert "ApproximateNumberOfMessagesVisible" in _drawn(body, "AWS/SQS")
-    assert {"GpusAvailable", "GpusInUse", "Queued", "Granted", "QueueWaitSeconds"} <= _drawn(
-        body, METRICS_NAMESPACE
-    )
+    assert {
+        "GpusAvailable",
+        "GpusInUse",
+        "GpusUsed",
+        "Queued",
+        "Granted",
+        "QueueWaitSeconds",
+    } <= _drawn(body, METRICS_NAMESPACE)
 
 
 def test_every_function_has_its_errors_on_the_dashboard(body: dict[str, Any]):

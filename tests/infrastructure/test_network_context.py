@@ -53,6 +53,11 @@ def test_the_cluster_vpc_by_ids_with_its_security_group_rule(tmp_path: Path):
         "AWS::EC2::SecurityGroupIngress",
         {"GroupId": "sg-0def", "FromPort": 443, "ToPort": 443, "IpProtocol": "tcp"},
     )
+    # the availability updater to the GPU nodes' DCGM exporters (docs/utilisation.md)
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {"GroupId": "sg-0def", "FromPort": 9400, "ToPort": 9400, "IpProtocol": "tcp"},
+    )
 
 
 def test_without_database_subnets_the_database_shares_the_function_subnets(tmp_path: Path):

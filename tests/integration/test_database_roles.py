@@ -62,6 +62,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "usage/live",
         "usage/find_any",
         "ratelimit/take",
+        "utilisation/set_idle_timeout",
+        "utilisation/recent",
+        "utilisation/recent_use",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
@@ -134,6 +137,11 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         # the availability updater watches the active reservations' pods
         "pod_health/live",
         "pod_health/record",
+        # ... and collects GPU use, deciding idle reclaim (migrations/0040)
+        "utilisation/try_lock",
+        "utilisation/candidates",
+        "utilisation/record_samples",
+        "utilisation/record_idle",
     ),
     PURGE: (
         "disks/purge_delete",

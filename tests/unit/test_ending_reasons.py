@@ -57,6 +57,7 @@ def test_the_state_machine_reaches_tear_down_only_through_the_endings_named_here
         "Stale in queue",
         "Expiry due",
         "Pod lost",
+        "Idle reclaim",
         "Ended elsewhere",
         "Not ready in time",
         "Record the failure",
@@ -86,6 +87,8 @@ def test_each_kind_of_ending_says_its_own_why():
         return final_status(Ending.model_validate(ending), QUEUE_TIMEOUT_HOURS)[1]
 
     assert reason(kind="expire") == "expired: its reserved time ran out"
+    assert reason(kind="expire", reason="idle for 2 h") == "expired: idle for 2 h"
+    assert reason(kind="expire", reason=" ") == "expired: its reserved time ran out"
     assert reason(kind="cancel") == "cancelled by the user"
     assert reason(kind="stale") == (
         "stale: waited 48 h in the queue without getting capacity (the queue timeout)"

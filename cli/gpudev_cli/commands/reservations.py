@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh, timeline
+from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh, timeline, utilisation
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -51,6 +51,7 @@ def list_(
         if not show_all and not statuses:
             cutoff = time.time() - 3600
             rows = [r for r in rows if r["status"] in LIVE or _ended_after(r, cutoff)]
+        utilisation.attach_recent_use(client, rows)
         obj.emit(rows, render.reservations_table)
         if not wait_for_refresh(watch, interval):
             return
@@ -71,7 +72,7 @@ def show(obj: Context, reservation: str) -> None:
     found = lookup.find(client, reservation)
     ssh.sync_configs([found])
     tail = timeline.failure_log(client, found) if obj.output != "json" else None
-    obj.emit(found, lambda r: render.reservation_panel(r, tail))
+    obj.emit(utilisation.with_use(client, found), lambda r: utilisation.panel(r, tail))
 
 
 @click.command()
@@ -184,6 +185,7 @@ def _extend(obj: Context, client: SigV4Client, reservation_id: str, hours: float
     help="added GitHub user to take out (repeatable): their account, keys and sessions go",
 )
 @click.option("--enable-jupyter/--disable-jupyter", "jupyter", default=None)
+@click.option("--idle-timeout", help="idle GPUs this long: warned, then ended (2h, 90m, none)")
 @click.pass_obj
 def edit(
     obj: Context,
@@ -192,12 +194,14 @@ def edit(
     github_users: tuple[str, ...],
     removed_users: tuple[str, ...],
     jupyter: bool | None,
+    idle_timeout: str | None,
 ) -> None:
     """Change a live reservation (its id, 8-character id prefix, or name): more time, users
-    in or out, Jupyter on or off. Each reply says when the change applies."""
-    if extend_hours is None and not github_users and not removed_users and jupyter is None:
+    in or out, Jupyter on or off, its idle timeout. Each reply says when the change applies."""
+    if (extend_hours, jupyter, idle_timeout, *github_users, *removed_users) == (None,) * 3:
         raise click.UsageError(
-            "nothing to change: give --extend, --add-user, --remove-user or --enable-jupyter"
+            "nothing to change: give --extend, --add-user, --remove-user, --enable-jupyter "
+            "or --idle-timeout"
         )
     client = obj.client()
     reservation_id = lookup.find(client, reservation)["reservation_id"]
@@ -211,6 +215,8 @@ def edit(
     if jupyter is not None:
         result = client.request("PUT" if jupyter else "DELETE", f"{path}/jupyter")
         obj.emit(result, lambda r: console.print(replies.jupyter_changed(r, jupyter)))
+    if idle_timeout is not None:
+        obj.emit(utilisation.set_idle_timeout(client, path, idle_timeout), utilisation.changed)
     if extend_hours is not None:
         _extend(obj, client, reservation_id, extend_hours)
 

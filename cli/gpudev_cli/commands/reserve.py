@@ -42,6 +42,11 @@ MULTINODE_COUNTS = (16, 24, 32)
 @click.option("--disk", help="a named persistent disk, or 'none'")
 @click.option("--jupyter", is_flag=True, help="start Jupyter Lab in the pod")
 @click.option(
+    "--idle-timeout",
+    help="end it (disk saved) once its GPUs stay idle this long, after a warning: 2h, 90m, "
+    "or none; default: the deployment's",
+)
+@click.option(
     "--profiling",
     is_flag=True,
     help="allow profilers in the pod: perf counters, Nsight Systems/Compute and `perf` need "
@@ -67,6 +72,7 @@ def reserve(
     name: str | None,
     disk: str | None,
     jupyter: bool,
+    idle_timeout: str | None,
     profiling: bool,
     image: str | None,
     distributed: bool,
@@ -86,6 +92,7 @@ def reserve(
         "name": name,
         "disk_name": disk,
         "jupyter": jupyter,
+        "idle_timeout": idle_timeout.strip().lower() if idle_timeout else None,
         "profiling": profiling,
         "image": image,
         "github_user": github_user or load().get("github_user"),

@@ -172,6 +172,14 @@ class ReservationShown(Row):
     oom_count: int
     last_oom_at: datetime | None
     health_warning: str | None
+    # Idle reclaim (0040; docs/utilisation.md): clock minutes without GPU use before the
+    # warning (null: never reclaimed), and the warning the updater sent, if any.
+    idle_timeout_minutes: int | None = Field(
+        default=None,
+        description="clock minutes its GPUs may stay idle before it is warned, then ended "
+        "after a grace period; null: never reclaimed (`--idle-timeout none`)",
+    )
+    idle_warning: str | None = None
     # The volume its disk is on, once taken (0030): made for it, or the disk's existing one.
     ebs_volume_id: str | None
     client_request_id: str | None
@@ -206,6 +214,9 @@ class Reservation(ReservationShown):
     estimated_start_at: datetime | None = None
     pod_restarts: int
     health_ending: str | None
+    idle_active_at: datetime | None = None
+    idle_warned_at: datetime | None = None
+    idle_ending: str | None = None  # the updater's reason to end it ("idle for 2 h")
     execution_arn: str | None
     task_token: str | None
     change_generation: int

@@ -86,7 +86,9 @@ def add_run_metrics(outcome: str, statistics: Mapping[str, int]) -> None:
         metrics.add_metric(name, MetricUnit.Count, value)
 
 
-def add_gpu_type_metrics(gpu_type: str, available: int, in_use: int) -> None:
+def add_gpu_type_metrics(
+    gpu_type: str, available: int, in_use: int, used: int | None = None
+) -> None:
     """GpusAvailable and GpusInUse of one GPU type, with dimensions `service` and `gpu_type`
     (the dashboard draws one line per type with a SEARCH): written at once, as one metric
     set per type, since a Metrics object's dimensions apply to all its metrics. Nothing when
@@ -95,7 +97,10 @@ def add_gpu_type_metrics(gpu_type: str, available: int, in_use: int) -> None:
     if is_metrics_disabled():
         return
     service = os.environ.get("POWERTOOLS_SERVICE_NAME", "service_undefined")
-    for name, value in (("GpusAvailable", available), ("GpusInUse", in_use)):
+    figures = [("GpusAvailable", available), ("GpusInUse", in_use)]
+    if used is not None:  # GPUs of reservations busy per their DCGM exporter (utilisation/)
+        figures.append(("GpusUsed", used))
+    for name, value in figures:
         with single_metric(
             name=name,
             unit=MetricUnit.Count,

@@ -258,6 +258,42 @@ class SharedFilesSettings(BaseSettings):
         return self.file_system_id != "off"
 
 
+_POLICY_ENTRY = r"[A-Za-z0-9*_.-]+=(always|when-waiting|never)"
+_POLICY = rf"^{_POLICY_ENTRY}(,{_POLICY_ENTRY})*$"
+
+
+class IdleSettings(BaseSettings):
+    """GPU utilisation and idle reclaim (gpudev/utilisation/; docs/utilisation.md). Times
+    are clock minutes (compressed with the lifecycle's `seconds_per_hour`). The default and
+    maximum timeout, the grace and the per-type policy come from CDK context."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="IDLE_")
+
+    # `reserve` without --idle-timeout gets this; --idle-timeout may not exceed the maximum.
+    timeout_default_minutes: int = Field(default=120, ge=1)
+    timeout_max_minutes: int = Field(default=720, ge=1)
+    # After the warning, this long (still idle, still eligible) before the reservation ends.
+    grace_minutes: int = Field(default=30, ge=1)
+    # Never judged idle this soon after activation (the user is still setting up).
+    first_minutes: int = Field(default=30, ge=0)
+    # A GPU at or above this utilisation (percent) is in use; any GPU in use is activity.
+    busy_percent: float = Field(default=5.0, gt=0, le=100)
+    # `type=policy,...`: `always`, `when-waiting` (only while others wait for the type) or
+    # `never`; `*` for every type not named.
+    reclaim_policy: str = Field(default="*=always", pattern=_POLICY)
+    # Where the updater scrapes a GPU node's DCGM exporter ({node_ip}, {node_name}).
+    dcgm_exporter_url: str = Field(
+        default="http://{node_ip}:9400/metrics", validation_alias="DCGM_EXPORTER_URL"
+    )
+    dcgm_scrape_timeout_seconds: float = Field(default=2.0, gt=0, le=10)
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> IdleSettings:
+        if self.timeout_default_minutes > self.timeout_max_minutes:
+            raise ValueError("the default idle timeout exceeds the maximum")
+        return self
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -295,6 +331,7 @@ sweeper_settings = _getter(SweeperSettings)
 disk_purge_settings = _getter(DiskPurgeSettings)
 pod_log_settings = _getter(PodLogSettings)
 shared_files_settings = _getter(SharedFilesSettings)
+idle_settings = _getter(IdleSettings)
 
 
 def reset_settings_cache() -> None:

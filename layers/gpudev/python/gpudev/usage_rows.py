@@ -47,3 +47,24 @@ class Utilisation(BaseModel):
     held_gpu_hours: float
     capacity_gpu_hours: float
     utilisation: float | None
+
+
+class GpuHoursUsed(BaseModel):
+    """One user's GPU-hours of one type the DCGM exporters saw busy (at or above the busy
+    threshold), of those they sampled, and the mean utilisation (docs/utilisation.md)."""
+
+    username: str
+    gpu_type: str
+    used_gpu_hours: float
+    sampled_gpu_hours: float
+    mean_util_percent: float | None
+
+
+class GpuSecondsUsed(BaseModel):
+    """The rollups' real seconds behind `GpuHoursUsed` (usage/report.sql)."""
+
+    username: str
+    gpu_type: str
+    busy_gpu_seconds: float
+    sampled_gpu_seconds: float
+    mean_util_percent: float | None

@@ -9,7 +9,7 @@ lifecycle stays the only writer of the reservation's objects)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,8 @@ from gpudev.repositories import (
 )
 from gpudev.settings import cluster_settings
 from gpudev.signals import Signals, Wake
+from gpudev.utilisation.exporter import Fetch, http_fetch
+from gpudev.utilisation.service import UtilisationRun, record_utilisation, scrape
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -49,10 +51,11 @@ class AvailabilityRun:
     health_findings: int = 0
     endings_woken: int = 0
     warnings_woken: int = 0
+    utilisation: UtilisationRun | None = None
 
     @property
     def statistics(self) -> dict[str, Any]:
-        return {
+        return (self.utilisation.statistics if self.utilisation else {}) | {
             "types_updated": len(self.results),
             "types_without_groups": sum(not r.groups_found for r in self.results),
             "kubernetes_reachable": self.kubernetes_reachable,
@@ -101,6 +104,7 @@ def update_availability(
     api_client: Callable[[], ApiClient],
     signals: Signals,
     invoked_by: str,
+    fetch: Fetch = http_fetch,
 ) -> AvailabilityRun:
     """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
     every type's availability and finish the run: they commit together or not at all. A run
@@ -114,6 +118,8 @@ def update_availability(
         groups = list_scaling_groups(autoscaling)
         listed_at = datetime.now(UTC)
         nodes, pods = _cluster_inventory(api_client)
+        # ... and the GPU nodes' DCGM exporters (gpudev/utilisation/), as the lists say.
+        scraped = scrape(nodes, fetch)
         with conn.transaction():
             run = runs.start(RECONCILER, invoked_by)
             gpu_types = GpuTypesRepository(conn)
@@ -145,7 +151,9 @@ def update_availability(
             runs.record(RECONCILER, invoked_by, "failed", f"{type(exc).__name__}: {exc}")
         raise
     _wake(signals, to_wake)
-    return outcome
+    # Its own transaction: the availability above stands whatever happens here.
+    utilisation = record_utilisation(conn, nodes, pods, scraped, listed_at, signals)
+    return replace(outcome, utilisation=utilisation)
 
 
 def _watch_pods(

@@ -31,6 +31,8 @@ def checkpoint(lc: Lifecycle, task: Checkpoint) -> CheckpointOutput:
         return CheckpointOutput(outcome="gone")
     if reservation.health_ending is not None:  # the availability updater saw its pod go
         return CheckpointOutput(outcome="failed", reason=reservation.health_ending)
+    if reservation.idle_ending is not None:  # the updater saw its GPUs idle (utilisation/)
+        return CheckpointOutput(outcome="idle", reason=reservation.idle_ending)
     due = lc.schedule.check(_active(reservation), lc.clock())
     if due.expired:
         return CheckpointOutput(outcome="expire")
@@ -66,7 +68,12 @@ def wait_while_active(lc: Lifecycle, task: WaitWhileActive) -> None:
     change, a cancel or a pod health ending arrived while no token was stored. A change
     within the bound of the last one is left to the checkpoint due by then (wakes.py)."""
     row = lc.rows.park(task.reservation_id, task.task_token)
-    if row is None or row.cancel_requested_at is not None or row.health_ending is not None:
+    if (
+        row is None
+        or row.cancel_requested_at is not None
+        or row.health_ending is not None
+        or row.idle_ending is not None
+    ):
         lc.signals.wake(task.task_token, Wake(outcome="changed"))
     elif row.change_generation > row.applied_generation:
         since = ChangeWakesRepository(lc.conn).seconds_since(task.reservation_id)
@@ -99,7 +106,8 @@ def _apply(lc: Lifecycle, reservation: Reservation, due: Due) -> dict[str, Any]:
             expires_at,
             due.warning_level,
             due.warning_text or "",
-            reservation.health_warning or "",  # the updater wakes us when it changes
+            # the updater's pod health and idle warnings; it wakes us when they change
+            "; ".join(filter(None, (reservation.health_warning, reservation.idle_warning))),
         )
     )
     # Keys follow GitHub at every checkpoint, not only at a change: a key deleted there

@@ -189,8 +189,8 @@ class CheckReadyOutput(TaskOutput):
 
 
 class CheckpointOutput(TaskOutput):
-    outcome: Literal["park", "expire", "cancel", "gone", "failed"]
-    reason: str | None = None  # with "failed": becomes the failure reason
+    outcome: Literal["park", "expire", "idle", "cancel", "gone", "failed"]
+    reason: str | None = None  # with "failed" or "idle": becomes the ending's reason
     seconds: int | None = None  # with "park": until the next checkpoint
 
 

@@ -44,6 +44,8 @@ def tear_down(lc: Lifecycle, task: TearDown) -> TearDownOutput:
 
 def final_status(ending: Ending, queue_timeout_hours: float) -> tuple[ReservationStatus, str]:
     """The final status and its reason, never empty, from what the state machine passes."""
+    if ending.kind == "expire" and (ending.reason or "").strip():  # idle: "idle for 2 h"
+        return ReservationStatus.EXPIRED, f"expired: {(ending.reason or '').strip()}"
     if ending.kind in ENDINGS:
         status, reason = ENDINGS[ending.kind]
         return status, reason.format(hours=queue_timeout_hours)

@@ -3,7 +3,7 @@ report's functions in migration 0018)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ from psycopg.rows import dict_row
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_all
 from gpudev.models import Reservation
-from gpudev.usage_rows import GpuHours, Outcome, QueueWait, Utilisation
+from gpudev.usage_rows import GpuHours, GpuSecondsUsed, Outcome, QueueWait, Utilisation
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,7 @@ class UsageRows:
     queue_waits: list[QueueWait]
     outcomes: list[Outcome]
     utilisation: list[Utilisation]
+    gpu_seconds_used: list[GpuSecondsUsed] = field(default_factory=list)
 
 
 class UsageRepository:
@@ -42,6 +43,7 @@ class UsageRepository:
             queue_waits=[QueueWait.model_validate(r) for r in row["queue_waits"]],
             outcomes=[Outcome.model_validate(r) for r in row["outcomes"]],
             utilisation=[Utilisation.model_validate(r) for r in row["utilisation"]],
+            gpu_seconds_used=[GpuSecondsUsed.model_validate(r) for r in row["gpu_seconds_used"]],
         )
 
     def live(self) -> list[Reservation]:

@@ -28,6 +28,7 @@ from gpudev.reservations.rules import (
     MIN_HOURS,
 )
 from gpudev.settings import lifecycle_settings
+from gpudev.utilisation.timeout import IDLE_TIMEOUT_PATTERN
 
 
 # Patterns, enums and bounds that rules.py checks with sentences of its own (after the
@@ -49,6 +50,13 @@ class ReservationRequest(BaseModel):
         json_schema_extra={"pattern": DISK_NAME.pattern},
     )
     jupyter: bool = False
+    idle_timeout: str | None = Field(
+        default=None,
+        max_length=20,
+        json_schema_extra={"pattern": IDLE_TIMEOUT_PATTERN},
+        description="how long its GPUs may stay idle before it is warned, then ended after a "
+        "grace period: 2h, 90m, or none (never); null: the deployment's default",
+    )
     profiling: bool = Field(
         default=False,
         description=(
@@ -84,6 +92,15 @@ class ExtendRequest(BaseModel):
         allow_inf_nan=False,
         description="1 to 24; the total since launch stays within 48",
         json_schema_extra={"minimum": MIN_EXTENSION_HOURS, "maximum": MAX_EXTENSION_HOURS},
+    )
+
+
+class IdleTimeoutRequest(BaseModel):
+    idle_timeout: str = Field(
+        min_length=1,
+        max_length=20,
+        json_schema_extra={"pattern": IDLE_TIMEOUT_PATTERN},
+        description="2h, 90m, or none (never reclaimed); the idle clock restarts",
     )
 
 

@@ -29,6 +29,7 @@ from gpudev.models import Reservation, ReservationEvent, ReservationStatus, User
 from gpudev.outbox import commit_then_send, send_after_commit
 from gpudev.repositories import NewReservation, ReservationsRepository, UsersRepository
 from gpudev.repositories.reservations import Changed, NamedDisk
+from gpudev.repositories.utilisation import set_idle_timeout
 from gpudev.reservations.limits import refusal
 from gpudev.reservations.rules import (
     ID_LENGTH,
@@ -40,7 +41,10 @@ from gpudev.reservations.rules import (
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
-from gpudev.settings import lifecycle_settings, user_limit_settings
+from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
+from gpudev.utilisation.schemas import ReservationUse
+from gpudev.utilisation.timeout import parse_idle_timeout
+from gpudev.utilisation.views import reservation_use
 
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
@@ -59,6 +63,10 @@ def submit_reservation(
     (`InvalidRequest`): nothing is written in any case. The image is resolved before the
     transaction: its ECR call holds no lock."""
     limits = limits or UserLimits.of(user_limit_settings())
+    idle = idle_settings()
+    idle_minutes = parse_idle_timeout(
+        request.idle_timeout, idle.timeout_default_minutes, idle.timeout_max_minutes
+    )
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
     image = None
@@ -106,10 +114,15 @@ def submit_reservation(
             raise refusal(limits, submitted.usage, new.gpu_count) or Conflict(
                 "another request for this reservation is in progress; retry"
             )
+        reservation = submitted.reservation
+        if submitted.created:
+            with_timeout = set_idle_timeout(conn, new.reservation_id, idle_minutes)
+            assert with_timeout is not None, "a reservation just made is live"
+            reservation = with_timeout
     if submitted.job is not None:
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
-    return submitted.reservation, submitted.created
+    return reservation, submitted.created
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
@@ -334,3 +347,30 @@ def record_cancel(
         lambda: ReservationsRepository(conn).request_cancel(reservation.reservation_id, reason),
         lambda: reservation,  # already requested: the first request stands
     )
+
+
+def change_idle_timeout(
+    conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str, text: str
+) -> Reservation:
+    """`edit --idle-timeout`: checked before anything is written; applies at the updater's
+    next run (a warning it had is withdrawn now, from the banner at the next checkpoint)."""
+    idle = idle_settings()
+    minutes = parse_idle_timeout(text, idle.timeout_default_minutes, idle.timeout_max_minutes)
+    reservation = find_reservation(conn, caller, id_or_prefix)
+    _live(reservation, "change the idle timeout of")
+    changed = set_idle_timeout(conn, reservation.reservation_id, minutes)
+    if changed is None:
+        current = find_reservation(conn, caller, str(reservation.reservation_id))
+        _live(current, "change the idle timeout of")
+        raise Conflict(
+            f"reservation {str(reservation.reservation_id)[:8]} is being ended as idle "
+            f"({current.idle_ending}); its idle timeout can no longer change"
+        )
+    return changed
+
+
+def reservation_utilisation(
+    conn: psycopg.Connection[Any], caller: Caller, id_or_prefix: str
+) -> ReservationUse:
+    """The caller's reservation's last clock hour per GPU (`show`)."""
+    return reservation_use(conn, find_reservation(conn, caller, id_or_prefix).reservation_id)

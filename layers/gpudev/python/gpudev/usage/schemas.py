@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, StringConstraints
 
 from gpudev.reservations.schemas import ReservationView
-from gpudev.usage_rows import GpuHours, Outcome, QueueWait, Utilisation
+from gpudev.usage_rows import GpuHours, GpuHoursUsed, Outcome, QueueWait, Utilisation
 
 UsageGrouping = Literal["user", "type", "day"]
 
@@ -30,6 +30,11 @@ class UsageReport(BaseModel):
     queue_waits: list[QueueWait]
     outcomes: list[Outcome]
     utilisation: list[Utilisation] = Field(description="everyone's report only")
+    gpu_hours_used: list[GpuHoursUsed] = Field(
+        default_factory=list,
+        description="by user and GPU type: GPU-hours the DCGM exporters saw busy, beside "
+        "gpu_hours held (whole UTC hours from since)",
+    )
 
 
 class ForceCancelRequest(BaseModel):

@@ -17,6 +17,7 @@ from gpudev.repositories import UsageRepository
 from gpudev.repositories.usage import UsageRows
 from gpudev.usage.schemas import UsageGrouping, UsageReport, UsageTotal
 from gpudev.usage_rows import GpuHours
+from gpudev.utilisation.views import used_gpu_hours
 
 DEFAULT_WINDOW = timedelta(days=7)
 MAX_WINDOW = timedelta(days=366)
@@ -78,6 +79,7 @@ def report_of(
         queue_waits=rows.queue_waits,
         outcomes=rows.outcomes,
         utilisation=rows.utilisation,
+        gpu_hours_used=used_gpu_hours(rows.gpu_seconds_used),
     )
 
 

@@ -1,0 +1,11 @@
+-- The active reservations idle reclaim judges, and whether another reservation waits in
+-- the queue for the same GPU type (the `when-waiting` policy).
+SELECT r.reservation_id, r.gpu_type, r.launched_at, r.task_token, r.idle_timeout_minutes,
+       r.idle_active_at, r.idle_warning, r.idle_warned_at, r.idle_ending,
+       EXISTS (
+           SELECT 1 FROM reservations AS q
+           WHERE q.status = 'queued' AND q.gpu_type = r.gpu_type
+       ) AS others_waiting
+FROM reservations AS r
+WHERE r.status = 'active' AND r.launched_at IS NOT NULL
+ORDER BY r.reservation_id
