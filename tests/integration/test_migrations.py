@@ -49,6 +49,7 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
         "gpu_capacity_history",
         "api_request_buckets",
         "change_wakes",
+        "bus_events",
     }
 
 
