@@ -11,8 +11,10 @@ from __future__ import annotations
 
 # Re-exported (`as`): this module is where the deployment and its kinds are imported from.
 from cdk_app.specs import ApiSpec as ApiSpec
+from cdk_app.specs import BusRuleSpec as BusRuleSpec
 from cdk_app.specs import ContextSetting as ContextSetting
 from cdk_app.specs import DatabaseAccess as DatabaseAccess
+from cdk_app.specs import EventBusSpec as EventBusSpec
 from cdk_app.specs import Deployment as Deployment
 from cdk_app.specs import FunctionSpec as FunctionSpec
 from cdk_app.specs import QueueSpec as QueueSpec
@@ -300,6 +302,28 @@ SWEEPER = FunctionSpec(
 )
 SWEEPER_SCHEDULE = "Sweep"
 
+# The public event bus (docs/notifications.md): the lifecycle's events, written to
+# bus_events with their row change (migrations/0039), put on it by the event relay.
+EVENT_BUS = EventBusSpec("Events", "gpu-dev")
+EVENT_SOURCE = "gpu-dev"  # gpudev/events/catalogue.py SOURCE (a unit test keeps them in step)
+EVENT_DETAIL_TYPES = (  # gpudev/events/catalogue.py DETAIL_TYPES
+    "Reservation Queued",
+    "Reservation Active",
+    "Reservation Warning",
+    "Reservation Ended",
+    "Reservation Health",
+)
+EVENT_RELAY = FunctionSpec(
+    "EventRelay",
+    "event_relay",
+    timeout_seconds=60,
+    publishes_to=(EVENT_BUS.name,),
+    reserved_concurrency=1,  # SKIP LOCKED makes two safe; one is enough
+    alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,  # + SELECT and the publish marks on bus_events (0039)
+)
+EVENT_RELAY_SCHEDULE = "EventRelay"
+
 DEPLOYMENT = Deployment(
     functions=(
         MIGRATE,
@@ -311,6 +335,7 @@ DEPLOYMENT = Deployment(
         DISK_RECONCILER,
         DISK_PURGE,
         SWEEPER,
+        EVENT_RELAY,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
     queues=(JOBS,),
@@ -321,5 +346,7 @@ DEPLOYMENT = Deployment(
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
         ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),
         ScheduleSpec("DiskPurge", "rate(1 day)", target=DISK_PURGE.name),
+        ScheduleSpec(EVENT_RELAY_SCHEDULE, "rate(1 minute)", target=EVENT_RELAY.name),
     ),
+    event_buses=(EVENT_BUS,),
 )

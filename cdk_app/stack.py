@@ -34,6 +34,7 @@ from cdk_app.functions import (
     migrate_on_deploy,
 )
 from cdk_app.network import build_network, eks_cluster_name
+from cdk_app.notifications import build_event_buses
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
 
@@ -73,6 +74,7 @@ class GpuDevStack(Stack):
             build_state_machine(parts, spec) for spec in deployment.state_machines
         ]
         grant_state_machines(parts, deployment)
+        self.event_buses = build_event_buses(parts, deployment)
         for schedule in deployment.schedules:
             events.Rule(
                 self,

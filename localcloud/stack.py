@@ -20,7 +20,7 @@ import psycopg
 
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
-from localcloud import moto_asl, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import event_bus, moto_asl, moto_jsonpath, moto_lambda, moto_stop
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
     access_entries,
@@ -96,6 +96,7 @@ class LocalCloud:
         self.resources = DeployedResources()
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
+        self.bus_delivery: event_bus.AsyncInvoker | None = None
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
@@ -216,6 +217,10 @@ class LocalCloud:
                 m.arn_variable: self.resources.state_machine_arns[m.name]
                 for m in self.deployment.state_machines
             }
+            | {
+                bus.name_variable: self.resources.bus_names[bus.name]
+                for bus in self.deployment.event_buses
+            }
             | lifecycle_environment(self.options, self.state_dir)
         )
         self._stop.add(
@@ -266,6 +271,17 @@ class LocalCloud:
             self._stop.add_signal(poller.signal_stop)
             self._stop.add(f"sqs poller {queue.name}", self._stop.drained(poller.stop))
             self.pollers[queue.name] = poller
+        self.bus_delivery = event_bus.AsyncInvoker(
+            self.deployment.bus_rules,
+            {spec.deployed_name: spec.name for spec in self.deployment.functions},
+            self.resources.bus_rule_dead_letter_urls,
+            self.functions,
+            sqs,
+            self.options.retry_scale,
+        ).start()
+        self._stop.add("event bus seam", event_bus.install(self.bus_delivery.deliver))
+        self._stop.add_signal(self.bus_delivery.signal_stop)
+        self._stop.add("event bus delivery", self._stop.drained(self.bus_delivery.stop))
         self.ticker = Ticker(
             self.deployment.schedules,
             self.resources.rule_arns,

@@ -71,6 +71,9 @@ class AwsClients:
     sts = _Client()
     eks = _Client()
     secretsmanager = _Client()
+    events = _Client()  # the event relay's PutEvents
+    sesv2 = _Client()  # notifications: e-mail identities and sends
+    kms = _Client()  # notifications: the webhook URLs, encrypted at rest
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 

@@ -225,6 +225,15 @@ class SweeperSettings(BaseSettings):
     reservation_state_machine_arn: str = Field(validation_alias="RESERVATION_STATE_MACHINE_ARN")
 
 
+class EventRelaySettings(BaseSettings):
+    """The event relay (gpudev/events/relay.py): the bus it puts the lifecycle's events on
+    (cdk_app/declaration.py EVENT_BUS)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    event_bus_name: str = Field(validation_alias="EVENTS_EVENT_BUS_NAME", min_length=1)
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -260,6 +269,7 @@ rate_limit_settings = _getter(RateLimitSettings)
 lifecycle_settings = _getter(LifecycleSettings)
 sweeper_settings = _getter(SweeperSettings)
 disk_purge_settings = _getter(DiskPurgeSettings)
+event_relay_settings = _getter(EventRelaySettings)
 
 
 def reset_settings_cache() -> None:

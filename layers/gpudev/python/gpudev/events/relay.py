@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
-from gpudev.db.queries import query
 from gpudev.events.catalogue import SOURCE
 from gpudev.observability import logger
+from gpudev.repositories.bus_events import BusEventsRepository, UnpublishedEvent
 
 RELAY_BATCH_SIZE = 100
 PUT_EVENTS_LIMIT = 10  # entries per PutEvents call
@@ -42,34 +42,35 @@ def relay_bus_events(
     must be in autocommit mode, so the transaction holding the batch's locks is real."""
     published: list[str] = []
     refused: list[str] = []
+    repository = BusEventsRepository(conn)
     with conn.transaction():
-        rows = conn.execute(query("bus_events/relay_batch"), {"batch_size": batch_size}).fetchall()
+        rows = repository.lock_unpublished(batch_size)
         for start in range(0, len(rows), PUT_EVENTS_LIMIT):
             chunk = rows[start : start + PUT_EVENTS_LIMIT]
             taken = _put(events, bus_name, chunk)
-            published += [key for (key, *_), ok in zip(chunk, taken, strict=True) if ok]
-            refused += [key for (key, *_), ok in zip(chunk, taken, strict=True) if not ok]
+            published += [row.event_key for row, ok in zip(chunk, taken, strict=True) if ok]
+            refused += [row.event_key for row, ok in zip(chunk, taken, strict=True) if not ok]
         if rows:
-            conn.execute(
-                query("bus_events/relay_done"), {"published": published, "refused": refused}
-            )
+            repository.settle(published, refused)
     if refused:
-        logger.error("the bus refused events; the next run puts them again",
-                     extra={"refused": len(refused), "published": len(published)})
+        logger.error(
+            "the bus refused events; the next run puts them again",
+            extra={"refused": len(refused), "published": len(published)},
+        )
     return Published(len(published), len(refused))
 
 
-def _put(events: Any, bus_name: str, rows: list[tuple[Any, ...]]) -> list[bool]:
+def _put(events: Any, bus_name: str, rows: list[UnpublishedEvent]) -> list[bool]:
     """One PutEvents call; per entry, whether the bus took it (results are in entry order)."""
     entries = [
         {
             "Source": SOURCE,
-            "DetailType": detail_type,
-            "Detail": json.dumps(detail, separators=(",", ":")),
+            "DetailType": row.detail_type,
+            "Detail": json.dumps(row.detail, separators=(",", ":")),
             "Resources": [],
             "EventBusName": bus_name,
         }
-        for _key, detail_type, detail, _attempts in rows
+        for row in rows
     ]
     try:
         answer = events.put_events(Entries=entries)
