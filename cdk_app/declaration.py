@@ -152,6 +152,13 @@ API = FunctionSpec(
     timeout_seconds=29,
     sends_to=("Jobs",),
     reads_dead_letters=("Jobs",),
+    # a contact's e-mail address becomes an SES identity (SES mails it a link to verify)
+    grants=(
+        ResourceGrant(
+            ("ses:CreateEmailIdentity", "ses:GetEmailIdentity"),
+            ("arn:{partition}:ses:{region}:{account}:identity/*",),
+        ),
+    ),
     context_environment=USER_LIMITS + REQUEST_RATE,
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
@@ -324,6 +331,37 @@ EVENT_RELAY = FunctionSpec(
 )
 EVENT_RELAY_SCHEDULE = "EventRelay"
 
+# Notifications (docs/notifications.md). The address e-mails come from: CDK makes it an SES
+# identity (SES mails its owner a link to verify it); until SES is out of its sandbox, every
+# recipient must be verified too, which the API asks of every address anyway.
+NOTIFICATION_SENDER = ContextSetting(
+    "notificationSender", "NOTIFY_SENDER", default="gpu-dev-notifications@example.com"
+)
+_EMAIL_IDENTITIES = "arn:{partition}:ses:{region}:{account}:identity/*"
+NOTIFIER = FunctionSpec(
+    "Notifier",
+    "notifier",
+    # the webhook's 3 attempts of at most 5 s and their waits (channels.SlackWebhook), SES
+    timeout_seconds=60,
+    grants=(
+        ResourceGrant(("ses:GetEmailIdentity", "ses:SendEmail"), (_EMAIL_IDENTITIES,)),
+    ),
+    context_environment=(NOTIFICATION_SENDER,),
+    reserved_concurrency=5,  # a burst of events waits in Lambda's async queue, not the database
+    alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,  # + contacts and deliveries (migrations/0039)
+)
+# Who uses the notifications KMS key, and for what (cdk_app/notifications.py): the API seals
+# webhook URLs, the notifier opens them; env NOTIFY_KEY_ID.
+NOTIFICATIONS_KEY_USES = {API.name: ("kms:Encrypt",), NOTIFIER.name: ("kms:Decrypt",)}
+NOTIFY_RULE = BusRuleSpec(
+    "Notify",
+    bus=EVENT_BUS.name,
+    source=EVENT_SOURCE,
+    detail_types=EVENT_DETAIL_TYPES,
+    target=NOTIFIER.name,
+)
+
 DEPLOYMENT = Deployment(
     functions=(
         MIGRATE,
@@ -336,6 +374,7 @@ DEPLOYMENT = Deployment(
         DISK_PURGE,
         SWEEPER,
         EVENT_RELAY,
+        NOTIFIER,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
     queues=(JOBS,),
@@ -349,4 +388,5 @@ DEPLOYMENT = Deployment(
         ScheduleSpec(EVENT_RELAY_SCHEDULE, "rate(1 minute)", target=EVENT_RELAY.name),
     ),
     event_buses=(EVENT_BUS,),
+    bus_rules=(NOTIFY_RULE,),
 )

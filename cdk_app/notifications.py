@@ -2,18 +2,27 @@
 its publishers' grants (the event relay: PutEvents on this bus only), and each declared
 rule: its event pattern, its Lambda target invoked asynchronously with bounded retries, the
 dead-letter queue both the rule's delivery and the function's failures end in, and the
-alarm on that queue."""
+alarm on that queue. Also the notifier's own: the KMS key the webhook URLs are sealed with
+(the API may only encrypt, the notifier only decrypt) and the sender's SES identity."""
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration
+from aws_cdk import CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 
 from cdk_app.alarms import ALARM_PERIOD
-from cdk_app.declaration import BusRuleSpec, Deployment, EventBusSpec
+from cdk_app.declaration import (
+    NOTIFICATION_SENDER,
+    NOTIFICATIONS_KEY_USES,
+    BusRuleSpec,
+    Deployment,
+    EventBusSpec,
+)
 from cdk_app.functions import StackParts
 
 
@@ -23,6 +32,28 @@ def build_event_buses(parts: StackParts, deployment: Deployment) -> dict[str, ev
     for rule in deployment.bus_rules:
         _rule(parts, rule, buses[rule.bus])
     return buses
+
+
+def build_notification_secrets(parts: StackParts) -> kms.Key:
+    """The key that seals webhook URLs (rotated yearly), granted per use, and the sender's
+    SES identity (from context `notificationSender`)."""
+    key = kms.Key(
+        parts.stack,
+        "NotificationsKey",
+        description="gpu-dev notification contacts: Slack webhook URLs, encrypted at rest",
+        enable_key_rotation=True,
+        removal_policy=RemovalPolicy.RETAIN,  # without it the saved webhooks cannot be read
+    )
+    for name, actions in NOTIFICATIONS_KEY_USES.items():
+        function = parts.functions.get(name)
+        if function is not None:
+            key.grant(function, *actions)
+            function.add_environment("NOTIFY_KEY_ID", key.key_arn)
+    sender = parts.stack.node.try_get_context(NOTIFICATION_SENDER.context_key)
+    address = str(sender or NOTIFICATION_SENDER.default)
+    ses.EmailIdentity(parts.stack, "NotificationSender", identity=ses.Identity.email(address))
+    CfnOutput(parts.stack, "NotificationsKeyArn", value=key.key_arn)
+    return key
 
 
 def _bus(parts: StackParts, spec: EventBusSpec, deployment: Deployment) -> events.EventBus:

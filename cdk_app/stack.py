@@ -34,7 +34,7 @@ from cdk_app.functions import (
     migrate_on_deploy,
 )
 from cdk_app.network import build_network, eks_cluster_name
-from cdk_app.notifications import build_event_buses
+from cdk_app.notifications import build_event_buses, build_notification_secrets
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
 
@@ -75,6 +75,7 @@ class GpuDevStack(Stack):
         ]
         grant_state_machines(parts, deployment)
         self.event_buses = build_event_buses(parts, deployment)
+        self.notifications_key = build_notification_secrets(parts)
         for schedule in deployment.schedules:
             events.Rule(
                 self,

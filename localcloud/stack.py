@@ -21,6 +21,7 @@ import psycopg
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from localcloud import event_bus, moto_asl, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import notifications as local_notifications
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
     access_entries,
@@ -97,6 +98,7 @@ class LocalCloud:
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
         self.bus_delivery: event_bus.AsyncInvoker | None = None
+        self.notification_sink: local_notifications.NotificationSink | None = None
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
@@ -207,6 +209,10 @@ class LocalCloud:
             self.aws.client,
             retry_scale=self.options.retry_scale,
         )
+        sink = self.notification_sink = local_notifications.NotificationSink(
+            REGION, hang_seconds=self.options.webhook_hang_seconds
+        ).start()
+        self._stop.add("notification sink", sink.stop)
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
             | {
@@ -221,6 +227,8 @@ class LocalCloud:
                 bus.name_variable: self.resources.bus_names[bus.name]
                 for bus in self.deployment.event_buses
             }
+            | local_notifications.prepare(self.aws.client, sink)
+            | _notify_environment(self.options)
             | lifecycle_environment(self.options, self.state_dir)
         )
         self._stop.add(
@@ -391,6 +399,10 @@ class LocalCloud:
             "queues": self.resources.queue_urls,
             "state_machines": self.resources.state_machine_arns,
             "schedules": {s.name: s.expression for s in self.deployment.schedules},
+            # python -m localcloud.outbox
+            "notification_sink_url": (
+                self.notification_sink.url if self.notification_sink else None
+            ),
         }
 
     @property
@@ -431,3 +443,8 @@ class LocalCloud:
         """From any thread, when a stop has run out of time: end the PostgreSQL we started."""
         if self._postgres is not None and self.postgres_pid is not None:
             self._postgres.stop_now(self.postgres_pid)
+
+
+def _notify_environment(options: Options) -> dict[str, str]:
+    timeout = options.notify_webhook_timeout_seconds
+    return {} if timeout is None else {"NOTIFY_WEBHOOK_TIMEOUT_SECONDS": str(timeout)}

@@ -133,3 +133,64 @@ REVOKE EXECUTE ON FUNCTION bus_event_detail(reservations, text, jsonb) FROM PUBL
 -- grant), marks what it put on the bus and counts failed attempts.
 GRANT SELECT ON bus_events TO gpudev_lifecycle;
 GRANT UPDATE (published_at, relay_attempts, last_attempt_at) ON bus_events TO gpudev_lifecycle;
+
+-- Notifications (issue #35; docs/notifications.md): each user's contacts, kept server-side.
+-- email_status: 'pending' until SES says the address is verified for sending (the link SES
+-- mails when the API creates its identity), then 'verified'; nothing is mailed before.
+-- The Slack webhook URL is a secret: stored only as a KMS ciphertext (encryption context:
+-- the user), with a masked hint for display; the plain URL is never stored, returned or
+-- logged. events: which kinds the user wants (all by default); warning_minutes: which
+-- expiry warnings (the lifecycle's 30/15/5 by default).
+CREATE TABLE notification_contacts (
+    user_id            text PRIMARY KEY REFERENCES users (username) ON DELETE CASCADE,
+    enabled            boolean NOT NULL DEFAULT true,
+    email              text CONSTRAINT notification_contacts_email_check CHECK (
+        email ~ '^[^@\s]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,63}$'
+    ),
+    email_status       text CONSTRAINT notification_contacts_email_status_check CHECK (
+        email_status IN ('pending', 'verified')
+    ),
+    webhook_ciphertext bytea,
+    webhook_hint       text,
+    events             text[] NOT NULL
+        DEFAULT '{queued,active,warning,ended,health}'
+        CONSTRAINT notification_contacts_events_check
+        CHECK (events <@ '{queued,active,warning,ended,health}'::text[]),
+    warning_minutes    integer[] NOT NULL DEFAULT '{30,15,5}'
+        CONSTRAINT notification_contacts_warning_minutes_check
+        CHECK (warning_minutes <@ '{60,30,15,10,5,1}'::integer[]),
+    updated_at         timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT notification_contacts_email_status_when_email_check
+        CHECK ((email IS NULL) = (email_status IS NULL)),
+    CONSTRAINT notification_contacts_webhook_hint_check
+        CHECK ((webhook_ciphertext IS NULL) = (webhook_hint IS NULL))
+);
+
+-- What the notifier sent: one row per event and channel, claimed before the send, so a
+-- repeated event (the relay putting it twice, Lambda's retries) sends nothing twice. The
+-- per-user rate limit counts these rows.
+CREATE TABLE notification_deliveries (
+    event_id       text NOT NULL,
+    channel        text NOT NULL
+        CONSTRAINT notification_deliveries_channel_check CHECK (channel IN ('email', 'slack')),
+    user_id        text NOT NULL,
+    reservation_id uuid NOT NULL,
+    detail_type    text NOT NULL,
+    status         text NOT NULL DEFAULT 'sending'
+        CONSTRAINT notification_deliveries_status_check
+        CHECK (status IN ('sending', 'sent', 'failed', 'rate_limited')),
+    attempts       integer NOT NULL DEFAULT 0,
+    last_error     text,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    claimed_at     timestamptz NOT NULL DEFAULT now(),
+    sent_at        timestamptz,
+    CONSTRAINT notification_deliveries_pkey PRIMARY KEY (event_id, channel)
+);
+CREATE INDEX notification_deliveries_user_idx ON notification_deliveries (user_id, created_at);
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON notification_contacts TO gpudev_api;
+-- The notifier logs in as the lifecycle (docs/notifications.md): it reads contacts, records
+-- an e-mail address SES verified meanwhile, and claims and settles its deliveries.
+GRANT SELECT ON notification_contacts TO gpudev_lifecycle;
+GRANT UPDATE (email_status) ON notification_contacts TO gpudev_lifecycle;
+GRANT SELECT, INSERT, UPDATE ON notification_deliveries TO gpudev_lifecycle;

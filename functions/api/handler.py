@@ -13,7 +13,16 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.observability import logger, tracer
-from routes import admin, availability, disks, health, reservations, usage, users
+from routes import (
+    admin,
+    availability,
+    disks,
+    health,
+    notifications,
+    reservations,
+    usage,
+    users,
+)
 from routes.errors import map_errors
 from routes.resolver import ContractResolver
 
@@ -22,7 +31,7 @@ API_VERSION = "1"
 
 app = ContractResolver()
 map_errors(app)
-for area in (health, users, reservations, disks, availability, usage, admin):
+for area in (health, users, reservations, disks, availability, usage, admin, notifications):
     app.include_router(area.router)
 
 

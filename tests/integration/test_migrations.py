@@ -50,6 +50,8 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
         "api_request_buckets",
         "change_wakes",
         "bus_events",
+        "notification_contacts",
+        "notification_deliveries",
     }
 
 
