@@ -91,8 +91,9 @@ class AsyncInvoker(BackgroundWork):
         self._sqs = sqs
         self._waits = tuple(wait * retry_scale for wait in RETRY_WAITS_SECONDS)
         self._queue: queue.Queue[tuple[BusRuleSpec, str, dict[str, Any], int]] = queue.Queue()
-        self.delivered = 0  # invocations that succeeded
+        self.delivered = 0  # events whose invocation succeeded
         self.dead_lettered = 0
+        self.in_flight = 0  # events taken and not yet delivered or dead-lettered
         self._counts = threading.Lock()
         for number in range(WORKERS):
             self._in_background(self._run, f"bus-delivery-{number}")
@@ -102,6 +103,8 @@ class AsyncInvoker(BackgroundWork):
         if rule is None:  # an operator's own rule, with one of our functions as target
             log.warning("rule %s is not declared; not delivered", rule_name)
             return
+        with self._counts:
+            self.in_flight += 1
         self._queue.put((rule, target_arn, event, 1))
 
     def _run(self) -> None:
@@ -121,6 +124,7 @@ class AsyncInvoker(BackgroundWork):
         if not invocation.errored:
             with self._counts:
                 self.delivered += 1
+                self.in_flight -= 1
             return
         if attempt <= rule.retry_attempts:
             wait = self._waits[min(attempt - 1, len(self._waits) - 1)]
@@ -136,6 +140,7 @@ class AsyncInvoker(BackgroundWork):
         )
         with self._counts:
             self.dead_lettered += 1
+            self.in_flight -= 1
 
 
 def _invocation_record(arn: str, event: dict[str, Any], invocation: Any, attempts: int) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 - The webhook sink: Slack's incoming webhooks stand-in on loopback. A post to
   `/hooks/<behaviour>/<anything>` is recorded and answered as `<behaviour>` says: `ok` 200,
-  `fail` 500, `hang` nothing for `hang_seconds` (longer than the notifier waits) then 200.
+  `fail` 500, `hang` nothing for `hang_seconds` (longer than the notifier waits).
   Its prefix is among the notifier's allowed webhook prefixes here (NOTIFY_WEBHOOK_PREFIXES).
 - SES is moto's: the sender's identity is created and verified at start (as the operator
   does once by SES's link), recipients' identities stay unverified until `verify` (the link
@@ -131,7 +131,8 @@ class NotificationSink(HttpService):
             return _reply(400, {"message": "invalid_payload"})
         if behaviour == "hang":
             time.sleep(self._hang_seconds)
-        status = 500 if behaviour == "fail" else 200
+        # A hung post is recorded with no status: its client gave up long before.
+        status = {"ok": 200, "fail": 500, "hang": 0}[behaviour]
         with self._lock:
             self._posts.append(Post(path, text, status))
         return status, {"Content-Type": "text/plain"}, b"ok" if status == 200 else b"error"

@@ -59,14 +59,18 @@ DECLARE
     level integer;
     utc text := 'YYYY-MM-DD"T"HH24:MI:SS"Z"';
 BEGIN
-    -- Queued: once, when it first waits with a place in the queue.
-    IF NEW.status = 'queued' AND NEW.queue_position IS NOT NULL THEN
+    -- Queued: once, when it first waits behind others: a place in the queue and a start
+    -- later than now (NULL: it never fits as things are). A request the allocator only has
+    -- not granted yet (its start is now) is not told it queued.
+    IF NEW.status = 'queued' AND NEW.queue_position IS NOT NULL
+       AND (NEW.estimated_start_at IS NULL OR NEW.estimated_start_at > now()) THEN
         key := NEW.reservation_id || '/queued';
         INSERT INTO bus_events (event_key, reservation_id, detail_type, detail)
         VALUES (key, NEW.reservation_id, 'Reservation Queued', bus_event_detail(NEW, key,
             jsonb_build_object(
                 'queue_position', NEW.queue_position,
-                'estimated_wait_minutes', NEW.estimated_wait_minutes
+                'estimated_wait_minutes',
+                ceil(extract(epoch FROM NEW.estimated_start_at - now()) / 60)::integer
             )))
         ON CONFLICT (event_key) DO NOTHING;
     END IF;
@@ -122,7 +126,8 @@ BEGIN
 END
 $$;
 CREATE TRIGGER reservations_bus_events
-    AFTER UPDATE OF status, queue_position, warnings_sent, expires_at, health_warning
+    AFTER UPDATE OF status, queue_position, estimated_start_at, warnings_sent, expires_at,
+        health_warning
     ON reservations
     FOR EACH ROW EXECUTE FUNCTION record_bus_events();
 

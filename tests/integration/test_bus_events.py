@@ -37,11 +37,14 @@ def _events(conn: psycopg.Connection[Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(detail_type, detail) for detail_type, detail in rows]
 
 
-def _queue(conn: psycopg.Connection[Any], reservation_id: UUID, position: int) -> None:
+def _queue(
+    conn: psycopg.Connection[Any], reservation_id: UUID, position: int, wait_seconds: float = 600
+) -> None:
     # What the lifecycle's wait and the allocator's record_waits.sql write.
     conn.execute(
-        "UPDATE reservations SET status = 'queued', queue_position = %s WHERE reservation_id = %s",
-        (position, reservation_id),
+        "UPDATE reservations SET status = 'queued', queue_position = %s,"
+        " estimated_start_at = now() + make_interval(secs => %s) WHERE reservation_id = %s",
+        (position, wait_seconds, reservation_id),
     )
 
 
@@ -121,6 +124,17 @@ def test_a_reservation_s_life_writes_each_event_once_in_the_documented_shape(
     assert health["warning"] == "OOM-killed once"
     assert (ended["ending"], ended["reason"]) == ("expired", "expired on time")
     assert len({d["event_id"] for _, d in events}) == len(events)
+
+
+def test_a_request_only_waiting_for_the_next_allocator_pass_is_not_told_it_queued(
+    autocommit_conn: psycopg.Connection[Any],
+):
+    reservation_id = _submit(autocommit_conn)
+    _queue(autocommit_conn, reservation_id, 1, wait_seconds=0)
+    assert _events(autocommit_conn) == []
+    _queue(autocommit_conn, reservation_id, 1, wait_seconds=300)  # then capacity went
+    ((detail_type, detail),) = _events(autocommit_conn)
+    assert (detail_type, detail["estimated_wait_minutes"]) == ("Reservation Queued", 5)
 
 
 def test_an_extension_starts_the_warnings_over(autocommit_conn: psycopg.Connection[Any]):
