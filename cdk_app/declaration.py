@@ -337,15 +337,14 @@ EVENT_RELAY_SCHEDULE = "EventRelay"
 NOTIFICATION_SENDER = ContextSetting(
     "notificationSender", "NOTIFY_SENDER", default="gpu-dev-notifications@example.com"
 )
-_EMAIL_IDENTITIES = "arn:{partition}:ses:{region}:{account}:identity/*"
+EMAIL_IDENTITIES = _EMAIL_IDENTITIES = "arn:{partition}:ses:{region}:{account}:identity/*"
 NOTIFIER = FunctionSpec(
     "Notifier",
     "notifier",
     # the webhook's 3 attempts of at most 5 s and their waits (channels.SlackWebhook), SES
     timeout_seconds=60,
-    grants=(
-        ResourceGrant(("ses:GetEmailIdentity", "ses:SendEmail"), (_EMAIL_IDENTITIES,)),
-    ),
+    # + ses:SendEmail from the sender only (cdk_app/notifications.py: the sender is context)
+    grants=(ResourceGrant(("ses:GetEmailIdentity",), (_EMAIL_IDENTITIES,)),),
     context_environment=(NOTIFICATION_SENDER,),
     reserved_concurrency=5,  # a burst of events waits in Lambda's async queue, not the database
     alarm_on_errors=True,

@@ -7,9 +7,10 @@ alarm on that queue. Also the notifier's own: the KMS key the webhook URLs are s
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy
+from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_ses as ses
@@ -17,13 +18,16 @@ from aws_cdk import aws_sqs as sqs
 
 from cdk_app.alarms import ALARM_PERIOD
 from cdk_app.declaration import (
+    EMAIL_IDENTITIES,
     NOTIFICATION_SENDER,
+    NOTIFIER,
     NOTIFICATIONS_KEY_USES,
     BusRuleSpec,
     Deployment,
     EventBusSpec,
 )
 from cdk_app.functions import StackParts
+from cdk_app.nag import acknowledge_dead_letter_target
 
 
 def build_event_buses(parts: StackParts, deployment: Deployment) -> dict[str, events.EventBus]:
@@ -52,6 +56,18 @@ def build_notification_secrets(parts: StackParts) -> kms.Key:
     sender = parts.stack.node.try_get_context(NOTIFICATION_SENDER.context_key)
     address = str(sender or NOTIFICATION_SENDER.default)
     ses.EmailIdentity(parts.stack, "NotificationSender", identity=ses.Identity.email(address))
+    notifier = parts.functions.get(NOTIFIER.name)
+    if notifier is not None:  # mails only from the sender (to verified identities)
+        identities = EMAIL_IDENTITIES.format(
+            partition=Aws.PARTITION, region=Aws.REGION, account=Aws.ACCOUNT_ID
+        )
+        notifier.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ses:SendEmail"],
+                resources=[identities],
+                conditions={"StringEquals": {"ses:FromAddress": address}},
+            )
+        )
     CfnOutput(parts.stack, "NotificationsKeyArn", value=key.key_arn)
     return key
 
@@ -77,6 +93,7 @@ def _rule(parts: StackParts, spec: BusRuleSpec, bus: events.EventBus) -> None:
         enforce_ssl=True,
         encryption=sqs.QueueEncryption.SQS_MANAGED,
     )
+    acknowledge_dead_letter_target(dead_letters)
     # The function's own failures, after Lambda's asynchronous retries (with its backoff).
     function.configure_async_invoke(
         retry_attempts=spec.retry_attempts,
