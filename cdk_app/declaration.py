@@ -14,8 +14,8 @@ from cdk_app.specs import ApiSpec as ApiSpec
 from cdk_app.specs import BusRuleSpec as BusRuleSpec
 from cdk_app.specs import ContextSetting as ContextSetting
 from cdk_app.specs import DatabaseAccess as DatabaseAccess
-from cdk_app.specs import EventBusSpec as EventBusSpec
 from cdk_app.specs import Deployment as Deployment
+from cdk_app.specs import EventBusSpec as EventBusSpec
 from cdk_app.specs import FunctionSpec as FunctionSpec
 from cdk_app.specs import QueueSpec as QueueSpec
 from cdk_app.specs import ResourceGrant as ResourceGrant

@@ -20,8 +20,8 @@ from cdk_app.alarms import ALARM_PERIOD
 from cdk_app.declaration import (
     EMAIL_IDENTITIES,
     NOTIFICATION_SENDER,
-    NOTIFIER,
     NOTIFICATIONS_KEY_USES,
+    NOTIFIER,
     BusRuleSpec,
     Deployment,
     EventBusSpec,

@@ -133,7 +133,9 @@ class AsyncInvoker(BackgroundWork):
             retry.daemon = True
             retry.start()
             return
-        log.warning("%s failed %d times; the event goes to %s", name, attempt, rule.dead_letter_queue_name)
+        log.warning(
+            "%s failed %d times; the event goes to %s", name, attempt, rule.dead_letter_queue_name
+        )
         self._sqs.send_message(
             QueueUrl=self._dead_letter_urls[rule.name],
             MessageBody=json.dumps(_invocation_record(arn, event, invocation, attempt)),
@@ -143,7 +145,9 @@ class AsyncInvoker(BackgroundWork):
             self.in_flight -= 1
 
 
-def _invocation_record(arn: str, event: dict[str, Any], invocation: Any, attempts: int) -> dict[str, Any]:
+def _invocation_record(
+    arn: str, event: dict[str, Any], invocation: Any, attempts: int
+) -> dict[str, Any]:
     """What Lambda's on-failure destination sends for an asynchronous invocation that failed."""
     return {
         "version": "1.0",
@@ -155,7 +159,11 @@ def _invocation_record(arn: str, event: dict[str, Any], invocation: Any, attempt
             "approximateInvokeCount": attempts,
         },
         "requestPayload": event,
-        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responseContext": {
+            "statusCode": 200,
+            "executedVersion": "$LATEST",
+            "functionError": "Unhandled",
+        },
         "responsePayload": invocation.payload,
         "account": ACCOUNT_ID,
     }

@@ -48,7 +48,9 @@ def call(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> A
     except urllib.error.HTTPError as error:
         return json.loads(error.read() or b"{}")
     except OSError:
-        raise ToolError(f"the local cloud does not answer at {url}: is `make run` running?") from None
+        raise ToolError(
+            f"the local cloud does not answer at {url}: is `make run` running?"
+        ) from None
 
 
 def sent(url: str) -> list[dict[str, Any]]:
@@ -84,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             answer = call(f"{url}/verify", "POST", {"address": args.address})
             if not answer.get("verified"):
-                print(f"error: SES has no identity {args.address!r}: save it first "
-                      "(gpu-dev config notify --email)", file=sys.stderr)
+                print(
+                    f"error: SES has no identity {args.address!r}: save it first "
+                    "(gpu-dev config notify --email)",
+                    file=sys.stderr,
+                )
                 return 1
             print(f"{args.address} verified")
             return 0

@@ -22,7 +22,11 @@ def _policies_with(template: Template, action: str) -> list[str]:
     found = []
     for policy in _resources(template, "AWS::IAM::Policy").values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
-        actions = [a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])]
+        actions = [
+            a
+            for s in statements
+            for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+        ]
         if action in actions:
             found += [role["Ref"] for role in policy["Properties"]["Roles"]]
     return found

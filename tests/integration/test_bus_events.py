@@ -198,9 +198,7 @@ def bus() -> Iterator[tuple[Any, Any, str]]:
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
             "QueueArn"
         ]
-        events.put_rule(
-            Name="all", EventBusName=BUS, EventPattern=json.dumps({"source": [SOURCE]})
-        )
+        events.put_rule(Name="all", EventBusName=BUS, EventPattern=json.dumps({"source": [SOURCE]}))
         events.put_targets(Rule="all", EventBusName=BUS, Targets=[{"Id": "q", "Arn": arn}])
         yield events, sqs, url
 
@@ -211,7 +209,9 @@ def _received(sqs: Any, url: str) -> list[dict[str, Any]]:
         seen += [json.loads(m["Body"]) for m in messages]
         sqs.delete_message_batch(
             QueueUrl=url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+            Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)
+            ],
         )
     return seen
 

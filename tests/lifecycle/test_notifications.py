@@ -57,7 +57,9 @@ def _sent(cloud: LocalCloud, reservation_id: str) -> list[dict[str, Any]]:
     """What the local outbox shows of one reservation (through its HTTP endpoint, as
     `python -m localcloud.outbox --json` reads it)."""
     assert cloud.notification_sink is not None
-    return [m for m in outbox.sent(cloud.notification_sink.url) if m["reservation_id"] == reservation_id]
+    return [
+        m for m in outbox.sent(cloud.notification_sink.url) if m["reservation_id"] == reservation_id
+    ]
 
 
 def _events(sent: list[dict[str, Any]], channel: str) -> Counter[str]:
@@ -105,9 +107,7 @@ def test_a_queued_reservation_is_told_each_step_once_in_both_channels(
     assert rid in table and "expired" in table
 
 
-def test_a_failed_start_sends_its_reason(
-    api: ApiClient, local_cloud: LocalCloud, contacts: Any
-):
+def test_a_failed_start_sends_its_reason(api: ApiClient, local_cloud: LocalCloud, contacts: Any):
     contacts("alice")
     assert local_cloud.cluster is not None
     local_cloud.cluster.kubelet.crashing_images = {
@@ -174,7 +174,7 @@ def test_a_failing_webhook_holds_up_nothing_else_and_ends_in_the_dead_letter_que
     assert record["requestContext"]["condition"] == "RetriesExhausted"
     assert record["requestContext"]["approximateInvokeCount"] == 3
     assert record["requestPayload"]["detail-type"] == "Reservation Active"
-    assert record["requestContext"]["functionArn"].startswith(f"arn:aws:lambda:")
+    assert record["requestContext"]["functionArn"].startswith("arn:aws:lambda:")
     assert ACCOUNT_ID in record["requestContext"]["functionArn"]
     assert SECRET not in json.dumps(record)
     # Her e-mail went once, despite the three invocations; her reservation is untouched.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import boto3
@@ -49,7 +50,8 @@ def cloud() -> Iterator[tuple[Any, Any, str]]:
         yield _bus(), sqs, url
 
 
-def _start(lambdas: Recording, sqs: Any, url: str) -> Iterator[event_bus.AsyncInvoker]:
+@contextmanager
+def _started(lambdas: Recording, sqs: Any, url: str) -> Iterator[event_bus.AsyncInvoker]:
     invoker = event_bus.AsyncInvoker(
         (RULE,), {"gpudev-notifier": "Notifier"}, {RULE.name: url}, lambdas, sqs, 0.0001
     ).start()
@@ -64,13 +66,13 @@ def _start(lambdas: Recording, sqs: Any, url: str) -> Iterator[event_bus.AsyncIn
 def test_a_matching_event_is_delivered_to_the_lambda_target_and_others_are_not(cloud):
     events, sqs, url = cloud
     lambdas = Recording()
-    for invoker in _start(lambdas, sqs, url):
+    with _started(lambdas, sqs, url) as invoker:
         answer = events.put_events(
             Entries=[_entry("Reservation Active"), _entry("Reservation Queued")]
         )
         assert answer["FailedEntryCount"] == 0
         wait_for(lambda: invoker.delivered == 1, message="the matching event delivered")
-        (name, event), = lambdas.events
+        ((name, event),) = lambdas.events
         assert name == "Notifier"
         assert (event["source"], event["detail-type"]) == ("gpu-dev", "Reservation Active")
         assert event["detail"] == {"event_id": "r/active"}
@@ -79,7 +81,7 @@ def test_a_matching_event_is_delivered_to_the_lambda_target_and_others_are_not(c
 def test_a_failing_target_is_retried_then_dead_lettered(cloud):
     events, sqs, url = cloud
     lambdas = Recording(fail=99)
-    for invoker in _start(lambdas, sqs, url):
+    with _started(lambdas, sqs, url) as invoker:
         events.put_events(Entries=[_entry("Reservation Active")])
         wait_for(lambda: invoker.dead_lettered == 1, message="dead-lettered after the retries")
         assert len(lambdas.events) == 1 + RULE.retry_attempts
@@ -92,7 +94,7 @@ def test_a_failing_target_is_retried_then_dead_lettered(cloud):
 def test_a_target_that_fails_once_is_delivered_by_its_retry(cloud):
     events, sqs, url = cloud
     lambdas = Recording(fail=1)
-    for invoker in _start(lambdas, sqs, url):
+    with _started(lambdas, sqs, url) as invoker:
         events.put_events(Entries=[_entry("Reservation Active")])
         wait_for(lambda: invoker.delivered == 1, message="delivered by the retry")
         assert invoker.dead_lettered == 0
@@ -102,7 +104,9 @@ def _bus() -> Any:
     events = boto3.client("events", region_name="us-east-1")
     events.create_event_bus(Name="gpu-dev")
     events.put_rule(
-        Name=RULE.deployed_name, EventBusName="gpu-dev", EventPattern=json.dumps(RULE.event_pattern())
+        Name=RULE.deployed_name,
+        EventBusName="gpu-dev",
+        EventPattern=json.dumps(RULE.event_pattern()),
     )
     events.put_targets(
         Rule=RULE.deployed_name, EventBusName="gpu-dev", Targets=[{"Id": "n", "Arn": FUNCTION}]

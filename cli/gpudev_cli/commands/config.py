@@ -4,6 +4,8 @@ notification contacts the API keeps for you (`notify`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from gpudev_cli import ssh_include
@@ -143,20 +145,16 @@ def config_notify(
     obj.emit(settings, lambda s: console.print(_notify_lines(s)))
 
 
-def _notify_lines(settings: dict[str, object]) -> str:
+def _notify_lines(settings: dict[str, Any]) -> str:
     email = settings.get("email")
     status = settings.get("email_status")
     lines = [
         f"notifications: {'on' if settings.get('enabled') else 'off'}",
         f"e-mail: {email or '(none)'}"
-        + (
-            " (not verified yet: open the link SES mailed you)"
-            if status == "pending"
-            else ""
-        ),
+        + (" (not verified yet: open the link SES mailed you)" if status == "pending" else ""),
         f"slack webhook: {settings.get('slack_webhook') or '(none)'}",
         f"events: {', '.join(map(str, settings.get('events') or [])) or '(none)'}",
         "expiry warnings: "
-        + (", ".join(f"{m} min" for m in settings.get("warning_minutes") or []) or "(none)"),  # type: ignore[attr-defined]
+        + (", ".join(f"{m} min" for m in settings.get("warning_minutes") or []) or "(none)"),
     ]
     return "\n".join(lines)

@@ -38,7 +38,7 @@ class SlackWebhook:
                 url, data=body, method="POST", headers={"Content-Type": "application/json"}
             )
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as answer:  # noqa: S310 - the URL passed checked_webhook's allowed prefixes
+                with urllib.request.urlopen(request, timeout=self.timeout_seconds) as answer:
                     answer.read(1024)
                 return
             except urllib.error.HTTPError as error:
@@ -60,7 +60,7 @@ class SlackWebhook:
 
     def longest_seconds(self) -> float:
         """The longest a post can take: every attempt timing out, and the waits between."""
-        waits = sum(self.first_wait_seconds * 2**i for i in range(self.attempts - 1))
+        waits = sum(self.first_wait_seconds * float(2**i) for i in range(self.attempts - 1))
         return self.attempts * self.timeout_seconds + waits
 
 
@@ -76,7 +76,9 @@ class SesEmail:
         except ClientError as error:
             if error.response["Error"]["Code"] == "NotFoundException":
                 return False
-            raise ChannelFailed(f"SES did not say whether the address is verified: {error}") from None
+            raise ChannelFailed(
+                f"SES did not say whether the address is verified: {error}"
+            ) from None
         except BotoCoreError as error:
             raise ChannelFailed(f"SES could not be reached: {error}") from None
         return bool(identity.get("VerifiedForSendingStatus"))

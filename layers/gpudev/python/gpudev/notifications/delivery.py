@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -66,7 +67,7 @@ class Notifier:
         message = message_for(event)
         failures: list[str] = []
         for channel, send in self._channels(contact, done):
-            outcome = self._send_once(event, channel, lambda send=send: send(message))
+            outcome = self._send_once(event, channel, partial(send, message))
             if outcome == "failed":
                 failures.append(channel)
             (done.sent if outcome == "sent" else done.skipped).append(channel)
@@ -117,7 +118,11 @@ class Notifier:
     def _send_once(self, event: BusEvent, channel: str, send: Callable[[], None]) -> str:
         d = event.detail
         claimed = self._rows.claim_delivery(
-            d.event_id, channel, d.user_id, UUID(d.reservation_id), event.detail_type,
+            d.event_id,
+            channel,
+            d.user_id,
+            UUID(d.reservation_id),
+            event.detail_type,
             self.stale_seconds,
         )
         if claimed is None:
@@ -128,7 +133,7 @@ class Notifier:
             return "rate_limited"
         try:
             send()
-        except (ChannelFailed, Exception) as error:  # noqa: BLE001 - a send never escapes
+        except Exception as error:  # a send never escapes: it fails its channel
             reason = str(error) if isinstance(error, ChannelFailed) else type(error).__name__
             self._rows.settle_delivery(d.event_id, channel, "failed", reason)
             logger.warning(

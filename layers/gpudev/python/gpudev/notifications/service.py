@@ -82,7 +82,9 @@ def change_notification_settings(
     if "slack_webhook" in sent:
         sealed = _sealed(services.vault, user.username, webhook) if webhook else None
         row = replace(
-            row, webhook_ciphertext=sealed, webhook_hint=masked_webhook(webhook) if webhook else None
+            row,
+            webhook_ciphertext=sealed,
+            webhook_hint=masked_webhook(webhook) if webhook else None,
         )
     if update.enabled is not None:
         row = replace(row, enabled=update.enabled)
