@@ -114,16 +114,11 @@ def test_a_partial_change_keeps_the_rest_and_null_removes_a_contact(
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"email": "not-an-address"}, "email"),
-        ({"email": "a@b"}, "email"),
         ({"slack_webhook": "https://example.com/services/T0/B0/x"}, "slack_webhook"),
         ({"slack_webhook": "http://hooks.slack.com/services/T0/B0/x"}, "slack_webhook"),
         ({"slack_webhook": "https://hooks.slack.com/services/"}, "slack_webhook"),
         ({"slack_webhook": f"https://hooks.slack.com/services/{SECRET}?x=1"}, "slack_webhook"),
         ({"slack_webhook": "https://hooks.slack.com/services/" + "x" * 500}, "slack_webhook"),
-        ({"email": ADDRESS, "events": None}, "events"),
-        ({"enabled": None}, "enabled"),
-        ({"warning_minutes": None}, "warning_minutes"),
     ],
 )
 def test_a_bad_change_is_refused_whole_and_writes_nothing(
@@ -145,6 +140,11 @@ def test_a_bad_change_is_refused_whole_and_writes_nothing(
 @pytest.mark.parametrize(
     "body",
     [
+        {"email": "not-an-address"},
+        {"email": "a@b"},
+        {"email": ADDRESS, "events": None},
+        {"enabled": None},
+        {"warning_minutes": None},
         {"events": ["everything"]},
         {"warning_minutes": [7]},
         {"enabled": "sometimes"},

@@ -7,9 +7,9 @@ import re
 from urllib.parse import urlsplit
 
 from gpudev.errors import InvalidRequest
+from gpudev.notifications.schemas import EMAIL_PATTERN
 
-# The address SES accepts as an identity, as the table's CHECK says it (migrations/0039).
-EMAIL = re.compile(r"^[^@\s]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,63}$")
+EMAIL = re.compile(EMAIL_PATTERN)
 SHOWN_TAIL = 4
 MAX_WEBHOOK_LENGTH = 500
 

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.errors import InvalidRequest, Unavailable
+from gpudev.errors import Unavailable
 from gpudev.identity import Caller
 from gpudev.notifications.channels import ChannelFailed, SesEmail
 from gpudev.notifications.rules import checked_email, checked_webhook, masked_webhook
@@ -27,8 +27,6 @@ from gpudev.notifications.schemas import (
 )
 from gpudev.notifications.vault import WebhookVault
 from gpudev.repositories.notifications import ContactRow, NotificationsRepository
-
-NOT_NULL = ("enabled", "events", "warning_minutes")
 
 
 @dataclass(frozen=True)
@@ -62,9 +60,6 @@ def change_notification_settings(
     services: ContactServices,
 ) -> NotificationSettings:
     sent = update.model_fields_set
-    for name in NOT_NULL:
-        if name in sent and getattr(update, name) is None:
-            raise InvalidRequest(f"{name} cannot be null; leave it out to keep it", field=name)
     email = checked_email(update.email) if update.email is not None else None
     webhook = (
         checked_webhook(update.slack_webhook, services.webhook_prefixes)
@@ -86,11 +81,11 @@ def change_notification_settings(
             webhook_ciphertext=sealed,
             webhook_hint=masked_webhook(webhook) if webhook else None,
         )
-    if update.enabled is not None:
+    if "enabled" in sent:
         row = replace(row, enabled=update.enabled)
-    if update.events is not None:
+    if "events" in sent:
         row = replace(row, events=[kind for kind in EVENT_KINDS if kind in update.events])
-    if update.warning_minutes is not None:
+    if "warning_minutes" in sent:
         row = replace(row, warning_minutes=sorted(set(update.warning_minutes), reverse=True))
     return _shown(rows.save_contact(row))
 
