@@ -62,8 +62,14 @@ BEGIN
     -- Queued: once, when it first waits behind others: a place in the queue and a start
     -- later than now (NULL: it never fits as things are). A request the allocator only has
     -- not granted yet (its start is now) is not told it queued.
+    -- (A row that already qualified before this change has its event: the allocator's
+    -- passes rewrite waiting rows often, and skip the insert's key lookup here.)
     IF NEW.status = 'queued' AND NEW.queue_position IS NOT NULL
-       AND (NEW.estimated_start_at IS NULL OR NEW.estimated_start_at > now()) THEN
+       AND (NEW.estimated_start_at IS NULL OR NEW.estimated_start_at > now())
+       AND NOT (
+           OLD.status = 'queued' AND OLD.queue_position IS NOT NULL
+           AND (OLD.estimated_start_at IS NULL OR OLD.estimated_start_at > now())
+       ) THEN
         key := NEW.reservation_id || '/queued';
         INSERT INTO bus_events (event_key, reservation_id, detail_type, detail)
         VALUES (key, NEW.reservation_id, 'Reservation Queued', bus_event_detail(NEW, key,
