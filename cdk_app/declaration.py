@@ -11,9 +11,11 @@ from __future__ import annotations
 
 # Re-exported (`as`): this module is where the deployment and its kinds are imported from.
 from cdk_app.specs import ApiSpec as ApiSpec
+from cdk_app.specs import BusRuleSpec as BusRuleSpec
 from cdk_app.specs import ContextSetting as ContextSetting
 from cdk_app.specs import DatabaseAccess as DatabaseAccess
 from cdk_app.specs import Deployment as Deployment
+from cdk_app.specs import EventBusSpec as EventBusSpec
 from cdk_app.specs import FunctionSpec as FunctionSpec
 from cdk_app.specs import QueueSpec as QueueSpec
 from cdk_app.specs import ResourceGrant as ResourceGrant
@@ -175,6 +177,11 @@ API = FunctionSpec(
         ResourceGrant(
             ("logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"),
             (_POD_LOGS,),
+        ),
+        # a contact's e-mail address becomes an SES identity (SES mails it a link to verify)
+        ResourceGrant(
+            ("ses:CreateEmailIdentity", "ses:GetEmailIdentity"),
+            ("arn:{partition}:ses:{region}:{account}:identity/*",),
         ),
     ),
     context_environment=USER_LIMITS + REQUEST_RATE + IDLE_RECLAIM + (POD_IMAGE,),
@@ -358,6 +365,58 @@ SWEEPER = FunctionSpec(
 )
 SWEEPER_SCHEDULE = "Sweep"
 
+# The public event bus (docs/notifications.md): the lifecycle's events, written to
+# bus_events with their row change (migrations/0039), put on it by the event relay.
+EVENT_BUS = EventBusSpec("Events", "gpu-dev")
+EVENT_SOURCE = "gpu-dev"  # gpudev/events/catalogue.py SOURCE (a unit test keeps them in step)
+EVENT_DETAIL_TYPES = (  # gpudev/events/catalogue.py DETAIL_TYPES
+    "Reservation Queued",
+    "Reservation Active",
+    "Reservation Warning",
+    "Reservation Ended",
+    "Reservation Health",
+)
+EVENT_RELAY = FunctionSpec(
+    "EventRelay",
+    "event_relay",
+    timeout_seconds=60,
+    publishes_to=(EVENT_BUS.name,),
+    reserved_concurrency=1,  # SKIP LOCKED makes two safe; one is enough
+    alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,  # + SELECT and the publish marks on bus_events (0039)
+)
+EVENT_RELAY_SCHEDULE = "EventRelay"
+
+# Notifications (docs/notifications.md). The address e-mails come from: CDK makes it an SES
+# identity (SES mails its owner a link to verify it); until SES is out of its sandbox, every
+# recipient must be verified too, which the API asks of every address anyway.
+NOTIFICATION_SENDER = ContextSetting(
+    "notificationSender", "NOTIFY_SENDER", default="gpu-dev-notifications@example.com"
+)
+EMAIL_IDENTITIES = _EMAIL_IDENTITIES = "arn:{partition}:ses:{region}:{account}:identity/*"
+NOTIFIER = FunctionSpec(
+    "Notifier",
+    "notifier",
+    # the webhook's 3 attempts of at most 5 s and their waits (channels.SlackWebhook), SES
+    timeout_seconds=60,
+    # + ses:SendEmail from the sender only (cdk_app/notifications.py: the sender is context)
+    grants=(ResourceGrant(("ses:GetEmailIdentity",), (_EMAIL_IDENTITIES,)),),
+    context_environment=(NOTIFICATION_SENDER,),
+    reserved_concurrency=5,  # a burst of events waits in Lambda's async queue, not the database
+    alarm_on_errors=True,
+    database=LIFECYCLE_DATABASE,  # + contacts and deliveries (migrations/0039)
+)
+# Who uses the notifications KMS key, and for what (cdk_app/notifications.py): the API seals
+# webhook URLs, the notifier opens them; env NOTIFY_KEY_ID.
+NOTIFICATIONS_KEY_USES = {API.name: ("kms:Encrypt",), NOTIFIER.name: ("kms:Decrypt",)}
+NOTIFY_RULE = BusRuleSpec(
+    "Notify",
+    bus=EVENT_BUS.name,
+    source=EVENT_SOURCE,
+    detail_types=EVENT_DETAIL_TYPES,
+    target=NOTIFIER.name,
+)
+
 DEPLOYMENT = Deployment(
     functions=(
         MIGRATE,
@@ -369,6 +428,8 @@ DEPLOYMENT = Deployment(
         DISK_RECONCILER,
         DISK_PURGE,
         SWEEPER,
+        EVENT_RELAY,
+        NOTIFIER,
     ),
     api=ApiSpec(function=API.name, public_routes=(("GET", "/health"),)),
     queues=(JOBS,),
@@ -379,5 +440,8 @@ DEPLOYMENT = Deployment(
         ScheduleSpec("Allocation", "rate(1 minute)", target=ALLOCATOR.name),
         ScheduleSpec(SWEEPER_SCHEDULE, "rate(5 minutes)", target=SWEEPER.name),
         ScheduleSpec("DiskPurge", "rate(1 day)", target=DISK_PURGE.name),
+        ScheduleSpec(EVENT_RELAY_SCHEDULE, "rate(1 minute)", target=EVENT_RELAY.name),
     ),
+    event_buses=(EVENT_BUS,),
+    bus_rules=(NOTIFY_RULE,),
 )

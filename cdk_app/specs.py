@@ -100,6 +100,9 @@ class FunctionSpec:
     # StateMachineSpec names whose executions it lists and describes (the sweeper): env
     # <NAME>_STATE_MACHINE_ARN + states:ListExecutions / states:DescribeExecution
     watches: tuple[str, ...] = ()
+    # EventBusSpec names it puts events on (the event relay): env <NAME>_EVENT_BUS_NAME +
+    # events:PutEvents on that bus only
+    publishes_to: tuple[str, ...] = ()
 
     @property
     def code_dir(self) -> Path:
@@ -189,6 +192,46 @@ class ScheduleSpec:
 
 
 @dataclass(frozen=True)
+class EventBusSpec:
+    """An EventBridge bus of ours. `bus_name` is public: operators' own rules name it."""
+
+    name: str
+    bus_name: str
+
+    @property
+    def name_variable(self) -> str:
+        """The environment variable that carries the bus's name to its publishers."""
+        return f"{self.name.upper()}_EVENT_BUS_NAME"
+
+
+@dataclass(frozen=True)
+class BusRuleSpec:
+    """A rule on one of our buses: events of `source` with one of `detail_types` invoke the
+    function `target` asynchronously. Lambda retries a failed invocation `retry_attempts`
+    times (with its own backoff), then puts the event on the dead-letter queue
+    gpudev-<name>-dlq; the rule's delivery to Lambda has that queue too."""
+
+    name: str
+    bus: str  # EventBusSpec name
+    source: str
+    detail_types: tuple[str, ...]
+    target: str  # FunctionSpec name
+    retry_attempts: int = 2  # Lambda's asynchronous retries, 0-2
+    max_event_age_seconds: int = 6 * 3600
+
+    @property
+    def deployed_name(self) -> str:
+        return f"gpudev-{self.name.lower()}"
+
+    @property
+    def dead_letter_queue_name(self) -> str:
+        return f"{self.deployed_name}-dlq"
+
+    def event_pattern(self) -> dict[str, list[str]]:
+        return {"source": [self.source], "detail-type": list(self.detail_types)}
+
+
+@dataclass(frozen=True)
 class ApiSpec:
     """The REST API: one function behind `ANY /{proxy+}` with IAM auth, and public routes.
 
@@ -216,6 +259,8 @@ class Deployment:
     queues: tuple[QueueSpec, ...] = ()
     state_machines: tuple[StateMachineSpec, ...] = ()
     schedules: tuple[ScheduleSpec, ...] = ()
+    event_buses: tuple[EventBusSpec, ...] = ()
+    bus_rules: tuple[BusRuleSpec, ...] = ()
 
     def function(self, name: str) -> FunctionSpec:
         return next(spec for spec in self.functions if spec.name == name)

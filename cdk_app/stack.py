@@ -38,6 +38,7 @@ from cdk_app.functions import (
 from cdk_app.images import build_images
 from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name
+from cdk_app.notifications import build_event_buses, build_notification_secrets
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
 
@@ -81,6 +82,8 @@ class GpuDevStack(Stack):
             build_state_machine(parts, spec) for spec in deployment.state_machines
         ]
         grant_state_machines(parts, deployment)
+        self.event_buses = build_event_buses(parts, deployment)
+        self.notifications_key = build_notification_secrets(parts)
         for schedule in deployment.schedules:
             events.Rule(
                 self,

@@ -1,7 +1,8 @@
 """Renders the deployment declaration (cdk_app/declaration.py) onto moto, as CDK renders it
 onto CloudFormation: Lambda functions (run in-process through the moto seam), queues with
 their dead-letter queues, state machines from the same ASL files with local substitutions,
-and EventBridge rules (stored; the ticker fires them)."""
+EventBridge rules (stored; the ticker fires them), and our event buses with their rules (moto
+matches their patterns; localcloud/event_bus.py delivers to their Lambda targets)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ class DeployedResources:
     dead_letter_queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arns: dict[str, str] = field(default_factory=dict)
     rule_arns: dict[str, str] = field(default_factory=dict)
+    bus_names: dict[str, str] = field(default_factory=dict)  # EventBusSpec name -> bus name
+    # BusRuleSpec name -> its dead-letter queue's URL
+    bus_rule_dead_letter_urls: dict[str, str] = field(default_factory=dict)
 
 
 def compress_retries(definition: str, scale: float) -> str:
@@ -132,4 +136,22 @@ def deploy(deployment: Deployment, client: Any, retry_scale: float = 1.0) -> Dep
         )
     # The dev pods' log group (cdk_app/logs.py): the kubelet's Fluent Bit writes to it.
     client("logs").create_log_group(logGroupName=POD_LOG_GROUP)
+    for bus in deployment.event_buses:
+        events.create_event_bus(Name=bus.bus_name)
+        resources.bus_names[bus.name] = bus.bus_name
+    for rule in deployment.bus_rules:
+        bus_name = resources.bus_names[rule.bus]
+        dlq_url = sqs.create_queue(QueueName=rule.dead_letter_queue_name)["QueueUrl"]
+        resources.bus_rule_dead_letter_urls[rule.name] = dlq_url
+        events.put_rule(
+            Name=rule.deployed_name,
+            EventBusName=bus_name,
+            EventPattern=json.dumps(rule.event_pattern()),
+            State="ENABLED",
+        )
+        events.put_targets(
+            Rule=rule.deployed_name,
+            EventBusName=bus_name,
+            Targets=[{"Id": rule.target, "Arn": resources.function_arns[rule.target]}],
+        )
     return resources

@@ -58,6 +58,10 @@ class Options:
     # Each principal's request bucket (None: the settings' defaults, 120 a minute, 40 at once).
     api_requests_per_minute: int | None = None
     api_request_burst: int | None = None
+    # The notifier's wait for a webhook's answer, per attempt (None: the settings' 5 s), and
+    # how long the local webhook sink's `hang` hooks stay silent (docs/notifications.md).
+    notify_webhook_timeout_seconds: float | None = None
+    webhook_hang_seconds: float = 30.0
     # The API function's execution environments as this many OS processes of their own, as
     # Lambda runs them (localcloud/processes.py); 0: in this process, as every function.
     api_processes: int = 0

@@ -21,7 +21,8 @@ import psycopg
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import LifecycleSettings
-from localcloud import moto_asl, moto_efs, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import event_bus, moto_asl, moto_efs, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import notifications as local_notifications
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
     access_entries,
@@ -101,6 +102,8 @@ class LocalCloud:
         self.resources = DeployedResources()
         self.pollers: dict[str, SqsPoller] = {}
         self.ticker: Ticker | None = None
+        self.bus_delivery: event_bus.AsyncInvoker | None = None
+        self.notification_sink: local_notifications.NotificationSink | None = None
         self.lambdas = LocalLambda(deployment.functions, REGION)
         self.functions: Invoker = self.lambdas  # what invokes a function
         self.kubernetes: KubernetesApiServer | None = None
@@ -214,6 +217,10 @@ class LocalCloud:
             self.aws.client,
             retry_scale=self.options.retry_scale,
         )
+        sink = self.notification_sink = local_notifications.NotificationSink(
+            REGION, hang_seconds=self.options.webhook_hang_seconds
+        ).start()
+        self._stop.add("notification sink", sink.stop)
         self._set_environment(
             {q.url_variable: self.resources.queue_urls[q.name] for q in self.deployment.queues}
             | {
@@ -224,6 +231,12 @@ class LocalCloud:
                 m.arn_variable: self.resources.state_machine_arns[m.name]
                 for m in self.deployment.state_machines
             }
+            | {
+                bus.name_variable: self.resources.bus_names[bus.name]
+                for bus in self.deployment.event_buses
+            }
+            | local_notifications.prepare(self.aws.client, sink)
+            | _notify_environment(self.options)
             | lifecycle_environment(self.options, self.state_dir)
         )
         self._stop.add(
@@ -275,6 +288,17 @@ class LocalCloud:
             self._stop.add_signal(poller.signal_stop)
             self._stop.add(f"sqs poller {queue.name}", self._stop.drained(poller.stop))
             self.pollers[queue.name] = poller
+        self.bus_delivery = event_bus.AsyncInvoker(
+            self.deployment.bus_rules,
+            {spec.deployed_name: spec.name for spec in self.deployment.functions},
+            self.resources.bus_rule_dead_letter_urls,
+            self.functions,
+            sqs,
+            self.options.retry_scale,
+        ).start()
+        self._stop.add("event bus seam", event_bus.install(self.bus_delivery.deliver))
+        self._stop.add_signal(self.bus_delivery.signal_stop)
+        self._stop.add("event bus delivery", self._stop.drained(self.bus_delivery.stop))
         self.ticker = Ticker(
             self.deployment.schedules,
             self.resources.rule_arns,
@@ -411,6 +435,10 @@ class LocalCloud:
             "queues": self.resources.queue_urls,
             "state_machines": self.resources.state_machine_arns,
             "schedules": {s.name: s.expression for s in self.deployment.schedules},
+            # python -m localcloud.outbox
+            "notification_sink_url": (
+                self.notification_sink.url if self.notification_sink else None
+            ),
         }
 
     @property
@@ -451,3 +479,8 @@ class LocalCloud:
         """From any thread, when a stop has run out of time: end the PostgreSQL we started."""
         if self._postgres is not None and self.postgres_pid is not None:
             self._postgres.stop_now(self.postgres_pid)
+
+
+def _notify_environment(options: Options) -> dict[str, str]:
+    timeout = options.notify_webhook_timeout_seconds
+    return {} if timeout is None else {"NOTIFY_WEBHOOK_TIMEOUT_SECONDS": str(timeout)}

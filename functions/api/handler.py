@@ -13,7 +13,18 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from gpudev.observability import logger, tracer
-from routes import admin, availability, disks, health, logs, reservations, usage, users, utilisation
+from routes import (
+    admin,
+    availability,
+    disks,
+    health,
+    logs,
+    notifications,
+    reservations,
+    usage,
+    users,
+    utilisation,
+)
 from routes.errors import map_errors
 from routes.resolver import ContractResolver
 
@@ -22,7 +33,18 @@ API_VERSION = "1"
 
 app = ContractResolver()
 map_errors(app)
-for area in (health, users, reservations, logs, disks, availability, usage, admin, utilisation):
+for area in (
+    health,
+    users,
+    reservations,
+    logs,
+    disks,
+    availability,
+    usage,
+    admin,
+    utilisation,
+    notifications,
+):
     app.include_router(area.router)
 
 

@@ -131,10 +131,38 @@ def test_state_machines_and_placeholders_match(local_cloud: LocalCloud, cdk_temp
 
 
 def test_schedules_match(local_cloud: LocalCloud, cdk_template: dict):
-    cdk_rules = {r["ScheduleExpression"] for r in _resources(cdk_template, "AWS::Events::Rule")}
+    cdk_rules = {
+        r["ScheduleExpression"]
+        for r in _resources(cdk_template, "AWS::Events::Rule")
+        if "ScheduleExpression" in r
+    }
     events = local_cloud.aws.client("events")  # type: ignore[union-attr]
     local_rules = {r["ScheduleExpression"] for r in events.list_rules()["Rules"]}
     assert cdk_rules == local_rules == {s.expression for s in local_cloud.deployment.schedules}
+
+
+def test_event_buses_and_their_rules_match(local_cloud: LocalCloud, cdk_template: dict):
+    deployment = local_cloud.deployment
+    cdk_buses = {b["Name"] for b in _resources(cdk_template, "AWS::Events::EventBus")}
+    declared_buses = {bus.bus_name for bus in deployment.event_buses}
+    events = local_cloud.aws.client("events")  # type: ignore[union-attr]
+    local_buses = {b["Name"] for b in events.list_event_buses()["EventBuses"]} - {"default"}
+    assert cdk_buses == local_buses == declared_buses
+    cdk_rules = {
+        (r["Name"], json.dumps(r["EventPattern"], sort_keys=True))
+        for r in _resources(cdk_template, "AWS::Events::Rule")
+        if "EventPattern" in r
+    }
+    local_rules = {
+        (r["Name"], json.dumps(json.loads(r["EventPattern"]), sort_keys=True))
+        for bus in declared_buses
+        for r in events.list_rules(EventBusName=bus)["Rules"]
+    }
+    declared_rules = {
+        (rule.deployed_name, json.dumps(rule.event_pattern(), sort_keys=True))
+        for rule in deployment.bus_rules
+    }
+    assert cdk_rules == local_rules == declared_rules
 
 
 def _api_methods(template: dict) -> set[tuple[str, str, str]]:

@@ -65,17 +65,22 @@ def test_the_sweeper_may_read_executions_send_create_jobs_and_delete_objects(
 
 
 def test_a_dead_letter_raises_an_alarm(template: Template):
-    alarm = _alarm(template, "ApproximateNumberOfMessagesVisible", "AWS/SQS")
-    dlq_id = next(
+    queues = template.find_resources("AWS::SQS::Queue").items()
+    dead_letter_queues = {
         logical_id
-        for logical_id, queue in template.find_resources("AWS::SQS::Queue").items()
-        if queue["Properties"].get("QueueName") == "gpudev-jobs-dlq"
-    )
-    assert alarm["Dimensions"] == [
-        {"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq_id, "QueueName"]}}
+        for logical_id, queue in queues
+        if queue["Properties"].get("QueueName") in ("gpudev-jobs-dlq", "gpudev-notify-dlq")
+    }
+    alarms = [
+        props
+        for props in _alarms(template).values()
+        if props.get("MetricName") == "ApproximateNumberOfMessagesVisible"
     ]
-    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
-    assert alarm["AlarmActions"] == [{"Ref": _topic_id(template)}]
+    assert {a["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in alarms} == dead_letter_queues
+    for alarm in alarms:
+        assert alarm["Namespace"] == "AWS/SQS"
+        assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+        assert alarm["AlarmActions"] == [{"Ref": _topic_id(template)}]
 
 
 def test_executions_that_fail_time_out_or_are_aborted_raise_alarms(template: Template):
@@ -103,7 +108,8 @@ def test_reconciler_and_sweeper_errors_raise_alarms_that_notify(template: Templa
 
 
 def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(template: Template):
-    # The alarm topic's key (the pod logs' key is cdk_app/logs.py's: test_pod_logs_stack.py).
+    # The alarm topic's key (the pod logs' key: test_pod_logs_stack.py; the webhooks' key:
+    # test_notifications_stack.py).
     ((key_id, key),) = template.find_resources(
         "AWS::KMS::Key", {"Properties": {"Description": "gpu-dev alarm notifications"}}
     ).items()

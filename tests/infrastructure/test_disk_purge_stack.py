@@ -45,6 +45,7 @@ def test_the_purge_runs_daily_and_never_twice_at_once(template: Template):
             "ScheduleExpression"
         ]
         for rule in template.find_resources("AWS::Events::Rule").values()
+        if "ScheduleExpression" in rule["Properties"]
     }
     assert schedules[purge_id] == "rate(1 day)"
     assert props["ReservedConcurrentExecutions"] == 1

@@ -29,6 +29,7 @@ def test_both_reconcilers_run_every_five_minutes(template: Template):
     schedules = {
         r["Properties"]["Targets"][0]["Arn"]["Fn::GetAtt"][0]: r["Properties"]["ScheduleExpression"]
         for r in rules.values()
+        if "ScheduleExpression" in r["Properties"]
     }
     assert (
         schedules[function_of_service(template, "gpudev-availability-updater")[0]]

@@ -52,6 +52,9 @@ def test_migrations_apply_to_an_empty_database_then_reapply_as_a_no_op(empty_dat
         "shared_file_access_points",
         "gpu_samples",
         "gpu_usage_hourly",
+        "bus_events",
+        "notification_contacts",
+        "notification_deliveries",
     }
 
 

@@ -42,6 +42,8 @@ local_cloud = package_cloud(
         max_gpus_per_user=100_000,
         api_requests_per_minute=1_000_000,  # the per-principal rate out of the way too
         api_request_burst=1_000_000,
+        # A webhook's post waits 1 s, not 5 (tests/lifecycle/test_notifications.py).
+        notify_webhook_timeout_seconds=1.0,
     ),
     # Tests run the sweeper by hand (test_sweeper.py): ticked every second, it would
     # judge the rows and executions other tests build on purpose.

@@ -1,7 +1,10 @@
-"""`gpu-dev config show|set|ssh-include`: the CLI's own settings
-(`~/.config/gpu-dev/config.json`) and the opt-in `Include` in ~/.ssh/config."""
+"""`gpu-dev config show|set|ssh-include|notify`: the CLI's own settings
+(`~/.config/gpu-dev/config.json`), the opt-in `Include` in ~/.ssh/config, and the
+notification contacts the API keeps for you (`notify`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -65,3 +68,93 @@ def config_ssh_include(obj: Context, remove: bool) -> None:
             else f"{path} already includes the gpu-dev configs."
         )
     obj.emit(data, lambda d: console.print(message))
+
+
+NOTIFY_EVENTS = ("queued", "active", "warning", "ended", "health")
+
+
+@config.command("notify")
+@click.option("--email", metavar="ADDR", help="send e-mails here (SES mails a link to verify it)")
+@click.option("--no-email", is_flag=True, help="stop sending e-mails; forget the address")
+@click.option("--slack-webhook", metavar="URL", help="post to this Slack incoming webhook")
+@click.option("--no-slack-webhook", is_flag=True, help="stop posting to Slack; forget the URL")
+@click.option("--off", is_flag=True, help="send nothing (contacts are kept)")
+@click.option("--on", is_flag=True, help="send again after --off")
+@click.option(
+    "--events",
+    metavar="KINDS",
+    help=f"comma-separated, which to send: {','.join(NOTIFY_EVENTS)} (default: all)",
+)
+@click.option(
+    "--warnings",
+    metavar="MINUTES",
+    help="comma-separated, which expiry warnings: 60,30,15,10,5,1 (default: 30,15,5)",
+)
+@click.option("--show", is_flag=True, help="only show the settings (the webhook masked)")
+@click.pass_obj
+def config_notify(
+    obj: Context,
+    email: str | None,
+    no_email: bool,
+    slack_webhook: str | None,
+    no_slack_webhook: bool,
+    off: bool,
+    on: bool,
+    events: str | None,
+    warnings: str | None,
+    show: bool,
+) -> None:
+    """Be told by e-mail or Slack when a reservation is queued, starts, is about to expire,
+    ends or is in trouble (docs/notifications.md). Kept server-side, for every machine you
+    use; the webhook URL is stored encrypted and never shown whole."""
+    body: dict[str, object] = {}
+    if email is not None or no_email:
+        body["email"] = None if no_email else email
+    if slack_webhook is not None or no_slack_webhook:
+        body["slack_webhook"] = None if no_slack_webhook else slack_webhook
+    if off or on:
+        body["enabled"] = on
+    if events is not None:
+        body["events"] = [kind.strip() for kind in events.split(",") if kind.strip()]
+    if warnings is not None:
+        try:
+            body["warning_minutes"] = [int(m) for m in warnings.split(",") if m.strip()]
+        except ValueError:
+            raise click.UsageError("--warnings takes whole minutes, e.g. 30,15,5") from None
+    clashes = [
+        pair
+        for pair, given in (
+            ("--email/--no-email", email is not None and no_email),
+            ("--slack-webhook/--no-slack-webhook", slack_webhook is not None and no_slack_webhook),
+            ("--on/--off", on and off),
+        )
+        if given
+    ]
+    if clashes:
+        raise click.UsageError(f"choose one of {clashes[0]}")
+    if show and body:
+        raise click.UsageError("--show changes nothing: give it alone")
+    if not show and not body:
+        raise click.UsageError("say what to change (see --help), or --show")
+    client = obj.client()
+    settings = (
+        client.request("GET", "/v1/me/notifications")
+        if show
+        else client.request("PUT", "/v1/me/notifications", body)
+    )
+    obj.emit(settings, lambda s: console.print(_notify_lines(s)))
+
+
+def _notify_lines(settings: dict[str, Any]) -> str:
+    email = settings.get("email")
+    status = settings.get("email_status")
+    lines = [
+        f"notifications: {'on' if settings.get('enabled') else 'off'}",
+        f"e-mail: {email or '(none)'}"
+        + (" (not verified yet: open the link SES mailed you)" if status == "pending" else ""),
+        f"slack webhook: {settings.get('slack_webhook') or '(none)'}",
+        f"events: {', '.join(map(str, settings.get('events') or [])) or '(none)'}",
+        "expiry warnings: "
+        + (", ".join(f"{m} min" for m in settings.get("warning_minutes") or []) or "(none)"),
+    ]
+    return "\n".join(lines)

@@ -74,6 +74,9 @@ class AwsClients:
     secretsmanager = _Client()
     ecr = _Client()  # the API: an image's digest at submit (gpudev/images/)
     logs = _Client()  # the dev pods' output (gpudev/logs/)
+    events = _Client()  # the event relay's PutEvents
+    sesv2 = _Client()  # notifications: e-mail identities and sends
+    kms = _Client()  # notifications: the webhook URLs, encrypted at rest
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 

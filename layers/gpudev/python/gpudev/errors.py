@@ -121,6 +121,7 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
     ),
     "users_username_key": (UsernameTaken, "that username belongs to another principal"),
     "users_github_username_check": (InvalidRequest, "not a valid GitHub username"),
+    "notification_contacts_email_check": (InvalidRequest, "that is not an e-mail address"),
     "reservations_client_request_key": (
         DuplicateClientRequest,
         "a reservation with this client request id already exists",

@@ -294,6 +294,35 @@ class IdleSettings(BaseSettings):
         return self
 
 
+class EventRelaySettings(BaseSettings):
+    """The event relay (gpudev/events/relay.py): the bus it puts the lifecycle's events on
+    (cdk_app/declaration.py EVENT_BUS)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    event_bus_name: str = Field(validation_alias="EVENTS_EVENT_BUS_NAME", min_length=1)
+
+
+class NotificationSettings(BaseSettings):
+    """Notifications (gpudev/notifications/): the KMS key the webhook URLs are sealed with,
+    the address e-mails come from, where webhooks may point (comma-separated URL prefixes),
+    each post's bounds, and how many messages a user gets per hour at most."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="NOTIFY_")
+
+    key_id: str = Field(min_length=1)
+    sender: str = Field(default="", description="the notifier needs it; the API does not")
+    webhook_prefixes: str = Field(default="https://hooks.slack.com/services/", min_length=1)
+    webhook_timeout_seconds: float = Field(default=5.0, gt=0, le=10)
+    webhook_attempts: int = Field(default=3, ge=1, le=5)
+    webhook_first_wait_seconds: float = Field(default=0.5, ge=0, le=5)
+    rate_per_hour: int = Field(default=30, ge=1)
+
+    @property
+    def allowed_webhook_prefixes(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in self.webhook_prefixes.split(",") if p.strip())
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -332,6 +361,8 @@ disk_purge_settings = _getter(DiskPurgeSettings)
 pod_log_settings = _getter(PodLogSettings)
 shared_files_settings = _getter(SharedFilesSettings)
 idle_settings = _getter(IdleSettings)
+event_relay_settings = _getter(EventRelaySettings)
+notification_settings = _getter(NotificationSettings)
 
 
 def reset_settings_cache() -> None:

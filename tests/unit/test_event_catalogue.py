@@ -1,0 +1,60 @@
+"""The public events are named in three places that must agree: the layer's catalogue (what
+the relay puts), the deployment's declaration (what rules match) and the versioned schema
+(what operators build on), plus the table's CHECK (what the trigger may write)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+
+from cdk_app.declaration import DEPLOYMENT, EVENT_DETAIL_TYPES, EVENT_SOURCE
+from gpudev.events.catalogue import DETAIL_TYPES, SCHEMA_VERSION, SOURCE, event_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_declaration_and_the_catalogue_name_the_same_events():
+    assert (EVENT_SOURCE, EVENT_DETAIL_TYPES) == (SOURCE, DETAIL_TYPES)
+    for rule in DEPLOYMENT.bus_rules:
+        assert rule.source == SOURCE
+        assert set(rule.detail_types) <= set(DETAIL_TYPES)
+
+
+def test_the_schema_is_valid_and_names_every_detail_type_and_its_version():
+    schema = event_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["source"] == {"const": SOURCE}
+    assert tuple(schema["properties"]["detail-type"]["enum"]) == DETAIL_TYPES
+    assert schema["$defs"]["common"]["properties"]["version"] == {"const": SCHEMA_VERSION}
+
+
+def test_the_table_accepts_exactly_the_catalogued_detail_types():
+    migration = (ROOT / "migrations" / "0039_bus_events.sql").read_text()
+    check = migration.split("bus_events_detail_type_check CHECK (", 1)[1].split(")", 1)[0]
+    assert {t for t in DETAIL_TYPES if f"'{t}'" in check} == set(DETAIL_TYPES)
+
+
+def test_a_detail_missing_what_its_type_requires_is_refused():
+    event = {
+        "source": SOURCE,
+        "detail-type": "Reservation Ended",
+        "detail": {
+            "version": "1",
+            "event_id": "x/ended",
+            "reservation_id": "8d0c6f8e-9b7a-4c1e-8f3a-1f2e3d4c5b6a",
+            "reservation_name": None,
+            "user_id": "alice",
+            "gpu_type": "h100",
+            "gpu_count": 1,
+            "status": "failed",
+            "occurred_at": "2026-11-27T21:00:00.000000Z",
+        },
+    }
+    validator = jsonschema.Draft202012Validator(event_schema())
+    assert [e.message for e in validator.iter_errors(event)] == [
+        "'ending' is a required property",
+        "'reason' is a required property",
+    ]
+    event["detail"] |= {"ending": "failed", "reason": "the pod never became ready"}
+    assert list(validator.iter_errors(event)) == []
