@@ -5,7 +5,6 @@ snapshots are untouched; uninstalling restores moto. Also guards the seam: if mo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ from moto import mock_aws
 from moto.ec2.models.elastic_block_store import EBSBackend, Snapshot
 
 from localcloud.snapshot_completion import SnapshotCompletion
+from tests.support.waiting import wait_for
 
 TAG = [{"ResourceType": "snapshot", "Tags": [{"Key": "gpu-dev-user", "Value": "alice"}]}]
 OURS = [{"Name": "tag:gpu-dev-user", "Values": ["alice"]}]
@@ -43,7 +43,8 @@ def test_moto_completes_snapshots_at_once_without_the_knob(ec2):
 
 
 def test_new_snapshots_stay_pending_for_the_delay_then_complete(ec2):
-    completion = SnapshotCompletion(delay_seconds=0.6)
+    # long enough that a loaded machine still reads them pending; completion is waited for
+    completion = SnapshotCompletion(delay_seconds=5.0)
     uninstall = completion.install()
     try:
         created = _snapshot(ec2)
@@ -57,9 +58,10 @@ def test_new_snapshots_stay_pending_for_the_delay_then_complete(ec2):
             ec2.describe_snapshots(SnapshotIds=[copied["SnapshotId"]])["Snapshots"][0]["State"]
             == "pending"
         )
-        time.sleep(0.7)
-        assert _states(ec2) == [("completed", "100%")]
-        ec2.get_waiter("snapshot_completed").wait(SnapshotIds=[copied["SnapshotId"]])
+        wait_for(lambda: _states(ec2) == [("completed", "100%")], message="completed")
+        ec2.get_waiter("snapshot_completed").wait(
+            SnapshotIds=[copied["SnapshotId"]], WaiterConfig={"Delay": 1}
+        )
         completion.delay_seconds = 0  # applies to snapshots created from now on
         assert _snapshot(ec2)["State"] == "completed"
     finally:

@@ -15,8 +15,8 @@ from typing import Any
 import psycopg
 
 from gpudev.observability import logger
+from gpudev.repositories.shared_files import AccessPointsRepository
 from gpudev.shared_files.access_points import belongs_to, client_token, create_request
-from gpudev.shared_files.repository import AccessPointsRepository
 
 
 class AccessPointMismatch(RuntimeError):
