@@ -49,10 +49,12 @@ class AvailabilityRun:
     health_findings: int = 0
     endings_woken: int = 0
     warnings_woken: int = 0
+    addresses: dict[str, int] | None = None  # the EFA nodes' Elastic IPs (None: not run)
 
     @property
     def statistics(self) -> dict[str, Any]:
         return {
+            **(self.addresses or {}),
             "types_updated": len(self.results),
             "types_without_groups": sum(not r.groups_found for r in self.results),
             "kubernetes_reachable": self.kubernetes_reachable,
@@ -101,19 +103,23 @@ def update_availability(
     api_client: Callable[[], ApiClient],
     signals: Signals,
     invoked_by: str,
+    ec2: Any = None,
 ) -> AvailabilityRun:
     """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
     every type's availability and finish the run: they commit together or not at all. A run
     that fails records itself as failed in a transaction of its own, so no run stays open.
 
     `conn` must have no transaction open (the handler's fresh pooled connection), so that
-    `conn.transaction()` commits at the end of each block."""
+    `conn.transaction()` commits at the end of each block.
+
+    With `ec2`, the nodes of EFA groups get their Elastic IPs first (`_node_addresses`)."""
     runs = ReconcilerRunsRepository(conn)
     try:
         # The calls out of AWS and Kubernetes come first: no transaction waits on them.
         groups = list_scaling_groups(autoscaling)
         listed_at = datetime.now(UTC)
         nodes, pods = _cluster_inventory(api_client)
+        addresses = _node_addresses(ec2, nodes) if ec2 is not None else None
         with conn.transaction():
             run = runs.start(RECONCILER, invoked_by)
             gpu_types = GpuTypesRepository(conn)
@@ -138,6 +144,7 @@ def update_availability(
                 health_findings=findings,
                 endings_woken=endings,
                 warnings_woken=len(to_wake) - endings,
+                addresses=addresses,
             )
             runs.finish(run.run_id, "succeeded", outcome.statistics)
     except Exception as exc:
@@ -146,6 +153,21 @@ def update_availability(
         raise
     _wake(signals, to_wake)
     return outcome
+
+
+def _node_addresses(ec2: Any, nodes: list[Node] | None) -> dict[str, int] | None:
+    """An Elastic IP on each EFA node (cluster/addresses.py). Without the node list nothing
+    is done; a failure is logged and left to the next run, never the availability's."""
+    from gpudev.cluster.addresses import reconcile_node_addresses
+
+    if nodes is None:
+        return None
+    efa = [n.instance_id for n in nodes if n.placement_group and n.instance_id]
+    try:
+        return reconcile_node_addresses(ec2, efa).statistics
+    except Exception:
+        logger.exception("the EFA nodes' addresses were not reconciled")
+        return None
 
 
 def _watch_pods(
