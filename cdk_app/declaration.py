@@ -110,7 +110,9 @@ NODE_ADDRESS_GRANTS = (
         (_ELASTIC_IPS,),
         (("StringEquals", "ec2:CreateAction", ("AllocateAddress",)),),
     ),
-    ResourceGrant(("ec2:AssociateAddress", "ec2:ReleaseAddress"), (_ELASTIC_IPS,), (_NODE_ADDRESS,)),
+    ResourceGrant(
+        ("ec2:AssociateAddress", "ec2:ReleaseAddress"), (_ELASTIC_IPS,), (_NODE_ADDRESS,)
+    ),
     ResourceGrant(
         ("ec2:AssociateAddress",),
         ("arn:{partition}:ec2:{region}:{account}:network-interface/*",),

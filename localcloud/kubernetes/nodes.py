@@ -101,9 +101,7 @@ def sync_nodes(
         node = wanted[name]
         zone = node["metadata"]["labels"]["topology.kubernetes.io/zone"]
         node["status"]["addresses"] = _addresses(name, zone, False, public_ips.get(name))
-    existing = {
-        n["metadata"]["name"]: n for n in store.list("nodes", None, frozen=True)["items"]
-    }
+    existing = {n["metadata"]["name"]: n for n in store.list("nodes", None, frozen=True)["items"]}
     for name in wanted.keys() - existing.keys():
         store.create("nodes", "", wanted[name])
         log.info("node %s joined (%s)", name, wanted[name]["metadata"]["labels"]["GpuType"])

@@ -64,9 +64,7 @@ def _external_ips(store: ObjectStore) -> dict[str, tuple[str, str | None]]:
 
 
 def _efa_instances(store: ObjectStore) -> list[str]:
-    return [
-        name for name, (gpu_type, _) in _external_ips(store).items() if gpu_type == "h100"
-    ]
+    return [name for name, (gpu_type, _) in _external_ips(store).items() if gpu_type == "h100"]
 
 
 def test_efa_nodes_start_without_an_external_ip_and_get_their_elastic_ip(

@@ -57,9 +57,7 @@ def test_an_address_in_use_is_never_released_even_when_its_instance_is_gone() ->
     assert plan_addresses(["i-1"], {"i-1": _running("i-1", "203.0.113.7")}, in_use_by_live) == []
 
 
-def test_a_spare_left_by_an_overlapping_run_is_released_once_the_instance_has_its_address() -> (
-    None
-):
+def test_a_spare_left_by_an_overlapping_run_is_released_once_the_instance_has_its_address() -> None:
     addresses = [
         _address("eipalloc-1", "i-1", association_id="eipassoc-1"),
         _address("eipalloc-2", "i-1"),
@@ -82,16 +80,20 @@ def test_a_free_address_of_a_stopped_instance_is_kept_for_its_return() -> None:
     assert plan_addresses([], {"i-1": _running("i-1", state="stopped")}, addresses) == []
 
 
+def _attached(device: int, card: int) -> dict[str, int]:
+    return {"DeviceIndex": device, "NetworkCardIndex": card}
+
+
 def test_the_primary_interface_is_device_0_of_network_card_0() -> None:
     item = {
         "InstanceId": "i-1",
         "State": {"Name": "running"},
         "NetworkInterfaces": [
-            {"NetworkInterfaceId": "eni-efa", "Attachment": {"DeviceIndex": 0, "NetworkCardIndex": 1}},
-            {"NetworkInterfaceId": "eni-efa0", "Attachment": {"DeviceIndex": 1, "NetworkCardIndex": 0}},
+            {"NetworkInterfaceId": "eni-c1", "Attachment": _attached(device=0, card=1)},
+            {"NetworkInterfaceId": "eni-c0", "Attachment": _attached(device=1, card=0)},
             {
                 "NetworkInterfaceId": "eni-primary",
-                "Attachment": {"DeviceIndex": 0, "NetworkCardIndex": 0},
+                "Attachment": _attached(device=0, card=0),
                 "Association": {"PublicIp": "198.51.100.9"},
             },
         ],
