@@ -35,9 +35,7 @@ def test_the_availability_updater_holds_exactly_the_address_actions_scoped_by_ta
         resources = statement["Resource"]
         for action in statement["Action"]:
             for resource in resources if isinstance(resources, list) else [resources]:
-                granted.setdefault((action, _kind(resource)), []).append(
-                    statement.get("Condition")
-                )
+                granted.setdefault((action, _kind(resource)), []).append(statement.get("Condition"))
     allocating = {
         "Null": {f"aws:RequestTag/{INSTANCE_TAG}": "false"},
         "ForAllValues:StringEquals": {"aws:TagKeys": INSTANCE_TAG},

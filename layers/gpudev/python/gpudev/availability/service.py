@@ -119,7 +119,7 @@ def update_availability(
         groups = list_scaling_groups(autoscaling)
         listed_at = datetime.now(UTC)
         nodes, pods = _cluster_inventory(api_client)
-        addresses = _node_addresses(ec2, nodes) if ec2 is not None else None
+        addresses = _node_addresses(conn, ec2, nodes) if ec2 is not None else None
         with conn.transaction():
             run = runs.start(RECONCILER, invoked_by)
             gpu_types = GpuTypesRepository(conn)
@@ -155,19 +155,35 @@ def update_availability(
     return outcome
 
 
-def _node_addresses(ec2: Any, nodes: list[Node] | None) -> dict[str, int] | None:
-    """An Elastic IP on each EFA node (cluster/addresses.py). Without the node list nothing
-    is done; a failure is logged and left to the next run, never the availability's."""
+# The EFA nodes' Elastic IP step runs one at a time (sql/node_addresses/try_lock.sql).
+NODE_ADDRESSES_LOCK_KEY = 7_216_004_037
+
+
+def _node_addresses(
+    conn: psycopg.Connection[Any], ec2: Any, nodes: list[Node] | None
+) -> dict[str, int] | None:
+    """An Elastic IP on each EFA node (cluster/addresses.py), unless another run is at it.
+    Without the node list nothing is done; a failure is logged and left to the next run,
+    never the availability's."""
     from gpudev.cluster.addresses import reconcile_node_addresses
+    from gpudev.db.queries import query
 
     if nodes is None:
         return None
     efa = [n.instance_id for n in nodes if n.placement_group and n.instance_id]
+    key = {"key": NODE_ADDRESSES_LOCK_KEY}
+    with conn.transaction():
+        row = conn.execute(query("node_addresses/try_lock"), key).fetchone()
+    if not (row and row[0]):
+        return None
     try:
         return reconcile_node_addresses(ec2, efa).statistics
     except Exception:
         logger.exception("the EFA nodes' addresses were not reconciled")
         return None
+    finally:
+        with conn.transaction():
+            conn.execute(query("node_addresses/unlock"), key)
 
 
 def _watch_pods(
