@@ -10,9 +10,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import psycopg
 import pytest
 
+from gpudev.availability.service import NODE_ADDRESSES_LOCK_KEY, _node_addresses
 from gpudev.cluster.addresses import INSTANCE_TAG, reconcile_node_addresses
+from gpudev.cluster.vocabulary import Node
 from localcloud.kubernetes.nodes import NodeShape, sync_nodes
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.seed import ClusterDescription, seed
@@ -141,3 +144,36 @@ def test_an_address_of_a_gone_instance_is_released_but_one_in_use_is_kept(
     remaining = ec2.describe_addresses()["Addresses"]
     assert [a["AllocationId"] for a in remaining] != [gone["AllocationId"]]
     assert len(remaining) == 1 and remaining[0].get("AssociationId")
+
+
+def _efa_nodes(store: ObjectStore) -> list[Node]:
+    return [
+        Node(name, "h100", True, False, 8, instance_id=name, placement_group="gpudev-h100-efa")
+        for name in _efa_instances(store)
+    ]
+
+
+def test_the_availability_updater_skips_the_addresses_while_another_run_is_at_them(
+    cloud: tuple[Any, Any], conn: psycopg.Connection[Any], fresh_database: str
+) -> None:
+    ec2, autoscaling = cloud
+    store = ObjectStore()
+    sync_nodes(store, autoscaling, SHAPES, ec2)
+    nodes = _efa_nodes(store)
+    with psycopg.connect(fresh_database) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (NODE_ADDRESSES_LOCK_KEY,))
+        assert _node_addresses(conn, ec2, nodes) is None
+        assert ec2.describe_addresses()["Addresses"] == []
+        other.execute("SELECT pg_advisory_unlock(%s)", (NODE_ADDRESSES_LOCK_KEY,))
+        other.commit()
+
+    done = _node_addresses(conn, ec2, nodes)
+
+    assert done is not None and done["addresses_allocated"] == 2
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with psycopg.connect(fresh_database) as other:
+        row = other.execute(
+            "SELECT pg_try_advisory_lock(%s)", (NODE_ADDRESSES_LOCK_KEY,)
+        ).fetchone()
+        assert row == (True,), "the lock was given back"
+    assert _node_addresses(conn, ec2, None) is None, "no node list: nothing is done"
