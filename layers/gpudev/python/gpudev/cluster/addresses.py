@@ -7,8 +7,9 @@ primary interface (device 0 of network card 0), as EC2's guide for such instance
 EKS cloud controller then reports it as the node's ExternalIP.
 
 Every address is tagged `gpu-dev:instance=<instance id>` when it is allocated. A run first
-reuses a tagged address that is free, so a retry never allocates a second one. Two
-overlapping runs may each allocate one; the spare stays free and the next run releases it.
+reuses a tagged address that is free, so a retry never allocates a second one. Runs take
+turns (the availability updater's advisory lock); a spare left by a run that died is
+associated or released by the next.
 An address tagged for an instance that is gone is released too. An address that is
 associated is never released.
 
