@@ -89,6 +89,38 @@ DISK_VOLUME_GRANTS = (
 )
 DISK_VOLUME_DESCRIBES = ("ec2:DescribeVolumes", "ec2:DescribeSnapshots")
 
+# The Elastic IP each EFA node gets on its primary interface (gpudev/cluster/addresses.py
+# INSTANCE_TAG; a test keeps the two in step): allocated only with the tag, tagged only while
+# allocating, associated and released only when it carries the tag. AssociateAddress also
+# authorizes the node's interface, which EC2 creates with the instance and tags with nothing
+# of ours. No DisassociateAddress: an address is never taken off a node (EC2 frees it when
+# the instance ends).
+NODE_ADDRESS_TAG = "gpu-dev:instance"
+_ELASTIC_IPS = "arn:{partition}:ec2:{region}:{account}:elastic-ip/*"
+_NODE_ADDRESS = ("Null", f"aws:ResourceTag/{NODE_ADDRESS_TAG}", ("false",))
+NODE_ADDRESS_GRANTS = (
+    ResourceGrant(
+        ("ec2:AllocateAddress",),
+        (_ELASTIC_IPS,),
+        (
+            ("Null", f"aws:RequestTag/{NODE_ADDRESS_TAG}", ("false",)),
+            ("ForAllValues:StringEquals", "aws:TagKeys", (NODE_ADDRESS_TAG,)),
+        ),
+    ),
+    ResourceGrant(
+        ("ec2:CreateTags",),
+        (_ELASTIC_IPS,),
+        (("StringEquals", "ec2:CreateAction", ("AllocateAddress",)),),
+    ),
+    ResourceGrant(
+        ("ec2:AssociateAddress", "ec2:ReleaseAddress"), (_ELASTIC_IPS,), (_NODE_ADDRESS,)
+    ),
+    ResourceGrant(
+        ("ec2:AssociateAddress",),
+        ("arn:{partition}:ec2:{region}:{account}:network-interface/*",),
+    ),
+)
+
 API_ROLE = "gpudev_api"
 LIFECYCLE_ROLE = "gpudev_lifecycle"
 RECONCILERS_ROLE = "gpudev_reconcilers"
@@ -299,7 +331,12 @@ AVAILABILITY_UPDATER = FunctionSpec(
     "availability_updater",
     memory_mb=1024,
     timeout_seconds=120,
-    describe_actions=("autoscaling:DescribeAutoScalingGroups",),
+    describe_actions=(
+        "autoscaling:DescribeAutoScalingGroups",
+        "ec2:DescribeAddresses",
+        "ec2:DescribeInstances",
+    ),
+    grants=NODE_ADDRESS_GRANTS,  # the EFA nodes' Elastic IPs
     uses_cluster=True,
     answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone, or idle
     context_environment=IDLE_RECLAIM,  # and scrapes the DCGM exporters (utilisation/)

@@ -72,6 +72,20 @@ ACKNOWLEDGED: dict[str, str] = {
         "known in advance (cdk_app/logs.py): Fluent Bit may create streams and put events in "
         "this one group, the API may only read it."
     ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+    "<AWS::AccountId>:elastic-ip/*]": (
+        "An EFA node's Elastic IP is allocated when the node appears, so its id is not known "
+        "in advance; it is allocated only with the gpu-dev:instance tag (aws:RequestTag, that "
+        "key alone), tagged only within the allocation, and associated or released only when "
+        "it carries that tag (gpudev/cluster/addresses.py)."
+    ),
+    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:"
+    "<AWS::AccountId>:network-interface/*]": (
+        "Only AssociateAddress, to put an EFA node's Elastic IP on its primary interface: EC2 "
+        "makes that interface with the instance, so its id is not known in advance and it "
+        "carries no tag of ours; the same call must also be allowed on the address, which "
+        "is conditioned on the gpu-dev:instance tag."
+    ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::<ReservationTasksFunction83AA4231.Arn>:*]": (
         "CDK's grant_invoke for the state machine covers the task function's versions and "
         "aliases (<arn>:*), and nothing else."

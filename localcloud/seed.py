@@ -32,6 +32,22 @@ def asg_name(gpu_type: str) -> str:
     return f"pytorch-gpu-dev-{kind}-nodes-{gpu_type}"
 
 
+def _subnet_without_public_ips(ec2: Any, group: dict[str, Any], index: int) -> str:
+    """An EFA group's subnet in its one zone. EC2 gives no public address to an instance
+    launched with several network interfaces (cdk_app/fabric.py's launch templates); moto
+    ignores a launch template's interfaces, so the group's subnet maps none instead. Its nodes
+    get an address only from the Elastic IP the availability updater associates
+    (gpudev/cluster/addresses.py). `index`: the group's place, for a CIDR of its own beside
+    the default VPC's default subnets (172.31.0.0/20 …)."""
+    vpc = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]
+    subnet = ec2.create_subnet(
+        VpcId=vpc["VpcId"],
+        CidrBlock=f"172.31.{128 + 16 * index}.0/20",
+        AvailabilityZone=group["zones"][0],
+    )["Subnet"]
+    return str(subnet["SubnetId"])
+
+
 def seed(description: ClusterDescription, client: Any, instance_types: dict[str, str]) -> None:
     client("eks").create_cluster(
         name=description.cluster_name,
@@ -39,7 +55,7 @@ def seed(description: ClusterDescription, client: Any, instance_types: dict[str,
         resourcesVpcConfig={"subnetIds": []},
     )
     ec2, autoscaling = client("ec2"), client("autoscaling")
-    for group in description.node_groups:
+    for index, group in enumerate(description.node_groups):
         gpu_type = group["gpu_type"]
         template = f"gpudev-{gpu_type}-nodes"
         ec2.create_launch_template(
@@ -52,7 +68,10 @@ def seed(description: ClusterDescription, client: Any, instance_types: dict[str,
         # (moto has no CreatePlacementGroup: the name is given to the group as it is)
         placement = {}
         if group.get("placement_group"):
-            placement = {"PlacementGroup": group["placement_group"]}
+            placement = {
+                "PlacementGroup": group["placement_group"],
+                "VPCZoneIdentifier": _subnet_without_public_ips(ec2, group, index),
+            }
         autoscaling.create_auto_scaling_group(
             **placement,
             AutoScalingGroupName=asg_name(gpu_type),

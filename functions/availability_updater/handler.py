@@ -1,5 +1,6 @@
 """EventBridge rate(1 minute) → gpu_types availability (seeds 000/001), the active
-reservations' pod health, and their GPU use from the DCGM exporters (idle reclaim)."""
+reservations' pod health, their GPU use from the DCGM exporters (idle reclaim), and the EFA
+nodes' Elastic IPs."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             cluster_api_client,
             Signals(clients.stepfunctions),
             invoked_by=f"{context.function_name}:{context.aws_request_id}",
+            ec2=clients.ec2,  # the EFA nodes' Elastic IPs (gpudev/cluster/addresses.py)
         )
     metrics.add_metric("KubernetesReachable", MetricUnit.Count, int(run.kubernetes_reachable))
     used = run.utilisation.busy_gpus if run.utilisation else None

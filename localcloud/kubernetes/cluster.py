@@ -53,6 +53,7 @@ class SimulatedCluster(BackgroundWork):
         # volume controllers, EBS CSI attach, EFS CSI mounts
         self.storage = StorageSimulation(store, ec2, efs)
         self._autoscaling = autoscaling
+        self._ec2 = ec2  # an EFA node's public address is its instance's (nodes.py)
         self._shapes = shapes  # by GpuType
         self.probes = readiness.ReadinessProbes(store, probe_seconds)  # Running -> Ready
         self._terminations = PodTerminations(store, self.storage, termination_seconds_scale)
@@ -93,4 +94,4 @@ class SimulatedCluster(BackgroundWork):
         self.kubelet.step()
 
     def sync_nodes(self) -> None:
-        sync_nodes(self.store, self._autoscaling, self._shapes)
+        sync_nodes(self.store, self._autoscaling, self._shapes, self._ec2)

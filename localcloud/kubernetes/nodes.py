@@ -69,9 +69,16 @@ class NodeShape:
     efa: int = 0
 
 
-def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape]) -> None:
-    """Make the nodes follow the InService instances of the groups tagged with a GpuType."""
+def sync_nodes(
+    store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape], ec2: Any = None
+) -> None:
+    """Make the nodes follow the InService instances of the groups tagged with a GpuType.
+
+    A node of a group with a placement group (an EFA group, launched with several network
+    interfaces) has the ExternalIP EC2 gives its primary interface, as the EKS cloud
+    controller reports it: none until an Elastic IP is associated (`ec2_public_ips`)."""
     wanted: dict[str, Obj] = {}
+    efa_instances: list[str] = []
     paginator = autoscaling.get_paginator("describe_auto_scaling_groups")
     for page in paginator.paginate():
         for group in page["AutoScalingGroups"]:
@@ -87,13 +94,48 @@ def sync_nodes(store: ObjectStore, autoscaling: Any, shapes: dict[str, NodeShape
                         shape,
                         group.get("PlacementGroup"),
                     )
-    existing = {n["metadata"]["name"] for n in store.list("nodes", None, frozen=True)["items"]}
-    for name in wanted.keys() - existing:
+                    if group.get("PlacementGroup"):
+                        efa_instances.append(instance["InstanceId"])
+    public_ips = ec2_public_ips(ec2, efa_instances) if ec2 is not None and efa_instances else {}
+    for name in efa_instances:
+        node = wanted[name]
+        zone = node["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        node["status"]["addresses"] = _addresses(name, zone, False, public_ips.get(name))
+    existing = {n["metadata"]["name"]: n for n in store.list("nodes", None, frozen=True)["items"]}
+    for name in wanted.keys() - existing.keys():
         store.create("nodes", "", wanted[name])
         log.info("node %s joined (%s)", name, wanted[name]["metadata"]["labels"]["GpuType"])
-    for name in existing - wanted.keys():
+    for name in existing.keys() - wanted.keys():
         store.delete("nodes", "", name)
         log.info("node %s left", name)
+    for name in set(efa_instances) & existing.keys():
+        addresses = wanted[name]["status"]["addresses"]
+        if existing[name]["status"].get("addresses") != addresses:
+            with contextlib.suppress(ApiError):  # the node left meanwhile
+                store.update("nodes", "", name, _set_addresses(addresses))
+            log.info("node %s addresses now %s", name, addresses)
+
+
+def _set_addresses(addresses: list[dict[str, str]]) -> Any:
+    def change(node: Obj) -> None:
+        node["status"]["addresses"] = addresses
+
+    return change
+
+
+def ec2_public_ips(ec2: Any, instance_ids: list[str]) -> dict[str, str]:
+    """The public address of each instance's primary interface (device 0 of card 0), where
+    it has one."""
+    found: dict[str, str] = {}
+    reply = ec2.describe_instances(Filters=[{"Name": "instance-id", "Values": instance_ids}])
+    for reservation in reply["Reservations"]:
+        for instance in reservation["Instances"]:
+            for interface in instance.get("NetworkInterfaces", []):
+                attachment = interface.get("Attachment", {})
+                public = (interface.get("Association") or {}).get("PublicIp")
+                if attachment.get("DeviceIndex") == 0 and public:
+                    found[instance["InstanceId"]] = public
+    return found
 
 
 def node_object(name: str, zone: str, shape: NodeShape, placement_group: str | None = None) -> Obj:
@@ -249,9 +291,12 @@ def fake_ip(name: str) -> str:
     return f"10.0.{digest % 250}.{(digest // 250) % 250 + 1}"
 
 
-def _addresses(name: str, zone: str, public: bool) -> list[dict[str, str]]:
+def _addresses(
+    name: str, zone: str, public: bool, external: str | None = None
+) -> list[dict[str, str]]:
     """A node's addresses as the EC2 cloud provider reports them (the order EKS shows),
-    with EC2's DNS names for the zone's region."""
+    with EC2's DNS names for the zone's region. `public`: a made-up public address (a node
+    group in a public subnet); `external`: EC2's own public address of the instance."""
     region = zone[:-1]
     internal_domain, public_domain = (
         ("ec2.internal", "compute-1.amazonaws.com")
@@ -264,9 +309,10 @@ def _addresses(name: str, zone: str, public: bool) -> list[dict[str, str]]:
         {"type": "InternalDNS", "address": f"ip-{internal.replace('.', '-')}.{internal_domain}"},
         {"type": "Hostname", "address": name},
     ]
-    if public:
+    if public and external is None:
         digest = sum(name.encode()) * 7
         external = f"54.{digest % 250 + 1}.{(digest // 250) % 250}.{len(name) + 10}"
+    if external is not None:
         addresses[1:1] = [
             {"type": "ExternalIP", "address": external},
             {"type": "ExternalDNS", "address": f"ec2-{external.replace('.', '-')}.{public_domain}"},

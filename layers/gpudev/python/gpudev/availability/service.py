@@ -52,19 +52,24 @@ class AvailabilityRun:
     endings_woken: int = 0
     warnings_woken: int = 0
     utilisation: UtilisationRun | None = None
+    addresses: dict[str, int] | None = None  # the EFA nodes' Elastic IPs (None: not run)
 
     @property
     def statistics(self) -> dict[str, Any]:
-        return (self.utilisation.statistics if self.utilisation else {}) | {
-            "types_updated": len(self.results),
-            "types_without_groups": sum(not r.groups_found for r in self.results),
-            "kubernetes_reachable": self.kubernetes_reachable,
-            "nodes": self.nodes_seen,
-            "pods": self.pods_seen,
-            "health_findings": self.health_findings,
-            "endings_woken": self.endings_woken,
-            "warnings_woken": self.warnings_woken,
-        }
+        return (
+            (self.utilisation.statistics if self.utilisation else {})
+            | (self.addresses or {})
+            | {
+                "types_updated": len(self.results),
+                "types_without_groups": sum(not r.groups_found for r in self.results),
+                "kubernetes_reachable": self.kubernetes_reachable,
+                "nodes": self.nodes_seen,
+                "pods": self.pods_seen,
+                "health_findings": self.health_findings,
+                "endings_woken": self.endings_woken,
+                "warnings_woken": self.warnings_woken,
+            }
+        )
 
 
 def list_scaling_groups(autoscaling: Any) -> list[ScalingGroup]:
@@ -105,13 +110,16 @@ def update_availability(
     signals: Signals,
     invoked_by: str,
     fetch: Fetch = http_fetch,
+    ec2: Any = None,
 ) -> AvailabilityRun:
     """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
     every type's availability and finish the run: they commit together or not at all. A run
     that fails records itself as failed in a transaction of its own, so no run stays open.
 
     `conn` must have no transaction open (the handler's fresh pooled connection), so that
-    `conn.transaction()` commits at the end of each block."""
+    `conn.transaction()` commits at the end of each block.
+
+    With `ec2`, the nodes of EFA groups get their Elastic IPs first (`_node_addresses`)."""
     runs = ReconcilerRunsRepository(conn)
     try:
         # The calls out of AWS and Kubernetes come first: no transaction waits on them.
@@ -120,6 +128,7 @@ def update_availability(
         nodes, pods = _cluster_inventory(api_client)
         # ... and the GPU nodes' DCGM exporters (gpudev/utilisation/), as the lists say.
         scraped = scrape(nodes, fetch)
+        addresses = _node_addresses(conn, ec2, nodes) if ec2 is not None else None
         with conn.transaction():
             run = runs.start(RECONCILER, invoked_by)
             gpu_types = GpuTypesRepository(conn)
@@ -144,6 +153,7 @@ def update_availability(
                 health_findings=findings,
                 endings_woken=endings,
                 warnings_woken=len(to_wake) - endings,
+                addresses=addresses,
             )
             runs.finish(run.run_id, "succeeded", outcome.statistics)
     except Exception as exc:
@@ -154,6 +164,34 @@ def update_availability(
     # Its own transaction: the availability above stands whatever happens here.
     utilisation = record_utilisation(conn, nodes, pods, scraped, listed_at, signals)
     return replace(outcome, utilisation=utilisation)
+
+
+# The EFA nodes' Elastic IP step runs one at a time (sql/node_addresses/try_lock.sql).
+NODE_ADDRESSES_LOCK_KEY = 7_216_004_037
+
+
+def _node_addresses(
+    conn: psycopg.Connection[Any], ec2: Any, nodes: list[Node] | None
+) -> dict[str, int] | None:
+    """An Elastic IP on each EFA node (cluster/addresses.py), unless another run is at it.
+    Without the node list nothing is done; a failure is logged and left to the next run,
+    never the availability's."""
+    from gpudev.cluster.addresses import reconcile_node_addresses
+    from gpudev.repositories.node_addresses import NodeAddressesLock
+
+    if nodes is None:
+        return None
+    efa = [n.instance_id for n in nodes if n.placement_group and n.instance_id]
+    lock = NodeAddressesLock(conn, NODE_ADDRESSES_LOCK_KEY)
+    if not lock.try_take():
+        return None
+    try:
+        return reconcile_node_addresses(ec2, efa).statistics
+    except Exception:
+        logger.exception("the EFA nodes' addresses were not reconciled")
+        return None
+    finally:
+        lock.give_back()
 
 
 def _watch_pods(

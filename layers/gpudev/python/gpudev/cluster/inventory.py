@@ -14,6 +14,7 @@ from gpudev.cluster.vocabulary import (
     CRASH_LOOP,
     GPU_RESOURCE,
     GPU_TYPE_LABEL,
+    PLACEMENT_GROUP_LABEL,
     PROFILING_LABEL,
     RESERVATION_LABEL,
     Node,
@@ -66,7 +67,17 @@ def _node(item: dict[str, Any]) -> Node:
         external_address=_address(status, "ExternalIP") or _address(status, "ExternalDNS"),
         profiling=_dedicated_to_profiling(item),
         fabric=fabric_of(item["metadata"].get("labels") or {}),
+        instance_id=_instance_id(item.get("spec", {}).get("providerID")),
+        placement_group=(item["metadata"].get("labels") or {}).get(PLACEMENT_GROUP_LABEL),
     )
+
+
+def _instance_id(provider_id: str | None) -> str | None:
+    """`aws:///us-east-2a/i-0abc…` → `i-0abc…` (the EC2 cloud provider's form)."""
+    if not provider_id or not provider_id.startswith("aws://"):
+        return None
+    last = provider_id.rsplit("/", 1)[-1]
+    return last if last.startswith("i-") else None
 
 
 def _address(status: dict[str, Any], kind: str) -> str | None:

@@ -62,6 +62,10 @@ class Node:
     external_address: str | None = None
     profiling: bool = False  # dedicated to profiling: labelled or tainted PROFILING_LABEL
     fabric: str = ""  # its zone and placement group (`fabric_of`)
+    # Its EC2 instance (from spec.providerID `aws:///<zone>/<id>`) and its placement-group
+    # label: an EFA node needs an Elastic IP (cluster/addresses.py).
+    instance_id: str | None = None
+    placement_group: str | None = None
 
     @property
     def schedulable(self) -> bool:
