@@ -46,6 +46,9 @@ class Route:
 # after it).
 ROUTES = (
     Route("GET", "/v1/me"),
+    Route("GET", "/v1/me/notifications"),
+    Route("PUT", "/v1/me/notifications", {"enabled": True}),
+    Route("GET", "/v1/utilisation"),
     Route("GET", "/v1/gpu/availability"),
     Route("GET", "/v1/cluster/status"),
     Route("GET", "/v1/reservations"),
@@ -57,6 +60,8 @@ ROUTES = (
     Route("GET", "/v1/reservations/{rid}", per_resource=True),
     Route("GET", "/v1/reservations/{rid}/events", per_resource=True),
     Route("GET", "/v1/reservations/{rid}/logs", per_resource=True),
+    Route("GET", "/v1/reservations/{rid}/utilisation", per_resource=True),
+    Route("PUT", "/v1/reservations/{rid}/idle-timeout", {"idle_timeout": "2h"}, True),
     Route("POST", "/v1/reservations/{rid}/extend", {"hours": 1}, per_resource=True),
     Route("POST", "/v1/reservations/{rid}/users", {"github_username": "octocat"}, True),
     Route("DELETE", "/v1/reservations/{rid}/users/octocat", per_resource=True),
