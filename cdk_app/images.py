@@ -221,18 +221,17 @@ def build_images(
         )
     api_function.add_environment("ALLOWED_IMAGES", ",".join(entries))
     tasks_function.add_environment("LIFECYCLE_TOOLS_IMAGE", tools_image(stack))
-    _grant_api_reads(api_function, entries, cached)
+    _grant_api_reads(api_function, entries)
     return repository
 
 
-def _grant_api_reads(function: lambda_.Function, entries: list[str], cached: set[str]) -> None:
-    """BatchGetImage and DescribeImages on the allowed repositories only (the default image
-    comes through its registry's cache prefix); under a cache prefix also the import."""
+def _grant_api_reads(function: lambda_.Function, entries: list[str]) -> None:
+    """BatchGetImage and DescribeImages on the allowed repositories only; under a cache prefix
+    also the import. Nothing for the default image: the API never resolves it."""
     prefixes = {r.upstream: r.prefix for r in PULL_THROUGH_RULES}
     readable: set[str] = set()
     imported: set[str] = set()
     names: set[str] = set()
-    default_prefix = prefixes["docker.io"] if "docker.io" in cached else None
     for entry in entries:
         registry, _, path = entry.partition("/")
         name = path if path.endswith("*") else path.rstrip("/")
@@ -244,10 +243,6 @@ def _grant_api_reads(function: lambda_.Function, entries: list[str], cached: set
         arn = _repository_arn(f"{prefixes[registry]}/{name}")
         readable.add(arn)
         imported.add(arn)
-    if default_prefix is not None:  # podImage is Docker Hub's by default
-        readable.add(_repository_arn(f"{default_prefix}/*"))
-        imported.add(_repository_arn(f"{default_prefix}/*"))
-        names.add(f"{default_prefix}/*")
     _acknowledge_prefixes(
         function,
         names,

@@ -15,6 +15,12 @@ runtime's error and a Warning `Failed` event, then in `ImagePullBackOff` (`BackO
 until the back-off (10 s, doubling to 300 s, in real seconds as the kubelet counts them)
 ends and the pull is tried again: an image pushed meanwhile then starts.
 
+`refusing` is the one other way a pull fails (tests' `kubelet.image_pulls_fail`): a registry
+that refuses for now (429 Too Many Requests, containerd's `Unknown`: a pull that may heal, so
+the readiness check waits for its deadline). Every pull is refused then, with the same
+ErrImagePull and back-off, and every image is pulled as with `imagePullPolicy: Always`, so
+the fault holds on a warm node too.
+
 `registry` is None in the stand-in's own tests: every image pulls at once, as before."""
 
 from __future__ import annotations
@@ -92,6 +98,11 @@ class LocalRegistry:
         return Pullable(size)
 
 
+TOO_MANY_REQUESTS = Refused(
+    "Unknown", "failed to copy: unexpected status code 429 Too Many Requests"
+)  # `refusing`'s detail follows containerd's `failed to pull and unpack image "<image>": `
+
+
 def _not_found(image: str) -> Refused:
     return Refused(
         "NotFound",
@@ -154,19 +165,21 @@ class ImagePulls:
     # Images neither the registry nor any node has, whatever they held (tests and `make run
     # --missing-image`): refused as not found.
     missing: frozenset[str] = frozenset()
+    # Every pull refused this way (TOO_MANY_REQUESTS), whatever the registry or node holds;
+    # None: pulls as the registry answers.
+    refusing: Refused | None = None
     _on_node: dict[str, set[str]] = field(default_factory=dict)
     _pulling: dict[tuple[str, str], _Pull] = field(default_factory=dict)
     _failed: dict[tuple[str, str], _Failure] = field(default_factory=dict)  # (pod uid, image)
 
     def ready(self, pod: Obj, node: str) -> bool:
-        if self.registry is None and not self.missing:
+        if self.registry is None and not self.missing and self.refusing is None:
             return True
         have = self._on_node.setdefault(node, set())
         for container, at in _containers(pod):
             image = container.get("image", "")
-            if (image not in have or image in self.missing) and not self._pull(
-                pod, node, at, image
-            ):
+            must_pull = image not in have or image in self.missing or self.refusing is not None
+            if must_pull and not self._pull(pod, node, at, image):
                 return False  # refused: the pod shows it until the back-off ends
         return all(c.get("image", "") in have for c, _ in _containers(pod))
 
@@ -231,6 +244,9 @@ class ImagePulls:
         return True
 
     def _verdict(self, image: str) -> Pullable | Refused:
+        if self.refusing is not None:
+            detail = f'failed to pull and unpack image "{image}": {self.refusing.detail}'
+            return Refused(self.refusing.code, detail)
         if image in self.missing:
             return _not_found(image)
         return self.registry.verdict(image) if self.registry else Pullable(0)

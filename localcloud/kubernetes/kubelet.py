@@ -1,9 +1,8 @@
 """The simulated kubelets (one per node, run as one loop): each pod bound to a node (by the
 scheduler or created with nodeName) is admitted after `kubelet_delay_seconds`
 (`kubelet_admission.py`: enough free GPUs, else Failed), waits in ContainerCreating for its
-volumes, stays Pending in ImagePullBackOff while `image_pulls_fail` is set, pulls its
-images (`image_pulls.py`: ErrImagePull/ImagePullBackOff for one the registry does not have,
-or one in `missing_images`), runs its init
+volumes, pulls its images (`image_pulls.py`: ErrImagePull/ImagePullBackOff for one the registry
+does not have, one in `missing_images`, or any while `image_pulls_fail`), runs its init
 containers (`init_containers.py`), then runs, with container statuses (evicted past its
 local storage limits, `local_storage.py`); a readiness probe
 keeps it not Ready until it passes (`readiness.py`); a container that exits (its image in
@@ -20,7 +19,6 @@ from typing import Any
 
 from localcloud.kubernetes import (
     efa,
-    events,
     init_containers,
     kubelet_admission,
     readiness,
@@ -28,7 +26,7 @@ from localcloud.kubernetes import (
 from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
-from localcloud.kubernetes.image_pulls import ImagePulls
+from localcloud.kubernetes.image_pulls import TOO_MANY_REQUESTS, ImagePulls
 from localcloud.kubernetes.init_container_restarts import InitContainerRestarts
 from localcloud.kubernetes.kubelet_events import KubeletEvents, runs_begun
 from localcloud.kubernetes.local_storage import LocalStorage
@@ -38,7 +36,6 @@ from localcloud.kubernetes.pod_termination import PodTerminations
 from localcloud.kubernetes.storage_simulation import (
     StorageSimulation,
     container_creating,
-    containers_waiting,
 )
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.timestamps import now
@@ -63,7 +60,6 @@ class Kubelet:
         self._probes = probes
         self._terminations = terminations
         self.kubelet_delay_seconds = kubelet_delay_seconds
-        self.image_pulls_fail = False  # fault injection: pulls refused (429), pods never start
         # The images whose PATH has jupyter-lab (init containers see it; init_containers.py).
         self.jupyter_images = jupyter_images
         # The init container scripts the stand-in runs (ours; tests may add their own).
@@ -84,6 +80,15 @@ class Kubelet:
         # Fluent Bit's DaemonSet: the same output into CloudWatch Logs (log_shipping.py);
         # None: not shipped (the local cloud sets it, with moto's client).
         self.log_shipper: LogShipper | None = None
+
+    @property
+    def image_pulls_fail(self) -> bool:
+        """Fault injection: every pull refused (429 Too Many Requests), pods never start."""
+        return self.image_pulls.refusing is not None
+
+    @image_pulls_fail.setter
+    def image_pulls_fail(self, fail: bool) -> None:
+        self.image_pulls.refusing = TOO_MANY_REQUESTS if fail else None
 
     @property
     def missing_images(self) -> frozenset[str]:
@@ -151,43 +156,12 @@ class Kubelet:
                 continue
             if not self.image_pulls.ready(pod, node):  # image_pulls.py
                 continue
-            if self.image_pulls_fail:
-                if not _waiting_for_image(pod) and self._write(pod, _pull_failed):
-                    self._pull_events(pod)
-                continue
             if pod["spec"].get("initContainers") and not init_containers.completed(pod):
                 self._initialize(pod)
                 continue
             if self._write(pod, functools.partial(_start_pod, node=node)):
                 log.info("pod %s/%s running on %s", meta["namespace"], meta["name"], node)
             self._bound_seen_at.pop(meta["uid"], None)
-
-    def _pull_events(self, pod: Obj) -> None:
-        """The kubelet's Warning events of a failed pull, once per pull failure, as a real
-        one records them (`Failed`, then `BackOff` while it waits to pull again)."""
-        for container in pod["spec"].get("containers") or []:
-            image = container.get("image", "")
-            for reason, message in (
-                (
-                    # A registry that refuses for now (pulls that may heal: the readiness
-                    # check waits for its deadline); a missing image is `missing_images`.
-                    "Failed",
-                    f'Failed to pull image "{image}": rpc error: code = Unknown desc = '
-                    f'failed to pull and unpack image "{image}": failed to copy: unexpected '
-                    "status code 429 Too Many Requests",
-                ),
-                ("BackOff", f'Back-off pulling image "{image}"'),
-            ):
-                events.record(
-                    self._store,
-                    pod,
-                    "Warning",
-                    reason,
-                    message,
-                    "kubelet",
-                    host=pod["spec"].get("nodeName") or "",
-                    field_path=f"spec.containers{{{container['name']}}}",
-                )
 
     def _write(self, pod: Obj, change: Any) -> bool:
         """Change the pod in the store (and record the events the change shows); False if
@@ -287,13 +261,6 @@ class Kubelet:
         self._bound_seen_at.pop(meta["uid"], None)
 
 
-def _waiting_for_image(pod: Obj) -> bool:
-    return any(
-        (s.get("state", {}).get("waiting") or {}).get("reason") == "ImagePullBackOff"
-        for s in pod["status"].get("containerStatuses") or []
-    )
-
-
 def _start_pod(pod: Obj, node: str) -> None:
     started = now()
     sandbox_addresses(pod, node)
@@ -331,13 +298,3 @@ def sandbox_addresses(pod: Obj, node: str) -> None:
 def _initializing(pod: Obj, node: str) -> None:
     init_containers.initializing(pod)
     sandbox_addresses(pod, node)
-
-
-def _pull_failed(pod: Obj) -> None:
-    containers_waiting(
-        pod,
-        lambda c: {
-            "reason": "ImagePullBackOff",
-            "message": f'Back-off pulling image "{c.get("image", "")}"',
-        },
-    )

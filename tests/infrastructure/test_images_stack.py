@@ -116,7 +116,12 @@ def test_the_api_reads_image_metadata_only_in_the_allowed_repositories(with_imag
         "docker-hub/nvidia/cuda",
         "gpu-dev-images/*",
         "ecr-public/*",
-        "docker-hub/*",  # the default image, Docker Hub's
+    }  # not Docker Hub's cache wholesale for the default image: the API never resolves it
+    (api_import,) = [s for s in imports if "github/pytorch/*" in _resource_names(s)]
+    assert _resource_names(api_import) == {
+        "github/pytorch/*",
+        "docker-hub/nvidia/cuda",
+        "ecr-public/*",
     }
     api_imports = [s for s in imports if "gpu-dev-images/*" not in _resource_names(s)]
     assert all("gpu-dev-images" not in name for s in api_imports for name in _resource_names(s))

@@ -88,6 +88,26 @@ def test_no_image_is_the_default_image_and_asks_no_registry(db):
 
 
 @pytest.mark.parametrize(
+    "default",
+    [
+        "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel",
+        "docker.io/pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel",
+    ],
+)
+def test_the_default_image_named_is_exactly_no_image(db, images, default: str):
+    # The seeded registry has the default under docker-hub/: still not read, not recorded.
+    resolver, _ = images
+    queue: Any = RecordingQueue()
+    reservation, created = submit_reservation(db, queue, ALICE, _request(default), LIMITS, resolver)
+    assert created and len(queue.sent) == 1
+    assert (reservation.image, reservation.image_digest, reservation.image_pull) == (
+        None,
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
     ("image", "refusal"),
     [
         ("Not A Reference", MalformedInput),

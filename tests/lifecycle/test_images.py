@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gpudev.settings import LifecycleSettings
 from localcloud.lambdas import ACCOUNT_ID
 from localcloud.stack import REGION, LocalCloud
 from tests.lifecycle.helpers import objects_of, reserve, wait_for_status
@@ -45,6 +46,15 @@ def test_a_team_image_in_the_accounts_registry_reaches_active(api, local_cloud):
     (pod,) = objects_of(local_cloud, reservation["reservation_id"])["pods"]
     digest = _digest(local_cloud, "gpu-dev-images/team-cuda")
     assert pod["spec"]["containers"][0]["image"] == f"{REGISTRY}/gpu-dev-images/team-cuda@{digest}"
+
+
+def test_the_default_image_named_runs_as_without_image(api, local_cloud):
+    default = local_cloud.options.pod_image or LifecycleSettings().pod_image
+    reservation = reserve(api, image=default)
+    assert (reservation["image"], reservation["image_digest"]) == (None, None)
+    wait_for_status(api, reservation["reservation_id"], "active")
+    (pod,) = objects_of(local_cloud, reservation["reservation_id"])["pods"]
+    assert pod["spec"]["containers"][0]["image"] == default  # podImage, no digest lookup
 
 
 def _count(api: Any) -> int:

@@ -7,9 +7,10 @@ import json
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 
-from gpudev.errors import InvalidRequest, MalformedInput
+from gpudev.errors import InvalidRequest, MalformedInput, Unavailable
 from gpudev.images.allowlist import (
     PULL_THROUGH_PREFIXES,
     BadImagePattern,
@@ -17,7 +18,7 @@ from gpudev.images.allowlist import (
     ImagePolicy,
     parse_image_patterns,
 )
-from gpudev.images.resolve import ImageNotFound, ImageResolver
+from gpudev.images.resolve import ImageNotFound, ImageNotReadable, ImageResolver
 
 REGISTRY = "123456789012.dkr.ecr.us-east-2.amazonaws.com"
 DEFAULT = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
@@ -192,3 +193,46 @@ def test_a_refused_image_never_reaches_the_registry():
         ImageResolver(NoRegistry(), policy("ghcr.io/pytorch/*")).resolve("debian:12")
     with pytest.raises(MalformedInput):
         ImageResolver(NoRegistry(), policy("ghcr.io/pytorch/*")).resolve("Debian")
+
+
+class NoRegistry:
+    def batch_get_image(self, **_: object) -> None:
+        raise AssertionError("asked the registry")
+
+
+@pytest.mark.parametrize("default", [DEFAULT, f"docker.io/{DEFAULT}"])
+@pytest.mark.parametrize("patterns", ["", "ghcr.io/pytorch/*, docker.io/pytorch/*"])
+def test_the_default_image_is_exactly_no_image_and_never_asks_the_registry(
+    default: str, patterns: str
+):
+    # Whether or not a pattern also names it: the pod runs podImage, as without --image.
+    assert ImageResolver(NoRegistry(), policy(patterns)).resolve(default) is None
+
+
+def _stubbed_ecr(code: str, status: int) -> tuple[object, Stubber]:
+    client = boto3.client(
+        "ecr",
+        region_name="us-east-2",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    stubber = Stubber(client)
+    stubber.add_client_error("batch_get_image", service_error_code=code, http_status_code=status)
+    return client, stubber
+
+
+def test_a_repository_the_deployment_may_not_read_is_a_permanent_422_not_a_retry():
+    client, stubber = _stubbed_ecr("AccessDeniedException", 400)
+    with stubber, pytest.raises(ImageNotReadable, match="cannot read its repository") as error:
+        ImageResolver(client, policy("ghcr.io/pytorch/*")).resolve("ghcr.io/pytorch/x:1")
+    assert isinstance(error.value, InvalidRequest) and not isinstance(error.value, Unavailable)
+    assert error.value.field == "image"
+    assert "github/pytorch/x" in error.value.message
+    assert error.value.hint is not None and "ecr:BatchGetImage" in error.value.hint
+    stubber.assert_no_pending_responses()
+
+
+def test_a_registry_fault_is_still_a_retryable_503():
+    client, stubber = _stubbed_ecr("ServerException", 500)
+    with stubber, pytest.raises(Unavailable, match="try again"):
+        ImageResolver(client, policy("ghcr.io/pytorch/*")).resolve("ghcr.io/pytorch/x:1")

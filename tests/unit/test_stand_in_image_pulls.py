@@ -133,3 +133,31 @@ def test_the_seeded_images_include_the_default_pod_image():
     assert SeededImage(f"docker-hub/{repository}", tag, SEEDED_IMAGES[0].size_bytes) in (
         SEEDED_IMAGES
     )
+
+
+def test_refused_pulls_are_the_same_path_as_missing_images_and_hold_on_a_warm_node(
+    ecr: Any, monkeypatch: pytest.MonkeyPatch
+):
+    # `kubelet.image_pulls_fail` is `ImagePulls.refusing`: containerd's Unknown (429), with
+    # ErrImagePull then ImagePullBackOff, even for an image the node already has.
+    monkeypatch.setattr(image_pulls, "INITIAL_BACK_OFF_SECONDS", 0.2)
+    simulated = cluster("node-a")
+    store, kubelet = simulated.store, simulated.kubelet
+    kubelet.image_pulls.registry = LocalRegistry(ecr, OWN)
+    store.create("pods", NS, pod("warm", image=TEAM, nodeName="node-a"))
+    run_until(simulated, lambda: _running(store, "warm"))
+    kubelet.image_pulls_fail = True
+    assert kubelet.image_pulls.refusing == image_pulls.TOO_MANY_REQUESTS
+    store.create("pods", NS, pod("refused", image=TEAM, nodeName="node-a"))
+    first = run_until(simulated, lambda: _waiting(store, "refused") or None)
+    assert first["reason"] == "ErrImagePull"
+    assert first["message"] == (
+        f'rpc error: code = Unknown desc = failed to pull and unpack image "{TEAM}": failed to '
+        "copy: unexpected status code 429 Too Many Requests"
+    )
+    run_until(simulated, lambda: _waiting(store, "refused").get("reason") == "ImagePullBackOff")
+    reasons = {(e["type"], e["reason"]) for e in events_of(store, "refused")}
+    assert {("Warning", "Failed"), ("Normal", "BackOff")} <= reasons
+    kubelet.image_pulls_fail = False
+    assert kubelet.image_pulls.refusing is None
+    run_until(simulated, lambda: _running(store, "refused"))  # the next try after the back-off

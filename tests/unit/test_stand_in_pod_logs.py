@@ -165,14 +165,23 @@ def test_a_pod_whose_image_cannot_be_pulled_says_so():
     simulated.kubelet.image_pulls_fail = True
     store = simulated.store
     store.create("pods", NS, _dev_pod("dev"))
-    run_until(
-        simulated,
-        lambda: store.get("pods", NS, "dev")["status"].get("containerStatuses"),
+    # ErrImagePull first, then the back-off, as a kubelet reports a refused pull.
+    run_until(simulated, lambda: _waiting_reason(store, "dev") == "ErrImagePull")
+    refused = _refusal(store, logs, "dev")
+    assert (
+        refused.message
+        == 'container "dev" in pod "dev" is waiting to start: image can\'t be pulled'
     )
+    run_until(simulated, lambda: _waiting_reason(store, "dev") == "ImagePullBackOff")
     refused = _refusal(store, logs, "dev")
     assert refused.message == (
         'container "dev" in pod "dev" is waiting to start: trying and failing to pull image'
     )
+
+
+def _waiting_reason(store: ObjectStore, name: str) -> str | None:
+    statuses = store.get("pods", NS, name)["status"].get("containerStatuses") or [{}]
+    return ((statuses[0].get("state") or {}).get("waiting") or {}).get("reason")
 
 
 def test_an_unscheduled_pod_has_an_empty_log():

@@ -26,10 +26,18 @@ ACCEPTED_MEDIA_TYPES = [
     "application/vnd.docker.distribution.manifest.v2+json",
 ]
 _MISSING = {"RepositoryNotFoundException", "ImageNotFoundException"}
+# The API's role may not read the repository: a deployment's setting, not a passing fault, so
+# a retry never helps (cdk_app/images.py grants the allowlist's repositories only).
+_DENIED = {"AccessDeniedException", "AccessDenied"}
 
 
 class ImageNotFound(InvalidRequest):
     """An allowed reference whose repository or tag the registry does not have."""
+
+
+class ImageNotReadable(InvalidRequest):
+    """An allowed reference whose ECR repository the API's role may not read (422: permanent,
+    the user can choose another image; the hint tells an operator what to grant)."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +47,14 @@ class ResolvedImage:
     pull: str  # what the pod runs: <registry>/<source repository>@<digest>
 
 
-def resolve_image(ecr: Any, policy: ImagePolicy, text: str) -> ResolvedImage:
+def resolve_image(ecr: Any, policy: ImagePolicy, text: str) -> ResolvedImage | None:
     """`text` checked against `policy` (400 malformed, 422 not allowed) and resolved to a
-    digest in ECR (422 `ImageNotFound` when the registry lacks it; 503 when ECR fails)."""
+    digest in ECR (422 `ImageNotFound` when the registry lacks it, `ImageNotReadable` when
+    the API may not read it; 503 when ECR fails). None for the deployment's default image:
+    exactly as no image, it is not resolved and the pod runs `podImage`."""
     reference = policy.check(text)
+    if policy.is_default(reference):
+        return None
     repository = policy.source_repository(reference)
     image_id = (
         {"imageDigest": reference.digest} if reference.digest else {"imageTag": reference.tag}
@@ -56,6 +68,14 @@ def resolve_image(ecr: Any, policy: ImagePolicy, text: str) -> ResolvedImage:
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") in _MISSING:
             raise _not_found(text, reference) from error
+        if error.response.get("Error", {}).get("Code") in _DENIED:
+            raise ImageNotReadable(
+                f"image {shown(text)} is allowed, but this deployment cannot read its "
+                f"repository {repository!r} in ECR",
+                field="image",
+                hint="an operator must let the API's role call ecr:BatchGetImage on it "
+                "(docs/images.md#the-registry); until then reserve without --image",
+            ) from error
         raise Unavailable(
             f"the image registry did not answer for {shown(text)}; try again"
         ) from error
@@ -85,7 +105,8 @@ class ImageResolver:
         self._ecr = ecr
         self.policy = policy
 
-    def resolve(self, text: str) -> ResolvedImage:
+    def resolve(self, text: str) -> ResolvedImage | None:
+        """None: the default image, exactly as no --image."""
         return resolve_image(self._ecr, self.policy, text)
 
     @classmethod
