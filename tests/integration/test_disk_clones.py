@@ -6,10 +6,13 @@ snapshots purged."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ec2.models import ec2_backends
 
 from gpudev.disks.clone import CLONED_BY_TAG, CloneNotReady
 from gpudev.disks.ebs import tags_of
@@ -53,6 +56,9 @@ def snapshotted(conn: psycopg.Connection[Any], ec2: Any, user: str, name: str) -
         volume = ec2.create_volume(AvailabilityZone="us-east-2a", Size=size)["VolumeId"]
         tags = _snapshot_tags(user, name)
         ids.append(ec2.create_snapshot(VolumeId=volume, TagSpecifications=tags)["SnapshotId"])
+    # moto stamps both in the same second: the first is an hour older, as between two ends
+    backend = ec2_backends[DEFAULT_ACCOUNT_ID]["us-east-2"]
+    backend.snapshots[ids[0]].start_time -= timedelta(hours=1)
     conn.execute(
         "UPDATE disks SET snapshot_count = 2, last_snapshot_at = now(), "
         "operation_status = 'completed' WHERE user_id = %s AND disk_name = %s",
