@@ -68,7 +68,8 @@ def snapshotted(conn: psycopg.Connection[Any], ec2: Any, user: str, name: str) -
 
 
 def rows(conn: psycopg.Connection[Any]) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in conn.execute("SELECT user_id, disk_name FROM disks ORDER BY 1, 2")]
+    listed = conn.execute("SELECT user_id, disk_name FROM disks ORDER BY 1, 2")
+    return [(r[0], r[1]) for r in listed]
 
 
 def outbox(conn: psycopg.Connection[Any]) -> int:

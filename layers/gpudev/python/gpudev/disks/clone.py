@@ -86,4 +86,3 @@ class DiskClones:
             raise CloneNotReady(f"the copy {copy['SnapshotId']} is not completed yet")
         snapshot_id: str = copy["SnapshotId"]
         return snapshot_id
-

@@ -60,9 +60,7 @@ class DisksRepository:
         assert created is not None, "an INSERT … RETURNING returns its row"
         return created
 
-    def request_clone(
-        self, user_id: str, source_name: str, disk_name: str
-    ) -> DiskRequested | None:
+    def request_clone(self, user_id: str, source_name: str, disk_name: str) -> DiskRequested | None:
         """None if the source is gone, deleted or has no completed snapshot; DiskNameTaken
         if `disk_name` is taken, Conflict if it is still another disk's `tagged_name`."""
         return self._request(
