@@ -240,6 +240,16 @@ JOBS_CONSUMER = FunctionSpec(
                 ("Null", "aws:TagKeys", ("false",)),
             ),
         ),
+        # A clone copies its source's latest snapshot (gpudev/disks/clone.py): CopySnapshot
+        # authorizes the source (ours: gpu-dev-user) and the copy (tagged as a disk's at
+        # creation); tags only while copying.
+        ResourceGrant(("ec2:CopySnapshot",), (_SNAPSHOTS,), (_OURS,)),
+        ResourceGrant(("ec2:CopySnapshot",), (_SNAPSHOTS,), _TAGGING),
+        ResourceGrant(
+            ("ec2:CreateTags",),
+            (_SNAPSHOTS,),
+            (("StringEquals", "ec2:CreateAction", ("CopySnapshot",)),),
+        ),
     ),
     starts=(RESERVATION_MACHINE,),
     answers_tasks=(RESERVATION_MACHINE,),

@@ -72,6 +72,7 @@ ROUTES = (
     Route("POST", "/v1/disks", {"disk_name": "matrix-new"}),
     Route("GET", "/v1/disks/{disk}", per_resource=True),
     Route("GET", "/v1/disks/{disk}/content", per_resource=True),
+    Route("POST", "/v1/disks/{disk}/clone", {"new_name": "{disk}-c"}, per_resource=True),
     Route("POST", "/v1/disks/{disk}/rename", {"new_name": "{disk}-2"}, per_resource=True),
     Route("DELETE", "/v1/disks/{disk}-2", per_resource=True),
     Route("POST", "/v1/disks/{disk}-2/restore", per_resource=True),
@@ -184,6 +185,13 @@ def _owned(
     assert me.status == 200, me.body
     made = signer.call(who, Route("POST", "/v1/disks", {"disk_name": disk}), "", "")
     assert made.status == 202, made.body
+    # A completed snapshot, as the lifecycle records one at a reservation's end: the disk
+    # may be cloned.
+    with psycopg.connect(cloud.database_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE disks SET last_snapshot_at = now(), snapshot_count = 1 WHERE disk_name = %s",
+            (disk,),
+        )
     body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
     reserved = signer.call(who, Route("POST", "/v1/reservations", body), "", "")
     assert reserved.status == 202, reserved.body

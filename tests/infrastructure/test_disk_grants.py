@@ -97,6 +97,27 @@ def test_the_disk_functions_hold_exactly_the_ec2_actions_they_call_scoped_by_tag
     }
 
 
+def test_the_jobs_consumer_copies_only_our_snapshots_into_tagged_ones(template: Template):
+    """A disk clone's copy (gpudev/disks/clone.py): from a snapshot of ours, into one tagged
+    at creation, tags only while copying; its tag changes stay as they were."""
+    granted: dict[tuple[str, str], list[Any]] = {}
+    for statement in _ec2_statements(template, "gpudev-jobs-consumer"):
+        resources = statement["Resource"]
+        for action in statement["Action"]:
+            if action in ("ec2:CopySnapshot",) or (
+                action == "ec2:CreateTags" and "ec2:CreateAction" in str(statement)
+            ):
+                for resource in resources if isinstance(resources, list) else [resources]:
+                    granted.setdefault((action, _kind(resource)), []).append(
+                        statement.get("Condition")
+                    )
+    copying = {"StringEquals": {"ec2:CreateAction": "CopySnapshot"}}
+    assert granted == {
+        ("ec2:CopySnapshot", "snapshot"): [OURS, TAGGING],
+        ("ec2:CreateTags", "snapshot"): [copying],
+    }
+
+
 def _rbac() -> list[dict[str, Any]]:
     text = (ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()
     return [doc for doc in yaml.safe_load_all(text) if doc]

@@ -51,6 +51,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "disks/list_for_user",
         "disks/rename",
         "disks/request_create",
+        "disks/request_clone",
         "disks/request_delete",
         "disks/request_restore",
         "disks/live_holder",
@@ -383,6 +384,9 @@ def test_the_api_role_submits_a_reservation_whose_trigger_records_its_first_even
         ("disks/request_restore", {"user_id": "role-api", "disk_name": "work"}),
     ]:
         assert conn.execute(query(name), arguments).fetchone() is not None, name
+    # a clone of a disk with no completed snapshot: nothing written, and nothing denied
+    clone = {"user_id": "role-api", "source_name": "work", "disk_name": "copy"}
+    assert conn.execute(query("disks/request_clone"), clone).fetchone() is None
 
 
 def test_the_lifecycle_role_grants_changes_status_and_releases(as_role: Any):

@@ -147,6 +147,7 @@ def test_every_statement_writes_its_job_through_the_one_outbox_function():
     )
     assert writers == [
         "disks/rename",
+        "disks/request_clone",
         "disks/request_create",
         "disks/request_delete",
         "disks/request_restore",

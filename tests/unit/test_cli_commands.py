@@ -231,6 +231,7 @@ def test_no_cli_module_is_over_300_lines():
         (["delete", "--yes", "a/b"], "/v1/disks/a%2Fb"),
         (["restore", "x y"], "/v1/disks/x%20y/restore"),
         (["rename", "a/b", "c"], "/v1/disks/a%2Fb/rename"),
+        (["clone", "a/b", "c"], "/v1/disks/a%2Fb/clone"),
     ],
 )
 def test_a_disk_name_is_one_path_segment(monkeypatch, args, path):

@@ -110,7 +110,7 @@ def choose_disk(client: SigV4Client, name: str | None, ask: bool) -> str | None:
 
 @click.group()
 def disk() -> None:
-    """Named persistent disks: create, list, show, list-content, delete, restore, rename."""
+    """Named persistent disks: create, list, show, list-content, delete, restore, rename, clone."""
 
 
 @disk.command("create")
@@ -196,3 +196,21 @@ def restore(obj: Context, name: str) -> None:
     """Undelete a disk marked for deletion, before its date."""
     result = obj.client().request("POST", f"/v1/disks/{_path(name)}/restore")
     obj.emit(result, lambda d: console.print(f"Disk {d['disk_name']} restored."))
+
+
+@disk.command("clone")
+@click.argument("source")
+@click.argument("new_name")
+@click.pass_obj
+def clone(obj: Context, source: str, new_name: str) -> None:
+    """A new disk NEW_NAME from SOURCE's latest completed snapshot."""
+    result = obj.client().request(
+        "POST", f"/v1/disks/{_path(source)}/clone", {"new_name": new_name}
+    )
+    obj.emit(
+        result,
+        lambda d: console.print(
+            f"Disk {d['disk_name']} requested from {source}'s latest snapshot; "
+            f"`gpu-dev disk show {d['disk_name']}` says when it is ready."
+        ),
+    )

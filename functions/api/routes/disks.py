@@ -8,7 +8,14 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from gpudev.disks.schemas import DiskContent, DiskList, DiskRequest, DiskView, RenameRequest
+from gpudev.disks.schemas import (
+    CloneRequest,
+    DiskContent,
+    DiskList,
+    DiskRequest,
+    DiskView,
+    RenameRequest,
+)
 from gpudev.models import Disk
 from routes.answers import answers
 from routes.caller import ForCaller
@@ -98,3 +105,21 @@ def restore_user_disk(disk_name: DiskName, caller: ForCaller) -> Response[DiskVi
     from gpudev.disks.requests import restore_disk
 
     return _accepted(caller.change(restore_disk, disk_name))
+
+
+@router.post(
+    "/v1/disks/<disk_name>/clone",
+    responses=answers(
+        202,
+        DiskView,
+        "recorded and queued: a new disk from this one's latest completed snapshot",
+        *ONE_DISK,
+        body=True,
+    ),
+)
+def clone_user_disk(
+    disk_name: DiskName, request: CloneRequest, caller: ForCaller
+) -> Response[DiskView]:
+    from gpudev.disks.requests import clone_disk
+
+    return _accepted(caller.change(clone_disk, disk_name, request))

@@ -41,11 +41,12 @@ class DiskJob(BaseModel):
     """A disk operation the API recorded on the disk's row (operation_id/status)."""
 
     kind: Literal["disk_operation"] = "disk_operation"
-    operation: Literal["create", "delete", "rename", "restore"]
+    operation: Literal["create", "delete", "rename", "restore", "clone"]
     operation_id: UUID
     disk_id: UUID
     user_id: str
     disk_name: str
+    # a rename: the name before it; a clone: the source disk's name when it was asked
     previous_name: str | None = None
 
 

@@ -349,6 +349,8 @@ class Disk(DiskShown):
     tagged_name: str | None = None
     # migrations/0017: when the pod that last mounted it wrote `content_listing`
     content_listed_at: datetime | None = None
+    # migrations/0042: the disk it was cloned from (its clone job copies that one's snapshot)
+    cloned_from: UUID | None = None
 
 
 class ReconcilerRun(Row):

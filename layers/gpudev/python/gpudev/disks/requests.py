@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.disks.schemas import DiskContent, DiskRequest, RenameRequest
+from gpudev.disks.schemas import CloneRequest, DiskContent, DiskRequest, RenameRequest
 from gpudev.errors import Conflict, DiskNameTaken, Gone, NotFound, shown
 from gpudev.identity import Caller
 from gpudev.jobs import JobQueue
@@ -83,6 +83,18 @@ def _restore_refused(conn: psycopg.Connection[Any], caller: Caller, name: str) -
     return Gone(
         f"disk {shown(name)} reached its deletion date ({disk.delete_date}): its snapshots are "
         "being purged and it cannot be restored"
+    )
+
+
+def _clone_refused(conn: psycopg.Connection[Any], caller: Caller, name: str) -> Exception:
+    disk = DisksRepository(conn).get(caller.username, name)
+    if disk is None:
+        return NotFound(f"no disk named {shown(name)}")
+    if disk.is_deleted:
+        return Gone(_deleted(disk))
+    return Conflict(
+        f"disk {shown(name)} has no completed snapshot yet: a disk is snapshotted at the end "
+        "of each reservation using it; clone it after one"
     )
 
 
@@ -163,3 +175,22 @@ def rename_disk(
 def restore_disk(conn: psycopg.Connection[Any], queue: JobQueue, caller: Caller, name: str) -> Disk:
     """Undelete, before the disk's date; its job removes the snapshots' deletion tags."""
     return _request(conn, queue, caller, name, DisksRepository.request_restore, _restore_refused)
+
+
+def clone_disk(
+    conn: psycopg.Connection[Any],
+    queue: JobQueue,
+    caller: Caller,
+    name: str,
+    request: CloneRequest,
+) -> Disk:
+    """A new disk `request.new_name` from the caller's disk `name`: recorded at once (the
+    name taken), its job copies `name`'s latest completed snapshot as the new disk's
+    (gpudev/disks/clone.py), which its first reservation restores from. A taken name raises
+    DiskNameTaken (409) and rolls back, so no refusal leaves a row or a job."""
+    check_disk_name(request.new_name)
+
+    def clone(disks: DisksRepository, user_id: str, disk_name: str) -> DiskRequested | None:
+        return disks.request_clone(user_id, disk_name, request.new_name)
+
+    return _request(conn, queue, caller, name, clone, _clone_refused)

@@ -28,6 +28,10 @@ class RenameRequest(BaseModel):
     new_name: str = Field(min_length=1, max_length=50, json_schema_extra=NAME)
 
 
+class CloneRequest(BaseModel):
+    new_name: str = Field(min_length=1, max_length=50, json_schema_extra=NAME)
+
+
 # The columns of `DiskShown`, nothing else of the row (no docstring: it would become the
 # schema's description in the OpenAPI document).
 class DiskView(DiskShown):

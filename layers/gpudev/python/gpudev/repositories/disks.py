@@ -60,6 +60,14 @@ class DisksRepository:
         assert created is not None, "an INSERT … RETURNING returns its row"
         return created
 
+    def request_clone(self, user_id: str, source_name: str, disk_name: str) -> DiskRequested | None:
+        """None if the source is gone, deleted or has no completed snapshot; DiskNameTaken
+        if `disk_name` is taken, Conflict if it is still another disk's `tagged_name`."""
+        return self._request(
+            "disks/request_clone",
+            {"user_id": user_id, "source_name": source_name, "disk_name": disk_name},
+        )
+
     def request_delete(self, user_id: str, disk_name: str) -> DiskRequested | None:
         """None if the disk is gone, already deleted or in use."""
         return self._request("disks/request_delete", {"user_id": user_id, "disk_name": disk_name})

@@ -25,7 +25,7 @@ from gpudev.repositories.outbox import Outboxed, WithJob, fetch_with_job
 class NamedDisk(BaseModel):
     """The state of the disk a request names, as the submit sees it."""
 
-    state: str  # available | in_use | deleted
+    state: str  # available | in_use | deleted | cloning
     reservation_id: UUID | None
 
 

@@ -137,6 +137,11 @@ def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
     if disk.state == "in_use":
         holder = str(disk.reservation_id)[:8] if disk.reservation_id else "another reservation"
         raise Conflict(f"disk {name!r} is in use by reservation {holder}; use another disk")
+    if disk.state == "cloning":
+        raise Conflict(
+            f"disk {name!r} is still being cloned: see `gpu-dev disk show {name}` and "
+            "reserve once its operation completed"
+        )
 
 
 def reservation_id_or_prefix(text: str) -> str:

@@ -21,6 +21,9 @@ LEFT JOIN LATERAL (
     SELECT CASE
                WHEN disks.is_deleted THEN 'deleted'
                WHEN disks.in_use THEN 'in_use'
+               -- a clone whose copy has not completed (migrations/0042, disks/clone.py)
+               WHEN disks.cloned_from IS NOT NULL AND disks.operation_status <> 'completed'
+                   THEN 'cloning'
                ELSE 'available'
            END AS disk_state,
            disks.reservation_id AS disk_reservation_id
