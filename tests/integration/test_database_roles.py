@@ -134,6 +134,11 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "notifications/recent_sends",
         "reconciler_runs/finish",
         "reconciler_runs/start",
+        # the users' EFS access points (migrations/0038)
+        "shared_files/claim",
+        "shared_files/locked",
+        "shared_files/of_user",
+        "shared_files/record",
     ),
     RECONCILERS: (
         "gpu_types/list_active",
@@ -154,6 +159,9 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "utilisation/candidates",
         "utilisation/record_samples",
         "utilisation/record_idle",
+        # ... and gives EFA nodes their Elastic IPs, one run at a time
+        "node_addresses/try_lock",
+        "node_addresses/unlock",
     ),
     PURGE: (
         "disks/purge_delete",
@@ -344,6 +352,9 @@ def _reservation_params(user: str) -> dict[str, Any]:
         "profiling": False,
         "max_live_reservations": 4,
         "max_gpus": 32,
+        "image": None,
+        "image_digest": None,
+        "image_pull": None,
     }
 
 
