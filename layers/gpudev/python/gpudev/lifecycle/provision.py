@@ -43,7 +43,7 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     reservation = reservation.model_copy(update={"jupyter_token": token})
     host_key = new_host_key()  # sshd's, made once per reservation (host_keys.py)
     keys = lc.keys_secret(reservation, host_key=host_key)  # GitHub down: Transient, retried
-    if not keys["stringData"][objects.OWNER_KEYS_ENTRY]:
+    if not keys["stringData"][objects.OWNER_KEYS_ENTRY] and not reservation.preserve_entrypoint:
         # Checked before any object exists: nobody could log in, so nothing is created.
         user = reservation.github_user
         return ProvisionOutput(
@@ -70,7 +70,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
         )
     cluster.create(network.headless_service(reservation))
     for rank in range(reservation.total_nodes):  # every node reachable on its own port
-        cluster.create(network.ssh_service(reservation, rank))
+        if not reservation.preserve_entrypoint:  # its image's own entrypoint: no sshd
+            cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
     shared = mount_shared_files(lc, reservation)
     for placement in placements:
@@ -138,7 +139,7 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             # Before it answers: what the pods show happened, in the timeline (each once).
             lc.rows.record_events(reservation_id, pod_entries(pods, warnings, disk))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
-            return _activate(lc, reservation, jupyter_verdict(pods))
+            return _activate(lc, reservation, _jupyter(reservation, pods))
         if state.failed:
             return _failed(lc, reservation, pods, f"the pod did not start: {state.problem}")
         if late:
@@ -194,3 +195,10 @@ def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) 
     if status != ReservationStatus.ACTIVE:
         raise StateChanged("the reservation left 'preparing' while its pod started")
     return CheckReadyOutput(outcome="ready")
+
+
+def _jupyter(reservation: Reservation, pods: list[dict[str, Any]]) -> JupyterVerdict:
+    """Node 0's Jupyter check; a pod running its image's own entrypoint runs none."""
+    if reservation.preserve_entrypoint:
+        return JupyterVerdict(False, "the image's own entrypoint runs: no Jupyter")
+    return jupyter_verdict(pods)
