@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from gpudev_cli.main import cli
 from localcloud.kubernetes.container_logs import ENTRYPOINT_OUTPUT
+from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.helpers import objects_of, reserve, wait_for_status
 from tests.support.waiting import wait_for
 
@@ -105,3 +106,18 @@ def test_preserve_entrypoint_where_it_makes_no_sense_is_refused_and_writes_nothi
     assert sentence in reply.body["message"]
     assert reply.body["field"] == "preserve_entrypoint"
     assert _count(api) == before
+
+
+def test_an_entrypoint_that_exits_fails_the_start_with_its_log_tail(api, local_cloud):
+    kubelet = local_cloud.cluster.kubelet
+    digest = reserve(api, image=IMAGE, preserve_entrypoint=True)
+    wait_for_status(api, digest["reservation_id"], "active")  # the image's pull reference
+    (pod,) = objects_of(local_cloud, digest["reservation_id"])["pods"]
+    image = pod["spec"]["containers"][0]["image"]
+    kubelet.crashing_images = {image: Crash(exit_code=3, log="config file missing")}
+    try:
+        rid = reserve(api, image=IMAGE, preserve_entrypoint=True)["reservation_id"]
+        failed = wait_for_status(api, rid, "failed", timeout=60)
+    finally:
+        kubelet.crashing_images = {}
+    assert "exit 3" in failed["failure_reason"], failed["failure_reason"]

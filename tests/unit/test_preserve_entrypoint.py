@@ -5,6 +5,7 @@ baseline and valid), the stand-in's line for its output, and the CLI's request a
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from gpudev.cluster import objects
 from gpudev.cluster.names import Placement
+from gpudev.cluster.pod_entrypoint import SETTLE_SECONDS, settle_seconds, still_settling
 from gpudev.errors import InvalidRequest
 from gpudev.images.entrypoint import (
     check_entrypoint_jupyter,
@@ -122,3 +124,27 @@ def test_show_of_an_active_entrypoint_reservation_says_no_ssh_and_points_at_logs
     assert "gpu-dev logs 5f0c1a2b" in out
     assert "its own entrypoint and command" in out
     assert "gpu-dev connect" not in out
+
+
+def _running(started: str, restarts: int = 0) -> dict[str, Any]:
+    state = {"running": {"startedAt": started}}
+    return {"status": {"containerStatuses": [{"name": "gpu-dev", "state": state, "restartCount": restarts}]}}
+
+
+STARTED = "2026-11-27T22:00:00Z"
+EPOCH = 1_795_816_800.0  # STARTED as epoch seconds
+
+
+def test_an_entrypoint_counts_once_it_has_run_the_settle_time_without_a_restart():
+    assert datetime.fromisoformat(STARTED.replace("Z", "+00:00")).timestamp() == EPOCH
+    assert "active once it has run 10 s" in str(still_settling([_running(STARTED)], EPOCH + 9, 10))
+    assert still_settling([_running(STARTED)], EPOCH + 10, 10) is None
+    restarted = still_settling([_running(STARTED, restarts=1)], EPOCH + 60, 10)
+    assert "restarted" in str(restarted)
+    waiting = {"status": {"containerStatuses": [{"name": "gpu-dev", "state": {"waiting": {}}}]}}
+    assert "restarted" in str(still_settling([waiting], EPOCH + 60, 10))
+
+
+def test_the_settle_time_is_ten_seconds_or_a_quarter_of_a_short_ready_timeout():
+    assert settle_seconds(600) == SETTLE_SECONDS == 10
+    assert settle_seconds(6) == 1.5

@@ -14,7 +14,8 @@ from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.node_access import new_node_key
 from gpudev.cluster.objects_client import ReservationObjects
-from gpudev.cluster.pod_readiness import needs_events, pods_state
+from gpudev.cluster.pod_entrypoint import settle_seconds, still_settling
+from gpudev.cluster.pod_readiness import PodsState, needs_events, pods_state
 from gpudev.cluster.pod_timeline import pod_entries
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
@@ -125,6 +126,10 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         pods = cluster.pods(str(reservation_id))
         disk = reservation.disk_name
         state = pods_state(pods, reservation.total_nodes, disk=disk)
+        if state.ready and reservation.preserve_entrypoint:  # no probe: Ready at once
+            settle = settle_seconds(lc.settings.ready_timeout_seconds)
+            if settling := still_settling(pods, lc.clock(), settle):
+                state = PodsState(False, settling)
         warnings: list[dict[str, Any]] = []
         if not state.ready and not state.failed and needs_events(pods):
             # A Pending pod's status rarely says why (ContainerCreating): its Warning events
