@@ -128,7 +128,8 @@ def test_show_of_an_active_entrypoint_reservation_says_no_ssh_and_points_at_logs
 
 def _running(started: str, restarts: int = 0) -> dict[str, Any]:
     state = {"running": {"startedAt": started}}
-    return {"status": {"containerStatuses": [{"name": "gpu-dev", "state": state, "restartCount": restarts}]}}
+    status = {"name": "gpu-dev", "state": state, "restartCount": restarts}
+    return {"status": {"containerStatuses": [status]}}
 
 
 STARTED = "2026-11-27T22:00:00Z"
