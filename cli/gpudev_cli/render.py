@@ -89,7 +89,7 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
         # The start-up step ("pulling image …", "waiting for sshd"), or why it waits.
         lines.append(f"Now: {escape(r['current_detailed_status'])}")
     if r["status"] == "active":
-        lines += _connect_lines(r)
+        lines += _entrypoint_lines(r) if r.get("preserve_entrypoint") else _connect_lines(r)
         left = r.get("expires_in_minutes")
         lines.append(
             f"Started {moment(r.get('launched_at'))} UTC, expires {moment(r.get('expires_at'))} "
@@ -117,6 +117,8 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
         )
     if r.get("image"):  # asked with --image: the reference and the digest the pod runs
         lines.append(f"Image: {r['image']}\n       {r.get('image_digest')}")
+        if r.get("preserve_entrypoint"):
+            lines.append("       its own entrypoint and command (--preserve-entrypoint)")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):
@@ -147,6 +149,17 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
 def jupyter_command(r: dict[str, Any]) -> str:
     """Jupyter listens on a socket only `dev` can open: the owner reaches it through SSH."""
     return f"gpu-dev connect {short(r['reservation_id'])} --jupyter"
+
+
+def _entrypoint_lines(r: dict[str, Any]) -> list[str]:
+    """A pod running its image's own entrypoint (--preserve-entrypoint): no SSH to offer.
+    The ports its image exposes are not known (the API reads the manifest, not the image's
+    config), so its output is what there is to see."""
+    rid = short(r["reservation_id"])
+    return [
+        "SSH:     none: the image's own entrypoint runs (--preserve-entrypoint)",
+        f"Output:  gpu-dev logs {rid}   (only the logs show it: no port is published)",
+    ]
 
 
 def _connect_lines(r: dict[str, Any]) -> list[str]:

@@ -4,8 +4,10 @@ The kubelet keeps each container run's output (`ContainerLogs`, by pod uid, cont
 run: its restartCount), written as the run begins (kubelet.py): an init container's real
 output (the stand-in runs our pod scripts, init_containers.py); for a container running our
 startup script (gpudev/cluster/startup.sh), the step lines it and sshd print on their way
-to serving SSH; for an image a test declares crashing, what it logs (`Crash.log`); nothing for
-a container that could not start, or a command the stand-in does not run.
+to serving SSH; for a container with neither command nor args (the image's own entrypoint,
+`reserve --preserve-entrypoint`), the line `entrypoint_output` stands in for what it prints;
+for an image a test declares crashing, what it logs (`Crash.log`); nothing for a container
+that could not start, or a command the stand-in does not run.
 
 `read` answers as the two do: the API server checks the options (422 for a negative
 tailLines, a limitBytes or sinceSeconds below 1) and the container (400 `container X is not
@@ -39,6 +41,8 @@ STARTUP_STEPS = (
     "starting sshd on port 22 (ready when it prints: Server listening)",
 )
 SSHD_OUTPUT = ("Server listening on 0.0.0.0 port 22.", "Server listening on :: port 22.")
+# The line a container running its image's own entrypoint prints here (no runtime runs it).
+ENTRYPOINT_OUTPUT = "entrypoint started (local cloud: no runtime runs the image) for"
 _NEGATIVE = "must be greater than or equal to 0"
 _NOT_POSITIVE = "must be greater than 0"
 
@@ -121,6 +125,14 @@ def startup_output(container: Obj, at: str) -> tuple[str, ...]:
     rank = env.get("NODE_RANK") or "0"
     steps = tuple(f"{at} gpu-dev: {step.format(rank=rank)}" for step in STARTUP_STEPS)
     return steps + SSHD_OUTPUT
+
+
+def entrypoint_output(container: Obj) -> str:
+    """What a container running its image's own ENTRYPOINT and CMD prints: the stand-in runs
+    no image, so one line that says whose entrypoint it is."""
+    if container.get("command") or container.get("args"):
+        return ""
+    return f"{ENTRYPOINT_OUTPUT} {container.get('image', '')}"
 
 
 class ContainerLogs:

@@ -23,7 +23,11 @@ from localcloud.kubernetes import (
     kubelet_admission,
     readiness,
 )
-from localcloud.kubernetes.container_logs import ContainerLogs, startup_output
+from localcloud.kubernetes.container_logs import (
+    ContainerLogs,
+    entrypoint_output,
+    startup_output,
+)
 from localcloud.kubernetes.container_restarts import ContainerRestarts, Crash
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.image_pulls import TOO_MANY_REQUESTS, ImagePulls
@@ -205,6 +209,8 @@ class Kubelet:
         argv = [*(container.get("command") or []), *(container.get("args") or [])]
         if image in self.shell_less_images and init_containers.shell_of(argv):
             return ""  # it cannot start (StartError as the kubelet next sees it)
+        if not argv:  # the image's own entrypoint (reserve --preserve-entrypoint)
+            return entrypoint_output(container)
         return "\n".join(startup_output(container, at))
 
     def _run(self, pod: Obj) -> None:

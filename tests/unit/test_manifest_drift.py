@@ -78,6 +78,7 @@ def _reservation(
             "duration_hours": 8.0,
             "jupyter_enabled": True,
             "profiling": profiling,
+            "preserve_entrypoint": False,
             "jupyter_token": "token-123",
             "namespace": "gpu-dev",
             "secondary_users": [],

@@ -83,6 +83,7 @@ def _reservation_row(**columns: Any) -> Reservation:
         "duration_hours": 6.0,
         "jupyter_enabled": False,
         "profiling": False,
+        "preserve_entrypoint": False,
         "secondary_users": [],
         "ssh_host_keys": [],
         "ssh_nodes": [],

@@ -59,6 +59,13 @@ MULTINODE_COUNTS = (16, 24, 32)
     help="the container image, e.g. ghcr.io/pytorch/pytorch-nightly:latest: the default image "
     "or one the operators allow (docs/images.md); the pod runs the digest it has now",
 )
+@click.option(
+    "--preserve-entrypoint",
+    is_flag=True,
+    help="run the --image's own entrypoint and command instead of ours: no SSH, no dev user; "
+    "ready once its container runs, its output in `gpu-dev logs` (not with --jupyter or "
+    "multinode)",
+)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -75,6 +82,7 @@ def reserve(
     idle_timeout: str | None,
     profiling: bool,
     image: str | None,
+    preserve_entrypoint: bool,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
@@ -95,6 +103,7 @@ def reserve(
         "idle_timeout": idle_timeout.strip().lower() if idle_timeout else None,
         "profiling": profiling,
         "image": image,
+        "preserve_entrypoint": preserve_entrypoint,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

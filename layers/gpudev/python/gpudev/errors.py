@@ -143,6 +143,11 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
         InvalidRequest,
         "duration must be positive",
     ),
+    # A path past images/entrypoint.py's sentences (migration 0043): refused all the same.
+    "reservations_preserve_entrypoint_check": (
+        InvalidRequest,
+        "--preserve-entrypoint needs --image, no Jupyter and one node",
+    ),
 }
 
 

@@ -193,6 +193,10 @@ class ReservationShown(Row):
     image_digest: str | None = Field(
         default=None, description="the digest the pod runs (sha256:...), resolved at submit"
     )
+    # Its image's own entrypoint runs, not our startup script: no SSH (0043).
+    preserve_entrypoint: bool = Field(
+        default=False, description="the image's own entrypoint runs: no SSH, no dev user"
+    )
     cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None

@@ -26,6 +26,7 @@ from gpudev.cluster.fabric import efa_interfaces, with_efa
 from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
 from gpudev.cluster.host_keys import HostKey
 from gpudev.cluster.names import Names, Placement, collaborator_account
+from gpudev.cluster.pod_entrypoint import run_own_entrypoint
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.pod_tools import bring_tools
 from gpudev.cluster.vocabulary import (
@@ -296,7 +297,9 @@ def pod(
         spec["initContainers"] = [jupyter_check(image, env)]
     if persistent:  # the disk's listing, written as it stops (cluster/home_listing.py)
         spec["containers"][0] |= listing_hook()
-    if tools_image:  # sshd, sudo and a shell from the pod itself: any Linux image
+    if reservation.preserve_entrypoint:  # the image's own entrypoint: no SSH, no tools
+        run_own_entrypoint(spec)
+    elif tools_image:  # sshd, sudo and a shell from the pod itself: any Linux image
         bring_tools(spec, tools_image)
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]

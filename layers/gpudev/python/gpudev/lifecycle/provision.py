@@ -14,7 +14,8 @@ from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
 from gpudev.cluster.names import Names
 from gpudev.cluster.node_access import new_node_key
 from gpudev.cluster.objects_client import ReservationObjects
-from gpudev.cluster.pod_readiness import needs_events, pods_state
+from gpudev.cluster.pod_entrypoint import settle_seconds, still_settling
+from gpudev.cluster.pod_readiness import PodsState, needs_events, pods_state
 from gpudev.cluster.pod_timeline import pod_entries
 from gpudev.lifecycle.disk import mount_home
 from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, ProvisionOutput
@@ -43,7 +44,7 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     reservation = reservation.model_copy(update={"jupyter_token": token})
     host_key = new_host_key()  # sshd's, made once per reservation (host_keys.py)
     keys = lc.keys_secret(reservation, host_key=host_key)  # GitHub down: Transient, retried
-    if not keys["stringData"][objects.OWNER_KEYS_ENTRY]:
+    if not keys["stringData"][objects.OWNER_KEYS_ENTRY] and not reservation.preserve_entrypoint:
         # Checked before any object exists: nobody could log in, so nothing is created.
         user = reservation.github_user
         return ProvisionOutput(
@@ -70,7 +71,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
         )
     cluster.create(network.headless_service(reservation))
     for rank in range(reservation.total_nodes):  # every node reachable on its own port
-        cluster.create(network.ssh_service(reservation, rank))
+        if not reservation.preserve_entrypoint:  # its image's own entrypoint: no sshd
+            cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
     shared = mount_shared_files(lc, reservation)
     for placement in placements:
@@ -124,6 +126,10 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
         pods = cluster.pods(str(reservation_id))
         disk = reservation.disk_name
         state = pods_state(pods, reservation.total_nodes, disk=disk)
+        if state.ready and reservation.preserve_entrypoint:  # no probe: Ready at once
+            settle = settle_seconds(lc.settings.ready_timeout_seconds)
+            if settling := still_settling(pods, lc.clock(), settle):
+                state = PodsState(False, settling)
         warnings: list[dict[str, Any]] = []
         if not state.ready and not state.failed and needs_events(pods):
             # A Pending pod's status rarely says why (ContainerCreating): its Warning events
@@ -138,7 +144,7 @@ def check_ready(lc: Lifecycle, task: CheckReady) -> CheckReadyOutput:
             # Before it answers: what the pods show happened, in the timeline (each once).
             lc.rows.record_events(reservation_id, pod_entries(pods, warnings, disk))
         if state.ready:  # Ready: node 0's init container (the Jupyter check) has completed
-            return _activate(lc, reservation, jupyter_verdict(pods))
+            return _activate(lc, reservation, _jupyter(reservation, pods))
         if state.failed:
             return _failed(lc, reservation, pods, f"the pod did not start: {state.problem}")
         if late:
@@ -194,3 +200,10 @@ def _activate(lc: Lifecycle, reservation: Reservation, jupyter: JupyterVerdict) 
     if status != ReservationStatus.ACTIVE:
         raise StateChanged("the reservation left 'preparing' while its pod started")
     return CheckReadyOutput(outcome="ready")
+
+
+def _jupyter(reservation: Reservation, pods: list[dict[str, Any]]) -> JupyterVerdict:
+    """Node 0's Jupyter check; a pod running its image's own entrypoint runs none."""
+    if reservation.preserve_entrypoint:
+        return JupyterVerdict(False, "the image's own entrypoint runs: no Jupyter")
+    return jupyter_verdict(pods)

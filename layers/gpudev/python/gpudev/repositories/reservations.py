@@ -56,6 +56,7 @@ class NewReservation(BaseModel):
     image: str | None = None
     image_digest: str | None = None
     image_pull: str | None = None
+    preserve_entrypoint: bool = False  # the image's own entrypoint (images/entrypoint.py)
 
 
 @dataclass(frozen=True)

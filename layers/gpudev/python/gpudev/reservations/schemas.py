@@ -85,6 +85,12 @@ class ReservationRequest(BaseModel):
         "deployment's default image, or one its operators allow (docs/images.md); null: the "
         "default image",
     )
+    preserve_entrypoint: bool = Field(
+        default=False,
+        description="run the image's own entrypoint and command, with no SSH (needs image; "
+        "not with jupyter nor on more than one node): ready once its container runs, its "
+        "output in the logs",
+    )
 
 
 class ExtendRequest(BaseModel):

@@ -23,6 +23,11 @@ import psycopg
 from gpudev.callers import bound_user
 from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
+from gpudev.images.entrypoint import (
+    check_entrypoint_jupyter,
+    check_entrypoint_nodes,
+    check_entrypoint_request,
+)
 from gpudev.images.resolve import ImageResolver
 from gpudev.jobs import JobQueue
 from gpudev.models import Reservation, ReservationEvent, ReservationStatus, UserLimits
@@ -69,6 +74,8 @@ def submit_reservation(
     )
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
+    if request.preserve_entrypoint:
+        check_entrypoint_request(request.image, request.jupyter)
     image = None
     if request.image is not None:
         image = (images or ImageResolver.deployed()).resolve(request.image)
@@ -84,6 +91,8 @@ def submit_reservation(
         )
         require_bound(caller, context.bound_principal)
         shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
+        if request.preserve_entrypoint:
+            check_entrypoint_nodes(shape.total_nodes)
         if request.disk_name is not None:
             _check_disk_usable(request.disk_name, context.disk)
         github_user = owner_github_user(request.github_user, context.github_user)
@@ -104,6 +113,7 @@ def submit_reservation(
             image=image.reference if image else None,
             image_digest=image.digest if image else None,
             image_pull=image.pull if image else None,
+            preserve_entrypoint=request.preserve_entrypoint,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:
@@ -315,6 +325,7 @@ def set_jupyter(
     enabled: bool,
 ) -> Reservation:
     reservation = find_reservation(conn, caller, id_or_prefix)
+    check_entrypoint_jupyter(reservation.preserve_entrypoint, enabled)
     if enabled and reservation.jupyter_available is False:  # its pod said: nothing to start
         raise Conflict(
             f"Jupyter cannot be enabled on reservation {str(reservation.reservation_id)[:8]}: "
