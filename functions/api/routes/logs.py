@@ -6,7 +6,7 @@ are not paid for by the handler's import: bench/cold_start.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -65,13 +65,27 @@ def read_reservation_logs(
     limit: LogLimit = 100,
     next_page: LogNext = None,
 ) -> LogPage:
+    return read_logs(caller, reservation_id, node, since, limit, next_page)
+
+
+def read_logs(
+    caller: Any,
+    reservation_id: str,
+    node: int | None,
+    since: str | None,
+    limit: int,
+    next_page: str | None,
+    find: Any = None,
+) -> LogPage:
+    """The page, for the owner's route or (with the operators' `find`) the operators'."""
     from gpudev.aws import aws_clients
     from gpudev.logs.cloudwatch import PodLogReader
     from gpudev.logs.service import reservation_logs
     from gpudev.settings import pod_log_settings
 
     reader = PodLogReader(aws_clients().logs, pod_log_settings().pod_log_group)
-    return caller.read(
+    found = {} if find is None else {"find": find}
+    return caller.read(  # type: ignore[no-any-return]
         reservation_logs,
         reservation_id,
         reader,
@@ -79,4 +93,5 @@ def read_reservation_logs(
         since=since,
         limit=limit,
         next_token=next_page,
+        **found,
     )
