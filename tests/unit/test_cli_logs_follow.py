@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from gpudev_cli import context
 from gpudev_cli.commands import logs as logs_command
 from gpudev_cli.main import cli
-from gpudev_cli.client import Reply
+from gpudev_cli.client import Reply, TryAgainLater
 
 RID = "5f0c1a2b-0000-4000-8000-000000000000"
 T0 = datetime(2026, 11, 27, 12, tzinfo=UTC)
@@ -35,6 +35,7 @@ class LateNodeApi:
         self.arrivals, self.round = arrivals, 0
         self.rounds_until_ended = rounds_until_ended
         self.sinces: list[str | None] = []
+        self.throttled_reads: set[int] = set()  # the log reads (by number) that are throttled
 
     def call(self, method: str, path: str, body: Any = None) -> Reply:
         return Reply(200, {}, self._reservation())
@@ -44,6 +45,8 @@ class LateNodeApi:
         if url.path.endswith("/logs"):
             since = parse_qs(url.query).get("since", [None])[0]
             self.sinces.append(since)
+            if len(self.sinces) in self.throttled_reads:
+                raise TryAgainLater("CloudWatch Logs is busy; try again (HTTP 503)")
             arrived = [line for batch in self.arrivals[: self.round + 1] for line in batch]
             start = datetime.fromisoformat(since) if since else None
             lines = [
@@ -66,6 +69,7 @@ def follow(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(logs_command, "time", SimpleNamespace(sleep=waits.append))
 
     def run(api: LateNodeApi) -> list[str]:
+        run.waits = waits  # type: ignore[attr-defined]
         monkeypatch.setattr(context.Context, "client", lambda self: api)
         result = CliRunner().invoke(cli, ["logs", RID, "--follow"])
         assert result.exit_code == 0, result.output
@@ -109,3 +113,14 @@ def test_each_line_of_the_window_read_again_is_printed_once(follow):
         "five, 38 s later",
         "six, a second before five",
     ]
+
+
+def test_a_throttled_read_while_following_waits_longest_and_asks_again(follow):
+    api = LateNodeApi(
+        [[_line("a", 0, 1, "one")], [_line("b", 1, 2, "two")], []],
+        rounds_until_ended=1,
+    )
+    api.throttled_reads = {2}  # the first read after the initial one
+    printed = follow(api)
+    assert [line.split("] ", 1)[1] for line in printed] == ["one", "two"]
+    assert logs_command.LONGEST_WAIT_SECONDS in follow.waits

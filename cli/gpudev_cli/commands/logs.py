@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 import click
 
 from gpudev_cli import lookup
-from gpudev_cli.client import SigV4Client
+from gpudev_cli.client import SigV4Client, TryAgainLater
 from gpudev_cli.context import FINAL, Context, short
 from gpudev_cli.timeline import OPERATOR, OWNER
 
@@ -103,7 +103,14 @@ def _follow(
     ended = False
     while True:
         start = _window_start(recent).isoformat() if recent else since
-        new = [line for line in _lines(client, rid, node, start) if line["id"] not in recent]
+        try:
+            read = list(_lines(client, rid, node, start))
+        except TryAgainLater as busy:  # CloudWatch Logs throttled past the client's waits
+            click.echo(f"{busy}; asking again in {LONGEST_WAIT_SECONDS:g} s", err=True)
+            wait = LONGEST_WAIT_SECONDS
+            time.sleep(wait)
+            continue
+        new = [line for line in read if line["id"] not in recent]
         for line in new:
             _print(obj, line, several)
             recent[line["id"]] = _moment(line)
