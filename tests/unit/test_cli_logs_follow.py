@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from gpudev_cli import context
+from gpudev_cli.client import Reply, TryAgainLater
 from gpudev_cli.commands import logs as logs_command
 from gpudev_cli.main import cli
-from gpudev_cli.client import Reply, TryAgainLater
 
 RID = "5f0c1a2b-0000-4000-8000-000000000000"
 T0 = datetime(2026, 11, 27, 12, tzinfo=UTC)
