@@ -207,7 +207,7 @@ API = FunctionSpec(
     # `gpu-dev logs`: the dev pods' group only (its streams are `...:log-stream:<name>`).
     grants=(
         ResourceGrant(
-            ("logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"),
+            ("logs:DescribeLogStreams", "logs:FilterLogEvents"),
             (_POD_LOGS,),
         ),
         # a contact's e-mail address becomes an SES identity (SES mails it a link to verify)

@@ -13,7 +13,8 @@ and TLS handshake, not one per request. It goes through the proxy the environmen
 
 `call` and `send` return every answer as a `Reply`; `request` is the CLI's: it returns the
 body of a successful answer and turns anything else into one clear line (`CliError`), after
-waiting out a 429 a few times (`throttling.py`) when repeating the request is harmless."""
+waiting out a 429 (or a 503 with Retry-After) a few times (`throttling.py`) when repeating
+the request is harmless; `failures.py` words the line."""
 
 from __future__ import annotations
 
@@ -22,17 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpudev_cli.failures import describe_failure
 from gpudev_cli.http_route import route_to
-from gpudev_cli.throttling import (
-    GATEWAY_THROTTLED,
-    THROTTLE_RETRIES,
-    say_on_stderr,
-    throttled_wait,
-)
+from gpudev_cli.throttling import THROTTLE_RETRIES, say_on_stderr, throttled_wait
 
 # Methods whose repetition changes nothing more (RFC 9110 §9.2.2): resent after a lost answer.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -50,6 +46,10 @@ TIMEOUT_SECONDS = 30.0
 
 class CliError(Exception):
     """Printed as one line; the CLI exits non-zero."""
+
+
+class TryAgainLater(CliError):
+    """Still throttled after the waits: `logs --follow` waits longer and asks again."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,8 @@ class SigV4Client:
             self._sleep(wait)
             reply = self.call(method, path, body)  # signed anew: a signature lasts 5 minutes
         if reply.status >= 400:
-            raise CliError(describe_failure(reply))
+            again = repeatable and throttled_wait(reply, THROTTLE_RETRIES) is not None
+            raise (TryAgainLater if again else CliError)(describe_failure(reply))
         return reply.body
 
 
@@ -272,29 +273,3 @@ def _parsed(raw: bytes) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError:
         return raw.decode(errors="replace")
-
-
-def describe_failure(reply: Reply) -> str:
-    """One line for a failed answer: the API's sentence (every error body is `{"message"}`,
-    with a `hint` where one helps), and the status."""
-    payload = reply.body if isinstance(reply.body, dict) else {}
-    message = payload.get("message") or ""
-    if reply.status == 403 and not payload.get("field"):
-        # (a 403 naming a request field refuses that field, e.g. profiling: said as is)
-        return (
-            f"access denied ({message or 'forbidden'}): check that your AWS credentials "
-            "are for the gpu-dev account and role"
-        )
-    if reply.status == 429 and message in ("", GATEWAY_THROTTLED):
-        return "the gpu-dev API is busy (HTTP 429, throttled): retry in a few seconds"
-    line = f"{message or _reason(reply)} (HTTP {reply.status})"
-    if payload.get("hint"):
-        line += f"; hint: {payload['hint']}"
-    return line
-
-
-def _reason(reply: Reply) -> str:
-    try:
-        return HTTPStatus(reply.status).phrase
-    except ValueError:
-        return "error"

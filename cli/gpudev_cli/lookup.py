@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpudev_cli.client import CliError, SigV4Client, describe_failure
+from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import LIVE
+from gpudev_cli.failures import describe_failure
 
 ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{8,36}$")
 PAGE = 500

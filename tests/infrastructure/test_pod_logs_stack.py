@@ -24,7 +24,7 @@ from cdk_app.logs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-READS = {"logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"}
+READS = {"logs:DescribeLogStreams", "logs:FilterLogEvents"}
 
 
 def _text(value: Any) -> str:

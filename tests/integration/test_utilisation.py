@@ -205,3 +205,53 @@ def test_show_and_list_read_the_recent_samples(autocommit_conn, rid):
     caller = caller_from_arn("arn:aws:iam::123456789012:user/alice")
     [recent] = recent_use(autocommit_conn, caller).reservations
     assert (recent.reservation_id, recent.util_percent, recent.gpus_seen) == (rid, 30.0, 2)
+
+
+def _plan_then_owner_sets_timeout(
+    conn: psycopg.Connection[Any], owner: psycopg.Connection[Any], rid: uuid.UUID, at: datetime
+) -> list[Any]:
+    """Idle reclaim reads and plans on one connection; between its read and its write the
+    owner's `--idle-timeout none` commits on another; then the plan is written."""
+    from gpudev.repositories.utilisation import UtilisationRepository, set_idle_timeout
+    from gpudev.utilisation.idle import IdleRules, Seen, plan_idle
+
+    repo = UtilisationRepository(conn)
+    with conn.transaction():
+        candidates = repo.candidates()
+        changes = plan_idle(candidates, {rid: Seen.IDLE}, IdleRules(3600, 30, 0), at)
+        assert changes, "the plan must decide something for the race to matter"
+        assert set_idle_timeout(owner, rid, None) is not None
+        return repo.record_idle(changes, candidates)
+
+
+def test_an_ending_planned_before_the_owner_set_no_timeout_is_not_written(
+    autocommit_conn, rid, fresh_database
+):
+    warned_at = T0 + timedelta(minutes=61)
+    _run(autocommit_conn, rid, warned_at, 0, 0)
+    assert _idle(autocommit_conn, rid) == (True, None)
+
+    with psycopg.connect(fresh_database, autocommit=True) as owner:
+        recorded = _plan_then_owner_sets_timeout(
+            autocommit_conn, owner, rid, warned_at + timedelta(minutes=30)
+        )
+
+    assert recorded == []
+    assert _idle(autocommit_conn, rid) == (False, None)
+    assert not any("ending it" in e for e in _idle_events(autocommit_conn, rid))
+    # and later runs leave it alone: it has no timeout now
+    assert _run(autocommit_conn, rid, warned_at + timedelta(hours=5), 0, 0).ended == 0
+    assert _idle(autocommit_conn, rid) == (False, None)
+
+
+def test_a_warning_planned_before_the_owner_set_no_timeout_is_not_written(
+    autocommit_conn, rid, fresh_database
+):
+    with psycopg.connect(fresh_database, autocommit=True) as owner:
+        recorded = _plan_then_owner_sets_timeout(
+            autocommit_conn, owner, rid, T0 + timedelta(minutes=61)
+        )
+
+    assert recorded == []
+    assert _idle(autocommit_conn, rid) == (False, None)
+    assert _idle_events(autocommit_conn, rid) == []

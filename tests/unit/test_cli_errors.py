@@ -3,7 +3,8 @@ Gateway's throttling gets a retry hint."""
 
 from __future__ import annotations
 
-from gpudev_cli.client import Reply, describe_failure
+from gpudev_cli.client import Reply
+from gpudev_cli.failures import describe_failure
 
 
 def _reply(status: int, body: dict[str, str] | dict[str, object]) -> Reply:

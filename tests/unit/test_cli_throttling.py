@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import botocore.session
 import pytest
 
-from gpudev_cli.client import CliError, SigV4Client
+from gpudev_cli.client import CliError, SigV4Client, TryAgainLater
 from localcloud.http import LocalHttpServer, RawRequest, Reply
 
 RATE_LIMITED = json.dumps(
@@ -23,14 +23,16 @@ RATE_LIMITED = json.dumps(
 class Throttling:
     """Answers 429 (with `headers`) `times` times, then 200; records every request."""
 
-    def __init__(self, times: int, headers: dict[str, str], body: bytes = RATE_LIMITED) -> None:
-        self.times, self.headers, self.body = times, headers, body
+    def __init__(
+        self, times: int, headers: dict[str, str], body: bytes = RATE_LIMITED, status: int = 429
+    ) -> None:
+        self.times, self.headers, self.body, self.status = times, headers, body, status
         self.seen: list[tuple[str, str, bytes]] = []
 
     def __call__(self, request: RawRequest) -> Reply:
         self.seen.append((request.method, request.raw_path, request.body))
         if len(self.seen) <= self.times:
-            return 429, {"Content-Type": "application/json", **self.headers}, self.body
+            return self.status, {"Content-Type": "application/json", **self.headers}, self.body
         return 200, {"Content-Type": "application/json"}, b'{"ok": true}'
 
 
@@ -127,3 +129,31 @@ def test_api_gateways_own_throttling_backs_off_one_two_four_seconds(serve):
     client = serve(server)
     assert client.client.request("DELETE", "/v1/reservations/abcdef12/jupyter") == {"ok": True}
     assert client.waits == [1.0, 2.0, 4.0]
+
+
+BUSY = json.dumps({"message": "CloudWatch Logs is busy and did not answer; try again"}).encode()
+
+
+def test_a_503_with_retry_after_is_waited_out_like_a_429(serve):
+    server = Throttling(1, {"Retry-After": "2"}, BUSY, status=503)
+    client = serve(server)
+    assert client.client.request("GET", "/v1/reservations/abcdef12/logs") == {"ok": True}
+    assert client.waits == [2.0] and len(server.seen) == 2
+
+
+def test_a_503_still_throttled_after_the_retries_is_try_again_later(serve):
+    server = Throttling(10, {"Retry-After": "1"}, BUSY, status=503)
+    client = serve(server)
+    with pytest.raises(TryAgainLater, match=r"CloudWatch Logs is busy.*\(HTTP 503\)"):
+        client.client.request("GET", "/v1/reservations/abcdef12/logs")
+    assert client.waits == [1.0, 1.0, 1.0]
+
+
+def test_a_503_without_retry_after_is_not_waited_for(serve):
+    lost = json.dumps({"message": "the database did not answer; try again"}).encode()
+    server = Throttling(1, {}, lost, status=503)
+    client = serve(server)
+    with pytest.raises(CliError) as failed:
+        client.client.request("GET", "/v1/reservations")
+    assert not isinstance(failed.value, TryAgainLater)
+    assert client.waits == [] and len(server.seen) == 1

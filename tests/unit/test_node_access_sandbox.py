@@ -6,9 +6,13 @@ ssh config, EFA's libraries on LD_LIBRARY_PATH, and gpu-dev-run on every node.""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,26 +70,51 @@ def test_a_single_node_pod_gets_none_of_it(sandbox):
     assert not sandbox.exists("/etc/ssh/authorized_keys_nodes/dev")
 
 
-def _launcher(sandbox: Sandbox, tmp_path: Path, *command: str, failing: str = ""):
-    """gpu-dev-run with an ssh stub that runs the remote command locally (bash -c), after
-    saying which host it reached; `failing`: a host whose command exits 3."""
+# ssh as the launcher uses it, the "remote" command run here: options are read (`-tt`
+# noted), the host named in the calls log, a `failing` host exits 3, and a `no_dir` host
+# sees the launcher's directory under another path (a node without it). The command runs
+# in a session of its own, as under sshd; with `-tt` the connection closing (this ssh
+# ended) hangs it up, as sshd hangs up a pty; without, it runs on, as it would.
+SSH_STUB = """tty=0
+while [ "${1#-}" != "$1" ]; do [ "$1" = -tt ] && tty=1; shift; done
+host=$1; shift
+[ "$host" = "{failing}" ] && exit 3
+remote="$*"
+[ "$host" = "{no_dir}" ] && remote=${remote//$PWD/$PWD/not-on-this-node}
+setsid bash -c "$remote" &
+child=$!
+[ "$tty" = 1 ] && trap 'kill -HUP -- -$child 2>/dev/null; exit 129' INT TERM HUP
+wait "$child"
+"""
+
+
+def _launcher_command(
+    sandbox: Sandbox, tmp_path: Path, failing: str = "", no_dir: str = ""
+) -> dict[str, Any]:
+    """gpu-dev-run's arguments for subprocess, with the ssh stub (SSH_STUB) on its PATH."""
     _mount_nodes(sandbox, nodes=3)
     hostfile = sandbox.root / "etc/gpu-dev/nodes/hostfile"
-    sandbox.stub(
-        "ssh",
-        f'[ "$1" = -n ] && shift; host=$1; shift\n[ "$host" = "{failing}" ] && exit 3\n'
-        'exec bash -c "$*"',
-    )
-    for tool in ("sed", "dirname"):
+    sandbox.stub("ssh", SSH_STUB.replace("{failing}", failing).replace("{no_dir}", no_dir))
+    for tool in ("sed", "dirname", "setsid"):
         (sandbox.bin / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
-    return subprocess.run(
-        ["bash", str(node_access.LAUNCHER_SCRIPT), *command],
-        env={
+    return {
+        "args": ["bash", str(node_access.LAUNCHER_SCRIPT)],
+        "env": {
             "PATH": str(sandbox.bin),
             "GPU_DEV_ROOT": str(sandbox.root),
             "GPU_DEV_HOSTFILE": str(hostfile),
         },
-        cwd=tmp_path,
+        "cwd": tmp_path,
+    }
+
+
+def _launcher(
+    sandbox: Sandbox, tmp_path: Path, *command: str, failing: str = "", no_dir: str = ""
+) -> subprocess.CompletedProcess[str]:
+    launch = _launcher_command(sandbox, tmp_path, failing, no_dir)
+    return subprocess.run(
+        [*launch.pop("args"), *command],
+        **launch,
         capture_output=True,
         text=True,
         timeout=60,
@@ -107,6 +136,63 @@ def test_gpu_dev_run_fails_with_a_failing_nodes_status_and_says_which(sandbox, t
 
     assert done.returncode == 3
     assert "gpu-dev-run: node-1 exited with status 3" in done.stderr
+
+
+def test_gpu_dev_run_on_a_node_without_the_directory_runs_nothing_there_and_exits_97(
+    sandbox, tmp_path
+):
+    done = _launcher(sandbox, tmp_path, "sh", "-c", "echo ran in $(pwd)", no_dir="node-1")
+
+    assert done.returncode == 97
+    assert "gpu-dev-run: node-1 exited with status 97" in done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if line.startswith("[node-1] ran")] == []
+    assert any(line.startswith("[node-1] gpu-dev-run: no directory") for line in lines)
+    assert f"[node-0] ran in {tmp_path}" in lines
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie left for a parent that is gone."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_gpu_dev_run_ends_the_command_on_every_node(sandbox, tmp_path, sent):
+    launch = _launcher_command(sandbox, tmp_path)
+    sleep = shutil.which("sleep") or "/bin/sleep"  # the sandbox's own sleep ends at once
+    job = f'echo $$ > "$GPU_DEV_ROOT/pid-$NODE_RANK"; exec {sleep} 300'
+    runs = subprocess.Popen(
+        [*launch.pop("args"), "sh", "-c", job],
+        **launch,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pid_files = [sandbox.root / f"pid-{rank}" for rank in range(3)]
+    try:
+        assert _wait_until(lambda: all(f.exists() and f.read_text().strip() for f in pid_files))
+        pids = [int(f.read_text()) for f in pid_files]
+        runs.send_signal(sent)  # as Ctrl+C reaches it (its nodes' jobs are groups of their own)
+        _, stderr = runs.communicate(timeout=60)
+    finally:
+        if runs.poll() is None:
+            runs.kill()
+    assert runs.returncode == 128 + sent, stderr
+    assert "gpu-dev-run: stopping it on every node" in stderr
+    assert _wait_until(lambda: not any(_alive(pid) for pid in pids)), "a node's command runs on"
 
 
 def test_gpu_dev_run_without_a_command_says_how_to_use_it(sandbox, tmp_path):

@@ -46,6 +46,10 @@ def test_a_since_a_little_ahead_is_a_nodes_clock_and_taken():
     assert parse_since("2026-11-27T12:04:00Z", NOW) == NOW + timedelta(minutes=4)
 
 
+def test_an_iso_since_as_old_as_the_longest_duration_is_taken():
+    assert parse_since("2025-11-26T12:00:00Z", NOW) == NOW - timedelta(days=366)
+
+
 def test_since_as_an_iso_time_is_that_time_and_utc_when_it_names_no_zone():
     assert parse_since("2026-11-27T10:00:00Z", NOW) == datetime(2026, 11, 27, 10, tzinfo=UTC)
     assert parse_since("2026-11-27T10:00:00", NOW) == datetime(2026, 11, 27, 10, tzinfo=UTC)
@@ -63,6 +67,9 @@ def test_since_as_an_iso_time_is_that_time_and_utc_when_it_names_no_zone():
         ("yesterday", "neither a duration nor an ISO 8601 time"),
         ("367d", "longer than 366 days"),
         ("2026-11-27T12:06:00Z", "in the future"),
+        ("1969-12-31T23:59:59Z", "more than 366 days ago"),
+        ("0001-01-01T00:00:00", "more than 366 days ago"),
+        ("2025-11-26T11:59:59Z", "more than 366 days ago"),
     ],
 )
 def test_a_since_that_names_no_past_moment_is_refused_with_what_it_takes(text, said):

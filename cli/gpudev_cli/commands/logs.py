@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import click
 
 from gpudev_cli import lookup
-from gpudev_cli.client import SigV4Client
+from gpudev_cli.client import SigV4Client, TryAgainLater
 from gpudev_cli.context import FINAL, Context, short
 from gpudev_cli.timeline import OPERATOR, OWNER
 
@@ -21,6 +22,10 @@ PAGE = 500  # the route's bound
 # --follow: ask again after 1 s, doubling while nothing new arrives, never more than 10 s.
 FIRST_WAIT_SECONDS = 1.0
 LONGEST_WAIT_SECONDS = 10.0
+# Each node's Fluent Bit sends on its own (every 5 s, later when CloudWatch is slow), so a
+# line stamped before the newest one printed can still arrive: --follow reads again from
+# this long before the newest line, and skips the lines of that window it already printed.
+LATE_LINES_WINDOW = timedelta(seconds=30)
 
 
 @click.command()
@@ -46,16 +51,20 @@ def logs(obj: Context, reservation: str, node: int | None, since: str | None, fo
     rid = found["reservation_id"]
     several = found.get("total_nodes", 1) > 1 and node is None
     printed = 0
+    recent: dict[str, datetime] = {}  # --follow: the lines printed, by id, with their time
     try:
-        last: dict[str, Any] | None = None
         for line in _lines(client, rid, node, since):
             _print(obj, line, several)
-            printed, last = printed + 1, line
+            printed += 1
+            if follow:
+                recent[line["id"]] = _moment(line)
+                if len(recent) > PAGE:
+                    recent = _within_window(recent)
         if not follow:
             if not printed and obj.output != "json":
                 click.echo(f"No log lines for {short(rid)} yet.", err=True)
             return
-        _follow(obj, client, rid, node, since, last, several)
+        _follow(obj, client, rid, node, since, _within_window(recent), several)
     except KeyboardInterrupt:
         click.echo("\nStopped following.", err=True)
 
@@ -84,26 +93,29 @@ def _follow(
     rid: str,
     node: int | None,
     since: str | None,
-    last: dict[str, Any] | None,
+    recent: dict[str, datetime],
     several: bool,
 ) -> None:
-    """Ask again from the last line's time (lines of that same moment already printed are
-    known by their id) with a growing wait, until the reservation has ended and a last
-    read found nothing new."""
-    start = last["timestamp"] if last else since
-    seen = {last["id"]} if last else set()
+    """Ask again from LATE_LINES_WINDOW before the newest line printed (`recent`: the lines
+    printed in that window, by id, which are not printed twice) with a growing wait, until
+    the reservation has ended and a last read found nothing new."""
     wait = FIRST_WAIT_SECONDS
     ended = False
     while True:
-        new = [line for line in _lines(client, rid, node, start) if line["id"] not in seen]
+        start = _window_start(recent).isoformat() if recent else since
+        try:
+            read = list(_lines(client, rid, node, start))
+        except TryAgainLater as busy:  # CloudWatch Logs throttled past the client's waits
+            click.echo(f"{busy}; asking again in {LONGEST_WAIT_SECONDS:g} s", err=True)
+            wait = LONGEST_WAIT_SECONDS
+            time.sleep(wait)
+            continue
+        new = [line for line in read if line["id"] not in recent]
         for line in new:
             _print(obj, line, several)
+            recent[line["id"]] = _moment(line)
         if new:
-            newest = new[-1]["timestamp"]
-            seen = {line["id"] for line in new if line["timestamp"] == newest} | (
-                seen if newest == start else set()
-            )
-            start, wait = newest, FIRST_WAIT_SECONDS
+            recent, wait = _within_window(recent), FIRST_WAIT_SECONDS
         elif ended:
             click.echo(f"Reservation {short(rid)} has ended.", err=True)
             return
@@ -113,6 +125,22 @@ def _follow(
             status = client.request("GET", f"/v1/reservations/{rid}")["status"]
             ended = status in FINAL  # one more read picks up its last lines
         time.sleep(wait)
+
+
+def _moment(line: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(line["timestamp"])
+
+
+def _window_start(recent: dict[str, datetime]) -> datetime:
+    return max(recent.values()) - LATE_LINES_WINDOW
+
+
+def _within_window(recent: dict[str, datetime]) -> dict[str, datetime]:
+    """The lines of `recent` a read from the window's start returns again."""
+    if not recent:
+        return recent
+    start = _window_start(recent)
+    return {line_id: at for line_id, at in recent.items() if at >= start}
 
 
 def operator_lines(obj: Context, reservation_id: str, node: int | None, since: str | None) -> None:

@@ -17,7 +17,7 @@ from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
 from routes.answers import Caller, answers
 from routes.caller import ForOperator
-from routes.logs import LogLimit, LogNext, LogNode, LogSince, read_logs
+from routes.logs import LOGS_UNAVAILABLE, LogLimit, LogNext, LogNode, LogSince, read_logs
 from routes.params import EventLimit, EventOffset, ReservationId
 from routes.usage import By, Since, Until
 
@@ -80,6 +80,7 @@ def any_reservation_events(
         404,
         409,
         422,
+        meanings={503: LOGS_UNAVAILABLE},
     ),
 )
 def any_reservation_logs(

@@ -82,10 +82,11 @@ def _message(
 
 def domain_error(error: GpuDevError) -> Response[Any]:
     status = next((code for kind, code in STATUS_BY_ERROR.items() if isinstance(error, kind)), 500)
-    # RFC 9110: a 429 may say when to come back; the CLI waits that long and retries.
-    headers = (
-        {"Retry-After": str(error.retry_after_seconds)} if isinstance(error, RateLimited) else None
+    # RFC 9110: a 429 or a 503 may say when to come back; the CLI waits that long.
+    retry_after = (
+        error.retry_after_seconds if isinstance(error, RateLimited | Unavailable) else None
     )
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
     return _message(
         status,
         error.message,

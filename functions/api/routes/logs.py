@@ -31,6 +31,10 @@ LogNode = Annotated[
 LogSince = Annotated[
     str | None, Query(min_length=1, max_length=40, description=f"from: {SINCE_ALLOWED}")
 ]
+LOGS_UNAVAILABLE = (
+    "the database did not answer, or CloudWatch Logs throttled the read (then with "
+    "Retry-After: ask again after that many seconds): nothing was changed"
+)
 LogLimit = Annotated[int, Query(ge=1, le=500, description="lines to return, at most")]
 LogNext = Annotated[
     str | None,
@@ -52,8 +56,10 @@ LogNext = Annotated[
             "nothing was read",
             409: "the id prefix matches more than one of the caller's reservations",
             422: "a parameter is outside its bounds: `since` neither a duration nor an ISO "
-            "time, or in the future; `node` not a node of the reservation; `next` not the "
-            "token of a page of this query; `field` and `allowed` say what to change",
+            "time, in the future, or more than 366 days ago; `node` not a node of the "
+            "reservation; `next` not the token of a page of this query; `field` and `allowed` "
+            "say what to change",
+            503: LOGS_UNAVAILABLE,
         },
     ),
 )

@@ -6,6 +6,8 @@ sees `DiskNameTaken` rather than a psycopg `UniqueViolation`.
 
 from __future__ import annotations
 
+from typing import Any
+
 SHOWN_CHARACTERS = 40  # user input quoted in a message is cut to this many characters
 
 
@@ -79,7 +81,13 @@ class RateLimited(LimitReached):
 
 
 class Unavailable(GpuDevError):
-    """A dependency (the jobs queue) refused the request; nothing was saved, retry later."""
+    """A dependency (the jobs queue) refused the request; nothing was saved, retry later.
+    `retry_after_seconds`, when the dependency throttled us: the API's 503 says when to try
+    again (`Retry-After`)."""
+
+    def __init__(self, message: str, *, retry_after_seconds: int | None = None, **details: Any):
+        super().__init__(message, **details)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class DatabaseBusy(Unavailable):

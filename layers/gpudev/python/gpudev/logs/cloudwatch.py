@@ -3,15 +3,31 @@ an injected client): DescribeLogStreams finds which of the wanted streams exist 
 printed nothing has none), FilterLogEvents reads one page of them, interleaved by time.
 
 FilterLogEvents is given stream names, never a prefix: the names come from the reservation,
-so a page holds only its pods' lines whatever the prefix would match."""
+so a page holds only its pods' lines whatever the prefix would match.
+
+CloudWatch throttling (5 FilterLogEvents a second per account and region, shared by every
+reader) or a CloudWatch outage is Unavailable with a Retry-After: the API answers 503, and
+`gpu-dev logs --follow` waits and asks again, instead of a 500 that reads as a bug."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from gpudev.errors import Unavailable
+
 log = logging.getLogger(__name__)
+
+# The error codes CloudWatch Logs answers when it throttles or is briefly down.
+TRY_AGAIN_CODES = frozenset(
+    {"ThrottlingException", "LimitExceededException", "ServiceUnavailableException"}
+)
+RETRY_AFTER_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -30,8 +46,9 @@ class PodLogReader:
         found: list[str] = []
         kwargs: dict[str, Any] = {"logGroupName": self._group, "logStreamNamePrefix": prefix}
         try:
-            for page in self._client.get_paginator("describe_log_streams").paginate(**kwargs):
-                found += [s["logStreamName"] for s in page.get("logStreams", [])]
+            with _try_again_later():
+                for page in self._client.get_paginator("describe_log_streams").paginate(**kwargs):
+                    found += [s["logStreamName"] for s in page.get("logStreams", [])]
         except self._client.exceptions.ResourceNotFoundException:
             log.warning("log group %s does not exist: no pod output can be read", self._group)
             return []
@@ -53,7 +70,24 @@ class PodLogReader:
         if token is not None:
             kwargs["nextToken"] = token
         try:
-            answer = self._client.filter_log_events(**kwargs)
+            with _try_again_later():
+                answer = self._client.filter_log_events(**kwargs)
         except self._client.exceptions.ResourceNotFoundException:
             return RawPage([], None)  # the group went between the two calls
         return RawPage(answer.get("events", []), answer.get("nextToken"))
+
+
+@contextmanager
+def _try_again_later() -> Iterator[None]:
+    """CloudWatch's throttling and outages as Unavailable (503 with Retry-After)."""
+    try:
+        yield
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code")
+        if code not in TRY_AGAIN_CODES:
+            raise
+        log.warning("CloudWatch Logs refused a read: %s", code)
+        raise Unavailable(
+            "CloudWatch Logs is busy and did not answer; try again in a few seconds",
+            retry_after_seconds=RETRY_AFTER_SECONDS,
+        ) from None

@@ -22,15 +22,21 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # Longer than any retention the log group can be given a reason to have: a year.
 LONGEST_SINCE = timedelta(days=366)
 # A time a little ahead of the API's clock is a node's clock running ahead (a follower asks
-# from the last line's time): read as now, not refused.
+# from near the last line's time): taken as it is (CloudWatch has no lines from then yet, so
+# the page is empty), not refused.
 CLOCK_SKEW = timedelta(minutes=5)
-SINCE_ALLOWED = "a duration back from now (30s, 10m, 2h, 1d; at most 366d) or an ISO 8601 time"
+SINCE_ALLOWED = (
+    "a duration back from now (30s, 10m, 2h, 1d; at most 366d) or an ISO 8601 time of the "
+    "last 366 days"
+)
 NEXT_ALLOWED = "the `next` of the page before, unchanged"
 
 
 def parse_since(text: str, now: datetime) -> datetime:
     """The moment `since` names: `now` less a duration, or an ISO 8601 time (UTC when it
-    names no zone), never in the future (beyond CLOCK_SKEW)."""
+    names no zone). Never in the future (beyond CLOCK_SKEW: up to it, the time as given),
+    never more than LONGEST_SINCE ago (an ISO time before 1970 is a negative CloudWatch
+    timestamp, which CloudWatch refuses)."""
     duration = _DURATION.match(text)
     if duration:
         amount = timedelta(seconds=int(duration[1]) * _UNIT_SECONDS[duration[2]])
@@ -45,6 +51,8 @@ def parse_since(text: str, now: datetime) -> datetime:
         moment = moment.replace(tzinfo=UTC)
     if moment > now + CLOCK_SKEW:
         raise _bad_since(text, "is in the future")
+    if moment < now - LONGEST_SINCE:
+        raise _bad_since(text, "is more than 366 days ago")
     return moment
 
 

@@ -71,23 +71,30 @@ class UtilisationRepository:
             {"user_id": username, "since": since},
         )
 
-    def record_idle(self, changes: Sequence[IdleChange]) -> list[IdleRecorded]:
+    def record_idle(
+        self, changes: Sequence[IdleChange], seen: Sequence[IdleCandidate]
+    ) -> list[IdleRecorded]:
+        """Writes the changes planned from `seen`, each only if its row's idle state is still
+        what the plan read (the candidates are not locked: the owner may change the timeout)."""
         if not changes:
             return []
-        return fetch_all(
-            self._conn,
-            "utilisation/record_idle",
-            IdleRecorded,
-            column_arrays(
-                changes,
-                "reservation_id",
-                "active_at",
-                "warning",
-                "warned_at",
-                "clear_warning",
-                "ending",
-            ),
+        read = {c.reservation_id: c for c in seen}
+        params = column_arrays(
+            changes,
+            "reservation_id",
+            "active_at",
+            "warning",
+            "warned_at",
+            "clear_warning",
+            "ending",
         )
+        planned_from = [read[c.reservation_id] for c in changes]
+        params |= {
+            "seen_timeout_minutes": [c.idle_timeout_minutes for c in planned_from],
+            "seen_active_at": [c.idle_active_at for c in planned_from],
+            "seen_warned_at": [c.idle_warned_at for c in planned_from],
+        }
+        return fetch_all(self._conn, "utilisation/record_idle", IdleRecorded, params)
 
 
 def set_idle_timeout(

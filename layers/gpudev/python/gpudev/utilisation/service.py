@@ -141,7 +141,7 @@ def record_utilisation(
         )
         candidates = repo.candidates()
         changes = plan_idle(candidates, seen, rules_of(settings, seconds_per_hour), now)
-        recorded = repo.record_idle(changes)
+        recorded = repo.record_idle(changes, candidates)
     pending_endings = [
         IdleRecorded(c.reservation_id, c.task_token, c.idle_ending, False)
         for c in candidates
