@@ -21,7 +21,7 @@ from tests.lifecycle.helpers import (
 )
 from tests.support.api import ApiClient
 
-MOUNT = "/shared-personal"
+MOUNT = "/run/gpu-dev/share/mnt"  # linked from /shared-personal by startup.sh
 
 
 def _mounts(cloud: LocalCloud, reservation_id: str) -> dict[str, str]:

@@ -146,7 +146,7 @@ def test_every_pod_gets_the_mount_and_the_cache_variables():
     ]
     container = pod["spec"]["containers"][0]
     assert container["volumeMounts"] == [
-        {"name": "shared-personal", "mountPath": "/shared-personal"}
+        {"name": "shared-personal", "mountPath": "/run/gpu-dev/share/mnt"}
     ]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {
