@@ -48,11 +48,21 @@ def client_token(file_system_id: str, user_id: str) -> str:
     return hashlib.sha256(f"gpu-dev:{file_system_id}:{user_id}".encode()).hexdigest()
 
 
-def create_request(file_system_id: str, user_id: str) -> dict[str, Any]:
-    """CreateAccessPoint's parameters for the user."""
+def replacement_token(file_system_id: str, user_id: str, gone_access_point_id: str) -> str:
+    """The client token for the access point that replaces a deleted one: fresh (EFS may
+    answer the first token with the deleted access point), yet the same for every try that
+    replaces the same one."""
+    return hashlib.sha256(
+        f"gpu-dev:{file_system_id}:{user_id}:replaces:{gone_access_point_id}".encode()
+    ).hexdigest()
+
+
+def create_request(file_system_id: str, user_id: str, token: str | None = None) -> dict[str, Any]:
+    """CreateAccessPoint's parameters for the user (`token`: the row's, when not the
+    first)."""
     key = user_key(user_id)
     return {
-        "ClientToken": client_token(file_system_id, user_id),
+        "ClientToken": token or client_token(file_system_id, user_id),
         "FileSystemId": file_system_id,
         "PosixUser": {"Uid": DEV_UID, "Gid": DEV_GID},
         "RootDirectory": {
