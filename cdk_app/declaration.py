@@ -274,7 +274,7 @@ RESERVATION_TASKS = FunctionSpec(
     answers_tasks=(RESERVATION_MACHINE,),
     context_environment=(POD_IMAGE, SHARED_FILE_SYSTEM_ID, CCACHE_MAX_SIZE),
     # a recorded access point is checked before reuse (shared_files/service.py)
-    describe_actions=DISK_VOLUME_DESCRIBES + ("elasticfilesystem:DescribeAccessPoints",),
+    describe_actions=(*DISK_VOLUME_DESCRIBES, "elasticfilesystem:DescribeAccessPoints"),
     # a named disk's volume and snapshots; users' access points
     grants=DISK_VOLUME_GRANTS + SHARED_FILES_GRANTS,
     reserved_concurrency=TASK_CONCURRENCY,
