@@ -142,6 +142,7 @@ class PersistentVolumes:
             str(item["metadata"]["labels"][RESERVATION_LABEL])
             for item in json.loads(listed.data).get("items", [])
             if ((item.get("spec") or {}).get("csi") or {}).get("driver") == EFS_CSI_DRIVER
+            and not item["metadata"].get("deletionTimestamp")  # being deleted already
         }
 
     def zone_of(self, node_name: str) -> str:
