@@ -280,12 +280,16 @@ CCACHE_MAX_SIZE = ContextSetting(
 # a unit test keeps the two in step). The lifecycle makes access points only tagged so, on
 # the deployment's file systems; nothing else on EFS.
 ACCESS_POINT_USER_TAG = "gpu-dev-user"
-_FILE_SYSTEMS = "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/*"
+# The deployment's file system only (gpudev:sharedFileSystemId, named at synth; without it
+# the lifecycle gets no EFS grant at all): never another file system of the account.
+_FILE_SYSTEM = (
+    "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{shared_file_system}"
+)
 _ACCESS_POINTS = "arn:{partition}:elasticfilesystem:{region}:{account}:access-point/*"
 SHARED_FILES_GRANTS = (
     ResourceGrant(
         ("elasticfilesystem:CreateAccessPoint",),
-        (_FILE_SYSTEMS,),
+        (_FILE_SYSTEM,),
         (("StringLike", f"aws:RequestTag/{ACCESS_POINT_USER_TAG}", ("*",)),),
     ),
     # Tags on create only (CreateAccessPoint with Tags authorizes TagResource too).
@@ -311,7 +315,8 @@ RESERVATION_TASKS = FunctionSpec(
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
     context_environment=(POD_IMAGE, SHARED_FILE_SYSTEM_ID, CCACHE_MAX_SIZE),
-    describe_actions=DISK_VOLUME_DESCRIBES,
+    # a recorded access point is checked before reuse (shared_files/service.py)
+    describe_actions=(*DISK_VOLUME_DESCRIBES, "elasticfilesystem:DescribeAccessPoints"),
     # a named disk's volume and snapshots; users' access points
     grants=DISK_VOLUME_GRANTS + SHARED_FILES_GRANTS,
     reserved_concurrency=TASK_CONCURRENCY,

@@ -36,7 +36,14 @@ from cdk_app.ca_bundle import (
     rds_ca_bundle,
 )
 from cdk_app.database import DATABASE_NAME
-from cdk_app.declaration import METRICS_NAMESPACE, MIGRATE, FunctionSpec, ResourceGrant
+from cdk_app.declaration import (
+    METRICS_NAMESPACE,
+    MIGRATE,
+    SHARED_FILE_SYSTEM_ID,
+    SHARED_FILES_GRANTS,
+    FunctionSpec,
+    ResourceGrant,
+)
 from cdk_app.function import GpuDevFunction
 from cdk_app.layer_bundling import layer_bundling, migrations_digest
 from cdk_app.network import Network
@@ -143,8 +150,16 @@ class FunctionBuilder:
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=list(spec.describe_actions), resources=["*"])
             )
+        shared_file_system = str(
+            self._stack.node.try_get_context(SHARED_FILE_SYSTEM_ID.context_key)
+            or SHARED_FILE_SYSTEM_ID.default
+        )
         for grant in spec.grants:
-            function.add_to_role_policy(policy_statement(grant, self._cluster_name))
+            if shared_file_system == "off" and grant in SHARED_FILES_GRANTS:
+                continue  # no share: nothing to grant on it
+            function.add_to_role_policy(
+                policy_statement(grant, self._cluster_name, shared_file_system)
+            )
         if spec.uses_cluster:
             self._grant_cluster_access(function, spec)
         self._alarm_on(function, spec)
@@ -222,8 +237,15 @@ class FunctionBuilder:
             )
 
 
-def policy_statement(grant: ResourceGrant, cluster_name: str) -> iam.PolicyStatement:
-    arn = {"partition": Aws.PARTITION, "region": Aws.REGION, "account": Aws.ACCOUNT_ID}
+def policy_statement(
+    grant: ResourceGrant, cluster_name: str, shared_file_system: str = "off"
+) -> iam.PolicyStatement:
+    arn = {
+        "partition": Aws.PARTITION,
+        "region": Aws.REGION,
+        "account": Aws.ACCOUNT_ID,
+        "shared_file_system": shared_file_system,
+    }
     conditions: dict[str, dict[str, str | list[str]]] = {}
     for operator, key, values in grant.conditions:
         named = [value.format(cluster=cluster_name) for value in values]

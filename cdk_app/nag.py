@@ -22,19 +22,13 @@ ACKNOWLEDGED: dict[str, str] = {
     "AwsSolutions::AwsSolutions-IAM5[Resource::*]": (
         "Actions without resource-level permissions: X-Ray PutTraceSegments/PutTelemetryRecords "
         "(active tracing) and the reconcilers' read-only Describe* calls (Auto Scaling groups, "
-        "EBS volumes and snapshots, instances); every other grant is scoped to a resource ARN."
+        "EBS volumes and snapshots, instances, EFS access points); every other grant is "
+        "scoped to a resource ARN."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:"
     "<AWS::AccountId>:execution:gpudev-reservation:*]": (
         "DescribeExecution on the reservation state machine's executions, which are named by "
         "reservation id and so not known in advance; scoped to that one state machine."
-    ),
-    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticfilesystem:"
-    "<AWS::Region>:<AWS::AccountId>:file-system/*]": (
-        "Each user's EFS access point is made on their first reservation, on the file system "
-        "the cluster stack made (its id is context, not a resource of this stack); "
-        "CreateAccessPoint only with the gpu-dev-user tag in the request. The access point "
-        "grants nothing by itself: mounts are authorized by the file system's own policy."
     ),
     "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:elasticfilesystem:"
     "<AWS::Region>:<AWS::AccountId>:access-point/*]": (

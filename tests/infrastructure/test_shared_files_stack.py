@@ -99,14 +99,52 @@ def test_the_main_stack_context_names_the_file_system(cluster: Template):
     cluster.has_output("SharedFileSystemId", {"Value": Match.any_value()})
 
 
-def test_the_lifecycle_makes_only_access_points_tagged_with_their_user(template: Template):
-    assert ACCESS_POINT_USER_TAG == USER_TAG
-    statements = [
+FILE_SYSTEM = "fs-0123456789abcdef0"
+
+
+@pytest.fixture(scope="module")
+def with_share(tmp_path_factory: pytest.TempPathFactory) -> Template:
+    """The main stack synthesized with the cluster stack's file system named in context."""
+    from cdk_app.app import build_app
+    from tests.support.certificates import synth_context
+
+    context = {
+        **synth_context(tmp_path_factory.mktemp("certs")),
+        SHARED_FILE_SYSTEM_ID.context_key: FILE_SYSTEM,
+    }
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app, stack = build_app(outdir=str(outdir), context=context)
+    app.synth()
+    report = json.loads((outdir / "validation-report.json").read_text())
+    assert [v for p in report["pluginReports"] for v in p.get("violations", [])] == []
+    return Template.from_stack(stack)
+
+
+def _efs_statements(template: Template) -> list[dict[str, Any]]:
+    return [
         s
         for policy in template.find_resources("AWS::IAM::Policy").values()
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
         if "elasticfilesystem" in json.dumps(s.get("Action"))
+        and s.get("Resource") != "*"  # the read-only Describe* calls
     ]
+
+
+def test_the_lifecycle_makes_access_points_on_the_deployments_file_system_only(
+    with_share: Template, template: Template
+):
+    """The review's finding: CreateAccessPoint was granted on `file-system/*`, every file
+    system of the account."""
+    [create] = [s for s in _efs_statements(with_share) if "CreateAccessPoint" in s["Action"]]
+    resource = json.dumps(create["Resource"])
+    assert f":file-system/{FILE_SYSTEM}" in resource and "file-system/*" not in resource
+    # without a share (the default `off`) the lifecycle gets no EFS grant at all
+    assert _efs_statements(template) == []
+
+
+def test_the_lifecycle_makes_only_access_points_tagged_with_their_user(with_share: Template):
+    assert ACCESS_POINT_USER_TAG == USER_TAG
+    statements = _efs_statements(with_share)
     assert statements
     for statement in statements:
         condition = json.dumps(statement["Condition"])

@@ -66,6 +66,9 @@ class _HoldsTheLock:
                 raise AssertionError("the other tries never waited on the row lock")
         return self._efs.create_access_point(**request)
 
+    def describe_access_points(self, **request: Any) -> Any:
+        return self._efs.describe_access_points(**request)
+
 
 def test_concurrent_first_reservations_make_one_access_point(
     fresh_database: str, efs: Any, file_system: str
@@ -148,3 +151,27 @@ def test_the_access_point_row_constraints_refuse_a_second_row_or_a_shared_point(
             "INSERT INTO shared_file_access_points (user_id, file_system_id, client_token,"
             " access_point_id) VALUES ('dave', 'fs-01234567', 't4', 'fsap-4')"
         )
+
+
+def test_a_recorded_access_point_that_was_deleted_is_made_again_with_a_fresh_token(
+    autocommit_conn: psycopg.Connection[Any], efs: Any, file_system: str
+):
+    """The review's finding: a row naming a deleted access point was reused forever, so
+    every reservation of the user failed to mount."""
+    first = personal_access_point(autocommit_conn, efs, file_system, "alice")
+    (before,) = autocommit_conn.execute(
+        "SELECT client_token FROM shared_file_access_points WHERE user_id = 'alice'"
+    ).fetchone()
+    efs.delete_access_point(AccessPointId=first)
+
+    second = personal_access_point(autocommit_conn, efs, file_system, "alice")
+    assert second != first
+    assert _users_points(efs, file_system, "/users/alice") == [second]
+    row = autocommit_conn.execute(
+        "SELECT access_point_id, client_token, ready_at IS NOT NULL"
+        " FROM shared_file_access_points WHERE user_id = 'alice'"
+    ).fetchone()
+    assert row is not None and row[0] == second and row[1] != before and row[2]
+    # and it is reused after, as any recorded access point
+    assert personal_access_point(autocommit_conn, efs, file_system, "alice") == second
+    assert _users_points(efs, file_system, "/users/alice") == [second]

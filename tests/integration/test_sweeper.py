@@ -130,6 +130,14 @@ class World:
         self.allocations = 0
         self.disk_steps: list[uuid.UUID] = []  # holders whose disk a run advanced
         self.disk_step = "waiting"
+        # reservations with a personal share's PersistentVolume (cluster-scoped)
+        self.share_volumes: set[str] = set()
+
+    def delete_volumes(self, reservation_id: str) -> int:
+        if reservation_id not in self.share_volumes:
+            return 0
+        self.share_volumes.discard(reservation_id)
+        return 1
 
     def save_disk(self, reservation_id: uuid.UUID) -> str:
         self.disk_steps.append(reservation_id)
@@ -148,6 +156,8 @@ class World:
             limits=limits,
             allocate=allocate,
             save_disk=self.save_disk,
+            delete_volumes=self.delete_volumes,
+            share_volumes=lambda: set(self.share_volumes),
         )
 
     def run(self, limits: Limits = LIMITS) -> Any:
@@ -343,6 +353,21 @@ def test_objects_of_long_ended_and_unknown_reservations_are_deleted_nothing_else
         and result.statistics["reservations_ended"] == 0
     )
     assert world.allocations == 0, "nothing was released"
+
+
+def test_a_share_volume_whose_claim_is_gone_is_deleted_once_its_reservation_ended(world):
+    """The review's finding: a `Released` share PersistentVolume (cluster-scoped) was found
+    only through its claim, so once the claim was gone it stayed forever."""
+    ended, just_ended, alive = (insert(world.url, "active") for _ in range(3))
+    end_row(world.url, ended, "2 minutes")
+    end_row(world.url, just_ended, "10 seconds")
+    unknown = uuid.uuid4()
+    world.share_volumes = {str(r) for r in (ended, just_ended, alive, unknown)}
+    world.stepfunctions.executions = {execution_of(alive): "RUNNING"}
+    result = world.run()
+    assert world.share_volumes == {str(just_ended), str(alive)}
+    assert result.statistics["objects_deleted"] == 2
+    assert reservation(world.url, alive)["status"] == "active"
 
 
 def test_objects_of_a_reservation_that_ended_within_the_margin_are_left_to_its_tear_down(world):

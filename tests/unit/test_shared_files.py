@@ -6,6 +6,7 @@ and the moto seam the local cloud adds to CreateAccessPoint (localcloud/moto_efs
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from uuid import uuid4
 
@@ -39,7 +40,8 @@ def test_a_plain_username_is_its_own_directory():
 )
 def test_any_other_username_becomes_a_safe_key_with_its_hash(user: str):
     key = user_key(user)
-    assert key.replace("-", "").replace("_", "").isalnum()
+    readable, digest = key.split(".")
+    assert (readable + digest).replace("-", "").replace("_", "").isalnum()
     assert not key.startswith(("-", "_", ".")) and len(key) <= 40
     assert key != user and key.endswith(
         __import__("hashlib").sha256(user.encode()).hexdigest()[:12]
@@ -49,6 +51,52 @@ def test_any_other_username_becomes_a_safe_key_with_its_hash(user: str):
 def test_two_users_whose_readable_forms_collide_get_different_directories():
     assert user_key("a.b") != user_key("a,b")
     assert root_directory("carol@example.com") != root_directory("carol@example.org")
+
+
+def test_a_plain_username_shaped_like_a_hashed_key_never_gets_that_key():
+    """The review's finding: `alice.smith`'s key was `alice_smith-6342582757b1`, a plain
+    username of its own, so the two users shared /users/alice_smith-6342582757b1."""
+    hashed = user_key("alice.smith")
+    assert hashed == "alice_smith.6342582757b1"
+    assert user_key("alice_smith-6342582757b1") == "alice_smith-6342582757b1"
+    assert user_key("alice_smith-6342582757b1") != hashed
+    digest_only = user_key("@@@")
+    assert user_key(digest_only.split(".")[1]) != digest_only
+
+
+TRICKY = [
+    "alice.smith",
+    "alice_smith",
+    "alice-smith",
+    "alice_smith-6342582757b1",
+    "alice_smith.6342582757b1",
+    "Alice.Smith",
+    "a" * 40,
+    "a" * 41,
+    "a" * 40 + ".",
+    "@@@",
+    "@@",
+    "user",
+    "-x",
+    "_x",
+    "x ",
+    "é",
+    "e",
+    "a/b",
+    "a\\b",
+    "..",
+    ".",
+]
+
+
+def test_no_two_tricky_usernames_share_a_key_and_every_key_fits_a_path_and_a_tag():
+    names = TRICKY + [user_key(n) for n in TRICKY]  # each key tried as a username too
+    keys: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        key = user_key(name)
+        assert keys.setdefault(key, name) == name, f"{name!r} and {keys[key]!r} share {key}"
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}", key), key
+        assert key not in (".", "..") and "/" not in key
 
 
 def test_an_empty_username_is_refused():
@@ -146,7 +194,7 @@ def test_every_pod_gets_the_mount_and_the_cache_variables():
     ]
     container = pod["spec"]["containers"][0]
     assert container["volumeMounts"] == [
-        {"name": "shared-personal", "mountPath": "/shared-personal"}
+        {"name": "shared-personal", "mountPath": "/run/gpu-dev/share/mnt"}
     ]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {

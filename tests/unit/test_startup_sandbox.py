@@ -801,3 +801,53 @@ def test_a_missing_package_and_a_missing_jupyter_are_steps_too(sandbox: Sandbox)
     steps = _steps(sandbox.run().stdout)
     assert "installing sudo (the dev image has them: deploy/dev-image)" in steps
     assert "Jupyter is not in this image (no jupyter-lab)" in steps
+
+
+# The personal share (issue #34 review): its access point makes every NFS request as dev, so
+# the share is kept from added users by a local parent only dev can enter.
+def _kubelet_mounts_the_share(box: Sandbox) -> Path:
+    """What the kubelet leaves: the mount point's parents made by the runtime (root's,
+    0755) and the share, which answers every uid as dev (as 0777 stands for here)."""
+    share = box.root / "run/gpu-dev/share/mnt"
+    share.mkdir(parents=True)
+    share.chmod(0o777)
+    (box.root / "run/gpu-dev/share").chmod(0o755)
+    return share
+
+
+def test_the_personal_share_is_reached_through_a_directory_only_dev_can_enter(
+    sandbox: Sandbox,
+):
+    from gpudev.cluster.shared_files import MOUNT_PATH, POD_MOUNT_PATH, SHARE_PARENT
+
+    _kubelet_mounts_the_share(sandbox)
+    assert sandbox.run().returncode == 0
+    parent = sandbox.root / SHARE_PARENT.lstrip("/")
+    assert _mode(parent) == 0o700
+    if os.geteuid() == 0:
+        assert parent.stat().st_uid == OWNER_UID
+    link = sandbox.root / MOUNT_PATH.lstrip("/")
+    assert link.is_symlink() and os.readlink(link) == POD_MOUNT_PATH
+
+
+def test_a_pod_without_the_share_gets_no_shared_personal_link(sandbox: Sandbox):
+    assert sandbox.run().returncode == 0
+    assert not os.path.lexists(sandbox.root / "shared-personal")
+
+
+@as_root
+def test_a_collaborator_cannot_read_or_write_the_owners_share(open_sandbox: Sandbox):
+    """The review's finding: the access point sends gh-alice's requests as dev too, so the
+    share's own 0700 let her read the owner's files and poison the owner's ccache."""
+    box = open_sandbox
+    share = _kubelet_mounts_the_share(box)
+    (share / "checkpoint.pt").write_text("weights")
+    os.chown(share / "checkpoint.pt", OWNER_UID, OWNER_UID)
+    assert box.run().returncode == 0
+    alice = int(box.file("/users/gh-alice"))
+    link = share  # /shared-personal's target, inside the sandbox
+    for command in (f"cat {link}/checkpoint.pt", f"mkdir -p {link}/.cache/ccache/0"):
+        refused = _as_user(alice, command)
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr
+    assert not (share / ".cache").exists()
+    assert _as_user(OWNER_UID, f"cat {link}/checkpoint.pt").stdout == "weights"

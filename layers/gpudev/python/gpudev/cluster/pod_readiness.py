@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpudev.cluster.pod_claims import SHARE, claim_of_event, starting_step
 from gpudev.cluster.vocabulary import CRASH_LOOP
 
 SHOWN_MESSAGE = 200  # characters of a container's termination message in a reason
@@ -138,13 +139,9 @@ def _starting_step(pod: dict[str, Any], disk: str | None = None) -> str | None:
     )
     if started:
         return None
-    claims = [
-        v["persistentVolumeClaim"].get("claimName", "")
-        for v in spec.get("volumes") or []
-        if v.get("persistentVolumeClaim")
-    ]
-    if claims:  # the user's name for it (`disk`), else the claim's
-        return f"attaching disk {disk or claims[0]}"
+    claims = starting_step(pod, disk)  # the disk by the user's name for it, the share
+    if claims:
+        return claims
     images = [c.get("image", "") for c in spec.get("containers") or []]
     return f"pulling image {images[0]}" if images else None
 
@@ -180,6 +177,8 @@ def _latest_warning(pod: dict[str, Any], events: Sequence[dict[str, Any]]) -> st
     cut = len(message) > EVENT_HEAD + EVENT_TAIL + 1
     shown = f"{message[:EVENT_HEAD]}…{message[-EVENT_TAIL:]}" if cut else message
     said = f"{reason}: {shown}" if shown else reason
+    if reason == "FailedMount" and (claim := claim_of_event(pod, latest)) and claim.is_share:
+        return f"the {SHARE} could not be mounted ({said})"
     return f"{EVENT_PROBLEMS[reason]} ({said})" if reason in EVENT_PROBLEMS else said
 
 

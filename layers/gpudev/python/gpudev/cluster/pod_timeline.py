@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gpudev.cluster.pod_claims import claim_of_event, pod_claims
 from gpudev.models import TimelineEntry
 
 # The Warning events that say a pod's disk cannot be attached or mounted.
@@ -59,14 +60,6 @@ def _scheduling(pod: dict[str, Any]) -> list[TimelineEntry]:
     return []
 
 
-def _claims(pod: dict[str, Any]) -> list[str]:
-    return [
-        str(v["persistentVolumeClaim"].get("claimName", ""))
-        for v in (pod.get("spec") or {}).get("volumes") or []
-        if v.get("persistentVolumeClaim")
-    ]
-
-
 def _statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     status = pod.get("status") or {}
     return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
@@ -82,33 +75,37 @@ def _started(container: dict[str, Any]) -> bool:
 def _disk(
     pod: dict[str, Any], events: Sequence[dict[str, Any]], named: str | None
 ) -> list[TimelineEntry]:
-    claims = _claims(pod)
+    """Each claim by what it is (`pod_claims`): the named disk attaching, the personal share
+    mounting. The disk's keys are the ones they always were; the share's end in `:share`."""
+    claims = pod_claims(pod)
     if not claims:
         return []
     name = pod["metadata"]["name"]
-    disk = named or claims[0]
     found = []
     for event in events:
         involved = event.get("involvedObject") or {}
         if involved.get("name") != name or event.get("reason") not in DISK_WARNINGS:
             continue
         reason = str(event["reason"])
+        claim = claim_of_event(pod, event)
+        what = claim.said(named) if claim else "a volume"
         found.append(
             TimelineEntry(
                 "disk",
-                f"disk {disk} of pod {name} failing: {reason}: "
-                f"{_cut(str(event.get('message') or ''))}",
-                f"attach_failed:{name}:{reason}",
+                f"{what} of pod {name} failing: {reason}: {_cut(str(event.get('message') or ''))}",
+                f"attach_failed:{name}:{reason}" + (":share" if claim and claim.is_share else ""),
             )
         )
-    if (pod.get("spec") or {}).get("nodeName") and not found:
-        found.append(
-            TimelineEntry("disk", f"attaching disk {disk} to pod {name}", f"attaching:{name}")
-        )
-    if any(_started(c) for c in _statuses(pod)):
-        found.append(
-            TimelineEntry("disk", f"disk {disk} attached to pod {name}", f"attached:{name}")
-        )
+    started = any(_started(c) for c in _statuses(pod))
+    waiting = bool((pod.get("spec") or {}).get("nodeName")) and not found
+    for claim in claims:
+        what, suffix = claim.said(named), ":share" if claim.is_share else ""
+        if waiting:
+            doing = f"mounting {what} in" if claim.is_share else f"attaching {what} to"
+            found.append(TimelineEntry("disk", f"{doing} pod {name}", f"attaching:{name}{suffix}"))
+        if started:
+            done = f"{what} mounted in" if claim.is_share else f"{what} attached to"
+            found.append(TimelineEntry("disk", f"{done} pod {name}", f"attached:{name}{suffix}"))
     return found
 
 
@@ -131,7 +128,7 @@ def _images(pod: dict[str, Any]) -> list[TimelineEntry]:
         waiting = (status.get("state") or {}).get("waiting") or {}
         pulled = bool(status.get("imageID")) or _started(status)
         failed = waiting.get("reason") in PULL_FAILURES
-        if not (pulled or failed or not _claims(pod)):
+        if not (pulled or failed or not pod_claims(pod)):
             continue  # the disk attaches first: no pull yet to speak of
         found.append(
             TimelineEntry(

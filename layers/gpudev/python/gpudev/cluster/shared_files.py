@@ -16,7 +16,12 @@ from gpudev.cluster import objects
 from gpudev.models import Reservation
 
 EFS_CSI_DRIVER = "efs.csi.aws.com"
-MOUNT_PATH = "/shared-personal"
+MOUNT_PATH = "/shared-personal"  # what users see: startup.sh's link to POD_MOUNT_PATH
+# Where the claim is mounted: under /run/gpu-dev/share, which startup.sh makes dev's alone
+# (0700). The access point makes every NFS request as dev whoever asks, so only a local
+# check on the parent keeps an added user (gh-*) out of the owner's share (docs/security.md).
+SHARE_PARENT = "/run/gpu-dev/share"
+POD_MOUNT_PATH = f"{SHARE_PARENT}/mnt"
 VOLUME = "shared-personal"  # the pod's volume name
 # EFS has no size: the CSI driver ignores the capacity, Kubernetes requires one.
 NOMINAL_CAPACITY = "5Ti"
@@ -95,12 +100,13 @@ def cache_environment(ccache_max_size: str) -> dict[str, str]:
 
 
 def mount_in_pod(pod: dict[str, Any], claim_name: str, ccache_max_size: str) -> None:
-    """The share's volume, its mount at /shared-personal and the cache variables, added to
-    the pod's dev container (every pod of the reservation)."""
+    """The share's volume, its mount under dev's own /run/gpu-dev/share (linked from
+    /shared-personal by startup.sh) and the cache variables, added to the pod's dev
+    container (every pod of the reservation)."""
     spec = pod["spec"]
     container = spec["containers"][0]
     spec["volumes"].append({"name": VOLUME, "persistentVolumeClaim": {"claimName": claim_name}})
-    container["volumeMounts"].append({"name": VOLUME, "mountPath": MOUNT_PATH})
+    container["volumeMounts"].append({"name": VOLUME, "mountPath": POD_MOUNT_PATH})
     container["env"].extend(
         {"name": k, "value": v} for k, v in cache_environment(ccache_max_size).items()
     )

@@ -94,6 +94,18 @@ mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 chown dev "$ROOT/workspace" "$ROOT/workspace/.cache" "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
 chmod 755 "$ROOT/home/dev" "$ROOT/workspace"  # again: useradd -m may have set HOME_MODE
 
+# The personal share (cluster/shared_files.py) is mounted under a directory only dev can
+# enter, and /shared-personal is a link into it. Its access point makes every NFS request as
+# dev (uid 1081) whoever asks in the pod, so the share's own 0700 would let an added user
+# (gh-*, no sudo) in; the lookup through this parent is checked here, by the pod's kernel.
+if [ -d "$ROOT/run/gpu-dev/share/mnt" ]; then
+  chown dev "$ROOT/run/gpu-dev/share"
+  chmod 700 "$ROOT/run/gpu-dev/share"
+  if [ -L "$ROOT/shared-personal" ] || [ ! -e "$ROOT/shared-personal" ]; then
+    ln -sfn /run/gpu-dev/share/mnt "$ROOT/shared-personal"
+  fi
+fi
+
 # A multinode reservation's pod: EFA's libraries, dev's key between the pods, the hostfile
 # and gpu-dev-run (node_setup.sh, from the nodes' ConfigMap: cluster/node_access.py).
 # shellcheck source=/dev/null

@@ -130,6 +130,21 @@ class PersistentVolumes:
                     raise
         return len(items)
 
+    def share_reservations(self) -> set[str]:
+        """The reservations that have a personal share's PersistentVolume (EFS CSI, labelled
+        with the reservation): the sweeper's view of volumes whose claim may be gone."""
+        from gpudev.cluster.shared_files import EFS_CSI_DRIVER
+
+        listed = self._call(
+            "list_persistent_volume", label_selector=RESERVATION_LABEL, _preload_content=False
+        )
+        return {
+            str(item["metadata"]["labels"][RESERVATION_LABEL])
+            for item in json.loads(listed.data).get("items", [])
+            if ((item.get("spec") or {}).get("csi") or {}).get("driver") == EFS_CSI_DRIVER
+            and not item["metadata"].get("deletionTimestamp")  # being deleted already
+        }
+
     def zone_of(self, node_name: str) -> str:
         """The zone of a node (its topology label): where its pods' volumes must be."""
         node = self._call("read_node", node_name, _preload_content=False)

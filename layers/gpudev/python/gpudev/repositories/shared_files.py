@@ -56,3 +56,16 @@ class AccessPointsRepository:
                 "access_point_id": access_point_id,
             },
         )
+
+    def forget(
+        self, user_id: str, file_system_id: str, gone: str, client_token: str
+    ) -> AccessPointRow | None:
+        return self._one(
+            "forget",
+            {
+                "user_id": user_id,
+                "file_system_id": file_system_id,
+                "gone": gone,
+                "client_token": client_token,
+            },
+        )

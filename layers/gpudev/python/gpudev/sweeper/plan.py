@@ -275,3 +275,24 @@ def plan_sweep(
         and (o.reservation_id in ending or leftover(o.reservation_id, ended_at, listed_at, limits))
     ]
     return plan
+
+
+def leftover_share_volumes(
+    volume_reservations: Iterable[str],
+    plan: SweepPlan,
+    live: Iterable[str],
+    ended_at: Mapping[str, datetime],
+    listed_at: datetime,
+    limits: Limits,
+) -> list[str]:
+    """The reservations whose personal share's PersistentVolume (cluster-scoped, so not
+    among the namespaced objects) outlived its claim: not live, ended before the margin or
+    never existed, and with no claim of theirs being deleted this run (whose volume goes
+    with it). A `Released` volume whose claim is already gone is found only here."""
+    going = {d.reservation_id for d in plan.deletes if d.kind == "persistentvolumeclaims"}
+    keep = set(live) - {str(end.reservation_id) for end in plan.ends}
+    return sorted(
+        r
+        for r in set(volume_reservations)
+        if r not in keep and r not in going and leftover(r, ended_at, listed_at, limits)
+    )

@@ -40,4 +40,5 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
         allocate=tasks.allocate,
         save_disk=lambda reservation_id: save_for_the_sweeper(tasks, reservation_id),
         delete_volumes=PersistentVolumes(tasks.api_client).delete_all,
+        share_volumes=PersistentVolumes(tasks.api_client).share_reservations,
     )

@@ -33,7 +33,7 @@ plan (sweeper/plan.py), apply, record the run in `reconciler_runs`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -63,6 +63,7 @@ from gpudev.sweeper.plan import (
     SweepPlan,
     WakeExecution,
     executions_to_describe,
+    leftover_share_volumes,
     plan_sweep,
 )
 
@@ -104,6 +105,9 @@ class Sweeper:
     # Deletes the cluster-scoped PersistentVolumes labelled with a reservation (its personal
     # share's, whose claim was a leftover); how many. None: there are none to delete.
     delete_volumes: Callable[[str], int] | None = None
+    # The reservations that have a personal share's PersistentVolume (cluster/volumes.py
+    # share_reservations): one whose claim is already gone is deleted too. None: none.
+    share_volumes: Callable[[], set[str]] | None = None
 
     @property
     def _rows(self) -> SweeperRepository:
@@ -170,7 +174,8 @@ class Sweeper:
     def _sweep(self, started_at: datetime) -> dict[str, int]:
         """`started_at`: the run's start on the database's clock, before the listing."""
         objects, held_pods = self._cluster_objects()
-        rows = self._rows.rows(_reservation_ids(objects))
+        shares = self.share_volumes() if self.share_volumes and self.delete_volumes else set()
+        rows = self._rows.rows(_reservation_ids(objects, shares))
         running = self._running_executions()
         candidates = executions_to_describe(rows.live, running)
         described = {arn: self._describe(arn) for arn in candidates}
@@ -202,6 +207,11 @@ class Sweeper:
         }
         not_ended = self._end(plan.ends, statistics)
         self._delete(plan, not_ended, statistics)
+        live_ids = (str(row.reservation_id) for row in rows.live)
+        for reservation_id in leftover_share_volumes(
+            shares, plan, live_ids, rows.ended_at, started_at, self.limits
+        ):
+            self._delete_share_volume(reservation_id, not_ended, statistics)
         DiskSaver(self._rows, self._describe, self.save_disk).run(running, described, statistics)
         holding = {str(disk.reservation_id) for disk in self._rows.held_disks()}
         live = {str(row.reservation_id) for row in rows.live}
@@ -266,6 +276,29 @@ class Sweeper:
                 # (a disk's is deleted when the disk is saved: lifecycle/disk.py).
                 statistics["objects_deleted"] += self.delete_volumes(delete.reservation_id)
 
+    def _delete_share_volume(
+        self, reservation_id: str, not_ended: set[str], statistics: dict[str, int]
+    ) -> None:
+        """A personal share's PersistentVolume whose claim is gone (`Released`)."""
+        from kubernetes.client.exceptions import ApiException
+
+        assert self.delete_volumes is not None
+        if reservation_id in not_ended:
+            return  # its row moved on while we looked: the next run judges it again
+        try:
+            deleted = self.delete_volumes(reservation_id)
+        except (KubernetesUnavailable, ApiException) as exc:
+            statistics["errors"] += 1
+            logger.error(
+                "sweeper could not delete a share's volume",
+                extra={"reservation_id": reservation_id, "error": str(exc)},
+            )
+            return
+        statistics["objects_deleted"] += deleted
+        logger.warning(
+            "sweeper deleted a leftover share volume", extra={"reservation_id": reservation_id}
+        )
+
     def _wake(self, wakes: list[WakeExecution], statistics: dict[str, int]) -> None:
         """Deliver the cancels and changes whose jobs were never delivered. A closed token
         (the execution moved on since the read) is not a repair: its next step reads the
@@ -316,12 +349,13 @@ class Sweeper:
         statistics["create_jobs_resent"] = len(sent)
 
 
-def _reservation_ids(objects: Sequence[ClusterObject]) -> list[UUID]:
-    """The reservations the objects are labelled with (a label that is no id names none)."""
+def _reservation_ids(objects: Sequence[ClusterObject], more: Iterable[str] = ()) -> list[UUID]:
+    """The reservations the objects (and `more`) are labelled with (a label that is no id
+    names none)."""
     ids = set()
-    for item in objects:
+    for reservation_id in [item.reservation_id for item in objects] + sorted(more):
         try:
-            ids.add(UUID(item.reservation_id))
+            ids.add(UUID(reservation_id))
         except ValueError:
             continue
     return sorted(ids)
