@@ -2,13 +2,15 @@
 -- still active: activity restarts the idle clock; a warning is set or cleared; an ending,
 -- once recorded, is kept. A warning set or cleared is a timeline entry (kind health, as the
 -- pod's health warnings; its detail starts with "idle"), written once: only when the row's
--- warning changed in this statement. `old` is the row as it was before.
+-- warning changed in this statement. `old` is the row as it was before. A new warning is
+-- also an event on the bus (migration 0044's trigger), with idle_ends_at in it.
 WITH change AS (
     SELECT *
     FROM unnest(
         %(reservation_id)s::uuid[], %(active_at)s::timestamptz[], %(warning)s::text[],
-        %(warned_at)s::timestamptz[], %(clear_warning)s::boolean[], %(ending)s::text[]
-    ) AS c(reservation_id, active_at, warning, warned_at, clear_warning, ending)
+        %(warned_at)s::timestamptz[], %(ends_at)s::timestamptz[], %(clear_warning)s::boolean[],
+        %(ending)s::text[]
+    ) AS c(reservation_id, active_at, warning, warned_at, ends_at, clear_warning, ending)
 ), changed AS (
     UPDATE reservations AS r SET
         idle_active_at = coalesce(c.active_at, r.idle_active_at),
@@ -16,6 +18,8 @@ WITH change AS (
             WHEN c.clear_warning THEN NULL ELSE coalesce(c.warning, r.idle_warning) END,
         idle_warned_at = CASE
             WHEN c.clear_warning THEN NULL ELSE coalesce(c.warned_at, r.idle_warned_at) END,
+        idle_ends_at = CASE
+            WHEN c.clear_warning THEN NULL ELSE coalesce(c.ends_at, r.idle_ends_at) END,
         idle_ending = coalesce(r.idle_ending, c.ending)
     FROM change AS c, reservations AS old
     WHERE r.reservation_id = c.reservation_id
