@@ -175,14 +175,28 @@ def test_each_idle_warning_is_one_event_and_the_idle_ending_is_ended_with_its_re
     _activate(conn, reservation_id)
     first = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
     warning = "idle: its GPUs have not been used for 2 h; it ends in 30 min (at 21:30 UTC)"
-    _idle(conn, reservation_id, warning=warning, warned_at=first, ends_at=first + timedelta(minutes=30))
+    _idle(
+        conn,
+        reservation_id,
+        warning=warning,
+        warned_at=first,
+        ends_at=first + timedelta(minutes=30),
+    )
     _idle(conn, reservation_id)  # the next runs, still warned: nothing new
     _idle(conn, reservation_id, warning=warning, warned_at=first)
     _idle(conn, reservation_id, active_at=first, clear_warning=True)  # used again: withdrawn
     second = first + timedelta(hours=3)
-    _idle(conn, reservation_id, warning=warning, warned_at=second, ends_at=second + timedelta(minutes=30))
+    _idle(
+        conn,
+        reservation_id,
+        warning=warning,
+        warned_at=second,
+        ends_at=second + timedelta(minutes=30),
+    )
     _idle(conn, reservation_id, ending="idle for 2 h")
-    LifecycleRepository(conn).end(reservation_id, ReservationStatus.EXPIRED, "expired: idle for 2 h")
+    LifecycleRepository(conn).end(
+        reservation_id, ReservationStatus.EXPIRED, "expired: idle for 2 h"
+    )
 
     events = _events(conn)
     for detail_type, detail in events:

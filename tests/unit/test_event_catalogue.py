@@ -33,7 +33,11 @@ def test_the_schema_is_valid_and_names_every_detail_type_and_its_version():
 def test_the_table_accepts_exactly_the_catalogued_detail_types():
     # The last migration that writes the CHECK decides (0039 made it, 0044 added Idle).
     migration = max(
-        (p for p in (ROOT / "migrations").glob("*.sql") if "bus_events_detail_type_check CHECK (" in p.read_text()),
+        (
+            p
+            for p in (ROOT / "migrations").glob("*.sql")
+            if "bus_events_detail_type_check CHECK (" in p.read_text()
+        ),
         key=lambda p: p.name,
     ).read_text()
     check = migration.split("bus_events_detail_type_check CHECK (", 1)[1].split(")", 1)[0]
