@@ -78,6 +78,7 @@ from cdk_app.declaration import (  # noqa: E402
     DISK_RECONCILER,
     EBS_OWNER_TAG,
     JOBS_CONSUMER,
+    NOTIFIER,
     RESERVATION_TASKS,
     SWEEPER,
 )
@@ -90,11 +91,17 @@ TYPICAL_HOURS = 8.0  # a working day, for the "per reservation" line
 FOLLOW_POLL_SECONDS = 2.0
 # Lambda writes START, END and REPORT lines for every invocation (about this many bytes).
 PLATFORM_LOG_BYTES = 330
-PER_RESERVATION = {API.name, JOBS_CONSUMER.name, RESERVATION_TASKS.name}
+# The functions whose invocations name the reservation they work for (the notifier: its bus
+# event's detail), counted as the reservation's; the others are the schedules'.
+PER_RESERVATION = {API.name, JOBS_CONSUMER.name, RESERVATION_TASKS.name, NOTIFIER.name}
 MEMORY_MB = {spec.name: spec.memory_mb for spec in DEPLOYMENT.functions}
 # Their every run statistic is a metric (`add_run_metrics`, the purge's own loop).
 STATISTICS_AS_METRICS = {f.deployed_name for f in (SWEEPER, DISK_RECONCILER, DISK_PURGE)}
 GPU_TYPES_SQL = (Path(__file__).resolve().parent / "sql" / "cost" / "gpu_types.sql").read_text()
+BUS_EVENTS_SQL = (Path(__file__).resolve().parent / "sql" / "cost" / "bus_events.sql").read_text()
+# The event relay's run metrics (`add_run_metrics`): RunSkipped, events_published and
+# events_refused.
+EVENT_RELAY_METRICS = 3
 
 
 class CostRun:
@@ -179,7 +186,7 @@ class CostRun:
             )
         for name, ids, seconds, request_id in self.meter.calls:
             mine = [rid for rid in ids if rid in per]
-            if name not in (JOBS_CONSUMER.name, RESERVATION_TASKS.name) or not mine:
+            if name not in (JOBS_CONSUMER.name, RESERVATION_TASKS.name, NOTIFIER.name) or not mine:
                 continue
             share = 1 / len(ids)
             for rid in mine:
@@ -193,6 +200,7 @@ class CostRun:
                 )
         from gpudev.disks.volumes import DEFAULT_SIZE_GB
 
+        bus_events = self.bus_events()
         for rid in hours:
             events = history(self.cloud, rid)
             per[rid] += Usage(
@@ -200,8 +208,17 @@ class CostRun:
                 log_bytes=state_log_bytes(events),
                 sqs_requests=self.meter.records[rid],  # each job's SendMessage
                 volume_gb_hours=volume_hours(events, SECONDS_PER_HOUR) * DEFAULT_SIZE_GB,
+                bus_events=bus_events.get(rid, 0),
             )
         return per
+
+    def bus_events(self) -> dict[str, int]:
+        """The events each reservation put on the bus (one PutEvents entry each)."""
+        import psycopg
+
+        with psycopg.connect(self.cloud.database_url) as conn:
+            rows = conn.execute(BUS_EVENTS_SQL).fetchall()
+        return {str(rid): int(count) for rid, count in rows}
 
     def snapshots(self) -> int:
         assert self.cloud.aws is not None
@@ -251,12 +268,12 @@ def custom_metrics(statistics_of: dict[str, set[str]], gpu_types: int) -> int:
     """The distinct metrics the functions emit (by `service`, the deployed name): every
     statistic the sweeper, the disk reconciler and the purge log, with RunSkipped; the
     sweeper's SweeperRepairs; the allocator's Granted, Queued and QueueWaitSeconds; the
-    availability updater's KubernetesReachable and PodHealthEndings, and GpusAvailable and
-    GpusInUse per GPU type."""
+    availability updater's KubernetesReachable, PodHealthEndings and IdleEndings, and
+    GpusAvailable, GpusInUse and GpusUsed per GPU type; the event relay's run metrics."""
     reconcilers = sum(
         len(names) + 1 for name, names in statistics_of.items() if name in STATISTICS_AS_METRICS
     )
-    return reconcilers + 1 + 3 + 2 + 2 * gpu_types
+    return reconcilers + 1 + 3 + 3 + 3 * gpu_types + EVENT_RELAY_METRICS
 
 
 def print_table(base: Usage, hourly: Usage, fixed: dict[str, float], snapshots: float) -> None:

@@ -427,6 +427,7 @@ EVENT_DETAIL_TYPES = (  # gpudev/events/catalogue.py DETAIL_TYPES
     "Reservation Warning",
     "Reservation Ended",
     "Reservation Health",
+    "Reservation Idle",
 )
 EVENT_RELAY = FunctionSpec(
     "EventRelay",

@@ -37,6 +37,7 @@ _EVENT_OF_SUBJECT = (
     ("is queued", "queued"),
     ("is ready", "active"),
     ("expires in", "warning"),
+    ("is idle", "idle"),
     ("expired", "expired"),
     ("was cancelled", "cancelled"),
     ("failed", "failed"),

@@ -53,6 +53,9 @@ def _reservations_of(event: Any) -> list[str]:
         return []
     if "reservation_id" in event:
         return [str(event["reservation_id"])]
+    detail = event.get("detail")
+    if isinstance(detail, dict) and "reservation_id" in detail:  # a bus event (the notifier)
+        return [str(detail["reservation_id"])]
     found = []
     for record in event.get("Records") or []:  # a batch of jobs
         try:

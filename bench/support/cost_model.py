@@ -40,6 +40,15 @@ CLOUDWATCH_LOGS_PER_GB_MONTH_STORED = 0.03
 CLOUDWATCH_PER_METRIC_MONTH = 0.30
 CLOUDWATCH_PER_ALARM_MONTH = 0.10
 CLOUDWATCH_PER_DASHBOARD_MONTH = 3.00
+# "Amazon EventBridge Pricing": custom events put on a bus, per event (each 64 KB chunk).
+EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
+# "Amazon SES Pricing": per e-mail sent (outbound, not from EC2).
+SES_PER_EMAIL = 0.10 / 1_000
+# "Amazon EFS Pricing", Standard storage per GB-month; Elastic Throughput reads and writes
+# per GB (a file system alone costs nothing: it is billed by what it holds and moves).
+EFS_STANDARD_PER_GB_MONTH = 0.30
+EFS_ELASTIC_READ_PER_GB = 0.03
+EFS_ELASTIC_WRITE_PER_GB = 0.06
 # "AWS X-Ray Pricing": per trace recorded.
 XRAY_PER_TRACE = 5.00 / 1_000_000
 # "Amazon EBS Pricing": gp3 storage per GB-month; standard snapshot storage per GB-month.
@@ -78,6 +87,8 @@ class Usage:
     log_bytes: float = 0.0  # the functions' logs, Lambda's own lines, the state machine's
     xray_traces: float = 0.0
     volume_gb_hours: float = 0.0  # the disk's gp3 volume while the reservation holds it
+    bus_events: float = 0.0  # its lifecycle events put on the bus gpu-dev (PutEvents entries)
+    emails: float = 0.0  # notifications mailed through SES
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -101,6 +112,8 @@ def usage_cost(usage: Usage) -> dict[str, float]:
         * (CLOUDWATCH_LOGS_PER_GB_INGESTED + CLOUDWATCH_LOGS_PER_GB_MONTH_STORED),
         "X-Ray traces": usage.xray_traces * XRAY_PER_TRACE,
         "EBS volume (gp3)": usage.volume_gb_hours * EBS_GP3_PER_GB_MONTH / HOURS_PER_MONTH,
+        "EventBridge events": usage.bus_events * EVENTBRIDGE_PER_EVENT,
+        "SES e-mails": usage.emails * SES_PER_EMAIL,
     }
 
 

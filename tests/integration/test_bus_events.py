@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -17,8 +18,10 @@ from gpudev.events.catalogue import SOURCE, event_schema
 from gpudev.events.relay import relay_bus_events
 from gpudev.models import ReservationStatus
 from gpudev.repositories.lifecycle import LifecycleRepository
+from gpudev.repositories.utilisation import UtilisationRepository
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.reservations.service import submit_reservation
+from gpudev.utilisation_rows import IdleChange
 from tests.support.submitters import ALICE, RecordingQueue
 
 BUS = "gpu-dev"
@@ -151,6 +154,64 @@ def test_an_extension_starts_the_warnings_over(autocommit_conn: psycopg.Connecti
     warnings = [d for t, d in _events(conn) if t == "Reservation Warning"]
     assert len(warnings) == 2
     assert warnings[0]["expires_at"] != warnings[1]["expires_at"]
+
+
+def _idle(conn: psycopg.Connection[Any], reservation_id: UUID, **change: Any) -> None:
+    # What the availability updater writes (utilisation/service.py), as its role.
+    with conn.transaction():
+        conn.execute("SET LOCAL ROLE gpudev_reconcilers")
+        UtilisationRepository(conn).record_idle([IdleChange(reservation_id, **change)])
+
+
+def test_each_idle_warning_is_one_event_and_the_idle_ending_is_ended_with_its_reason(
+    autocommit_conn: psycopg.Connection[Any],
+):
+    conn = autocommit_conn
+    reservation_id = _submit(conn)
+    conn.execute(
+        "UPDATE reservations SET idle_timeout_minutes = 120 WHERE reservation_id = %s",
+        (reservation_id,),
+    )
+    _activate(conn, reservation_id)
+    first = datetime(2026, 11, 27, 21, 0, tzinfo=UTC)
+    warning = "idle: its GPUs have not been used for 2 h; it ends in 30 min (at 21:30 UTC)"
+    _idle(
+        conn,
+        reservation_id,
+        warning=warning,
+        warned_at=first,
+        ends_at=first + timedelta(minutes=30),
+    )
+    _idle(conn, reservation_id)  # the next runs, still warned: nothing new
+    _idle(conn, reservation_id, warning=warning, warned_at=first)
+    _idle(conn, reservation_id, active_at=first, clear_warning=True)  # used again: withdrawn
+    second = first + timedelta(hours=3)
+    _idle(
+        conn,
+        reservation_id,
+        warning=warning,
+        warned_at=second,
+        ends_at=second + timedelta(minutes=30),
+    )
+    _idle(conn, reservation_id, ending="idle for 2 h")
+    LifecycleRepository(conn).end(
+        reservation_id, ReservationStatus.EXPIRED, "expired: idle for 2 h"
+    )
+
+    events = _events(conn)
+    for detail_type, detail in events:
+        _validate(detail_type, detail)
+    assert [t for t, _ in events] == [
+        "Reservation Active",
+        "Reservation Idle",
+        "Reservation Idle",
+        "Reservation Ended",
+    ]
+    _, idle_1, idle_2, ended = (d for _, d in events)
+    assert (idle_1["idle_minutes"], idle_1["ends_at"]) == (120, "2026-11-27T21:30:00Z")
+    assert idle_2["ends_at"] == "2026-11-28T00:30:00Z"
+    assert idle_1["warning"] == warning and idle_1["event_id"] != idle_2["event_id"]
+    assert (ended["ending"], ended["reason"]) == ("expired", "expired: idle for 2 h")
 
 
 def test_a_cancel_before_the_start_writes_only_its_ending(

@@ -246,6 +246,24 @@ def test_preferences_decide_what_is_sent(
     assert notifier.notify(_event("Reservation Warning", "w5b", **warning)).sent == []
 
 
+def test_the_idle_warning_is_told_in_the_users_words_as_a_warning_of_any_level(
+    autocommit_conn: psycopg.Connection[Any], services: ContactServices, aws: dict[str, Any]
+):
+    _contact(autocommit_conn, services, aws, "ok")
+    _put(autocommit_conn, services, events=["warning"], warning_minutes=[5])
+    notifier = _notifier(autocommit_conn, services)
+    idle = {"idle_minutes": 120, "ends_at": "2026-11-27T21:30:00Z", "warning": "idle: …"}
+    assert notifier.notify(_event("Reservation Idle", "i1", **idle)).sent == ["email", "slack"]
+    (email,) = aws["sink"].emails()
+    (post,) = aws["sink"].posts()
+    assert email["subject"] == "gpu-dev: train-llama is idle and ends at 21:30 UTC"
+    for text in (email["text"], post.text):
+        assert "your GPUs have been idle for 2 h; the reservation ends at 21:30 UTC" in text
+        assert "unless they are used" in text
+    _put(autocommit_conn, services, events=["active", "ended"])
+    assert notifier.notify(_event("Reservation Idle", "i2", **idle)).sent == []
+
+
 def test_past_the_rate_a_flapping_reservation_sends_nothing_more(
     autocommit_conn: psycopg.Connection[Any], services: ContactServices, aws: dict[str, Any]
 ):

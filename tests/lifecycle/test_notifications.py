@@ -7,6 +7,7 @@ dead-letter queue; the webhook's secret is never answered or logged."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,7 @@ from localcloud import outbox
 from localcloud.kubernetes.container_restarts import Crash
 from localcloud.lambdas import ACCOUNT_ID
 from localcloud.stack import LocalCloud
-from tests.lifecycle.conftest import DEV_IMAGE
+from tests.lifecycle.conftest import DEV_IMAGE, MINUTE
 from tests.lifecycle.helpers import cancel, reserve, show, wait_for_status
 from tests.support.api import ApiClient
 from tests.support.test_logs import session_log
@@ -105,6 +106,31 @@ def test_a_queued_reservation_is_told_each_step_once_in_both_channels(
     assert _sent(local_cloud, first) == []  # alice saved no contacts
     table = outbox.table(sent)
     assert rid in table and "expired" in table
+
+
+def test_an_idle_reservation_is_told_once_of_its_idle_warning_then_that_it_ended(
+    api: ApiClient, local_cloud: LocalCloud, contacts: Any
+):
+    """Idle reclaim (issue #36) through the bus: `--idle-timeout 10m` left idle (the simulated
+    exporter's default) is warned once, in both channels, then told it ended and why."""
+    contacts("alice")
+    rid = reserve(api, gpu_type="t4", gpu_count=1, hours=3, idle_timeout="10m")["reservation_id"]
+    ended = wait_for_status(api, rid, ("expired", "failed", "cancelled"), timeout=90 * MINUTE)
+    assert ended["failure_reason"] == "expired: idle for 10 min"
+    wait_for(lambda: _settled(local_cloud), timeout=30, message="every event delivered")
+    sent = _sent(local_cloud, rid)
+    for channel in ("email", "slack"):
+        assert _events(sent, channel) == Counter({"active": 1, "idle": 1, "expired": 1})
+    for message in sent:
+        if message["event"] == "idle":
+            assert re.search(
+                r"your GPUs have been idle for 10 minutes; the reservation ends at "
+                r"\d\d:\d\d UTC unless they are used",
+                message["text"],
+            )
+        if message["event"] == "expired":
+            assert "expired: idle for 10 min" in message["text"]
+    assert "idle" in outbox.table(sent)
 
 
 def test_a_failed_start_sends_its_reason(api: ApiClient, local_cloud: LocalCloud, contacts: Any):

@@ -35,6 +35,8 @@ def test_each_operation_is_priced_at_its_us_east_2_list_price():
             log_bytes=1024**3,
             xray_traces=1_000_000,
             volume_gb_hours=730,
+            bus_events=1_000_000,
+            emails=1_000,
         )
     )
     assert cost == pytest.approx(
@@ -47,6 +49,8 @@ def test_each_operation_is_priced_at_its_us_east_2_list_price():
             "CloudWatch Logs": 0.53,  # ingested, and kept a month
             "X-Ray traces": 5.00,
             "EBS volume (gp3)": 0.08,  # a GB for a month
+            "EventBridge events": 1.00,
+            "SES e-mails": 0.10,
         }
     )
 

@@ -4,6 +4,7 @@ the relay puts), the deployment's declaration (what rules match) and the version
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jsonschema
@@ -30,9 +31,18 @@ def test_the_schema_is_valid_and_names_every_detail_type_and_its_version():
 
 
 def test_the_table_accepts_exactly_the_catalogued_detail_types():
-    migration = (ROOT / "migrations" / "0039_bus_events.sql").read_text()
+    # The last migration that writes the CHECK decides (0039 made it, 0044 added Idle).
+    migration = max(
+        (
+            p
+            for p in (ROOT / "migrations").glob("*.sql")
+            if "bus_events_detail_type_check CHECK (" in p.read_text()
+        ),
+        key=lambda p: p.name,
+    ).read_text()
     check = migration.split("bus_events_detail_type_check CHECK (", 1)[1].split(")", 1)[0]
-    assert {t for t in DETAIL_TYPES if f"'{t}'" in check} == set(DETAIL_TYPES)
+    named = set(re.findall(r"'([^']+)'", check))
+    assert named == set(DETAIL_TYPES)
 
 
 def test_a_detail_missing_what_its_type_requires_is_refused():
@@ -58,3 +68,42 @@ def test_a_detail_missing_what_its_type_requires_is_refused():
     ]
     event["detail"] |= {"ending": "failed", "reason": "the pod never became ready"}
     assert list(validator.iter_errors(event)) == []
+
+
+def test_the_idle_warning_is_an_addition_to_version_1():
+    """Reservation Idle is a detail-type of its own: a Reservation Warning keeps requiring
+    exactly what it did, so existing consumers see no change (docs/decisions.md)."""
+    schema = event_schema()
+    assert "Reservation Idle" in DETAIL_TYPES and SCHEMA_VERSION == "1"
+    assert schema["$defs"]["warning"]["required"] == ["minutes_left", "expires_at"]
+    validator = jsonschema.Draft202012Validator(schema)
+    event = {
+        "source": SOURCE,
+        "detail-type": "Reservation Idle",
+        "detail": {
+            "version": "1",
+            "event_id": "x/idle/2026-11-27T21:00:00.000000Z",
+            "reservation_id": "8d0c6f8e-9b7a-4c1e-8f3a-1f2e3d4c5b6a",
+            "reservation_name": "train",
+            "user_id": "alice",
+            "gpu_type": "h100",
+            "gpu_count": 1,
+            "status": "active",
+            "occurred_at": "2026-11-27T21:00:00.000000Z",
+        },
+    }
+    assert sorted(e.message for e in validator.iter_errors(event)) == [
+        "'ends_at' is a required property",
+        "'expires_at' is a required property",
+        "'idle_minutes' is a required property",
+        "'warning' is a required property",
+    ]
+    event["detail"] |= {
+        "idle_minutes": 120,
+        "ends_at": "2026-11-27T21:30:00Z",
+        "expires_at": "2026-11-28T01:00:00Z",
+        "warning": "idle: its GPUs have not been used for 2 h",
+    }
+    assert list(validator.iter_errors(event)) == []
+    event["detail"]["status"] = "expired"
+    assert list(validator.iter_errors(event)) != []

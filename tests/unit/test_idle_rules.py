@@ -44,6 +44,7 @@ def test_idle_for_its_timeout_is_warned_with_the_grace_and_the_end_time():
     at = LAUNCH + timedelta(minutes=120)
     (change,) = judge(candidate(), Seen.IDLE, at)
     assert change.warned_at == at and change.ending is None
+    assert change.ends_at == at + timedelta(minutes=30)  # the bus's idle event says when
     assert change.warning is not None
     assert (
         "not been used for 2 h" in change.warning and "in 30 min (at 10:30 UTC)" in change.warning

@@ -28,12 +28,14 @@ class IdleCandidate:
 @dataclass(frozen=True)
 class IdleChange:
     """What to write for one reservation: `active_at` restarts its idle clock; `warning`
-    (with `warned_at`) is sent, or cleared when `clear_warning`; `ending` ends it."""
+    (with `warned_at`, and `ends_at`: when it ends unless used) is sent, or cleared when
+    `clear_warning`; `ending` ends it."""
 
     reservation_id: UUID
     active_at: datetime | None = None
     warning: str | None = None
     warned_at: datetime | None = None
+    ends_at: datetime | None = None
     clear_warning: bool = False
     ending: str | None = None
 

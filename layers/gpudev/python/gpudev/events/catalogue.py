@@ -16,7 +16,10 @@ ACTIVE = "Reservation Active"
 WARNING = "Reservation Warning"
 ENDED = "Reservation Ended"
 HEALTH = "Reservation Health"
-DETAIL_TYPES = (QUEUED, ACTIVE, WARNING, ENDED, HEALTH)
+# Idle reclaim's warning (0044): a detail-type of its own, added to version 1. A `kind` on
+# Reservation Warning would have changed what a Warning means to existing consumers.
+IDLE = "Reservation Idle"
+DETAIL_TYPES = (QUEUED, ACTIVE, WARNING, ENDED, HEALTH, IDLE)
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "reservation-event.v1.schema.json"
 

@@ -149,6 +149,6 @@ def _wanted(contact: ContactRow, event: BusEvent) -> bool:
     kind = KIND_OF.get(event.detail_type)
     if not contact.enabled or kind not in contact.events:
         return False
-    if kind == "warning":
+    if kind == "warning" and event.detail.minutes_left is not None:
         return event.detail.minutes_left in contact.warning_minutes
     return True

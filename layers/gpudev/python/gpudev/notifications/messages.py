@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpudev.events.catalogue import ACTIVE, ENDED, HEALTH, QUEUED, WARNING
+from gpudev.events.catalogue import ACTIVE, ENDED, HEALTH, IDLE, QUEUED, WARNING
 
 
 class EventDetail(BaseModel):
@@ -35,6 +35,8 @@ class EventDetail(BaseModel):
     ending: str | None = None
     reason: str | None = None
     warning: str | None = None
+    idle_minutes: int | None = None
+    ends_at: datetime | None = None
 
 
 class BusEvent(BaseModel):
@@ -48,6 +50,9 @@ class BusEvent(BaseModel):
 
 
 KIND_OF = {QUEUED: "queued", ACTIVE: "active", WARNING: "warning", ENDED: "ended", HEALTH: "health"}
+# The idle warning is a warning to the user's preferences (`--events warning`); it has no
+# expiry level, so `--warnings` does not filter it.
+KIND_OF[IDLE] = "warning"
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,13 @@ def message_for(event: BusEvent) -> Message:
             f"gpu-dev: {name} is ready",
             f"{about} is ready until {_time(d.expires_at)}.\nConnect: {d.ssh_command}",
         )
+    if event.detail_type == IDLE:
+        return Message(
+            f"gpu-dev: {name} is idle and ends at {_clock(d.ends_at)}",
+            f"{about}: your GPUs have been idle for {_duration(d.idle_minutes)}; "
+            f"the reservation ends at {_clock(d.ends_at)} unless they are used. "
+            f"Its disk is saved. To keep it idle: gpu-dev edit {short_id} --idle-timeout none",
+        )
     if kind == "warning":
         return Message(
             f"gpu-dev: {name} expires in {_duration(d.minutes_left)}",
@@ -91,10 +103,9 @@ def message_for(event: BusEvent) -> Message:
             "cancelled": "was cancelled",
             "failed": "failed",
         }.get(d.ending or "", "ended")
-        return Message(
-            f"gpu-dev: {name} {headline}",
-            f"{about} {headline}: {d.reason}",
-        )
+        # An idle ending's reason is "expired: idle for 2 h": said once, not twice.
+        reason = (d.reason or "").removeprefix(f"{d.ending}: ")
+        return Message(f"gpu-dev: {name} {headline}", f"{about} {headline}: {reason}")
     if kind == "health":
         return Message(f"gpu-dev: {name} needs a look", f"{about}: {d.warning}")
     raise ValueError(f"no message for detail-type {event.detail_type!r}")
@@ -106,6 +117,10 @@ def _duration(minutes: Any) -> str:
         return f"{minutes} minute{'s' if minutes != 1 else ''}"
     hours, rest = divmod(minutes, 60)
     return f"{hours} h {rest} min" if rest else f"{hours} h"
+
+
+def _clock(at: datetime | None) -> str:
+    return at.strftime("%H:%M UTC") if at else "soon"
 
 
 def _time(at: datetime | None) -> str:

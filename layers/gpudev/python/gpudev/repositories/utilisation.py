@@ -85,6 +85,7 @@ class UtilisationRepository:
             "active_at",
             "warning",
             "warned_at",
+            "ends_at",
             "clear_warning",
             "ending",
         )

@@ -107,6 +107,7 @@ def _judge(c: IdleCandidate, seen: Seen, rules: IdleRules, now: datetime) -> Idl
             c.reservation_id,
             warning=warning_text(c.idle_timeout_minutes, rules.grace_minutes, ends_at),
             warned_at=now,
+            ends_at=ends_at,
         )
     assert c.idle_warned_at is not None
     if now - c.idle_warned_at < rules.span(rules.grace_minutes):

@@ -7,14 +7,15 @@
 -- idle clock and warning): the candidates are read without a lock, and the owner may have
 -- set `--idle-timeout none` (set_idle_timeout.sql restarts the clock and clears the
 -- warning) in between. Such a row is skipped; the next run judges it again.
+-- A new warning is also an event on the bus (migration 0044's trigger), with idle_ends_at.
 WITH change AS (
     SELECT *
     FROM unnest(
         %(reservation_id)s::uuid[], %(active_at)s::timestamptz[], %(warning)s::text[],
-        %(warned_at)s::timestamptz[], %(clear_warning)s::boolean[], %(ending)s::text[],
-        %(seen_timeout_minutes)s::integer[], %(seen_active_at)s::timestamptz[],
-        %(seen_warned_at)s::timestamptz[]
-    ) AS c(reservation_id, active_at, warning, warned_at, clear_warning, ending,
+        %(warned_at)s::timestamptz[], %(ends_at)s::timestamptz[], %(clear_warning)s::boolean[],
+        %(ending)s::text[], %(seen_timeout_minutes)s::integer[],
+        %(seen_active_at)s::timestamptz[], %(seen_warned_at)s::timestamptz[]
+    ) AS c(reservation_id, active_at, warning, warned_at, ends_at, clear_warning, ending,
            seen_timeout_minutes, seen_active_at, seen_warned_at)
 ), changed AS (
     UPDATE reservations AS r SET
@@ -23,6 +24,8 @@ WITH change AS (
             WHEN c.clear_warning THEN NULL ELSE coalesce(c.warning, r.idle_warning) END,
         idle_warned_at = CASE
             WHEN c.clear_warning THEN NULL ELSE coalesce(c.warned_at, r.idle_warned_at) END,
+        idle_ends_at = CASE
+            WHEN c.clear_warning THEN NULL ELSE coalesce(c.ends_at, r.idle_ends_at) END,
         idle_ending = coalesce(r.idle_ending, c.ending)
     FROM change AS c, reservations AS old
     WHERE r.reservation_id = c.reservation_id

@@ -5,7 +5,8 @@ UPDATE reservations SET
     idle_timeout_minutes = %(minutes)s,
     idle_active_at = now(),
     idle_warning = NULL,
-    idle_warned_at = NULL
+    idle_warned_at = NULL,
+    idle_ends_at = NULL
 WHERE reservation_id = %(reservation_id)s
   AND status NOT IN ('cancelled', 'expired', 'failed')
   AND idle_ending IS NULL
