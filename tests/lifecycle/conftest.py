@@ -5,10 +5,13 @@ minute is 0.6 s, a pod must be ready within 6 s, and a deleted pod terminates fo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from cdk_app.declaration import DEPLOYMENT, SWEEPER_SCHEDULE
+from gpudev_cli.main import cli
 from localcloud.stack import LocalCloud, Options
 from tests.support.api import ApiClient
 from tests.support.clouds import package_cloud
@@ -72,3 +75,21 @@ def empty_cluster(local_cloud: LocalCloud, api: ApiClient) -> Iterator[None]:
     assert local_cloud.ticker is not None
     local_cloud.ticker.paused.clear()
     end_everything(api, local_cloud)
+
+
+@pytest.fixture
+def gpu_dev(local_cloud: LocalCloud, tmp_path: Any, monkeypatch: Any) -> Any:
+    """`gpu-dev ARGS` against the local cloud (as alice, or `profile`): its result."""
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    url = local_cloud.describe()["api_url"]
+
+    def run(*args: str, profile: str = "alice") -> Any:
+        options = ["--profile", profile, "--region", "us-east-2", "--api-url", url]
+        return CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
+
+    return run

@@ -11,9 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from gpudev_cli.main import cli
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
 from tests.lifecycle.helpers import assert_nothing_left, reserve, wait_for_status
@@ -25,20 +23,6 @@ def _events(api: Any, rid: str) -> list[dict[str, Any]]:
     reply = api.call("GET", f"/v1/reservations/{rid}/events")
     assert reply.status == 200, reply.body
     return list(reply.body["events"])
-
-
-@pytest.fixture
-def gpu_dev(local_cloud: Any, tmp_path: Any, monkeypatch: Any) -> Any:
-    """`gpu-dev ARGS` as alice against the local cloud: its result."""
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    options = ["--profile", "alice", "--region", "us-east-2"]
-    options += ["--api-url", local_cloud.describe()["api_url"]]
-    return lambda *args: CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
 
 
 @pytest.fixture

@@ -13,10 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from cdk_app.declaration import POD_LOG_GROUP
-from gpudev_cli.main import cli
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.conftest import DEV_IMAGE
 from tests.lifecycle.helpers import cancel, objects_of, reserve, wait_for_status
@@ -28,24 +26,6 @@ STEPS = [
     "gpu-dev: installing the SSH keys",
     "gpu-dev: starting sshd on port 22 (ready when it prints: Server listening)",
 ]
-
-
-@pytest.fixture
-def gpu_dev(local_cloud: Any, tmp_path: Any, monkeypatch: Any) -> Any:
-    """`gpu-dev ARGS` against the local cloud (as alice, or `profile`): its result."""
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    url = local_cloud.describe()["api_url"]
-
-    def run(*args: str, profile: str = "alice") -> Any:
-        options = ["--profile", profile, "--region", "us-east-2", "--api-url", url]
-        return CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
-
-    return run
 
 
 def _messages(api: Any, rid: str, query: str = "", profile: str = "alice") -> list[str]:

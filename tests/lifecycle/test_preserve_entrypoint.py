@@ -11,33 +11,13 @@ import json
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from gpudev_cli.main import cli
 from localcloud.kubernetes.container_logs import ENTRYPOINT_OUTPUT
 from localcloud.kubernetes.container_restarts import Crash
 from tests.lifecycle.helpers import objects_of, reserve, wait_for_status
 from tests.support.waiting import wait_for
 
 IMAGE = "ghcr.io/pytorch/pytorch-nightly"
-
-
-@pytest.fixture
-def gpu_dev(local_cloud: Any, tmp_path: Any, monkeypatch: Any) -> Any:
-    """`gpu-dev ARGS` against the local cloud, as alice: its result."""
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(local_cloud.credentials_file))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("GPU_DEV_HOME", str(tmp_path / "gpu-dev"))
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    url = local_cloud.describe()["api_url"]
-
-    def run(*args: str) -> Any:
-        options = ["--profile", "alice", "--region", "us-east-2", "--api-url", url]
-        return CliRunner().invoke(cli, [*options, *args], catch_exceptions=False)
-
-    return run
 
 
 def _messages(api: Any, rid: str) -> list[str]:
