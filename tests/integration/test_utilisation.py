@@ -255,3 +255,26 @@ def test_a_warning_planned_before_the_owner_set_no_timeout_is_not_written(
     assert recorded == []
     assert _idle(autocommit_conn, rid) == (False, None)
     assert _idle_events(autocommit_conn, rid) == []
+
+
+def test_a_reservation_of_no_gpus_is_never_a_candidate_and_its_row_never_written(
+    autocommit_conn, rid
+):
+    from gpudev.repositories.utilisation import UtilisationRepository
+
+    cpu = uuid.uuid4()
+    autocommit_conn.execute(
+        """INSERT INTO reservations (reservation_id, user_id, status, gpu_type, gpu_count,
+               total_nodes, duration_hours, granted_at, launched_at, expires_at,
+               idle_timeout_minutes)
+           VALUES (%s, 'alice', 'active', 'cpu-x86', 0, 1, 24, %s, %s, %s, 60)""",
+        (cpu, T0, T0, T0 + timedelta(hours=24)),
+    )
+    judged = {c.reservation_id for c in UtilisationRepository(autocommit_conn).candidates()}
+    assert judged == {rid}
+    _run(autocommit_conn, rid, T0 + timedelta(hours=3), 0.0, 0.0)
+    assert _rows(
+        autocommit_conn,
+        "SELECT idle_active_at, idle_warning FROM reservations WHERE reservation_id = %s",
+        cpu,
+    ) == [(None, None)]
