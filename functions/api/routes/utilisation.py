@@ -61,6 +61,6 @@ def get_reservation_use(reservation_id: ReservationId, caller: ForCaller) -> Res
     ),
 )
 def my_recent_use(caller: ForCaller) -> RecentUseList:
-    from gpudev.utilisation.views import recent_use
+    from gpudev.reservations.service import caller_recent_use
 
-    return caller.read(recent_use)
+    return caller.read(caller_recent_use)

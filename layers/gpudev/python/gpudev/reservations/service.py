@@ -47,9 +47,9 @@ from gpudev.reservations.rules import (
 )
 from gpudev.reservations.schemas import ReservationRequest
 from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
-from gpudev.utilisation.schemas import ReservationUse
+from gpudev.utilisation.schemas import RecentUseList, ReservationUse
 from gpudev.utilisation.timeout import parse_idle_timeout
-from gpudev.utilisation.views import reservation_use
+from gpudev.utilisation.views import recent_use, reservation_use
 
 ID_CHARACTERS = re.compile(r"^[0-9a-f-]+$")
 
@@ -383,6 +383,14 @@ def change_idle_timeout(
             f"({current.idle_ending}); its idle timeout can no longer change"
         )
     return changed
+
+
+def caller_recent_use(conn: psycopg.Connection[Any], caller: Caller) -> RecentUseList:
+    """The caller's active reservations' last minutes of GPU use (`list`): the caller's own
+    principal only (another principal deriving the same username: NotAuthorized, nothing
+    read)."""
+    bound_user(conn, caller)
+    return recent_use(conn, caller)
 
 
 def reservation_utilisation(
