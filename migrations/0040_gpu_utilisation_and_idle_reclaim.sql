@@ -45,7 +45,8 @@ ALTER TABLE reservations ADD COLUMN idle_ending text;
 GRANT SELECT, INSERT, DELETE ON gpu_samples TO gpudev_reconcilers;
 GRANT SELECT, INSERT, UPDATE ON gpu_usage_hourly TO gpudev_reconcilers;
 GRANT SELECT (
-    gpu_type, idle_timeout_minutes, idle_active_at, idle_warning, idle_warned_at, idle_ending
+    gpu_type, gpu_count, idle_timeout_minutes, idle_active_at, idle_warning, idle_warned_at,
+    idle_ending
 ) ON reservations TO gpudev_reconcilers;
 GRANT UPDATE (idle_active_at, idle_warning, idle_warned_at, idle_ending)
     ON reservations TO gpudev_reconcilers;

@@ -94,13 +94,16 @@ def test_the_jobs_consumer_changes_only_the_disk_tags_of_our_volumes_and_snapsho
 ):
     consumer_id, _ = function_of_service(template, "gpudev-jobs-consumer")
     ec2 = _ec2(_statements(template, consumer_id))
+    # CopySnapshot (and tags on the copy only): `disk clone` (tests/infrastructure/
+    # test_disk_grants.py checks that grant)
     assert set(ec2) == {
         "ec2:DescribeVolumes",
         "ec2:DescribeSnapshots",
         "ec2:CreateTags",
         "ec2:DeleteTags",
+        "ec2:CopySnapshot",
     }
-    tagging = ec2["ec2:CreateTags"]
+    tagging = ec2["ec2:DeleteTags"]
     assert tagging is ec2["ec2:DeleteTags"]
     assert ":volume/*" in _resources(tagging) and ":snapshot/*" in _resources(tagging)
     # keys must be sent: ForAllValues alone is true of a DeleteTags without Tags (all tags)

@@ -160,7 +160,9 @@ def _idle(conn: psycopg.Connection[Any], reservation_id: UUID, **change: Any) ->
     # What the availability updater writes (utilisation/service.py), as its role.
     with conn.transaction():
         conn.execute("SET LOCAL ROLE gpudev_reconcilers")
-        UtilisationRepository(conn).record_idle([IdleChange(reservation_id, **change)])
+        repo = UtilisationRepository(conn)
+        seen = repo.candidates()  # the write applies to rows still as the plan read them
+        repo.record_idle([IdleChange(reservation_id, **change)], seen)
 
 
 def test_each_idle_warning_is_one_event_and_the_idle_ending_is_ended_with_its_reason(

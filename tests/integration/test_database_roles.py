@@ -136,6 +136,7 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "reconciler_runs/start",
         # the users' EFS access points (migrations/0038)
         "shared_files/claim",
+        "shared_files/forget",
         "shared_files/locked",
         "shared_files/of_user",
         "shared_files/record",
@@ -355,6 +356,7 @@ def _reservation_params(user: str) -> dict[str, Any]:
         "image": None,
         "image_digest": None,
         "image_pull": None,
+        "preserve_entrypoint": False,
     }
 
 
