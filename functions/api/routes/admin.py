@@ -17,7 +17,7 @@ from gpudev.usage.dead_letters import DeadLetters, peek_dead_letters
 from gpudev.usage.schemas import ForceCancelRequest, LiveReservations, UsageReport
 from routes.answers import Caller, answers
 from routes.caller import ForOperator
-from routes.logs import LOGS_UNAVAILABLE, LogLimit, LogNext, LogNode, LogSince, read_logs
+from routes.logs import LOGS_UNAVAILABLE, LogLimit, LogNext, LogNode, LogSince, pod_log_reader
 from routes.params import EventLimit, EventOffset, ReservationId
 from routes.usage import By, Since, Until
 
@@ -92,9 +92,19 @@ def any_reservation_logs(
     next_page: LogNext = None,
 ) -> LogPage:
     # The owner's route's service, with the operators' finder (as the timeline above).
+    from gpudev.logs.service import reservation_logs
     from gpudev.usage.operators import find_any_reservation
 
-    return read_logs(caller, reservation_id, node, since, limit, next_page, find_any_reservation)
+    return caller.read(
+        reservation_logs,
+        reservation_id,
+        pod_log_reader(),
+        node=node,
+        since=since,
+        limit=limit,
+        next_token=next_page,
+        find=find_any_reservation,
+    )
 
 
 @router.post(

@@ -71,33 +71,23 @@ def read_reservation_logs(
     limit: LogLimit = 100,
     next_page: LogNext = None,
 ) -> LogPage:
-    return read_logs(caller, reservation_id, node, since, limit, next_page)
-
-
-def read_logs(
-    caller: Any,
-    reservation_id: str,
-    node: int | None,
-    since: str | None,
-    limit: int,
-    next_page: str | None,
-    find: Any = None,
-) -> LogPage:
-    """The page, for the owner's route or (with the operators' `find`) the operators'."""
-    from gpudev.aws import aws_clients
-    from gpudev.logs.cloudwatch import PodLogReader
     from gpudev.logs.service import reservation_logs
-    from gpudev.settings import pod_log_settings
 
-    reader = PodLogReader(aws_clients().logs, pod_log_settings().pod_log_group)
-    found = {} if find is None else {"find": find}
-    return caller.read(  # type: ignore[no-any-return]
+    return caller.read(
         reservation_logs,
         reservation_id,
-        reader,
+        pod_log_reader(),
         node=node,
         since=since,
         limit=limit,
         next_token=next_page,
-        **found,
     )
+
+
+def pod_log_reader() -> Any:
+    """The dev pods' log group's reader (gpudev/logs/cloudwatch.py), for both routes."""
+    from gpudev.aws import aws_clients
+    from gpudev.logs.cloudwatch import PodLogReader
+    from gpudev.settings import pod_log_settings
+
+    return PodLogReader(aws_clients().logs, pod_log_settings().pod_log_group)

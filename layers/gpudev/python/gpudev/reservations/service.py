@@ -114,6 +114,7 @@ def submit_reservation(
             image_digest=image.digest if image else None,
             image_pull=image.pull if image else None,
             preserve_entrypoint=request.preserve_entrypoint,
+            idle_timeout_minutes=idle_minutes,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:
@@ -125,10 +126,6 @@ def submit_reservation(
                 "another request for this reservation is in progress; retry"
             )
         reservation = submitted.reservation
-        if submitted.created:
-            with_timeout = set_idle_timeout(conn, new.reservation_id, idle_minutes)
-            assert with_timeout is not None, "a reservation just made is live"
-            reservation = with_timeout
     if submitted.job is not None:
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
