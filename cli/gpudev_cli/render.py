@@ -47,11 +47,12 @@ def reservations_table(rows: list[dict[str, Any]]) -> None:
     columns = ("ID", "Name", "GPUs", "Status", "Queue", "Hours", "Created", "Expires", "GPU use")
     for column in columns:
         # An id stays whole (8 characters: what every command takes) however narrow the
-        # terminal, and so do a status word (at most 9) and a queue place; the others wrap.
+        # terminal, and so do a status word (at most 9), a shape ("16x h100") and a queue
+        # place; the others wrap.
         table.add_column(
             column,
             no_wrap=column in ("ID", "Queue"),
-            min_width={"ID": 8, "Status": 9}.get(column),
+            min_width={"ID": 8, "Status": 9, "GPUs": 8}.get(column),
         )
     colours = {"active": "green", "failed": "red", "queued": "yellow", "pending": "yellow"}
     for r in rows:
