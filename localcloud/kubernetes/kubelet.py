@@ -114,6 +114,7 @@ class Kubelet:
         self.init_restarts.forget_pods_but(uids)
         self.restarts.forget_pods_but(uids)
         self.local_storage.forget_pods_but(uids)
+        self._storage.forget_pods_but(uids)
         self.logs.forget_pods_but(uids)
         self.image_pulls.forget_pods_but(uids)
         self._terminations.step(pods)

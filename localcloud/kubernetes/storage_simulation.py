@@ -5,6 +5,7 @@ claims (`volume_scheduling.py`), from one view of claims and volumes per step.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,9 @@ from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.volume_binding import PersistentVolumeController
 
 Obj = dict[str, Any]
+# A failed EFS mount is tried again this often, as the kubelet's volume manager retries (its
+# back-off starts at 500 ms and grows); a mount that succeeded is never checked again.
+EFS_RETRY_SECONDS = 2.0
 
 
 class StorageSimulation:
@@ -27,6 +31,9 @@ class StorageSimulation:
         self._claims: volume_scheduling.Claims = {}
         self._volumes: volume_scheduling.Volumes = {}
         self._said: set[tuple[str, str]] = set()  # (pod uid, FailedMount message) recorded
+        # EFS mounts by (pod uid, volume name): done, or the last failure and when it was tried
+        self._efs_mounted: set[tuple[str, str]] = set()
+        self._efs_failed: dict[tuple[str, str], tuple[float, str]] = {}
         # What a preStop hook listing each EBS volume's files writes (by volume id; for our
         # hook, gpudev.cluster.home_listing, its marker line then the listing): the stand-in
         # has no filesystem, so tests say what the hook finds on a disk.
@@ -103,10 +110,25 @@ class StorageSimulation:
                     f"mounter.SetUpAt failed to get CSI client: driver name {EFS_DRIVER} "
                     "not found in the list of registered CSI drivers"
                 )
+            key = (pod["metadata"]["uid"], volume["metadata"]["name"])
+            if key in self._efs_mounted:
+                continue
+            tried = self._efs_failed.get(key)
+            if tried is not None and time.monotonic() - tried[0] < EFS_RETRY_SECONDS:
+                return tried[1]
             problem = self.efs.mount_problem(pod, node, volume)
             if problem is not None:
+                self._efs_failed[key] = (time.monotonic(), problem)
                 return problem
+            self._efs_failed.pop(key, None)
+            self._efs_mounted.add(key)
         return None
+
+    def forget_pods_but(self, uids: set[str]) -> None:
+        """Forget the EFS mounts of pods that are gone."""
+        self._efs_mounted = {key for key in self._efs_mounted if key[0] in uids}
+        for key in [k for k in self._efs_failed if k[0] not in uids]:
+            del self._efs_failed[key]
 
     def listing_for(self, pod: Obj) -> str:
         """What a preStop hook listing the pod's mounted EBS volumes writes: the contents
