@@ -18,7 +18,9 @@ from tests.support.clouds import package_cloud
 
 SECONDS_PER_HOUR = 36.0
 MINUTE = SECONDS_PER_HOUR / 60
-READY_TIMEOUT_SECONDS = 6.0
+# A start's bound (600 s in AWS): enough for 36 concurrent starts on a loaded 2-core machine,
+# whose pods each ship their output, pull, mount the share and pass their probes.
+READY_TIMEOUT_SECONDS = 10.0
 # The pods' image: one built from deploy/dev-image, so it has jupyter-lab (the stand-in's
 # `jupyter_images`); test_jupyter_check.py takes it away for one reservation.
 DEV_IMAGE = "registry.local/gpu-dev:lifecycle"
