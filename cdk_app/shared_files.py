@@ -22,6 +22,7 @@ from constructs import Construct
 
 from cdk_app.declaration import SHARED_FILES_CREATION_TOKEN, SHARED_FILES_IA_AFTER
 from cdk_app.shared_files_policy import file_system_policy
+from cdk_app.team_share import team_access_point, team_share_mode
 
 NFS_PORT = 2049
 EFS_CSI_SERVICE_ACCOUNTS = ("efs-csi-controller-sa", "efs-csi-node-sa")
@@ -127,3 +128,8 @@ class SharedFiles(Construct):
         for dependency in depends_on:  # the pod identity agent; a node for its controller
             addon.add_resource_dependency(dependency)
         CfnOutput(scope, "SharedFileSystemId", value=self.file_system.ref)
+        # The team share at /shared, when gpudev:teamShare is ro or rw (cdk_app/team_share.py)
+        self.team_access_point: efs.CfnAccessPoint | None = None
+        if team_share_mode(self) != "off":
+            self.team_access_point = team_access_point(self, self.file_system)
+            CfnOutput(scope, "TeamShareAccessPointId", value=self.team_access_point.ref)

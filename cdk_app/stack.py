@@ -41,6 +41,7 @@ from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.notifications import build_event_buses, build_notification_secrets
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
+from cdk_app.team_share import check_team_share
 
 
 class GpuDevStack(Stack):
@@ -55,6 +56,7 @@ class GpuDevStack(Stack):
         # The EKS cluster the dev pods run on is managed outside this stack.
         self.cluster_name = eks_cluster_name(self)
         self.access = ApiAccess.from_context(self)
+        self.team_share = check_team_share(self)  # off, ro or rw; refused at synth if unmountable
         self.network = build_network(self)
         self.database = build_database(self, self.network)
         self.alarms = Alarms(self)

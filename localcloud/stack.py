@@ -64,7 +64,7 @@ from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.registry import local_registry, seed_registry
 from localcloud.seed import ClusterDescription, seed
-from localcloud.shared_files import create_shared_file_system
+from localcloud.shared_files import create_shared_file_system, create_team_access_point
 from localcloud.snapshot_completion import SnapshotCompletion
 from localcloud.sqs_process import SqsProcess
 from localcloud.stop_sequence import POSTGRES_STOP_SECONDS, STOP_BUDGET_SECONDS, StopSequence
@@ -249,7 +249,7 @@ class LocalCloud:
         )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto StopExecution seam", moto_stop.install())
-        self._stop.add("moto CreateAccessPoint seam", moto_efs.install())
+        self._stop.add("moto EFS seams", moto_efs.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
 
@@ -319,6 +319,8 @@ class LocalCloud:
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
         file_system = create_shared_file_system(self.aws.client, description.availability_zones)
         self._set_environment({"SHARED_FILES_FILE_SYSTEM_ID": file_system})
+        team = create_team_access_point(self.aws.client, file_system)
+        self._set_environment({"SHARED_FILES_TEAM_ACCESS_POINT_ID": team})
         store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
         function_principal = signing_key(self._function_key_id)
         assert function_principal is not None

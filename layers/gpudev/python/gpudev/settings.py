@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import _lru_cache_wrapper, cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -253,9 +253,30 @@ class SharedFilesSettings(BaseSettings):
     file_system_id: str = Field(default="off", pattern=r"^(fs-[0-9a-f]{8,40}|off)$")
     ccache_max_size: str = Field(default="20G", pattern=r"^[1-9][0-9]{0,5}[KMGT]i?$")
 
+    # The optional team share at /shared (docs/shared-files.md, "The team share"): `off`,
+    # read-only (`ro`) or read-write (`rw`) for everyone (CDK context `gpudev:teamShare`),
+    # through the cluster stack's one team access point (`gpudev:teamShareAccessPointId`).
+    team_share: Literal["off", "ro", "rw"] = "off"
+    team_access_point_id: str = Field(default="off", pattern=r"^(fsap-[0-9a-f]{8,40}|off)$")
+
+    @model_validator(mode="after")
+    def _team_share_needs_its_access_point(self) -> SharedFilesSettings:
+        if self.team_share != "off" and (
+            self.team_access_point_id == "off" or self.file_system_id == "off"
+        ):
+            raise ValueError(
+                "the team share needs the shared file system and its access point "
+                "(SHARED_FILES_FILE_SYSTEM_ID and SHARED_FILES_TEAM_ACCESS_POINT_ID)"
+            )
+        return self
+
     @property
     def enabled(self) -> bool:
         return self.file_system_id != "off"
+
+    @property
+    def team_enabled(self) -> bool:
+        return self.team_share != "off"
 
 
 _POLICY_ENTRY = r"[A-Za-z0-9*_.-]+=(always|when-waiting|never)"
