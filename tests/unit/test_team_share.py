@@ -165,9 +165,9 @@ def test_a_bad_team_share_value_stops_the_synth_with_a_sentence(value):
 
 def test_a_team_share_without_its_access_point_or_file_system_stops_the_synth():
     on = {TEAM_SHARE.context_key: "ro"}
-    with pytest.raises(ValueError, match="needs the shared file system.*SharedFileSystemId"):
+    with pytest.raises(ValueError, match=r"needs the shared file system.*SharedFileSystemId"):
         check_team_share(_scope(on))
-    with pytest.raises(ValueError, match="needs the team access point.*TeamShareAccessPointId"):
+    with pytest.raises(ValueError, match=r"needs the team access point.*TeamShareAccessPointId"):
         check_team_share(_scope({**on, SHARED_FILE_SYSTEM_ID.context_key: FS}))
     with pytest.raises(ValueError, match="got 'fs-0123456789abcdef0'"):
         check_team_share(
