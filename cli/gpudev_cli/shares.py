@@ -4,8 +4,10 @@ and `disk list`'s line on the personal share, from the API (`/v1/reservations/<i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from gpudev_cli import utilisation
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import console
 
@@ -39,6 +41,16 @@ def mounts_table(r: dict[str, Any]) -> None:
         mode = "read-only" if m["mode"] == "ro" else "read-write"
         table.add_row(m["path"], _said(m), m["nodes"], mode)
     console.print(table)
+
+
+def panel(failure_log: str | None) -> Callable[[dict[str, Any]], None]:
+    """`show`'s render: the reservation's panel and GPU use, then its mounts."""
+
+    def render(r: dict[str, Any]) -> None:
+        utilisation.panel(r, failure_log)
+        mounts_table(r)
+
+    return render
 
 
 def size(value: int) -> str:

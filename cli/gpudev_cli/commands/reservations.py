@@ -12,16 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import (
-    jupyter_tunnel,
-    lookup,
-    render,
-    replies,
-    shares,
-    ssh,
-    timeline,
-    utilisation,
-)
+from gpudev_cli import jupyter_tunnel, lookup, render, replies, shares, ssh, timeline, utilisation
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -81,13 +72,7 @@ def show(obj: Context, reservation: str) -> None:
     found = lookup.find(client, reservation)
     ssh.sync_configs([found])
     tail = timeline.failure_log(client, found) if obj.output != "json" else None
-    found = shares.with_mounts(client, utilisation.with_use(client, found))
-
-    def panel(r: dict[str, Any]) -> None:
-        utilisation.panel(r, tail)
-        shares.mounts_table(r)
-
-    obj.emit(found, panel)
+    obj.emit(shares.with_mounts(client, utilisation.with_use(client, found)), shares.panel(tail))
 
 
 @click.command()
