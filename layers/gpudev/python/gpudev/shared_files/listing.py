@@ -10,7 +10,7 @@ user's tree over NFS to count it is neither cheap nor consistent (docs/decisions
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Final, Literal
 
 import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
@@ -86,7 +86,7 @@ def reservation_mounts(
     settings: SharedFilesSettings,
 ) -> MountList:
     reservation = find_reservation(conn, caller, reservation_id)
-    nodes = "every node"
+    nodes: Final[Literal["every node"]] = "every node"
     mounts = [
         MountView(
             path=HOME, what="named disk", nodes="node 0", mode="rw", disk_name=reservation.disk_name
