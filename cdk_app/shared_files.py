@@ -8,7 +8,8 @@ points only), and the EFS CSI driver add-on with that role (pod identity, for it
 controller's and its node plugin's service accounts).
 
 Each user's access point is made by the lifecycle on their first reservation
-(gpudev/shared_files/; its grants are in cdk_app/declaration.py SHARED_FILES_GRANTS)."""
+(gpudev/shared_files/; its grants are in cdk_app/declaration.py SHARED_FILES_GRANTS). The
+team's one access point is made here when `gpudev:teamShare` is on (cdk_app/team_share.py)."""
 
 from __future__ import annotations
 

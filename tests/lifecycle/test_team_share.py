@@ -187,3 +187,30 @@ def test_the_share_listing_gives_the_file_systems_metered_size_and_the_access_po
     assert personal["usage"]["file_system_id"] == file_system
     assert reply.body["team"] == {"mount_path": "/shared", "mode": "ro"}
     _end(api, local_cloud, rid)
+
+
+def test_shows_home_is_the_named_disk_on_node_0(local_cloud: LocalCloud, api: ApiClient):
+    import uuid
+
+    import psycopg
+
+    name = f"home-{uuid.uuid4().hex[:6]}"
+    with psycopg.connect(local_cloud.database_url) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES"
+            " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        )
+        conn.execute("INSERT INTO disks (user_id, disk_name) VALUES ('alice', %s)", (name,))
+    rid = str(reserve(api, gpu_type="t4", gpu_count=1, hours=0.3, disk_name=name)["reservation_id"])
+    mounts = _mounts(api, rid)  # from the row: whatever the reservation's status
+    assert mounts["/home/dev"] == {
+        "path": "/home/dev",
+        "what": "named disk",
+        "nodes": "node 0",
+        "mode": "rw",
+        "disk_name": name,
+        "access_point_id": None,
+    }
+    assert api.call("GET", f"/v1/reservations/{rid}/mounts", profile="bob").status == 404
+    cancel(api, rid)
+    wait_for_status(api, rid, ("cancelled", "failed", "expired"))
