@@ -4,14 +4,18 @@
 (read-write: any user can change or delete any file there, and plant what another user's
 job will run). The cluster stack then makes the team's one access point on the shared
 file system (`team_access_point`), rooted at /team, owned by `dev`, and passes its id to
-the main stack (`gpudev:teamShareAccessPointId` in MainStackContext). `check_team_share`
-refuses a context the pods could not mount, at synth, with a sentence saying what to set.
+the main stack (`gpudev:teamShareAccessPointId` in MainStackContext). A mode other than
+off, ro or rw stops every synth with a sentence. The main stack without the file system or
+the team access point gets an error annotation saying what to set: `cdk synth` and a
+deploy of the main stack fail on it, while `cdk deploy GpuDevCluster` (the first step, which
+makes the access point) still runs in the same app.
 """
 
 from __future__ import annotations
 
 import re
 
+from aws_cdk import Annotations
 from aws_cdk import aws_efs as efs
 from constructs import Construct
 
@@ -43,20 +47,21 @@ def team_share_mode(scope: Construct) -> str:
 
 def check_team_share(scope: Construct) -> str:
     """The main stack's check: a team share that is on needs the shared file system and
-    the cluster stack's team access point. Returns the mode."""
+    the cluster stack's team access point (an error annotation otherwise). Returns the
+    mode."""
     mode = team_share_mode(scope)
     if mode == "off":
         return mode
     file_system = scope.node.try_get_context(SHARED_FILE_SYSTEM_ID.context_key)
+    point = scope.node.try_get_context(TEAM_SHARE_ACCESS_POINT.context_key)
     if not isinstance(file_system, str) or not _FILE_SYSTEM.match(file_system):
-        raise ValueError(
+        Annotations.of(scope).add_error(
             f"context {TEAM_SHARE.context_key}={mode} needs the shared file system: set "
             f"{SHARED_FILE_SYSTEM_ID.context_key} to the cluster stack's output "
             f"SharedFileSystemId (fs-...); got {file_system!r}"
         )
-    point = scope.node.try_get_context(TEAM_SHARE_ACCESS_POINT.context_key)
-    if not isinstance(point, str) or not _ACCESS_POINT.match(point):
-        raise ValueError(
+    elif not isinstance(point, str) or not _ACCESS_POINT.match(point):
+        Annotations.of(scope).add_error(
             f"context {TEAM_SHARE.context_key}={mode} needs the team access point: set "
             f"{TEAM_SHARE_ACCESS_POINT.context_key} to the cluster stack's output "
             f"TeamShareAccessPointId (fsap-...); got {point!r}"

@@ -7,6 +7,7 @@ and what the CLI says of the shares (gpudev_cli/shares.py)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 from uuid import uuid4
@@ -163,22 +164,38 @@ def test_a_bad_team_share_value_stops_the_synth_with_a_sentence(value):
         team_share_mode(_scope({TEAM_SHARE.context_key: value}))
 
 
-def test_a_team_share_without_its_access_point_or_file_system_stops_the_synth():
+def _said(stack: cdk.Stack, *words: str) -> None:
+    """The stack carries an error annotation with `words`, in that order."""
+    from aws_cdk.assertions import Annotations, Match
+
+    annotations = Annotations.from_stack(stack)
+    pattern = ".*".join(re.escape(w) for w in words)
+    annotations.has_error("*", Match.string_like_regexp(pattern))
+
+
+def _no_error(stack: cdk.Stack) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    Annotations.from_stack(stack).has_no_error("*", Match.any_value())
+
+
+def test_a_team_share_without_its_access_point_or_file_system_is_a_synth_error_of_the_stack():
+    """An error annotation: `cdk synth` and a deploy of the main stack fail on it, while the
+    cluster stack (which makes the access point) can still be deployed from the same app."""
     on = {TEAM_SHARE.context_key: "ro"}
-    with pytest.raises(ValueError, match=r"needs the shared file system.*SharedFileSystemId"):
-        check_team_share(_scope(on))
-    with pytest.raises(ValueError, match=r"needs the team access point.*TeamShareAccessPointId"):
-        check_team_share(_scope({**on, SHARED_FILE_SYSTEM_ID.context_key: FS}))
-    with pytest.raises(ValueError, match="got 'fs-0123456789abcdef0'"):
-        check_team_share(
-            _scope(
-                {
-                    **on,
-                    SHARED_FILE_SYSTEM_ID.context_key: FS,
-                    TEAM_SHARE_ACCESS_POINT.context_key: FS,
-                }
-            )
-        )
+    no_file_system = _scope(on)
+    assert check_team_share(no_file_system) == "ro"
+    _said(no_file_system, "needs the shared file system", "SharedFileSystemId")
+    no_point = _scope({**on, SHARED_FILE_SYSTEM_ID.context_key: FS})
+    check_team_share(no_point)
+    _said(no_point, "needs the team access point", "TeamShareAccessPointId")
+    wrong = {SHARED_FILE_SYSTEM_ID.context_key: FS, TEAM_SHARE_ACCESS_POINT.context_key: FS}
+    not_a_point = _scope({**on, **wrong})
+    check_team_share(not_a_point)
+    _said(not_a_point, "needs the team access point", "got 'fs-0123456789abcdef0'")
+    complete = _scope({**on, **wrong, TEAM_SHARE_ACCESS_POINT.context_key: TEAM})
+    check_team_share(complete)
+    _no_error(complete)
 
 
 # -- the stand-in and moto -------------------------------------------------------------
