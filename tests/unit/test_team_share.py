@@ -144,6 +144,19 @@ def test_a_start_waiting_on_the_team_share_says_so():
     assert pod_claims.starting_step(pod, None) == "mounting team share /shared"
 
 
+def test_a_failed_mount_of_the_team_volume_is_said_to_be_the_team_shares():
+    reservation = _reservation()
+    pod = _pod()
+    name = team_share.name_of(reservation)
+    team_share.mount_in_pod(pod, name, read_only=False)
+    event = {
+        "reason": "FailedMount",
+        "message": f'MountVolume.SetUp failed for volume "{name}" : rpc error: code = Internal',
+    }
+    claim = pod_claims.claim_of_event(pod, event)
+    assert claim is not None and claim.said(None) == "team share /shared"
+
+
 # -- the synth check -------------------------------------------------------------------
 
 
