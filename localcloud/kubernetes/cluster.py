@@ -6,6 +6,8 @@
   (`events.py`, every second);
 - the persistent volume controllers and the EBS CSI attach (`storage_simulation.py`);
 - a scheduler binds Pending pods to nodes that fit them (`scheduler.py`);
+- the DaemonSet controller runs a DaemonSet's pod on every node that fits (`daemonsets.py`,
+  every second);
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
@@ -22,6 +24,7 @@ from typing import Any, Self
 from localcloud.deadline import BackgroundWork
 from localcloud.kubernetes import events, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs
+from localcloud.kubernetes.daemonsets import DaemonSets
 from localcloud.kubernetes.kubelet import Kubelet
 from localcloud.kubernetes.nodes import NodeShape, heartbeat, node_accepts, sync_nodes
 from localcloud.kubernetes.pod_termination import PodTerminations
@@ -67,6 +70,7 @@ class SimulatedCluster(BackgroundWork):
             jupyter_images,
             container_logs,
         )
+        self.daemon_sets = DaemonSets(store)  # pods on every node that fits, as they join
         self.event_ttl_seconds = events.EVENT_TTL_SECONDS
         self._in_background(self._run, "simulated-cluster")
 
@@ -82,6 +86,7 @@ class SimulatedCluster(BackgroundWork):
                     self.sync_nodes()
                     heartbeat(self.store)
                     events.expire(self.store, self.event_ttl_seconds)
+                    self.daemon_sets.step()
                     last_sync = time.monotonic()
                 self.step()
             except Exception:

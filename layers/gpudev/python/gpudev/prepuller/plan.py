@@ -63,9 +63,7 @@ def template_patch(images: Sequence[str], tools_image: str) -> dict[str, Any]:
     """A JSON merge patch (RFC 7386: lists are replaced whole) of the DaemonSet's pod
     template: the copy of the no-op, then one init container per image, in order."""
     init = [
-        _init_container(
-            COPY_CONTAINER, tools_image, [TOOLS_BUSYBOX, "cp", TOOLS_BUSYBOX, NOOP]
-        ),
+        _init_container(COPY_CONTAINER, tools_image, [TOOLS_BUSYBOX, "cp", TOOLS_BUSYBOX, NOOP]),
         *(_init_container(f"pull-{n}", image, [NOOP, "true"]) for n, image in enumerate(images)),
     ]
     return {
