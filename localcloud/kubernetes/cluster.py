@@ -6,8 +6,7 @@
   (`events.py`, every second);
 - the persistent volume controllers and the EBS CSI attach (`storage_simulation.py`);
 - a scheduler binds Pending pods to nodes that fit them (`scheduler.py`);
-- the DaemonSet controller runs a DaemonSet's pod on every node that fits (`daemonsets.py`,
-  every second);
+- the DaemonSet controller runs a DaemonSet's pod on every node that fits (`daemonsets.py`);
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
@@ -86,15 +85,16 @@ class SimulatedCluster(BackgroundWork):
                     self.sync_nodes()
                     heartbeat(self.store)
                     events.expire(self.store, self.event_ttl_seconds)
-                    self.daemon_sets.step()
                     last_sync = time.monotonic()
                 self.step()
             except Exception:
                 log.exception("simulated cluster step failed")
 
     def step(self) -> None:
-        """One tick: the volume controllers and attach, the scheduler, the kubelets."""
+        """One tick: the volume controllers and attach, the DaemonSet controller, the
+        scheduler, the kubelets."""
         self.storage.step()
+        self.daemon_sets.step()
         self._scheduler.schedule()
         self.kubelet.step()
 

@@ -66,9 +66,13 @@ class DaemonSets:
 
     def __init__(self, store: ObjectStore):
         self._store = store
+        self._any = False  # a DaemonSet was seen: its pods may need collecting
 
     def step(self) -> None:
         daemon_sets = self._store.list("daemonsets", None, frozen=True)["items"]
+        if not daemon_sets and not self._any:
+            return  # the usual cluster: nothing to do, and no pod list on every tick
+        self._any = bool(daemon_sets)
         pods = self._store.list("pods", None, frozen=True)["items"]
         owned: dict[str, list[Obj]] = {}
         for pod in pods:
