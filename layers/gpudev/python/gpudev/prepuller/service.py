@@ -68,5 +68,8 @@ def refresh_prepuller(
             logger.info("pre-puller images changed", extra={"images": images})
         return PrepullerRun(images, patch is not None)
     except Exception as error:
+        if getattr(error, "status", None) == 404:  # the operator did not apply prepuller/
+            logger.warning("no pre-puller DaemonSet", extra={"daemon_set": settings.name})
+            return PrepullerRun([], False, "not applied")
         logger.exception("the pre-puller's images were not refreshed")
         return PrepullerRun([], False, type(error).__name__)
