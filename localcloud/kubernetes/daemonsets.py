@@ -58,7 +58,7 @@ def _max_unavailable(daemon_set: Obj, desired: int) -> int:
     value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
     if isinstance(value, str):  # a percentage of the desired pods, rounded up
         return max(1, math.ceil(desired * int(value.rstrip("%")) / 100)) if desired else 0
-    return max(1, value)
+    return max(1, int(value))
 
 
 class DaemonSets:

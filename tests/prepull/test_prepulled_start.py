@@ -12,11 +12,38 @@ from gpudev.prepuller.plan import IMAGES_ANNOTATION
 from gpudev.settings import LifecycleSettings
 from localcloud.registry import ACCOUNT_REGISTRY, LOCAL_TOOLS_IMAGE
 from localcloud.stack import LocalCloud
-from tests.lifecycle.helpers import cancel, objects_of, reserve, wait_for_status
+from tests.support.api import ApiClient
 from tests.support.waiting import wait_for
 
 SYSTEM, NAME = "kube-system", "gpu-dev-prepuller"
 TEAM = f"{ACCOUNT_REGISTRY}/gpu-dev-images/team-cuda:1"
+
+
+def reserve(api: ApiClient, **fields: Any) -> dict[str, Any]:
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice", **fields}
+    reply = api.call("POST", "/v1/reservations", body=body)
+    assert reply.status == 202, reply.body
+    return dict(reply.body)
+
+
+def wait_for_status(api: ApiClient, rid: str, status: str, timeout: float = 20) -> None:
+    def reached() -> bool:
+        shown = api.call("GET", f"/v1/reservations/{rid}")
+        assert shown.status == 200, shown.body
+        assert shown.body["status"] != "failed", shown.body
+        return bool(shown.body["status"] == status)
+
+    wait_for(reached, timeout, f"{rid[:8]} {status}")
+
+
+def cancel(api: ApiClient, rid: str) -> None:
+    assert api.call("POST", f"/v1/reservations/{rid}/cancel").status in (200, 202)
+
+
+def pod_of(cloud: LocalCloud, rid: str) -> dict[str, Any]:
+    assert cloud.kubernetes is not None
+    (pod,) = cloud.kubernetes.store.list("pods", None, f"gpu-dev/reservation={rid}")["items"]
+    return dict(pod)
 
 
 def _daemon_set(cloud: LocalCloud) -> dict[str, Any]:
@@ -60,7 +87,7 @@ def test_the_default_image_is_pre_pulled_and_a_reservation_starts_with_no_pull(
 
     rid = reserve(api)["reservation_id"]
     wait_for_status(api, rid, "active", timeout=60)
-    (pod,) = objects_of(local_cloud, rid)["pods"]
+    pod = pod_of(local_cloud, rid)
     assert set(_pull_events(local_cloud, pod)) == {
         ("Pulled", f'Container image "{default}" already present on machine')
     }  # once per container of the image (the Jupyter check's init container shares it)
@@ -74,7 +101,7 @@ def test_a_used_image_joins_the_list_and_the_other_node_starts_it_with_no_pull(
     # The first use: a whole t4 node, which pulls the team image (6.2 GB) for its size.
     first = reserve(api, image=TEAM, gpu_count=4)
     wait_for_status(api, first["reservation_id"], "active", timeout=90)
-    (cold,) = objects_of(local_cloud, first["reservation_id"])["pods"]
+    cold = pod_of(local_cloud, first["reservation_id"])
     pulls = _pull_events(local_cloud, cold)
     assert ("Pulling", f'Pulling image "{cold["spec"]["containers"][0]["image"]}"') in pulls
     pulled_ref = cold["spec"]["containers"][0]["image"]  # the digest the pod runs
@@ -86,7 +113,7 @@ def test_a_used_image_joins_the_list_and_the_other_node_starts_it_with_no_pull(
     # The other t4 node (the first is full) never ran it but has it: no pull.
     second = reserve(api, image=TEAM)
     wait_for_status(api, second["reservation_id"], "active", timeout=60)
-    (warm,) = objects_of(local_cloud, second["reservation_id"])["pods"]
+    warm = pod_of(local_cloud, second["reservation_id"])
     assert warm["spec"]["nodeName"] != cold["spec"]["nodeName"]
     assert set(_pull_events(local_cloud, warm)) == {
         ("Pulled", f'Container image "{pulled_ref}" already present on machine')
