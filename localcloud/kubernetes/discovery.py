@@ -30,7 +30,8 @@ SHORT_NAMES = {  # kube-apiserver's (`kubectl api-resources`)
     "serviceaccounts": ["sa"],
     "daemonsets": ["ds"],
 }
-CATEGORIES = {"pods": ["all"], "services": ["all"], "daemonsets": ["all"]}  # what `kubectl get all` lists
+# what `kubectl get all` lists
+CATEGORIES = {"pods": ["all"], "services": ["all"], "daemonsets": ["all"]}
 STATUS_SUBRESOURCES = frozenset(
     {
         "pods",

@@ -34,9 +34,9 @@ def test_defaults_agree_in_settings_declaration_and_cdk_json():
 def test_the_api_and_the_updater_get_them():
     assert set(IDLE_RECLAIM) <= set(API.context_environment)
     # besides the image pre-puller's (PREPULLER, and the default image it pulls first)
-    assert set(AVAILABILITY_UPDATER.context_environment) == set(IDLE_RECLAIM) | set(
-        PREPULLER
-    ) | {POD_IMAGE}
+    assert set(AVAILABILITY_UPDATER.context_environment) == set(IDLE_RECLAIM) | set(PREPULLER) | {
+        POD_IMAGE
+    }
 
 
 @pytest.mark.parametrize(
