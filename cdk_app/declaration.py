@@ -200,7 +200,7 @@ IDLE_RECLAIM = (
 # images of how many last days, and how many of them, besides the default image.
 PREPULLER = (
     ContextSetting("gpudev:prepullDays", "PREPULLER_DAYS", default=14),
-    ContextSetting("gpudev:prepullImages", "PREPULLER_IMAGES", default=5, minimum=0),
+    ContextSetting("gpudev:prepullImages", "PREPULLER_IMAGES", default=3, minimum=0),
 )
 API = FunctionSpec(
     "Api",

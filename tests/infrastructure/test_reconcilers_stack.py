@@ -85,7 +85,7 @@ def test_the_availability_updater_gets_the_pre_pullers_settings(template: Templa
     ]
     assert variables["PREPULLER_TOOLS_IMAGE"] == ""
     assert variables["PREPULLER_DAYS"] == "14"
-    assert variables["PREPULLER_IMAGES"] == "5"
+    assert variables["PREPULLER_IMAGES"] == "3"
     assert variables["LIFECYCLE_POD_IMAGE"] == "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
 
 

@@ -303,7 +303,8 @@ class PrepullerSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", env_prefix="PREPULLER_")
 
     days: int = Field(default=14, ge=1, le=90)
-    images: int = Field(default=5, ge=0, le=20)  # besides the default image
+    # besides the default image; each stays on every node (docs/images.md: the disk)
+    images: int = Field(default=3, ge=0, le=20)
     tools_image: str = ""
     namespace: str = "kube-system"
     name: str = "gpu-dev-prepuller"
