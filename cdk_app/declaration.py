@@ -220,6 +220,12 @@ _FILE_SYSTEM = (
 )
 # `gpu-dev disk list`: the file system's metered size (EFS meters no access point alone).
 SHARE_USAGE_GRANT = ResourceGrant(("elasticfilesystem:DescribeFileSystems",), (_FILE_SYSTEM,))
+# The image pre-puller (gpudev.settings.PrepullerSettings; docs/images.md): the most used
+# images of how many last days, and how many of them, besides the default image.
+PREPULLER = (
+    ContextSetting("gpudev:prepullDays", "PREPULLER_DAYS", default=14),
+    ContextSetting("gpudev:prepullImages", "PREPULLER_IMAGES", default=3, minimum=0),
+)
 API = FunctionSpec(
     "Api",
     "api",
@@ -367,8 +373,12 @@ AVAILABILITY_UPDATER = FunctionSpec(
     ),
     grants=NODE_ADDRESS_GRANTS,  # the EFA nodes' Elastic IPs
     uses_cluster=True,
+    # gpu-dev-readers' rights, and get/patch of the image pre-puller's DaemonSet only
+    # (deploy/kubernetes/rbac.yaml, deploy/kubernetes/prepuller/rbac.yaml)
+    kubernetes_group="gpu-dev-availability",
     answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone, or idle
-    context_environment=IDLE_RECLAIM,  # and scrapes the DCGM exporters (utilisation/)
+    # scrapes the DCGM exporters (utilisation/); keeps the pre-puller's images (prepuller/)
+    context_environment=IDLE_RECLAIM + PREPULLER + (POD_IMAGE,),
     reserved_concurrency=2,  # every minute, up to 120 s: two may overlap
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,  # + the pod health columns (migrations/0014)

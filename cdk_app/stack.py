@@ -35,7 +35,7 @@ from cdk_app.functions import (
     build_shared_layer,
     migrate_on_deploy,
 )
-from cdk_app.images import build_images
+from cdk_app.images import build_images, tools_image
 from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.notifications import build_event_buses, build_notification_secrets
@@ -74,6 +74,10 @@ class GpuDevStack(Stack):
         migrate_on_deploy(self, self.functions, self.database)
         self.team_images = build_images(
             self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
+        )
+        # The image pre-puller's no-op comes from the tools image (gpudev/prepuller/plan.py).
+        self.functions[AVAILABILITY_UPDATER.name].add_environment(
+            "PREPULLER_TOOLS_IMAGE", tools_image(self)
         )
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)

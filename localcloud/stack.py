@@ -25,6 +25,7 @@ from localcloud import event_bus, moto_asl, moto_efs, moto_jsonpath, moto_lambda
 from localcloud import notifications as local_notifications
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
+    PREPULLER_MANIFESTS,
     access_entries,
     apply,
     create_function_roles,
@@ -350,6 +351,8 @@ class LocalCloud:
         # The operator's `kubectl apply -f deploy/kubernetes/`, as the admin (carol).
         admin = admin_token(self.credentials_file, description.cluster_name, REGION)
         apply(self.kubernetes.handle, admin, manifests())
+        if self.options.prepull:
+            apply(self.kubernetes.handle, admin, manifests(names=PREPULLER_MANIFESTS))
         self.cluster = SimulatedCluster(
             store,
             self.aws.client("autoscaling"),

@@ -315,6 +315,22 @@ class IdleSettings(BaseSettings):
         return self
 
 
+class PrepullerSettings(BaseSettings):
+    """The image pre-puller (gpudev/prepuller/; docs/images.md, "Pre-pulled images"): the
+    availability updater keeps the DaemonSet deploy/kubernetes/prepuller/ names pulling the
+    default image and the `images` most used of the last `days` days. Its no-op runs the
+    tools image's static busybox (CDK context `gpudev:toolsImage`): without one, it is off."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="PREPULLER_")
+
+    days: int = Field(default=14, ge=1, le=90)
+    # besides the default image; each stays on every node (docs/images.md: the disk)
+    images: int = Field(default=3, ge=0, le=20)
+    tools_image: str = ""
+    namespace: str = "kube-system"
+    name: str = "gpu-dev-prepuller"
+
+
 class EventRelaySettings(BaseSettings):
     """The event relay (gpudev/events/relay.py): the bus it puts the lifecycle's events on
     (cdk_app/declaration.py EVENT_BUS)."""
@@ -382,6 +398,7 @@ disk_purge_settings = _getter(DiskPurgeSettings)
 pod_log_settings = _getter(PodLogSettings)
 shared_files_settings = _getter(SharedFilesSettings)
 idle_settings = _getter(IdleSettings)
+prepuller_settings = _getter(PrepullerSettings)
 event_relay_settings = _getter(EventRelaySettings)
 notification_settings = _getter(NotificationSettings)
 
