@@ -18,6 +18,7 @@ from routes import (
     availability,
     disks,
     health,
+    images,
     logs,
     notifications,
     reservations,
@@ -44,6 +45,7 @@ for area in (
     admin,
     utilisation,
     notifications,
+    images,
 ):
     app.include_router(area.router)
 

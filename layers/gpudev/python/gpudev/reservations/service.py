@@ -74,6 +74,8 @@ def submit_reservation(
     )
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
+    if request.image_build is not None:
+        _check_image_build(conn, caller, request)
     if request.preserve_entrypoint:
         check_entrypoint_request(request.image, request.jupyter)
     image = None
@@ -115,6 +117,7 @@ def submit_reservation(
             image_pull=image.pull if image else None,
             preserve_entrypoint=request.preserve_entrypoint,
             idle_timeout_minutes=idle_minutes,
+            image_build=request.image_build,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:
@@ -130,6 +133,30 @@ def submit_reservation(
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
     return reservation, submitted.created
+
+
+def _check_image_build(
+    conn: psycopg.Connection[Any], caller: Caller, request: ReservationRequest
+) -> None:
+    """`--dockerfile`: not with an image named, nor with --preserve-entrypoint (its check
+    needs an image at submit); the context the caller's (images/build_requests.py)."""
+    from gpudev.images.build_requests import check_build_request
+    from gpudev.images.builds import ImageBuilds
+
+    if request.image is not None:
+        raise InvalidRequest(
+            "--dockerfile and --image do not go together: the image is either built from "
+            "the Dockerfile or named",
+            field="image_build",
+        )
+    if request.preserve_entrypoint:
+        raise InvalidRequest(
+            "--preserve-entrypoint is not available with --dockerfile yet: build the image "
+            "with `gpu-dev image build` and reserve it with --image",
+            field="preserve_entrypoint",
+        )
+    assert request.image_build is not None
+    check_build_request(conn, caller, request.image_build, ImageBuilds.deployed(conn))
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:

@@ -1,0 +1,59 @@
+"""The reservation's image build (`reserve --dockerfile`; docs/images.md#built-images): the
+states `Build the image` → `Wait for the build` of statemachines/reservation.asl.json, run
+after the execution takes the reservation and before it joins the queue (allocation's
+queue.sql leaves a reservation out while its image is built, so it never holds the queue
+behind it).
+
+Each call starts the build if none stands (a build that failed before this reservation was
+made is tried again), reads its state from CodeBuild, and answers: `built` (the
+reservation's image columns now name the built digest), `building` (with the seconds to
+wait; the status line says the phase or step), `failed` (the reason carries the build
+log's tail), or `cancel`."""
+
+from __future__ import annotations
+
+from gpudev.db.queries import query
+from gpudev.images.builds import ImageBuilds, status_line
+from gpudev.lifecycle.payloads import BuildImage, BuildImageOutput
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.models import Reservation
+
+
+def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
+    reservation = lc.reservation(task.reservation_id)
+    if reservation.status.is_final or reservation.cancel_requested_at is not None:
+        return BuildImageOutput(outcome="cancel")
+    context_hash = reservation.image_build
+    if context_hash is None or reservation.image is not None:
+        return BuildImageOutput(outcome="built")
+    builds = ImageBuilds.deployed(lc.conn)
+    row = builds.refresh(builds.start(context_hash, retry_failed_before=reservation.created_at))
+    if row.status == "succeeded":
+        assert row.image_digest is not None
+        _use_image(lc, builds, reservation, row.image_digest)
+        return BuildImageOutput(outcome="built")
+    if row.status == "failed":
+        return BuildImageOutput(
+            outcome="failed",
+            reason=f"the image build failed ({row.phase}); the end of its log:\n"
+            f"{row.log_tail or '(no log)'}",
+        )
+    lc.conn.execute(
+        query("images/reservation_progress"),
+        {"reservation_id": reservation.reservation_id, "detail": status_line(row)},
+    )
+    return BuildImageOutput(outcome="building", seconds=builds.settings.poll_seconds)
+
+
+def _use_image(lc: Lifecycle, builds: ImageBuilds, reservation: Reservation, digest: str) -> None:
+    assert reservation.image_build is not None
+    lc.conn.execute(
+        query("images/reservation_image"),
+        {
+            "reservation_id": reservation.reservation_id,
+            "context_hash": reservation.image_build,
+            "image": builds.image(reservation.image_build),
+            "image_digest": digest,
+            "image_pull": builds.pull(digest),
+        },
+    )
