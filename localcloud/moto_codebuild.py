@@ -167,9 +167,9 @@ class CodeBuildSimulation:
                 return
             fraction = (time.monotonic() - state["started"]) / max(state["seconds"], 0.001)
             phase = [name for name, start in PHASES if start <= fraction][-1]
-            if fraction >= PHASES[1][1] and state["steps"] is None:
-                if not self._read_source(build):
-                    return
+            reads = fraction >= PHASES[1][1] and state["steps"] is None
+            if reads and not self._read_source(build):
+                return
             if state["steps"] is not None and fraction >= PHASES[4][1]:
                 self._log_steps(build, min(1.0, (fraction - 0.3) / 0.6))
                 if state["fails_at"] is not None and state["logged"] > state["fails_at"]:
@@ -183,9 +183,13 @@ class CodeBuildSimulation:
     def _read_source(self, build: dict[str, Any]) -> bool:
         variables = self._builds[build["id"]]["variables"]
         try:
-            body = self.client("s3").get_object(
-                Bucket=variables["CONTEXT_BUCKET"], Key=variables["CONTEXT_KEY"]
-            )["Body"].read()
+            body = (
+                self.client("s3")
+                .get_object(Bucket=variables["CONTEXT_BUCKET"], Key=variables["CONTEXT_KEY"])[
+                    "Body"
+                ]
+                .read()
+            )
             with tarfile.open(fileobj=io.BytesIO(body)) as tar:
                 member = tar.extractfile(DOCKERFILE)
                 text = member.read().decode() if member else ""
@@ -211,9 +215,7 @@ class CodeBuildSimulation:
                 found = _INSTRUCTION.match(steps[index])
                 command = found.group(2) if found else steps[index]
                 lines.append(f" ---> Running in {build['id'][-12:]}")
-                lines.append(
-                    f"The command '/bin/sh -c {command}' returned a non-zero code: 1"
-                )
+                lines.append(f"The command '/bin/sh -c {command}' returned a non-zero code: 1")
         state["logged"] = due
         self._log(build, lines)
 
@@ -259,4 +261,3 @@ class CodeBuildSimulation:
             logStreamName=build["logs"]["streamName"],
             logEvents=[{"timestamp": now, "message": line} for line in lines],
         )
-

@@ -96,7 +96,9 @@ def _log(aws: dict[str, Any], build: dict[str, Any]) -> list[str]:
 
 
 def test_a_build_runs_through_its_phases_then_pushes_the_image_tagged_by_the_hash(aws):
-    build_id = _start(aws, "FROM ubuntu:24.04\nRUN apt-get update && \\\n  apt-get install -y git\n")
+    build_id = _start(
+        aws, "FROM ubuntu:24.04\nRUN apt-get update && \\\n  apt-get install -y git\n"
+    )
     first = _build(aws, build_id)
     assert first["buildStatus"] == "IN_PROGRESS"
     seen = {first["currentPhase"]}

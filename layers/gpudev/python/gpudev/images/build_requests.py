@@ -108,7 +108,9 @@ def check_build_request(
         )
 
 
-def shown(builds: ImageBuilds, row: ImageBuildRow, uploaded_at: datetime | None = None) -> BuildShown:
+def shown(
+    builds: ImageBuilds, row: ImageBuildRow, uploaded_at: datetime | None = None
+) -> BuildShown:
     return BuildShown(
         context_hash=row.context_hash,
         status=row.status,  # type: ignore[arg-type]

@@ -100,9 +100,7 @@ def read_codebuild_build(build: dict[str, Any]) -> BuildState:
     is (CodeBuild names a group and stream once the build has one)."""
     logs = build.get("logs") or {}
     status = build.get("buildStatus", _RUNNING)
-    ours = (
-        "building" if status == _RUNNING else "succeeded" if status == _SUCCEEDED else "failed"
-    )
+    ours = "building" if status == _RUNNING else "succeeded" if status == _SUCCEEDED else "failed"
     phase = build.get("currentPhase")
     if ours == "failed":
         phase = f"{status.lower().replace('_', ' ')} in {_failed_phase(build) or phase}"
@@ -191,9 +189,7 @@ class ImageBuilds:
 
     # -- rows ----------------------------------------------------------------------------
     def get(self, context_hash: str) -> ImageBuildRow | None:
-        return fetch_one(
-            self._conn, "images/get", ImageBuildRow, {"context_hash": context_hash}
-        )
+        return fetch_one(self._conn, "images/get", ImageBuildRow, {"context_hash": context_hash})
 
     def add_owner(self, context_hash: str, username: str) -> None:
         self._conn.execute(
@@ -230,9 +226,7 @@ class ImageBuilds:
 
     def context_uploaded(self, context_hash: str) -> bool:
         try:
-            self._s3.head_object(
-                Bucket=self.settings.context_bucket, Key=context_key(context_hash)
-            )
+            self._s3.head_object(Bucket=self.settings.context_bucket, Key=context_key(context_hash))
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return False
