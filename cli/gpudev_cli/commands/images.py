@@ -72,6 +72,7 @@ def _put(url: str, packed: PackedContext) -> None:
     import urllib.error
     import urllib.request
 
+    from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
@@ -79,7 +80,7 @@ def _put(url: str, packed: PackedContext) -> None:
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
-        console=progress,
+        console=Console(stderr=True),  # never in a script's output
         transient=True,
     ) as bar:
         task = bar.add_task("upload", total=packed.size)
