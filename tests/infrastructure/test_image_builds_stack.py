@@ -84,6 +84,7 @@ def test_only_the_project_pushes_and_only_to_the_team_repository(template: Templ
     assert len(pushes) == 1
     assert pushes[0]["Resource"]["Fn::GetAtt"][0].startswith("TeamImages")
 
+
 def test_the_functions_start_and_read_builds_of_this_project_only(template: Template):
     starts = [s for s in _statements(template) if "codebuild:StartBuild" in _actions(s)]
     assert len(starts) == 2  # the API and the reservation tasks

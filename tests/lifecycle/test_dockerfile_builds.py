@@ -53,9 +53,11 @@ def test_a_dockerfile_is_built_then_its_reservation_runs_the_built_digest(
     rid = json.loads(accepted.output)["reservation_id"]
     context_hash = show(api, rid)["image_build"]
     building = wait_for(
-        lambda: (r := show(api, rid))["current_detailed_status"]
-        and r["current_detailed_status"].startswith("building image")
-        and r,
+        lambda: (
+            (r := show(api, rid))["current_detailed_status"]
+            and r["current_detailed_status"].startswith("building image")
+            and r
+        ),
         message="the status line shows the build",
     )
     assert building["image"] is None

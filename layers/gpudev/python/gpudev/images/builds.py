@@ -26,7 +26,6 @@ from gpudev.db.rows import fetch_all, fetch_one
 from gpudev.errors import InvalidRequest, NotFound, Unavailable
 from gpudev.settings import ImageBuildSettings
 
-CONTEXT_HASH = re.compile(r"^[a-f0-9]{64}$")
 CONTEXT_FILE = "Dockerfile.gpu-dev"  # the CLI puts the Dockerfile at this path in the tar
 LOG_TAIL_LINES = 30
 LOG_TAIL_CHARS = 4_000
@@ -76,19 +75,6 @@ class BuildState:
 
 class BuildsDisabled(InvalidRequest):
     """This deployment has no CodeBuild project (docs/operator-guide.md)."""
-
-
-class BadContextHash(InvalidRequest):
-    pass
-
-
-def check_context_hash(value: str) -> str:
-    if not isinstance(value, str) or not CONTEXT_HASH.match(value):
-        raise BadContextHash(
-            "a context hash is the sha256 of the context tar: 64 lower-case hex digits",
-            field="context_hash",
-        )
-    return value
 
 
 def context_key(context_hash: str) -> str:
