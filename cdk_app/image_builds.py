@@ -2,7 +2,7 @@
 `gpu-dev image build`. The API hands the CLI a presigned PUT into the context bucket; AWS
 CodeBuild (privileged within CodeBuild's own build container, nothing privileged in the
 cluster) downloads the context tar, builds `Dockerfile.gpu-dev` from it and pushes
-`gpu-dev-images:<context sha256>` (gpudev/images/builds.py starts and reads the builds).
+`gpu-dev-images:<context sha256>` (gpudev/image_builds/builds.py starts and reads the builds).
 
 - The context bucket: S3-managed encryption, SSL only, no public access, contexts expire
   after `CONTEXT_EXPIRY_DAYS` (the image they built stays in ECR).

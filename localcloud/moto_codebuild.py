@@ -36,7 +36,9 @@ from moto.codebuild.responses import CodeBuildResponse
 
 from localcloud.registry import SeededImage, manifest
 
-DOCKERFILE = "Dockerfile.gpu-dev"  # where the CLI puts the Dockerfile (gpudev/images/builds.py)
+DOCKERFILE = (
+    "Dockerfile.gpu-dev"  # where the CLI puts the Dockerfile (gpudev/image_builds/builds.py)
+)
 FAIL_MARKER = "gpu-dev: fail"
 BASE_IMAGE_BYTES = 200_000_000  # a built image's size: its context plus this
 # (phase, fraction of the build's time at which it starts)

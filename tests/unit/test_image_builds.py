@@ -1,4 +1,4 @@
-"""What gpudev/images/builds.py reads from CodeBuild and its log, without I/O: a build's
+"""What gpudev/image_builds/builds.py reads from CodeBuild and its log, without I/O: a build's
 status and phase (a failure names the phase that failed), docker's step from either
 builder's output, the log's tail bounded, and the status line."""
 
@@ -8,15 +8,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gpudev.images.builds import (
+from gpudev.image_builds.builds import (
     LOG_TAIL_CHARS,
     LOG_TAIL_LINES,
-    ImageBuildRow,
     build_step,
     log_tail,
     read_codebuild_build,
     status_line,
 )
+from gpudev.repositories.image_builds import ImageBuildRow
 
 
 def test_a_running_build_is_building_in_its_current_phase_with_its_log():

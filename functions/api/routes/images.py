@@ -12,7 +12,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from gpudev.images.schemas import (
+from gpudev.image_builds.schemas import (
     CONTEXT_HASH_PATTERN,
     BuildList,
     BuildRequest,
@@ -45,7 +45,7 @@ NO_BUILDS = (
     ),
 )
 def request_context_upload(request: UploadRequest, caller: ForCaller) -> UploadAnswer:
-    from gpudev.images.build_requests import request_upload
+    from gpudev.image_builds.requests import request_upload
 
     return caller.read(request_upload, request)
 
@@ -67,7 +67,7 @@ def request_context_upload(request: UploadRequest, caller: ForCaller) -> UploadA
     ),
 )
 def start_image_build(request: BuildRequest, caller: ForCaller) -> BuildShown:
-    from gpudev.images.build_requests import request_build
+    from gpudev.image_builds.requests import request_build
 
     return caller.read(request_build, request.context_hash)
 
@@ -77,7 +77,7 @@ def start_image_build(request: BuildRequest, caller: ForCaller) -> BuildShown:
     responses=answers(200, BuildShown, "the context's build, as CodeBuild says now", 404, 422),
 )
 def read_image_build(context_hash: ContextHash, caller: ForCaller) -> BuildShown:
-    from gpudev.images.build_requests import read_build
+    from gpudev.image_builds.requests import read_build
 
     return caller.read(read_build, context_hash)
 
@@ -87,6 +87,6 @@ def read_image_build(context_hash: ContextHash, caller: ForCaller) -> BuildShown
     responses=answers(200, BuildList, "the caller's contexts and their builds, newest first"),
 )
 def list_image_builds(caller: ForCaller) -> BuildList:
-    from gpudev.images.build_requests import list_builds
+    from gpudev.image_builds.requests import list_builds
 
     return caller.read(list_builds)

@@ -197,7 +197,7 @@ class ReservationShown(Row):
     preserve_entrypoint: bool = Field(
         default=False, description="the image's own entrypoint runs: no SSH, no dev user"
     )
-    # Built from a Dockerfile (0045, images/builds.py): the context's hash, which is also the
+    # Built from a Dockerfile (0045, image_builds/builds.py): the context's hash, which is also the
     # image's tag; the image columns are written when the build succeeds.
     image_build: str | None = Field(
         default=None,

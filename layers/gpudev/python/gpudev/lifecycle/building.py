@@ -12,8 +12,7 @@ log's tail), or `cancel`."""
 
 from __future__ import annotations
 
-from gpudev.db.queries import query
-from gpudev.images.builds import ImageBuilds, status_line
+from gpudev.image_builds.builds import ImageBuilds, status_line
 from gpudev.lifecycle.payloads import BuildImage, BuildImageOutput
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.models import Reservation
@@ -38,22 +37,16 @@ def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
             reason=f"the image build failed ({row.phase}); the end of its log:\n"
             f"{row.log_tail or '(no log)'}",
         )
-    lc.conn.execute(
-        query("images/reservation_progress"),
-        {"reservation_id": reservation.reservation_id, "detail": status_line(row)},
-    )
+    builds.rows.reservation_progress(reservation.reservation_id, status_line(row))
     return BuildImageOutput(outcome="building", seconds=builds.settings.poll_seconds)
 
 
 def _use_image(lc: Lifecycle, builds: ImageBuilds, reservation: Reservation, digest: str) -> None:
     assert reservation.image_build is not None
-    lc.conn.execute(
-        query("images/reservation_image"),
-        {
-            "reservation_id": reservation.reservation_id,
-            "context_hash": reservation.image_build,
-            "image": builds.image(reservation.image_build),
-            "image_digest": digest,
-            "image_pull": builds.pull(digest),
-        },
+    builds.rows.use_in_reservation(
+        reservation.reservation_id,
+        reservation.image_build,
+        builds.image(reservation.image_build),
+        digest,
+        builds.pull(digest),
     )

@@ -91,7 +91,7 @@ class ReservationRequest(BaseModel):
         "not with jupyter nor on more than one node): ready once its container runs, its "
         "output in the logs",
     )
-    # `reserve --dockerfile` (gpudev/images/builds.py): a context the caller uploaded; the
+    # `reserve --dockerfile` (gpudev/image_builds/builds.py): a context the caller uploaded; the
     # image is built before the reservation joins the queue (422 when not theirs).
     image_build: str | None = Field(
         default=None,

@@ -139,9 +139,9 @@ def _check_image_build(
     conn: psycopg.Connection[Any], caller: Caller, request: ReservationRequest
 ) -> None:
     """`--dockerfile`: not with an image named, nor with --preserve-entrypoint (its check
-    needs an image at submit); the context the caller's (images/build_requests.py)."""
-    from gpudev.images.build_requests import check_build_request
-    from gpudev.images.builds import ImageBuilds
+    needs an image at submit); a context the caller asked to upload (image_builds/)."""
+    from gpudev.repositories.image_builds import ImageBuildsRepository
+    from gpudev.settings import image_build_settings
 
     if request.image is not None:
         raise InvalidRequest(
@@ -156,7 +156,18 @@ def _check_image_build(
             field="preserve_entrypoint",
         )
     assert request.image_build is not None
-    check_build_request(conn, caller, request.image_build, ImageBuilds.deployed(conn))
+    if not image_build_settings().enabled:
+        raise InvalidRequest(
+            "this deployment builds no images: its operators have not deployed the CodeBuild "
+            "project (docs/images.md#built-images); reserve with --image instead",
+            field="image_build",
+        )
+    if ImageBuildsRepository(conn).owned_since(request.image_build, caller.username) is None:
+        raise InvalidRequest(
+            f"no build context {request.image_build[:12]} of yours: upload it first "
+            "(`gpu-dev reserve --dockerfile` does)",
+            field="image_build",
+        )
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:

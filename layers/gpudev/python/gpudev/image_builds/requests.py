@@ -13,8 +13,9 @@ import psycopg
 from gpudev.callers import bound_user
 from gpudev.errors import InvalidRequest, NotFound
 from gpudev.identity import Caller
-from gpudev.images.builds import ImageBuildRow, ImageBuilds, OwnedBuild
-from gpudev.images.schemas import BuildList, BuildShown, UploadAnswer, UploadRequest
+from gpudev.image_builds.builds import ImageBuilds
+from gpudev.image_builds.schemas import BuildList, BuildShown, UploadAnswer, UploadRequest
+from gpudev.repositories.image_builds import ImageBuildRow, OwnedBuild
 
 
 class ContextTooLarge(InvalidRequest):
@@ -93,19 +94,6 @@ def list_builds(
     bound_user(conn, caller)
     builds = builds or ImageBuilds.deployed(conn)
     return BuildList(builds=[_owned(builds, o) for o in builds.list_owned(caller.username, limit)])
-
-
-def check_build_request(
-    conn: psycopg.Connection[Any], caller: Caller, context_hash: str, builds: ImageBuilds
-) -> None:
-    """A reservation's `image_build`: this deployment builds, and the caller uploaded it."""
-    builds.require_enabled()
-    if builds.owned_since(context_hash, caller.username) is None:
-        raise InvalidRequest(
-            f"no build context {context_hash[:12]} of yours: upload it first "
-            "(`gpu-dev reserve --dockerfile` does)",
-            field="image_build",
-        )
 
 
 def shown(

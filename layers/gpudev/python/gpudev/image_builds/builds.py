@@ -19,11 +19,9 @@ from typing import Any
 
 import psycopg
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
-from gpudev.db.queries import query
-from gpudev.db.rows import fetch_all, fetch_one
 from gpudev.errors import InvalidRequest, NotFound, Unavailable
+from gpudev.repositories.image_builds import ImageBuildRow, ImageBuildsRepository, OwnedBuild
 from gpudev.settings import ImageBuildSettings
 
 CONTEXT_FILE = "Dockerfile.gpu-dev"  # the CLI puts the Dockerfile at this path in the tar
@@ -35,32 +33,6 @@ _SUCCEEDED = "SUCCEEDED"
 # docker's legacy builder prints "Step 5/12 : RUN ...", BuildKit's plain progress
 # "#8 [3/12] RUN ...": either gives the step.
 _STEP = re.compile(r"(?:^Step (\d+)/(\d+) :|\[\s*(?:\S+\s+)?(\d+)/(\d+)\])")
-
-
-class ImageBuildRow(BaseModel):
-    context_hash: str
-    status: str
-    build_id: str | None = None
-    phase: str | None = None
-    image_digest: str | None = None
-    size_bytes: int | None = None
-    log_tail: str | None = None
-    claimed_at: datetime
-    finished_at: datetime | None = None
-
-
-class OwnedBuild(BaseModel):
-    """One line of `gpu-dev image list`: an uploaded context and its build (none yet: status
-    None)."""
-
-    context_hash: str
-    first_at: datetime
-    status: str | None = None
-    phase: str | None = None
-    image_digest: str | None = None
-    size_bytes: int | None = None
-    finished_at: datetime | None = None
-    log_tail: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +103,7 @@ class ImageBuilds:
         logs: Any,
         ecr: Any,
     ):
-        self._conn = conn
+        self.rows = ImageBuildsRepository(conn)
         self.settings = settings
         self._codebuild = codebuild
         self._s3 = s3
@@ -175,24 +147,16 @@ class ImageBuilds:
 
     # -- rows ----------------------------------------------------------------------------
     def get(self, context_hash: str) -> ImageBuildRow | None:
-        return fetch_one(self._conn, "images/get", ImageBuildRow, {"context_hash": context_hash})
+        return self.rows.get(context_hash)
 
     def add_owner(self, context_hash: str, username: str) -> None:
-        self._conn.execute(
-            query("images/add_owner"), {"context_hash": context_hash, "username": username}
-        )
+        self.rows.add_owner(context_hash, username)
 
     def owned_since(self, context_hash: str, username: str) -> datetime | None:
-        """When `username` first asked to upload the context; None: not theirs."""
-        row = self._conn.execute(
-            query("images/owned"), {"context_hash": context_hash, "username": username}
-        ).fetchone()
-        return row[0] if row else None
+        return self.rows.owned_since(context_hash, username)
 
     def list_owned(self, username: str, limit: int) -> list[OwnedBuild]:
-        return fetch_all(
-            self._conn, "images/list_for_user", OwnedBuild, {"username": username, "limit": limit}
-        )
+        return self.rows.list_owned(username, limit)
 
     # -- the context ---------------------------------------------------------------------
     def upload_url(self, context_hash: str, size_bytes: int) -> str:
@@ -231,12 +195,7 @@ class ImageBuilds:
                 f"no uploaded context {context_hash[:12]}: upload it first (the CLI does)",
                 field="context_hash",
             )
-        claimed = fetch_one(
-            self._conn,
-            "images/claim",
-            ImageBuildRow,
-            {"context_hash": context_hash, "retry_failed_before": retry_failed_before},
-        )
+        claimed = self.rows.claim(context_hash, retry_failed_before)
         if claimed is None:  # another caller claimed it between the two reads
             again = self.get(context_hash)
             assert again is not None
@@ -256,16 +215,7 @@ class ImageBuilds:
         except ClientError as error:
             raise Unavailable("CodeBuild did not start the build; try again") from error
         build = answer["build"]
-        started = fetch_one(
-            self._conn,
-            "images/started",
-            ImageBuildRow,
-            {
-                "context_hash": context_hash,
-                "build_id": build["id"],
-                "phase": build.get("currentPhase"),
-            },
-        )
+        started = self.rows.started(context_hash, build["id"], build.get("currentPhase"))
         return started or claimed
 
     def refresh(self, row: ImageBuildRow) -> ImageBuildRow:
@@ -286,12 +236,7 @@ class ImageBuilds:
                 phase = f"BUILD, {step}" if step else phase
             if phase == row.phase:
                 return row
-            updated = fetch_one(
-                self._conn,
-                "images/progress",
-                ImageBuildRow,
-                {"context_hash": row.context_hash, "build_id": row.build_id, "phase": phase},
-            )
+            updated = self.rows.progress(row.context_hash, row.build_id, phase)
             return updated or row
         if state.status == "succeeded":
             digest, size = self._pushed(row.context_hash)
@@ -312,20 +257,7 @@ class ImageBuilds:
         size: int | None,
         tail: str | None,
     ) -> ImageBuildRow:
-        finished = fetch_one(
-            self._conn,
-            "images/finish",
-            ImageBuildRow,
-            {
-                "context_hash": row.context_hash,
-                "build_id": row.build_id,
-                "status": status,
-                "phase": phase,
-                "image_digest": digest,
-                "size_bytes": size,
-                "log_tail": tail,
-            },
-        )
+        finished = self.rows.finish(row, status, phase, digest, size, tail)
         return finished or (self.get(row.context_hash) or row)
 
     def _pushed(self, context_hash: str) -> tuple[str | None, int | None]:
