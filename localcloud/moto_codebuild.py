@@ -102,7 +102,8 @@ class CodeBuildSimulation:
             @functools.wraps(saved_start)
             def start_build(response: CodeBuildResponse) -> Any:
                 answer = saved_start(response)
-                build = answer.result["build"] if hasattr(answer, "result") else None
+                result = getattr(answer, "result", None)
+                build = result.get("build") if isinstance(result, dict) else None
                 if build is not None:
                     simulation._stamp(response, build)
                 return answer
@@ -119,8 +120,8 @@ class CodeBuildSimulation:
                 rest = [i for i in ids if i not in ours]
                 return found + (saved_get(backend, rest) if rest else [])
 
-            CodeBuildResponse.start_build = start_build  # type: ignore[method-assign]
-            CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign]
+            CodeBuildResponse.start_build = start_build  # type: ignore[method-assign,assignment]
+            CodeBuildBackend.batch_get_builds = batch_get_builds  # type: ignore[method-assign,assignment]
 
         def uninstall() -> None:
             with _lock:

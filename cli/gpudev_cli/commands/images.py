@@ -86,7 +86,7 @@ def _put(url: str, packed: PackedContext) -> None:
         task = bar.add_task("upload", total=packed.size)
         request = urllib.request.Request(
             url,
-            data=_Counted(packed.file, lambda n: bar.advance(task, n)),  # type: ignore[arg-type]
+            data=_Counted(packed.file, lambda n: bar.advance(task, n)),
             method="PUT",
             headers={"Content-Length": str(packed.size), "Content-Type": "application/x-tar"},
         )
