@@ -24,6 +24,7 @@ COMMANDS = [
     "edit",
     "events",
     "extend",
+    "image",
     "list",
     "logs",
     "reserve",
