@@ -45,8 +45,11 @@ BUILDSPEC = {
             "commands": [
                 "aws ecr get-login-password | docker login --username AWS "
                 '--password-stdin "${REPOSITORY_URI%%/*}"',
-                "mkdir context",
-                'aws s3 cp "s3://$CONTEXT_BUCKET/$CONTEXT_KEY" - | tar -x -C context',
+                'aws s3 cp "s3://$CONTEXT_BUCKET/$CONTEXT_KEY" context.tar',
+                # The tag is the context's sha256: a tar that is not what its hash says (an
+                # upload other than the one announced) fails here, before any build.
+                'echo "$IMAGE_TAG  context.tar" | sha256sum -c -',
+                "mkdir context && tar -x -C context -f context.tar",
             ]
         },
         "build": {

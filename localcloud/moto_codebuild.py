@@ -8,8 +8,9 @@ StartBuild's `environmentVariablesOverride`, and writes no log. While installed:
   `currentPhase` moving through CodeBuild's phases (PROVISIONING … BUILD … POST_BUILD), and
   its log (CloudWatch Logs, `/aws/codebuild/<project>`, one stream per build) growing with
   docker's "Step N/M : …" lines during BUILD.
-- Then it does what cdk_app/images.py's buildspec does: reads the context tar
-  (s3://$CONTEXT_BUCKET/$CONTEXT_KEY), and builds `Dockerfile.gpu-dev` from it. A `RUN
+- Then it does what cdk_app/image_builds.py's buildspec does: reads the context tar
+  (s3://$CONTEXT_BUCKET/$CONTEXT_KEY), checks that its sha256 is the tag (a tar other than
+  the one announced fails in PRE_BUILD), and builds `Dockerfile.gpu-dev` from it. A `RUN
   false` instruction (or any line holding `gpu-dev: fail`) fails the build at that step,
   with `The command '/bin/sh -c false' returned a non-zero code: 1` in the log, as docker
   says it; otherwise the image is pushed to ECR ($REPOSITORY_URI:$IMAGE_TAG, a manifest
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import io
 import re
 import tarfile
@@ -199,6 +201,17 @@ class CodeBuildSimulation:
         except Exception as error:  # what the buildspec's `aws s3 cp | tar -x` would say
             self._log(build, [f"[Container] reading the context failed: {error}"])
             self._end(build, "FAILED", "DOWNLOAD_SOURCE")
+            return False
+        if hashlib.sha256(body).hexdigest() != variables.get("IMAGE_TAG"):
+            # the buildspec's `sha256sum -c`: the tar is not what its hash (the tag) says
+            self._log(
+                build,
+                [
+                    "context.tar: FAILED",
+                    "sha256sum: WARNING: 1 computed checksum did NOT match",
+                ],
+            )
+            self._end(build, "FAILED", "PRE_BUILD")
             return False
         steps = dockerfile_steps(text)
         self._builds[build["id"]].update(steps=steps, fails_at=failing_step(steps), size=len(body))

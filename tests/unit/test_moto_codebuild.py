@@ -6,6 +6,7 @@ these fail."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 from collections.abc import Iterator
@@ -25,7 +26,6 @@ from localcloud.moto_codebuild import (
 from tests.support.waiting import wait_for
 
 REGION = "us-east-2"
-HASH = "a" * 64
 
 
 def _tar(dockerfile: str) -> bytes:
@@ -72,14 +72,17 @@ def aws() -> Iterator[dict[str, Any]]:
             undo()
 
 
-def _start(aws: dict[str, Any], dockerfile: str | None) -> str:
+def _start(aws: dict[str, Any], dockerfile: str | None, tag: str | None = None) -> str:
+    """The build's id; its tag is the context's hash unless `tag` says otherwise."""
+    body = _tar(dockerfile or "")
+    context_hash = hashlib.sha256(body).hexdigest()
     if dockerfile is not None:
-        aws["s3"].put_object(Bucket="contexts", Key=f"contexts/{HASH}.tar", Body=_tar(dockerfile))
+        aws["s3"].put_object(Bucket="contexts", Key=f"contexts/{context_hash}.tar", Body=body)
     build = aws["codebuild"].start_build(
         projectName="gpu-dev-image-builds",
         environmentVariablesOverride=[
-            {"name": "IMAGE_TAG", "value": HASH, "type": "PLAINTEXT"},
-            {"name": "CONTEXT_KEY", "value": f"contexts/{HASH}.tar", "type": "PLAINTEXT"},
+            {"name": "IMAGE_TAG", "value": tag or context_hash, "type": "PLAINTEXT"},
+            {"name": "CONTEXT_KEY", "value": f"contexts/{context_hash}.tar", "type": "PLAINTEXT"},
         ],
     )["build"]
     return str(build["id"])
@@ -87,6 +90,10 @@ def _start(aws: dict[str, Any], dockerfile: str | None) -> str:
 
 def _build(aws: dict[str, Any], build_id: str) -> dict[str, Any]:
     return dict(aws["codebuild"].batch_get_builds(ids=[build_id])["builds"][0])
+
+
+def _variables(build: dict[str, Any]) -> dict[str, str]:
+    return {v["name"]: v["value"] for v in build["environment"]["environmentVariables"]}
 
 
 def _log(aws: dict[str, Any], build: dict[str, Any]) -> list[str]:
@@ -112,8 +119,9 @@ def test_a_build_runs_through_its_phases_then_pushes_the_image_tagged_by_the_has
     final = wait_for(done, message="the build ends")
     assert final["buildStatus"] == "SUCCEEDED"
     assert seen <= {name for name, _ in PHASES} | {"COMPLETED"}  # CodeBuild's own phases
+    tag = _variables(final)["IMAGE_TAG"]
     images = aws["ecr"].describe_images(
-        repositoryName="gpu-dev-images", imageIds=[{"imageTag": HASH}]
+        repositoryName="gpu-dev-images", imageIds=[{"imageTag": tag}]
     )["imageDetails"]
     assert images and images[0]["imageSizeInBytes"] > 0
     log = _log(aws, final)
@@ -132,7 +140,9 @@ def test_a_dockerfile_marked_to_fail_fails_in_build_with_dockers_line_in_the_log
     assert "The command '/bin/sh -c false' returned a non-zero code: 1" in log
     assert not any("Step 4/4" in line for line in log)
     with pytest.raises(aws["ecr"].exceptions.ImageNotFoundException):
-        aws["ecr"].describe_images(repositoryName="gpu-dev-images", imageIds=[{"imageTag": HASH}])
+        aws["ecr"].describe_images(
+            repositoryName="gpu-dev-images", imageIds=[{"imageTag": _variables(final)["IMAGE_TAG"]}]
+        )
 
 
 def test_a_missing_context_fails_in_download_source(aws):
@@ -159,3 +169,14 @@ def test_steps_are_counted_as_docker_counts_them():
     assert failing_step(steps) is None
     assert failing_step(["FROM a", "RUN true # gpu-dev: fail"]) == 1
     assert failing_step(["FROM a", "run   false"]) == 1
+
+
+def test_a_context_that_is_not_what_its_hash_says_fails_before_the_build(aws):
+    build_id = _start(aws, "FROM ubuntu:24.04\n", tag="f" * 64)
+    final = wait_for(
+        lambda: (b := _build(aws, build_id))["buildStatus"] != "IN_PROGRESS" and b,
+        message="the build ends",
+    )
+    assert final["buildStatus"] == "FAILED"
+    assert final["phases"][-1] == {"phaseType": "PRE_BUILD", "phaseStatus": "FAILED"}
+    assert "sha256sum: WARNING: 1 computed checksum did NOT match" in _log(aws, final)
