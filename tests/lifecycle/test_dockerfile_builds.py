@@ -105,6 +105,11 @@ def test_a_failing_dockerfile_fails_the_reservation_with_the_build_logs_tail(
     assert "The command '/bin/sh -c false' returned a non-zero code: 1" in reason
     assert "Step 3/4 : RUN false" in reason
 
+    # Built ahead of time, it fails the same way, saying so.
+    ahead = gpu_dev("image", "build", str(root))
+    assert ahead.exit_code == 1
+    assert "The build failed" in ahead.output and "non-zero code: 1" in ahead.output
+
 
 def _counts(api: Any) -> tuple[int, int]:
     reservations = api.call("GET", "/v1/reservations?limit=200").body["reservations"]
