@@ -149,3 +149,23 @@ def test_another_users_context_is_not_found(api, gpu_dev, tmp_path):
     assert api.call("GET", f"/v1/images/builds/{context_hash}", profile="bob").status == 404
     body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "image_build": context_hash}
     assert api.call("POST", "/v1/reservations", profile="bob", body=body).status == 422
+
+
+def test_a_context_announced_but_never_uploaded_fails_the_reservation_with_a_sentence(api):
+    context_hash = "9" * 64
+    asked = api.call(
+        "POST", "/v1/images/uploads", body={"context_hash": context_hash, "size_bytes": 10}
+    )
+    assert asked.status == 200 and asked.body["action"] == "upload"
+    body = {
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "hours": 1,
+        "github_user": "alice",
+        "image_build": context_hash,
+    }
+    reservation = api.call("POST", "/v1/reservations", body=body).body
+    failed = wait_for_status(api, reservation["reservation_id"], "failed", timeout=30)
+    assert "the image build did not start: no uploaded context 999999999999" in (
+        failed["failure_reason"]
+    )

@@ -12,9 +12,11 @@ log's tail), or `cancel`."""
 
 from __future__ import annotations
 
+from gpudev.errors import NotFound, Unavailable
 from gpudev.image_builds.builds import ImageBuilds, status_line
 from gpudev.lifecycle.payloads import BuildImage, BuildImageOutput
 from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import Transient
 from gpudev.models import Reservation
 
 
@@ -26,7 +28,14 @@ def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
     if context_hash is None or reservation.image is not None:
         return BuildImageOutput(outcome="built")
     builds = ImageBuilds.deployed(lc.conn)
-    row = builds.refresh(builds.start(context_hash, retry_failed_before=reservation.created_at))
+    try:
+        row = builds.refresh(builds.start(context_hash, retry_failed_before=reservation.created_at))
+    except NotFound as missing:  # the CLI uploads before it submits: the upload was lost
+        return BuildImageOutput(
+            outcome="failed", reason=f"the image build did not start: {missing}"
+        )
+    except Unavailable as error:  # S3, CodeBuild or ECR did not answer: retried (Transient)
+        raise Transient(str(error)) from error
     if row.status == "succeeded":
         assert row.image_digest is not None
         _use_image(lc, builds, reservation, row.image_digest)
