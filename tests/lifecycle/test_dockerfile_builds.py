@@ -166,6 +166,5 @@ def test_a_context_announced_but_never_uploaded_fails_the_reservation_with_a_sen
     }
     reservation = api.call("POST", "/v1/reservations", body=body).body
     failed = wait_for_status(api, reservation["reservation_id"], "failed", timeout=30)
-    assert "the image build did not start: no uploaded context 999999999999" in (
-        failed["failure_reason"]
-    )
+    reason = failed["failure_reason"]
+    assert "the image build did not start: no uploaded context 999999999999" in reason
