@@ -100,10 +100,16 @@ def test_a_failing_dockerfile_fails_the_reservation_with_the_build_logs_tail(
     assert result.exit_code == 1, result.output
     failed = json.loads(result.output)
     assert failed["status"] == "failed"
-    reason = failed["failure_reason"]
-    assert "the image build failed" in reason
-    assert "The command '/bin/sh -c false' returned a non-zero code: 1" in reason
-    assert "Step 3/4 : RUN false" in reason
+    assert failed["failure_reason"] == (
+        "the image build failed (failed in BUILD): "
+        "The command '/bin/sh -c false' returned a non-zero code: 1"
+    )
+    # The log's tail is on the timeline, as a failed start's pod output is: reserve prints it.
+    events = api.call("GET", f"/v1/reservations/{failed['reservation_id']}/events").body
+    (tail,) = [e["detail"] for e in events["events"] if e["kind"] == "pod_log"]
+    assert "Step 3/4 : RUN false" in tail and "non-zero code: 1" in tail
+    panel = gpu_dev("show", failed["reservation_id"])
+    assert "Step 3/4 : RUN false" in panel.output
 
     # Built ahead of time, it fails the same way, saying so.
     ahead = gpu_dev("image", "build", str(root))

@@ -7,8 +7,8 @@ behind it).
 Each call starts the build if none stands (a build that failed before this reservation was
 made is tried again), reads its state from CodeBuild, and answers: `built` (the
 reservation's image columns now name the built digest), `building` (with the seconds to
-wait; the status line says the phase or step), `failed` (the reason carries the build
-log's tail), or `cancel`."""
+wait; the status line says the phase or step), `failed` (one line of reason, the build
+log's tail on the timeline as a failed start's pod output is), or `cancel`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from gpudev.image_builds.builds import ImageBuilds, status_line
 from gpudev.lifecycle.payloads import BuildImage, BuildImageOutput
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.lifecycle.taxonomy import Transient
-from gpudev.models import Reservation
+from gpudev.models import Reservation, TimelineEntry
+
+MAX_REASON = 400  # the reason is one line; the log's tail is on the timeline
 
 
 def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
@@ -41,13 +43,26 @@ def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
         _use_image(lc, builds, reservation, row.image_digest)
         return BuildImageOutput(outcome="built")
     if row.status == "failed":
-        return BuildImageOutput(
-            outcome="failed",
-            reason=f"the image build failed ({row.phase}); the end of its log:\n"
-            f"{row.log_tail or '(no log)'}",
+        tail = row.log_tail or "(no log)"
+        # The whole tail on the timeline, as a failed start's pod output is (`reserve` and
+        # `show` print it); the reason, one line, ends with the log's last line.
+        lc.rows.record_events(
+            reservation.reservation_id, [TimelineEntry("pod_log", tail, "pod_log")]
         )
+        return BuildImageOutput(outcome="failed", reason=failure_reason(row.phase, tail))
     builds.rows.reservation_progress(reservation.reservation_id, status_line(row))
     return BuildImageOutput(outcome="building", seconds=builds.settings.poll_seconds)
+
+
+def failure_reason(phase: str | None, tail: str) -> str:
+    """One readable line: the phase that failed and the log's last line of the build's own
+    output (CodeBuild's `[Container] …` lines say only which phase failed)."""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    own = [line for line in lines if not line.startswith("[Container]")]
+    last = (own or lines or [""])[-1]
+    reason = f"the image build failed ({phase or 'unknown phase'})"
+    reason += f": {last}" if last else ""
+    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "…"
 
 
 def _use_image(lc: Lifecycle, builds: ImageBuilds, reservation: Reservation, digest: str) -> None:
