@@ -31,6 +31,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from cdk_app.image_builds import build_image_builds
+
 ALLOWED_IMAGES_CONTEXT = "gpudev:allowedImages"
 TOOLS_IMAGE_CONTEXT = "gpudev:toolsImage"  # deploy/tools-image: sshd, sudo, bash, busybox
 CREDENTIALS_CONTEXT = "gpudev:pullThroughCredentials"
@@ -219,6 +221,7 @@ def build_images(
                 }
             ),
         )
+    build_image_builds(stack, repository, [api_function, tasks_function])
     api_function.add_environment("ALLOWED_IMAGES", ",".join(entries))
     tasks_function.add_environment("LIFECYCLE_TOOLS_IMAGE", tools_image(stack))
     _grant_api_reads(api_function, entries)

@@ -50,6 +50,9 @@ class Options:
     # lifecycle's clock; None: at once).
     allowed_images: tuple[str, ...] = LOCAL_ALLOWED_IMAGES
     image_pull_bytes_per_second: float | None = None
+    # `reserve --dockerfile`: how long a simulated CodeBuild build runs (real seconds;
+    # localcloud/moto_codebuild.py).
+    image_build_seconds: float = 3.0
     # Images the registry does not have: their pulls fail as not found (image_pulls.py).
     missing_images: tuple[str, ...] = ()
     # The image pre-puller (docs/images.md): deploy/kubernetes/prepuller/ applied, and the

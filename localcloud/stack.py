@@ -51,6 +51,7 @@ from localcloud.function_environment import (
     set_environment,
 )
 from localcloud.gateway import LocalApiGateway
+from localcloud.image_builds import prepare_image_builds
 from localcloud.kubeconfig import kubeconfig, write_kubeconfig
 from localcloud.kubernetes.authentication import Authenticator
 from localcloud.kubernetes.cluster import SimulatedCluster
@@ -60,6 +61,7 @@ from localcloud.kubernetes.server import KubernetesApiServer
 from localcloud.kubernetes.store import ObjectStore
 from localcloud.kubernetes.tls import ServerCertificate, issue_server_certificate
 from localcloud.lambdas import ACCOUNT_ID, Invoker, LocalLambda
+from localcloud.moto_codebuild import CodeBuildSimulation
 from localcloud.options import Options
 from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
@@ -116,6 +118,7 @@ class LocalCloud:
         self.function_roles: dict[str, str] = {}  # deployed name -> role ARN (cluster users)
         # How long new snapshots stay pending, in real seconds (tests may change it).
         self.snapshots = SnapshotCompletion()
+        self.image_builds: CodeBuildSimulation | None = None  # `reserve --dockerfile`
         self.postgres_pid: int | None = None  # when we started PostgreSQL
         self._postgres: EmbeddedPostgres | None = None
 
@@ -253,6 +256,7 @@ class LocalCloud:
         self._stop.add("moto EFS seams", moto_efs.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
+        self._start_image_builds()
 
         # The functions' processes get the environment as it is now, complete.
         sts = self.aws.client("sts")
@@ -390,6 +394,17 @@ class LocalCloud:
         pod_image = self.options.pod_image or LifecycleSettings().pod_image
         pulls.registry = local_registry(
             ecr, f"{ACCOUNT_ID}.dkr.ecr.{REGION}.amazonaws.com", pod_image
+        )
+
+    def _start_image_builds(self) -> None:
+        """`reserve --dockerfile`: moto's CodeBuild, builds simulated (moto_codebuild.py)."""
+        assert self.aws is not None
+        self.image_builds = CodeBuildSimulation(self.aws.client, self.options.image_build_seconds)
+        self._stop.add("moto CodeBuild seam", self.image_builds.install())
+        self._set_environment(
+            prepare_image_builds(
+                self.aws.client, ACCOUNT_ID, REGION, max(1, self.options.ready_poll_seconds)
+            )
         )
 
     def _sqs_process_exited(self, code: int) -> None:

@@ -120,6 +120,9 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
         lines.append(f"Image: {r['image']}\n       {r.get('image_digest')}")
         if r.get("preserve_entrypoint"):
             lines.append("       its own entrypoint and command (--preserve-entrypoint)")
+    if r.get("image_build"):  # --dockerfile: the context the image is (being) built from
+        context = f"context {r['image_build'][:12]} (--dockerfile)"
+        lines.append(f"       built from {context}" if r.get("image") else f"Image: {context}")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

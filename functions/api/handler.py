@@ -18,6 +18,7 @@ from routes import (
     availability,
     disks,
     health,
+    images,
     logs,
     notifications,
     reservations,
@@ -46,6 +47,7 @@ for area in (
     utilisation,
     notifications,
     shares,
+    images,
 ):
     app.include_router(area.router)
 

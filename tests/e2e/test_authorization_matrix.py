@@ -6,7 +6,10 @@ message and nothing is written: no row changes, no job is queued."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import tarfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ import pytest
 from botocore.credentials import Credentials
 
 from gpudev_cli.client import Reply
+from localcloud.image_builds import CONTEXT_BUCKET
 from localcloud.stack import LocalCloud
 from tests.e2e.jobs import drain_jobs
 from tests.support.api import ApiClient
@@ -27,6 +31,21 @@ OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
 ACCOUNT = "123456789012"
 OTHER_ACCOUNT = "111111111111"
 BOUND_ELSEWHERE = "belongs to another principal; you called as"
+
+
+def _context_tar() -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        dockerfile = f"FROM ubuntu:24.04\nRUN echo {uuid.uuid4().hex}\n".encode()
+        info = tarfile.TarInfo("Dockerfile.gpu-dev")
+        info.size = len(dockerfile)
+        tar.addfile(info, io.BytesIO(dockerfile))
+    return out.getvalue()
+
+
+# The build context the owners upload (_owned): a tar of one Dockerfile, as the CLI sends.
+CONTEXT_TAR = _context_tar()
+CONTEXT = hashlib.sha256(CONTEXT_TAR).hexdigest()
 OTHER_ACCOUNT_MESSAGE = f"gpu-dev accepts principals of account {ACCOUNT}; you called from"
 
 
@@ -68,6 +87,12 @@ ROUTES = (
     Route("PUT", "/v1/reservations/{rid}/jupyter", per_resource=True),
     Route("DELETE", "/v1/reservations/{rid}/jupyter", per_resource=True),
     Route("POST", "/v1/reservations/{rid}/cancel", per_resource=True),
+    # {ctx}: a build context the owner uploaded (_owned); the upload route's own hash is
+    # another, so a second user asking to upload it owns theirs, not the owner's.
+    Route("POST", "/v1/images/uploads", {"context_hash": "e" * 64, "size_bytes": 10}),
+    Route("GET", "/v1/images"),
+    Route("POST", "/v1/images/builds", {"context_hash": "{ctx}"}, per_resource=True),
+    Route("GET", "/v1/images/builds/{ctx}", per_resource=True),
     Route("GET", "/v1/disks"),
     Route("POST", "/v1/disks", {"disk_name": "matrix-new"}),
     Route("GET", "/v1/disks/{disk}", per_resource=True),
@@ -104,6 +129,7 @@ def test_the_matrix_covers_every_route_of_the_api():
             "{disk}-2", "{disk_name}"
         )
         .replace("{disk}", "{disk_name}")
+        .replace("{ctx}", "{context_hash}")
         .replace("/users/octocat", "/users/{github_username}")
         for r in ROUTES + ADMIN_ROUTES
     }
@@ -119,11 +145,12 @@ class Signer:
         self.api = api
 
     def call(self, who: Credentials, route: Route, rid: str, disk: str) -> Reply:
-        path = route.path.replace("{rid}", rid).replace("{disk}", disk)
+        path = route.path.replace("{rid}", rid).replace("{disk}", disk).replace("{ctx}", CONTEXT)
         body = route.body
         if isinstance(body, dict):
             body = {
-                k: v.replace("{disk}", disk) if isinstance(v, str) else v for k, v in body.items()
+                k: v.replace("{disk}", disk).replace("{ctx}", CONTEXT) if isinstance(v, str) else v
+                for k, v in body.items()
             }
         data = json.dumps(body).encode() if body is not None else None
         headers = self.api.signed_headers(route.method, path, data, who)
@@ -192,6 +219,11 @@ def _owned(
             "UPDATE disks SET last_snapshot_at = now(), snapshot_count = 1 WHERE disk_name = %s",
             (disk,),
         )
+    upload = Route("POST", "/v1/images/uploads", {"context_hash": CONTEXT, "size_bytes": 10})
+    assert signer.call(who, upload, "", "").status == 200
+    cloud.aws.client("s3").put_object(  # type: ignore[union-attr]
+        Bucket=CONTEXT_BUCKET, Key=f"contexts/{CONTEXT}.tar", Body=CONTEXT_TAR
+    )
     body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "alice"}
     reserved = signer.call(who, Route("POST", "/v1/reservations", body), "", "")
     assert reserved.status == 202, reserved.body

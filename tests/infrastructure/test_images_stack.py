@@ -86,9 +86,17 @@ def _ecr_statements(template: Template) -> list[dict[str, Any]]:
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"]
             actions = actions if isinstance(actions, list) else [actions]
-            if any(a.startswith("ecr:") for a in actions):
+            if any(a.startswith("ecr:") for a in actions) and not _image_builds(statement):
                 found.append(statement)
     return found
+
+
+def _image_builds(statement: dict[str, Any]) -> bool:
+    """The image builds' statements (test_image_builds_stack.py): on the team repository
+    itself, or docker login's GetAuthorizationToken (no resource)."""
+    resources = statement["Resource"]
+    resources = resources if isinstance(resources, list) else [resources]
+    return all(r == "*" or "Fn::GetAtt" in r for r in resources)
 
 
 def _resource_names(statement: dict[str, Any]) -> set[str]:

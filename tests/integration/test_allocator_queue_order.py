@@ -110,3 +110,36 @@ def test_a_cancelled_unparked_reservation_keeps_no_place(fresh_database: str):
         newer = _insert(conn, now - timedelta(minutes=1))
 
         assert _pass(conn, now).granted == [newer]
+
+
+def test_a_reservation_whose_image_is_still_building_holds_no_place_until_built(
+    fresh_database: str,
+):
+    """`reserve --dockerfile` (image_builds/): while its image is built it is not in the
+    queue, so the node goes to the later request; once built it queues as any other."""
+    now = datetime.now(UTC)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO users (username, principal_arn) VALUES ('alice', %s)",
+            (ALICE.principal_arn,),
+        )
+        building = _insert(
+            conn,
+            now - timedelta(minutes=2),
+            task_token=None,
+            image_build="a" * 64,
+            current_detailed_status="building image: build, step 2/5",
+        )
+        newer = _insert(conn, now - timedelta(minutes=1))
+
+        assert _pass(conn, now).granted == [newer]
+        assert _row(conn, building) == (False, None, None, "building image: build, step 2/5")
+
+        digest = "sha256:" + "b" * 64
+        conn.execute(
+            "UPDATE reservations SET image = 'r/gpu-dev-images:x', image_digest = %s,"
+            " image_pull = %s WHERE reservation_id = %s",
+            (digest, f"r/gpu-dev-images@{digest}", building),
+        )
+        _pass(conn, now + timedelta(seconds=5))
+        assert _row(conn, building)[:2] == (False, 1)

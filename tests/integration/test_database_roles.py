@@ -69,6 +69,15 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "utilisation/set_idle_timeout",
         "utilisation/recent",
         "utilisation/recent_use",
+        # images built from a Dockerfile (migrations/0045)
+        "image_builds/add_owner",
+        "image_builds/claim",
+        "image_builds/finish",
+        "image_builds/get",
+        "image_builds/list_for_user",
+        "image_builds/owned",
+        "image_builds/progress",
+        "image_builds/started",
     ),
     LIFECYCLE: (
         "lifecycle/activate",
@@ -79,6 +88,14 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         "lifecycle/park",
         "lifecycle/preparing",
         "lifecycle/progress",
+        # the reservation's image build (migrations/0045)
+        "image_builds/claim",
+        "image_builds/finish",
+        "image_builds/get",
+        "image_builds/progress",
+        "image_builds/started",
+        "image_builds/reservation_image",
+        "image_builds/reservation_progress",
         "lifecycle/record_event",
         "lifecycle/outage_over",
         "lifecycle/waiting",
@@ -360,6 +377,7 @@ def _reservation_params(user: str) -> dict[str, Any]:
         "image_pull": None,
         "preserve_entrypoint": False,
         "idle_timeout_minutes": None,
+        "image_build": None,
     }
 
 

@@ -56,7 +56,12 @@ def test_reserve_activate_warn_and_expire(api, local_cloud):
     assert_nothing_left(local_cloud, rid)
     assert allocated_slots(local_cloud, rid) == 0
     history = execution_history(local_cloud, rid)
-    assert history[:3] == ["Validate request", "Queue, cancel or done?", "Wait for capacity"]
+    assert history[:4] == [
+        "Validate request",
+        "Queue, cancel or done?",
+        "Image to build?",  # no --dockerfile: straight on
+        "Wait for capacity",
+    ]
     assert "Provision" in history and "Take the disk" in history  # no disk: "none"
     # The pod is looked at right after it was created (no Wait first): the check watches it.
     provisioned = history.index("Provision")

@@ -24,6 +24,7 @@ COMMANDS = [
     "edit",
     "events",
     "extend",
+    "image",
     "list",
     "logs",
     "reserve",
@@ -314,3 +315,26 @@ def test_show_prints_the_image_and_the_digest_the_pod_runs(capsys):
     assert "Image: ghcr.io/pytorch/pytorch-nightly:latest" in out and digest in out
     render.reservation_panel({**reservation, "image": None, "image_digest": None})
     assert "Image:" not in capsys.readouterr().out
+
+
+def test_show_names_the_context_an_image_is_built_from(capsys):
+    reservation = {
+        "reservation_id": "5f0c1a2b-0000-4000-8000-000000000000",
+        "name": None,
+        "status": "queued",
+        "gpu_type": "t4",
+        "gpu_count": 1,
+        "duration_hours": 1.0,
+        "created_at": "2026-11-24T00:01:00+00:00",
+        "jupyter_enabled": False,
+        "disk_name": None,
+        "image": None,
+        "image_digest": None,
+        "image_build": "ab" * 32,
+    }
+    render.reservation_panel(reservation)
+    assert "Image: context abababababab (--dockerfile)" in capsys.readouterr().out
+    digest = "sha256:" + "c" * 64
+    render.reservation_panel({**reservation, "image": "r/gpu-dev-images:x", "image_digest": digest})
+    out = capsys.readouterr().out
+    assert "Image: r/gpu-dev-images:x" in out and "built from context abababababab" in out

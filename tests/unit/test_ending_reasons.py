@@ -64,6 +64,7 @@ def test_the_state_machine_reaches_tear_down_only_through_the_endings_named_here
         "Disk held by another reservation",
         "Volume failed",
         "Provision refused",
+        "Build failed",
     }
 
 

@@ -116,6 +116,7 @@ def test_the_choice_states_compare_task_results():
         "$.disk.outcome",
         "$.volume.outcome",
         "$.save.outcome",
+        "$.build.outcome",
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,6 +13,7 @@ import click
 from gpudev_cli import prompts, render, ssh, timeline
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.commands.disks import choose_disk
+from gpudev_cli.commands.images import dockerfile_options, upload_context
 from gpudev_cli.config import load
 from gpudev_cli.context import (
     FINAL,
@@ -66,6 +68,13 @@ MULTINODE_COUNTS = (16, 24, 32)
     "ready once its container runs, its output in `gpu-dev logs` (not with --jupyter or "
     "multinode)",
 )
+@click.option(
+    "--dockerfile",
+    type=click.Path(path_type=Path),
+    help="build the image from this Dockerfile (AWS CodeBuild; the same context again is "
+    "reused at once); the context is its directory unless --context (not with --image)",
+)
+@dockerfile_options
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -83,16 +92,23 @@ def reserve(
     profiling: bool,
     image: str | None,
     preserve_entrypoint: bool,
+    dockerfile: Path | None,
+    context_dir: Path | None,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
     interactive_flag: bool | None,
 ) -> None:
     """Reserve GPUs and (unless --no-wait) follow the reservation until it is ready."""
+    if dockerfile is not None and image is not None:
+        raise click.UsageError("--dockerfile and --image do not go together: choose one")
+    if context_dir is not None and dockerfile is None:
+        raise click.UsageError("--context goes with --dockerfile")
     client = obj.client()
     ask = interactive(interactive_flag)
     gpu_type, gpus, hours = _request_body(client, ask, gpu_type, gpus, hours, distributed)
     disk = choose_disk(client, disk, ask)
+    image_build = upload_context(client, dockerfile, context_dir)[0] if dockerfile else None
     body = {
         "gpu_type": gpu_type,
         "gpu_count": gpus,
@@ -104,6 +120,7 @@ def reserve(
         "profiling": profiling,
         "image": image,
         "preserve_entrypoint": preserve_entrypoint,
+        "image_build": image_build,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

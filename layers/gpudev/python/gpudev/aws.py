@@ -77,6 +77,8 @@ class AwsClients:
     events = _Client()  # the event relay's PutEvents
     sesv2 = _Client()  # notifications: e-mail identities and sends
     kms = _Client()  # notifications: the webhook URLs, encrypted at rest
+    codebuild = _Client()  # images built from a Dockerfile (gpudev/image_builds/)
+    s3 = _Client()  # their contexts: presigned uploads
     rds = _Client()  # only for `generate_db_auth_token`, which signs locally (no request)
 
 

@@ -197,6 +197,13 @@ class ReservationShown(Row):
     preserve_entrypoint: bool = Field(
         default=False, description="the image's own entrypoint runs: no SSH, no dev user"
     )
+    # Built from a Dockerfile (0045, image_builds/builds.py): the context's hash, which is also the
+    # image's tag; the image columns are written when the build succeeds.
+    image_build: str | None = Field(
+        default=None,
+        description="the sha256 of the build context its image is built from (`--dockerfile`); "
+        "image and image_digest are null until the build succeeds",
+    )
     cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None

@@ -360,6 +360,27 @@ class NotificationSettings(BaseSettings):
         return tuple(p.strip() for p in self.webhook_prefixes.split(",") if p.strip())
 
 
+class ImageBuildSettings(BaseSettings):
+    """Images built from a Dockerfile (docs/images.md#built-images; cdk_app/images.py): the
+    CodeBuild project, the bucket contexts are uploaded to, the repository (URI) builds push
+    to with the context hash as tag. An empty project: this deployment builds nothing."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="IMAGE_BUILD_")
+
+    project: str = ""
+    context_bucket: str = ""
+    repository_uri: str = Field(default="", pattern=r"^([a-z0-9.-]+/[a-z0-9._/-]+)?$")
+    # A context tar larger than this is refused (CLI and API; CDK context
+    # `gpudev:maxBuildContextMegabytes`).
+    max_context_bytes: int = Field(default=500_000_000, ge=1)
+    poll_seconds: int = Field(default=10, ge=1)  # between checks of a running build
+    upload_url_seconds: int = Field(default=900, ge=60, le=3600)  # a presigned PUT's life
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.project and self.context_bucket and self.repository_uri)
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -401,6 +422,7 @@ idle_settings = _getter(IdleSettings)
 prepuller_settings = _getter(PrepullerSettings)
 event_relay_settings = _getter(EventRelaySettings)
 notification_settings = _getter(NotificationSettings)
+image_build_settings = _getter(ImageBuildSettings)
 
 
 def reset_settings_cache() -> None:

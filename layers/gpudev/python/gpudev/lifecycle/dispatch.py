@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudev.lifecycle.active import checkpoint, wait_while_active
+from gpudev.lifecycle.building import build_image
 from gpudev.lifecycle.disk import check_disk, release_disk, save_disk, take_disk
 from gpudev.lifecycle.outages import outage_over
 from gpudev.lifecycle.payloads import (
+    BuildImageOutput,
     CheckDiskOutput,
     CheckpointOutput,
     CheckReadyOutput,
@@ -52,6 +54,7 @@ TASKS: dict[TaskName, Task] = {
     TaskName.CHECK_DISK: Task(check_disk, CheckDiskOutput),
     TaskName.SAVE_DISK: Task(save_disk, SaveDiskOutput),
     TaskName.RELEASE_DISK: Task(release_disk, ReleaseDiskOutput),
+    TaskName.BUILD_IMAGE: Task(build_image, BuildImageOutput),
 }
 
 

@@ -34,6 +34,7 @@ class TaskName(StrEnum):
     CHECK_DISK = "check_disk"
     SAVE_DISK = "save_disk"
     RELEASE_DISK = "release_disk"
+    BUILD_IMAGE = "build_image"
 
 
 class _Payload(BaseModel):
@@ -124,6 +125,10 @@ class ReleaseDisk(_TaskInput):
     task: Literal[TaskName.RELEASE_DISK] = TaskName.RELEASE_DISK
 
 
+class BuildImage(_TaskInput):
+    task: Literal[TaskName.BUILD_IMAGE] = TaskName.BUILD_IMAGE
+
+
 TaskInput = (
     Start
     | WaitForCapacity
@@ -136,6 +141,7 @@ TaskInput = (
     | CheckDisk
     | SaveDisk
     | ReleaseDisk
+    | BuildImage
 )
 _TASK_INPUT: TypeAdapter[TaskInput] = TypeAdapter(Annotated[TaskInput, Field(discriminator="task")])
 
@@ -175,6 +181,7 @@ class StartOutput(TaskOutput):
     queue_timeout_seconds: int | None = None
     ready_poll_seconds: int | None = None
     fault_retry_seconds: int | None = None
+    builds_image: bool = False  # with "queue": its image is built first (lifecycle/building.py)
 
 
 class ProvisionOutput(TaskOutput):
@@ -218,3 +225,9 @@ class SaveDiskOutput(TaskOutput):
 
 class ReleaseDiskOutput(TaskOutput):
     outcome: Literal["released"]
+
+
+class BuildImageOutput(TaskOutput):
+    outcome: Literal["built", "building", "failed", "cancel"]
+    seconds: int | None = None  # with "building": before looking again
+    reason: str | None = None  # with "failed": becomes the failure reason (the log's tail)

@@ -22,6 +22,7 @@ def start(lc: Lifecycle, task: Start) -> StartOutput:
         queue_timeout_seconds=math.ceil(settings.queue_timeout_hours * settings.seconds_per_hour),
         ready_poll_seconds=settings.ready_poll_seconds,
         fault_retry_seconds=max(1, math.ceil(lc.schedule.minutes(settings.fault_retry_minutes))),
+        builds_image=row.image_build is not None and row.image is None,
     )
 
 

@@ -58,6 +58,7 @@ class NewReservation(BaseModel):
     image_pull: str | None = None
     preserve_entrypoint: bool = False  # the image's own entrypoint (images/entrypoint.py)
     idle_timeout_minutes: int | None = None  # None: never reclaimed idle (utilisation/)
+    image_build: str | None = None  # a Dockerfile's context hash (image_builds/builds.py)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,14 @@ class ReservationRequest(BaseModel):
         "not with jupyter nor on more than one node): ready once its container runs, its "
         "output in the logs",
     )
+    # `reserve --dockerfile` (gpudev/image_builds/builds.py): a context the caller uploaded; the
+    # image is built before the reservation joins the queue (422 when not theirs).
+    image_build: str | None = Field(
+        default=None,
+        pattern=r"^[a-f0-9]{64}$",
+        description="the sha256 of a build context the caller uploaded (POST /v1/images/"
+        "uploads): its image is built, or reused when built already (not with image)",
+    )
 
 
 class ExtendRequest(BaseModel):

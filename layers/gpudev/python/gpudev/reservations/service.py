@@ -74,6 +74,8 @@ def submit_reservation(
     )
     if request.disk_name is not None:
         check_disk_name(request.disk_name)
+    if request.image_build is not None:
+        _check_image_build(conn, caller, request)
     if request.preserve_entrypoint:
         check_entrypoint_request(request.image, request.jupyter)
     image = None
@@ -115,6 +117,7 @@ def submit_reservation(
             image_pull=image.pull if image else None,
             preserve_entrypoint=request.preserve_entrypoint,
             idle_timeout_minutes=idle_minutes,
+            image_build=request.image_build,
         )
         submitted = reservations.submit(caller.username, caller.principal_arn, new, limits)
         if not submitted.bound:
@@ -130,6 +133,41 @@ def submit_reservation(
         # After commit: a refused send leaves the outbox row to the sweeper's relay.
         send_after_commit(conn, queue, submitted.job)
     return reservation, submitted.created
+
+
+def _check_image_build(
+    conn: psycopg.Connection[Any], caller: Caller, request: ReservationRequest
+) -> None:
+    """`--dockerfile`: not with an image named, nor with --preserve-entrypoint (its check
+    needs an image at submit); a context the caller asked to upload (image_builds/)."""
+    from gpudev.repositories.image_builds import ImageBuildsRepository
+    from gpudev.settings import image_build_settings
+
+    if request.image is not None:
+        raise InvalidRequest(
+            "--dockerfile and --image do not go together: the image is either built from "
+            "the Dockerfile or named",
+            field="image_build",
+        )
+    if request.preserve_entrypoint:
+        raise InvalidRequest(
+            "--preserve-entrypoint is not available with --dockerfile yet: build the image "
+            "with `gpu-dev image build` and reserve it with --image",
+            field="preserve_entrypoint",
+        )
+    assert request.image_build is not None
+    if not image_build_settings().enabled:
+        raise InvalidRequest(
+            "this deployment builds no images: its operators have not deployed the CodeBuild "
+            "project (docs/images.md#built-images); reserve with --image instead",
+            field="image_build",
+        )
+    if ImageBuildsRepository(conn).owned_since(request.image_build, caller.username) is None:
+        raise InvalidRequest(
+            f"no build context {request.image_build[:12]} of yours: upload it first "
+            "(`gpu-dev reserve --dockerfile` does)",
+            field="image_build",
+        )
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
