@@ -35,6 +35,7 @@ from cdk_app.functions import (
     build_shared_layer,
     migrate_on_deploy,
 )
+from cdk_app.docker import configure_docker
 from cdk_app.images import build_images
 from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name
@@ -73,6 +74,7 @@ class GpuDevStack(Stack):
         self.team_images = build_images(
             self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
         )
+        configure_docker(self, self.functions[API.name], self.functions[RESERVATION_TASKS.name])
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [

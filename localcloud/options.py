@@ -50,6 +50,9 @@ class Options:
     # lifecycle's clock; None: at once).
     allowed_images: tuple[str, ...] = LOCAL_ALLOWED_IMAGES
     image_pull_bytes_per_second: float | None = None
+    # `reserve --docker` (CDK context gpudev:allowDocker, off by default in a deployment):
+    # allowed here, so `make run` shows it; tests of the refusal turn it off.
+    allow_docker: bool = True
     # Images the registry does not have: their pulls fail as not found (image_pulls.py).
     missing_images: tuple[str, ...] = ()
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).

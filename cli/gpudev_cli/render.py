@@ -120,6 +120,8 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
         lines.append(f"Image: {r['image']}\n       {r.get('image_digest')}")
         if r.get("preserve_entrypoint"):
             lines.append("       its own entrypoint and command (--preserve-entrypoint)")
+    if r.get("docker"):  # reserve --docker: the sidecar's socket (cluster/pod_docker.py)
+        lines.append("Docker:  on (DOCKER_HOST in SSH sessions; `docker` works as dev)")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

@@ -66,6 +66,12 @@ MULTINODE_COUNTS = (16, 24, 32)
     "ready once its container runs, its output in `gpu-dev logs` (not with --jupyter or "
     "multinode)",
 )
+@click.option(
+    "--docker",
+    is_flag=True,
+    help="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions; if the "
+    "operators allow it (docs/images.md; one node, not with --profiling)",
+)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -83,6 +89,7 @@ def reserve(
     profiling: bool,
     image: str | None,
     preserve_entrypoint: bool,
+    docker: bool,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
@@ -104,6 +111,7 @@ def reserve(
         "profiling": profiling,
         "image": image,
         "preserve_entrypoint": preserve_entrypoint,
+        "docker": docker,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

@@ -197,6 +197,8 @@ class ReservationShown(Row):
     preserve_entrypoint: bool = Field(
         default=False, description="the image's own entrypoint runs: no SSH, no dev user"
     )
+    # A Docker daemon beside the dev server, in the docker namespace (0046).
+    docker: bool = Field(default=False, description="a Docker daemon runs beside the dev server")
     cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None

@@ -91,6 +91,11 @@ class ReservationRequest(BaseModel):
         "not with jupyter nor on more than one node): ready once its container runs, its "
         "output in the logs",
     )
+    docker: bool = Field(
+        default=False,
+        description="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions "
+        "(if the operators allow it; one node, not with profiling): docs/images.md",
+    )
 
 
 class ExtendRequest(BaseModel):

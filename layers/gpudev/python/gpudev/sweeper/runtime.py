@@ -24,7 +24,7 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
         conn=conn,
         objects=[
             ReservationObjects(tasks.api_client, namespace)
-            for namespace in (tasks.namespace, tasks.profiling_namespace)
+            for namespace in tasks.namespaces
         ],
         stepfunctions=aws_clients().stepfunctions,
         jobs=JobQueue(aws_clients().sqs, settings.jobs_queue_url),

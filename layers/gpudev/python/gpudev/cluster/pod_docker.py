@@ -1,0 +1,105 @@
+"""Docker inside the dev server (`reserve --docker`, docs/images.md#docker-inside-the-dev-
+server): a docker:dind sidecar beside the dev container.
+
+- The daemon listens on a unix socket only, in an emptyDir both containers mount: nothing
+  outside the pod can reach it (no TCP port, so no TLS to manage), and `DOCKER_HOST` in the
+  dev container (and, through the startup script, in every SSH session) points at it.
+- The `docker` command comes from the sidecar's image too: an init container copies its
+  static client into an emptyDir at /opt/gpu-dev-docker/bin, which the startup script puts
+  at the end of PATH (any dev image works, none needs Docker installed).
+- The socket belongs to group `DOCKER_GID`: the pod's supplementalGroups give it to every
+  process the image's own entrypoint runs, and the startup script adds `dev` to it.
+- Images, layers and containers live in their own emptyDir at /var/lib/docker, on the node's
+  local disk with a size limit: past it the kubelet evicts the pod, as for /workspace.
+- The sidecar is privileged: dockerd mounts overlay filesystems and makes cgroups and
+  network namespaces, and docker:dind-rootless needs privileged too (docs/decisions.md
+  2026-11-28). Pod Security `baseline` refuses it, so such pods live in gpu-dev-docker,
+  which enforces `privileged` (deploy/kubernetes/namespace.yaml).
+- What Docker runs shares the sidecar's CPU and memory limits, not the dev container's. It
+  gets no GPU: docker:dind has no NVIDIA runtime (`docker run --gpus` fails there)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DOCKER_CONTAINER = "docker"
+SOCKET_VOLUME = "docker-socket"
+STORAGE_VOLUME = "docker-storage"
+CLI_VOLUME = "docker-cli"
+CLI_INIT = "docker-cli"
+CLI_DIR = "/opt/gpu-dev-docker"
+IMAGE_CLI = "/usr/local/bin/docker"  # where docker:dind keeps its static client
+SOCKET_DIR = "/run/gpu-dev-docker"
+DOCKER_HOST = f"unix://{SOCKET_DIR}/docker.sock"
+DOCKER_GID = 2375  # the socket's group: dev's in SSH sessions, the pod's supplemental group
+STORAGE_GIB = 100  # /var/lib/docker: images, layers, containers' writable layers
+# Docker's containers run in the sidecar's cgroup: these bound them, beside the dev container.
+SIDECAR_RESOURCES = {
+    "requests": {"cpu": "100m", "memory": "256Mi"},
+    "limits": {"cpu": "4", "memory": "16Gi"},
+}
+
+
+def docker_sidecar(image: str) -> dict[str, Any]:
+    """dockerd, through docker:dind's own entrypoint (it sets up the cgroup nesting; with
+    an explicit --host it adds no TCP listener, and with DOCKER_TLS_CERTDIR empty it makes
+    no certificates)."""
+    return {
+        "name": DOCKER_CONTAINER,
+        "image": image,
+        "args": [f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"],
+        "env": [{"name": "DOCKER_TLS_CERTDIR", "value": ""}],
+        "resources": SIDECAR_RESOURCES,
+        "securityContext": {"privileged": True},
+        "volumeMounts": [
+            {"name": SOCKET_VOLUME, "mountPath": SOCKET_DIR},
+            {"name": STORAGE_VOLUME, "mountPath": "/var/lib/docker"},
+        ],
+    }
+
+
+def cli_init_container(image: str) -> dict[str, Any]:
+    """Copies the image's static `docker` client into the shared volume, then exits."""
+    return {
+        "name": CLI_INIT,
+        "image": image,
+        "command": ["/bin/sh", "-c", f'mkdir -p {CLI_DIR}/bin && cp {IMAGE_CLI} {CLI_DIR}/bin/'],
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "32Mi"},
+            "limits": {"cpu": "500m", "memory": "64Mi"},
+        },
+        "securityContext": {
+            "capabilities": {"drop": ["ALL"]},
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+        },
+        "volumeMounts": [{"name": CLI_VOLUME, "mountPath": CLI_DIR}],
+    }
+
+
+def add_docker(spec: dict[str, Any], image: str) -> None:
+    """`spec` (a dev pod's, objects.pod) gets the sidecar and the client's init container,
+    their volumes, the socket's and the client's mounts and `DOCKER_HOST` in the dev
+    container, and the socket's group for the pod."""
+    spec["volumes"] += [
+        {"name": SOCKET_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+        {"name": STORAGE_VOLUME, "emptyDir": {"sizeLimit": f"{STORAGE_GIB}Gi"}},
+        {"name": CLI_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
+    ]
+    dev = spec["containers"][0]
+    dev.setdefault("volumeMounts", []).extend(
+        [
+            {"name": SOCKET_VOLUME, "mountPath": SOCKET_DIR},
+            {"name": CLI_VOLUME, "mountPath": CLI_DIR, "readOnly": True},
+        ]
+    )
+    dev.setdefault("env", []).extend(
+        [
+            {"name": "DOCKER_HOST", "value": DOCKER_HOST},
+            {"name": "GPU_DEV_DOCKER_GID", "value": str(DOCKER_GID)},
+            {"name": "GPU_DEV_DOCKER_CLI", "value": f"{CLI_DIR}/bin"},
+        ]
+    )
+    spec["securityContext"]["supplementalGroups"] = [DOCKER_GID]
+    spec["containers"].append(docker_sidecar(image))
+    spec["initContainers"] = [*spec.get("initContainers", []), cli_init_container(image)]
