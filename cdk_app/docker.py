@@ -22,7 +22,7 @@ DEFAULT_DOCKER_IMAGE = "docker:27-dind"
 
 
 def allow_docker(scope: Construct) -> bool:
-    raw = scope.node.try_get_context(ALLOW_DOCKER_CONTEXT)
+    raw: object = scope.node.try_get_context(ALLOW_DOCKER_CONTEXT)
     if raw is None:
         return False
     if isinstance(raw, bool):

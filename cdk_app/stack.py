@@ -29,13 +29,13 @@ from cdk_app.declaration import (
     SWEEPER,
     Deployment,
 )
+from cdk_app.docker import configure_docker
 from cdk_app.functions import (
     FunctionBuilder,
     StackParts,
     build_shared_layer,
     migrate_on_deploy,
 )
-from cdk_app.docker import configure_docker
 from cdk_app.images import build_images
 from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name

@@ -61,9 +61,7 @@ def _variables(template: Template) -> dict[str, dict[str, str]]:
 
 def test_the_operator_turns_docker_on_and_names_the_sidecars_image():
     image = "123456789012.dkr.ecr.us-east-2.amazonaws.com/gpu-dev-images/dind:27"
-    variables = _variables(
-        _configured({ALLOW_DOCKER_CONTEXT: True, DOCKER_IMAGE_CONTEXT: image})
-    )
+    variables = _variables(_configured({ALLOW_DOCKER_CONTEXT: True, DOCKER_IMAGE_CONTEXT: image}))
     (api,) = [v for name, v in variables.items() if name.startswith("Api")]
     (tasks,) = [v for name, v in variables.items() if name.startswith("Tasks")]
     assert api == {"ALLOW_DOCKER": "true"}

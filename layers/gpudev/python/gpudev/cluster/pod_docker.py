@@ -63,7 +63,7 @@ def cli_init_container(image: str) -> dict[str, Any]:
     return {
         "name": CLI_INIT,
         "image": image,
-        "command": ["/bin/sh", "-c", f'mkdir -p {CLI_DIR}/bin && cp {IMAGE_CLI} {CLI_DIR}/bin/'],
+        "command": ["/bin/sh", "-c", f"mkdir -p {CLI_DIR}/bin && cp {IMAGE_CLI} {CLI_DIR}/bin/"],
         "resources": {
             "requests": {"cpu": "50m", "memory": "32Mi"},
             "limits": {"cpu": "500m", "memory": "64Mi"},
