@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import psycopg
 import pytest
 
 from gpudev.cluster.pod_docker import DOCKER_CONTAINER, DOCKER_HOST
@@ -17,6 +18,8 @@ from tests.lifecycle.helpers import (
     cancel,
     objects_of,
     reserve,
+    stop_execution,
+    sweep,
     wait_for_status,
 )
 from tests.support.waiting import wait_for
@@ -57,6 +60,24 @@ def test_a_docker_reservation_runs_its_sidecar_in_the_docker_namespace_and_cance
     )
     for kind in ("services", "configmaps", "secrets", "networkpolicies"):
         assert store.list(kind, NAMESPACE, f"gpu-dev/reservation={rid}")["items"] == []
+
+
+def test_the_sweeper_deletes_what_a_lost_docker_reservation_left_in_its_namespace(api, local_cloud):
+    rid = reserve(api, docker=True, hours=0.6)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    stop_execution(local_cloud, rid)
+    with psycopg.connect(local_cloud.database_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM reservations WHERE reservation_id = %s", (rid,))
+    left = sum(len(items) for items in objects_of(local_cloud, rid).values())
+    namespaces = {
+        o["metadata"]["namespace"] for items in objects_of(local_cloud, rid).values() for o in items
+    }
+    assert left and namespaces == {NAMESPACE}
+
+    swept = sweep(local_cloud)
+
+    assert swept["statistics"]["objects_deleted"] >= left
+    assert_nothing_left(local_cloud, rid)
 
 
 def _count(api: Any, profile: str) -> int:
