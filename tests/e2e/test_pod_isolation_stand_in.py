@@ -277,10 +277,12 @@ def test_every_violation_is_named_in_one_refusal(core: client.CoreV1Api):
     pod["spec"]["containers"][0]["ports"] = [{"containerPort": 22, "hostPort": 2222}]
     with pytest.raises(ApiException) as refused:
         core.create_namespaced_pod(NAMESPACE, pod)
+    # capabilities and seccomp last: the checks restricted replaces (`Overlap`) run after
+    # the other baseline checks (pod-security-admission's policy/registry.go)
     assert _status(refused.value)["message"].endswith(
+        'host namespaces (hostIPC=true), hostPort (container "gpu-dev" uses hostPort 2222), '
         'non-default capabilities (container "gpu-dev" must not include "SYS_ADMIN" in '
-        "securityContext.capabilities.add), host namespaces (hostIPC=true), hostPort "
-        '(container "gpu-dev" uses hostPort 2222), seccompProfile (pod must not set '
+        "securityContext.capabilities.add), seccompProfile (pod must not set "
         'securityContext.seccompProfile.type to "Unconfined")'
     )
 
