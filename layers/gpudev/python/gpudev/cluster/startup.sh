@@ -95,7 +95,12 @@ fi
 # GPU_DEV_DOCKER_GID; an image's own `docker` group, whatever its number, is left alone).
 if [ -n "${GPU_DEV_DOCKER_GID:-}" ]; then
   step "letting dev use Docker (DOCKER_HOST=${DOCKER_HOST:-})"
-  docker_group=$(awk -F: -v gid="$GPU_DEV_DOCKER_GID" '$3 == gid { print $1; exit }' "$ROOT/etc/group")
+  docker_group=
+  if [ -r "$ROOT/etc/group" ]; then
+    while IFS=: read -r name _ gid _; do
+      [ "$gid" = "$GPU_DEV_DOCKER_GID" ] && { docker_group=$name; break; }
+    done < "$ROOT/etc/group"
+  fi
   if [ -z "$docker_group" ]; then
     docker_group=gpu-dev-docker
     groupadd -g "$GPU_DEV_DOCKER_GID" "$docker_group" 2>/dev/null \
