@@ -88,6 +88,8 @@ def test_the_docker_pod_has_a_privileged_dind_sidecar_on_a_unix_socket_only():
     # one listener, the socket in the shared emptyDir: no TCP port, no TLS certificates
     assert sidecar["args"] == [f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"]
     assert "ports" not in sidecar
+    probe = sidecar["readinessProbe"]["exec"]["command"]
+    assert probe == ["docker", f"--host={DOCKER_HOST}", "version"]
     assert _env(sidecar) == {"DOCKER_TLS_CERTDIR": ""}
     assert sidecar["resources"]["limits"] == {"cpu": "4", "memory": "16Gi"}
     assert {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]} == {

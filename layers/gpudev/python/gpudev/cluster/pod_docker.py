@@ -15,6 +15,8 @@ server): a docker:dind sidecar beside the dev container.
   network namespaces, and docker:dind-rootless needs privileged too (docs/decisions.md
   2026-11-28). Pod Security `baseline` refuses it, so such pods live in gpu-dev-docker,
   which enforces `privileged` (deploy/kubernetes/namespace.yaml).
+- The sidecar is ready once `docker version` answers on the socket, so the reservation is
+  active when `docker` works.
 - What Docker runs shares the sidecar's CPU and memory limits, not the dev container's. It
   gets no GPU: docker:dind has no NVIDIA runtime (`docker run --gpus` fails there)."""
 
@@ -40,6 +42,16 @@ SIDECAR_RESOURCES = {
 }
 
 
+# Ready once the daemon answers on the socket: a reservation is active when `docker` works.
+DOCKER_READINESS_PROBE = {
+    "exec": {"command": ["docker", f"--host={DOCKER_HOST}", "version"]},
+    "initialDelaySeconds": 2,
+    "periodSeconds": 3,
+    "timeoutSeconds": 3,
+    "failureThreshold": 3,
+}
+
+
 def docker_sidecar(image: str) -> dict[str, Any]:
     """dockerd, through docker:dind's own entrypoint (it sets up the cgroup nesting; with
     an explicit --host it adds no TCP listener, and with DOCKER_TLS_CERTDIR empty it makes
@@ -49,6 +61,7 @@ def docker_sidecar(image: str) -> dict[str, Any]:
         "image": image,
         "args": [f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"],
         "env": [{"name": "DOCKER_TLS_CERTDIR", "value": ""}],
+        "readinessProbe": DOCKER_READINESS_PROBE,
         "resources": SIDECAR_RESOURCES,
         "securityContext": {"privileged": True},
         "volumeMounts": [
