@@ -97,7 +97,8 @@ def test_a_privileged_sidecar_is_refused_at_restricted_and_baseline_and_admitted
         ),
         (
             _pod(_restricted_container(runAsNonRoot=False)),
-            'runAsNonRoot != true (container "app" must not set securityContext.runAsNonRoot=false)',
+            'runAsNonRoot != true (container "app" must not set '
+            "securityContext.runAsNonRoot=false)",
         ),
         (
             _pod(_restricted_container(runAsUser=0), securityContext={"runAsUser": 0}),
