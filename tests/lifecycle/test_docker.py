@@ -45,6 +45,15 @@ def test_a_docker_reservation_runs_its_sidecar_in_the_docker_namespace_and_cance
     assert "running" in statuses[DOCKER_CONTAINER]["state"]
     assert statuses[DOCKER_CONTAINER]["ready"] and statuses["gpu-dev"]["ready"]
 
+    # its output is shipped from gpu-dev-docker too (deploy/kubernetes/fluent-bit.yaml)
+    def messages() -> list[str]:
+        reply = api.call("GET", f"/v1/reservations/{rid}/logs")
+        assert reply.status == 200, reply.body
+        return [line["message"] for line in reply.body["lines"]]
+
+    wait_for(messages, message="the pod's output shipped from gpu-dev-docker")
+    assert any("starting sshd" in line for line in messages())
+
     panel = gpu_dev("show", rid[:8])
     assert panel.exit_code == 0, panel.output
     assert "Docker:  on" in panel.stdout
