@@ -85,8 +85,11 @@ def test_the_docker_pod_has_a_privileged_dind_sidecar_on_a_unix_socket_only():
     dev, sidecar = spec["containers"]
     assert sidecar["name"] == DOCKER_CONTAINER and sidecar["image"] == DIND
     assert sidecar["securityContext"] == {"privileged": True}
-    # one listener, the socket in the shared emptyDir: no TCP port, no TLS certificates
-    assert sidecar["args"] == [f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"]
+    # one listener, the socket in the shared emptyDir: no TCP port, no TLS certificates.
+    # `dockerd` first: given only options, docker:dind's entrypoint adds tcp://0.0.0.0:2375.
+    assert sidecar["args"] == ["dockerd", f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"]
+    assert "command" not in sidecar  # the image's entrypoint runs (the dind wrapper)
+    assert not [a for a in sidecar["args"] if "tcp://" in a]
     assert "ports" not in sidecar
     probe = sidecar["readinessProbe"]["exec"]["command"]
     assert probe == ["docker", f"--host={DOCKER_HOST}", "version"]

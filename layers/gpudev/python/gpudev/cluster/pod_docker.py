@@ -53,13 +53,15 @@ DOCKER_READINESS_PROBE = {
 
 
 def docker_sidecar(image: str) -> dict[str, Any]:
-    """dockerd, through docker:dind's own entrypoint (it sets up the cgroup nesting; with
-    an explicit --host it adds no TCP listener, and with DOCKER_TLS_CERTDIR empty it makes
-    no certificates)."""
+    """dockerd, through docker:dind's own entrypoint (dockerd-entrypoint.sh, which runs it
+    under the `dind` wrapper that sets up cgroup nesting). The first argument is `dockerd`:
+    given only options, the entrypoint would add its defaults, `--host=tcp://0.0.0.0:2375`
+    among them (2376 with TLS), a port anyone reaching the pod could use. DOCKER_TLS_CERTDIR
+    empty: it makes no certificates either way."""
     return {
         "name": DOCKER_CONTAINER,
         "image": image,
-        "args": [f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"],
+        "args": ["dockerd", f"--host={DOCKER_HOST}", f"--group={DOCKER_GID}"],
         "env": [{"name": "DOCKER_TLS_CERTDIR", "value": ""}],
         "readinessProbe": DOCKER_READINESS_PROBE,
         "resources": SIDECAR_RESOURCES,
