@@ -53,6 +53,10 @@ def test_a_docker_reservation_runs_its_sidecar_in_the_docker_namespace_and_cance
 
     wait_for(messages, message="the pod's output shipped from gpu-dev-docker")
     assert any("starting sshd" in line for line in messages())
+    wait_for(
+        lambda: any("API listen on /run/gpu-dev-docker/docker.sock" in m for m in messages()),
+        message="the Docker daemon's output shipped with the pod's",
+    )
 
     panel = gpu_dev("show", rid[:8])
     assert panel.exit_code == 0, panel.output

@@ -29,6 +29,7 @@ from gpudev.settings import ClusterSettings, DockerSettings
 from gpudev_cli import context, render
 from gpudev_cli.main import cli
 from localcloud.kubernetes import pod_security, validation
+from localcloud.kubernetes.container_logs import dockerd_output
 from tests.unit.test_manifest_drift import _catalogue, _reservation
 
 T4 = next(t for t in _catalogue() if t.gpu_type == "t4")
@@ -108,6 +109,13 @@ def test_the_docker_pod_has_a_privileged_dind_sidecar_on_a_unix_socket_only():
     assert "/var/lib/docker" not in mounts
     assert "privileged" not in dev["securityContext"]
     assert spec["securityContext"]["supplementalGroups"] == [DOCKER_GID]
+
+
+def test_the_stand_in_prints_the_daemons_listening_line_for_the_sidecar_only():
+    dev, sidecar = _pod(docker=True)["spec"]["containers"]
+    expected = 'level=info msg="API listen on /run/gpu-dev-docker/docker.sock"'
+    assert dockerd_output(sidecar) == expected
+    assert dockerd_output(dev) == ""
 
 
 def test_the_docker_pods_volumes_are_empty_dirs_with_size_limits():
