@@ -6,9 +6,11 @@ admitting it in gpu-dev-docker, and the CLI's request and panel."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from gpudev.cluster import objects
@@ -186,6 +188,28 @@ def test_the_docker_namespace_enforces_privileged_and_gpu_dev_keeps_baseline():
     }
     assert labels("gpu-dev")["enforce"] == "baseline"
     assert labels("gpu-dev")["warn"] == labels("gpu-dev")["audit"] == "restricted"
+
+
+def test_the_docker_namespace_has_the_same_network_policies_and_lifecycle_role_as_gpu_dev():
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
+
+    def by_namespace(file: str, kind: str) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for doc in yaml.safe_load_all((deploy / file).read_text()):
+            if doc and doc["kind"] == kind:
+                meta = doc["metadata"]
+                found.setdefault(meta["namespace"], {})[meta["name"]] = {
+                    k: v for k, v in doc.items() if k != "metadata"
+                }
+        return found
+
+    policies = by_namespace("network-policies.yaml", "NetworkPolicy")
+    assert policies["gpu-dev-docker"] == policies["gpu-dev"]
+    assert len(policies["gpu-dev-docker"]) == 4
+    roles = by_namespace("rbac.yaml", "Role")
+    assert roles["gpu-dev-docker"] == roles["gpu-dev"]
+    bindings = by_namespace("rbac.yaml", "RoleBinding")
+    assert bindings["gpu-dev-docker"] == bindings["gpu-dev"]
 
 
 def test_a_docker_reservations_objects_live_in_the_docker_namespace():
