@@ -75,6 +75,23 @@ def test_a_docker_reservation_runs_its_sidecar_in_the_docker_namespace_and_cance
         assert store.list(kind, NAMESPACE, f"gpu-dev/reservation={rid}")["items"] == []
 
 
+def test_an_images_own_entrypoint_gets_docker_too(api, local_cloud):
+    """With --preserve-entrypoint the image's entrypoint finds DOCKER_HOST and the socket's
+    group (the pod's supplementalGroups): the two go together."""
+    fields = {"image": "ghcr.io/pytorch/pytorch-nightly", "preserve_entrypoint": True}
+    rid = reserve(api, docker=True, **fields)["reservation_id"]
+    wait_for_status(api, rid, "active")
+    (pod,) = objects_of(local_cloud, rid)["pods"]
+    assert pod["metadata"]["namespace"] == NAMESPACE
+    dev, sidecar = pod["spec"]["containers"]
+    assert "command" not in dev and {"name": "DOCKER_HOST", "value": DOCKER_HOST} in dev["env"]
+    assert sidecar["name"] == DOCKER_CONTAINER
+    assert pod["spec"]["securityContext"]["supplementalGroups"] == [2375]
+    cancel(api, rid)
+    wait_for_status(api, rid, "cancelled")
+    assert_nothing_left(local_cloud, rid)
+
+
 def test_the_sweeper_deletes_what_a_lost_docker_reservation_left_in_its_namespace(api, local_cloud):
     rid = reserve(api, docker=True, hours=0.6)["reservation_id"]
     wait_for_status(api, rid, "active")
