@@ -22,7 +22,6 @@ from gpudev.cluster.pod_docker import (
     DOCKER_GID,
     DOCKER_HOST,
     SOCKET_DIR,
-    STORAGE_GIB,
 )
 from gpudev.docker.request import ALLOW_DOCKER_CONTEXT, check_docker_nodes, check_docker_request
 from gpudev.errors import InvalidRequest
@@ -97,7 +96,10 @@ def test_the_docker_pod_has_a_privileged_dind_sidecar_on_a_unix_socket_only():
     probe = sidecar["readinessProbe"]["exec"]["command"]
     assert probe == ["docker", f"--host={DOCKER_HOST}", "version"]
     assert _env(sidecar) == {"DOCKER_TLS_CERTDIR": ""}
-    assert sidecar["resources"]["limits"] == {"cpu": "4", "memory": "16Gi"}
+    assert sidecar["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi", "ephemeral-storage": "1Gi"},
+        "limits": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "51Gi"},
+    }
     assert {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]} == {
         SOCKET_DIR: "docker-socket",
         "/var/lib/docker": "docker-storage",
@@ -113,6 +115,34 @@ def test_the_docker_pod_has_a_privileged_dind_sidecar_on_a_unix_socket_only():
     assert spec["securityContext"]["supplementalGroups"] == [DOCKER_GID]
 
 
+def _storage(pod: dict[str, Any]) -> tuple[int, int, dict[str, str]]:
+    """(the emptyDirs on disk, the containers' ephemeral-storage limits) in GiB, and the
+    emptyDirs' sizes by name."""
+    spec = pod["spec"]
+    sizes = {
+        v["name"]: v["emptyDir"].get("sizeLimit", "")
+        for v in spec["volumes"]
+        if "emptyDir" in v and v["emptyDir"].get("medium") != "Memory"
+    }
+    limits = [c["resources"]["limits"]["ephemeral-storage"] for c in spec["containers"]]
+    on_disk = sum(int(size.removesuffix("Gi")) for size in sizes.values() if size.endswith("Gi"))
+    return on_disk, sum(int(limit.removesuffix("Gi")) for limit in limits), sizes
+
+
+def test_dockers_storage_is_half_the_workspace_share_so_the_node_promises_no_more_disk():
+    """The node's disk is sized for /workspace and the writable layer per GPU
+    (cluster/workspace.py): Docker takes half of the pod's /workspace, never more disk."""
+    plain_disk, plain_limits, plain = _storage(_pod(docker=False))
+    docker_disk, docker_limits, with_docker = _storage(_pod(docker=True))
+    assert plain["workspace"] == "100Gi"
+    assert (with_docker["workspace"], with_docker["docker-storage"]) == ("50Gi", "50Gi")
+    assert docker_disk == plain_disk  # the same disk (the client's 256Mi aside)
+    # the kubelet's pod-wide sum: the dev container's limit shrank by what the sidecar carries
+    assert docker_limits == plain_limits + 1  # the sidecar's own writes
+    dev = _pod(docker=True)["spec"]["containers"][0]
+    assert dev["resources"]["limits"]["ephemeral-storage"] == "70Gi"  # 50 + 20 writable
+
+
 def test_the_stand_in_prints_the_daemons_listening_line_for_the_sidecar_only():
     dev, sidecar = _pod(docker=True)["spec"]["containers"]
     expected = 'level=info msg="API listen on /run/gpu-dev-docker/docker.sock"'
@@ -122,10 +152,7 @@ def test_the_stand_in_prints_the_daemons_listening_line_for_the_sidecar_only():
 
 def test_the_docker_pods_volumes_are_empty_dirs_with_size_limits():
     volumes = {v["name"]: v for v in _pod(docker=True)["spec"]["volumes"]}
-    assert volumes["docker-storage"] == {
-        "name": "docker-storage",
-        "emptyDir": {"sizeLimit": f"{STORAGE_GIB}Gi"},
-    }
+    assert volumes["docker-storage"] == {"name": "docker-storage", "emptyDir": {"sizeLimit": "50Gi"}}
     assert volumes["docker-socket"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "1Mi"}
     assert volumes["docker-cli"]["emptyDir"] == {"sizeLimit": "256Mi"}
 

@@ -10,7 +10,11 @@ server): a docker:dind sidecar beside the dev container.
 - The socket belongs to group `DOCKER_GID`: the pod's supplementalGroups give it to every
   process the image's own entrypoint runs, and the startup script adds `dev` to it.
 - Images, layers and containers live in their own emptyDir at /var/lib/docker, on the node's
-  local disk with a size limit: past it the kubelet evicts the pod, as for /workspace.
+  local disk with a size limit: past it the kubelet evicts the pod, as for /workspace. Its
+  size is half the pod's /workspace share, which keeps the other half: the node's disk is
+  sized for those shares (cluster/workspace.py), so Docker never promises more than it has.
+  The dev container's ephemeral-storage limit shrinks by as much and the sidecar's carries
+  it, so the kubelet's pod-wide sum stays what the pod may use.
 - The sidecar is privileged: dockerd mounts overlay filesystems and makes cgroups and
   network namespaces, and docker:dind-rootless needs privileged too (docs/decisions.md
   2026-11-28). Pod Security `baseline` refuses it, so such pods live in gpu-dev-docker,
@@ -34,7 +38,8 @@ IMAGE_CLI = "/usr/local/bin/docker"  # where docker:dind keeps its static client
 SOCKET_DIR = "/run/gpu-dev-docker"
 DOCKER_HOST = f"unix://{SOCKET_DIR}/docker.sock"
 DOCKER_GID = 2375  # the socket's group: dev's in SSH sessions, the pod's supplemental group
-STORAGE_GIB = 100  # /var/lib/docker: images, layers, containers' writable layers
+STORAGE = "ephemeral-storage"
+SIDECAR_WRITES_GIB = 1  # the sidecar's own writes, beside /var/lib/docker (an emptyDir)
 # Docker's containers run in the sidecar's cgroup: these bound them, beside the dev container.
 SIDECAR_RESOURCES = {
     "requests": {"cpu": "100m", "memory": "256Mi"},
@@ -92,13 +97,30 @@ def cli_init_container(image: str) -> dict[str, Any]:
     }
 
 
+def _gib(quantity: str) -> int:
+    return int(quantity.removesuffix("Gi"))
+
+
+def split_workspace(spec: dict[str, Any]) -> int:
+    """Half of /workspace's sizeLimit (and of the dev container's ephemeral-storage limit)
+    goes to Docker's storage: its size in GiB."""
+    workspace = next(v for v in spec["volumes"] if v["name"] == "workspace")["emptyDir"]
+    share = _gib(workspace["sizeLimit"])
+    docker = share // 2
+    workspace["sizeLimit"] = f"{share - docker}Gi"
+    limits = spec["containers"][0]["resources"]["limits"]
+    limits[STORAGE] = f"{_gib(limits[STORAGE]) - docker}Gi"
+    return docker
+
+
 def add_docker(spec: dict[str, Any], image: str) -> None:
     """`spec` (a dev pod's, objects.pod) gets the sidecar and the client's init container,
     their volumes, the socket's and the client's mounts and `DOCKER_HOST` in the dev
     container, and the socket's group for the pod."""
+    storage = split_workspace(spec)
     spec["volumes"] += [
         {"name": SOCKET_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-        {"name": STORAGE_VOLUME, "emptyDir": {"sizeLimit": f"{STORAGE_GIB}Gi"}},
+        {"name": STORAGE_VOLUME, "emptyDir": {"sizeLimit": f"{storage}Gi"}},
         {"name": CLI_VOLUME, "emptyDir": {"sizeLimit": "256Mi"}},
     ]
     dev = spec["containers"][0]
@@ -116,5 +138,10 @@ def add_docker(spec: dict[str, Any], image: str) -> None:
         ]
     )
     spec["securityContext"]["supplementalGroups"] = [DOCKER_GID]
-    spec["containers"].append(docker_sidecar(image))
+    sidecar = docker_sidecar(image)
+    sidecar["resources"] = {
+        "requests": {**SIDECAR_RESOURCES["requests"], STORAGE: f"{SIDECAR_WRITES_GIB}Gi"},
+        "limits": {**SIDECAR_RESOURCES["limits"], STORAGE: f"{storage + SIDECAR_WRITES_GIB}Gi"},
+    }
+    spec["containers"].append(sidecar)
     spec["initContainers"] = [*spec.get("initContainers", []), cli_init_container(image)]
