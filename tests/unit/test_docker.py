@@ -163,6 +163,9 @@ def test_the_docker_client_is_copied_in_by_an_unprivileged_init_container():
     copier = init[-1]
     assert copier["image"] == DIND
     assert copier["volumeMounts"] == [{"name": "docker-cli", "mountPath": CLI_DIR}]
+    script = copier["command"][-1]
+    assert "cp /usr/local/bin/docker /opt/gpu-dev-docker/bin/" in script
+    assert "cp -R /usr/local/libexec/docker/cli-plugins /opt/gpu-dev-docker/" in script
     assert copier["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert copier["securityContext"]["allowPrivilegeEscalation"] is False
 

@@ -874,7 +874,11 @@ def test_with_docker_dev_joins_the_sockets_group_and_sessions_get_docker_host(
     _docker_stubs(sandbox)
     cli = sandbox.root / "opt/gpu-dev-docker/bin"
     cli.mkdir(parents=True)
-    done = sandbox.run(**DOCKER_ENV, GPU_DEV_DOCKER_CLI=str(cli))
+    plugins = sandbox.root / "opt/gpu-dev-docker/cli-plugins"
+    plugins.mkdir()
+    done = sandbox.run(
+        **DOCKER_ENV, GPU_DEV_DOCKER_CLI=str(cli), GPU_DEV_DOCKER_PLUGINS=str(plugins)
+    )
     assert done.returncode == 0, done.stderr
     assert "command not found" not in done.stderr
     assert "groupadd -g 2375 gpu-dev-docker" in sandbox.calls()
@@ -886,6 +890,9 @@ def test_with_docker_dev_joins_the_sockets_group_and_sessions_get_docker_host(
         line for line in sandbox.file("/etc/ssh/sshd_config").splitlines() if "SetEnv" in line
     ]
     assert f"DOCKER_HOST={DOCKER_ENV['DOCKER_HOST']}" in set_env.split()
+    # compose and buildx where the client looks for plugins
+    linked = sandbox.root / "usr/local/libexec/docker/cli-plugins"
+    assert linked.is_symlink() and linked.resolve() == plugins.resolve()
 
 
 def test_with_docker_an_images_own_group_of_that_gid_is_joined_not_made_again(
@@ -893,7 +900,12 @@ def test_with_docker_an_images_own_group_of_that_gid_is_joined_not_made_again(
 ):
     _docker_stubs(sandbox)
     (sandbox.root / "etc/group").write_text("root:x:0:\ndocker:x:2375:\n")
-    assert sandbox.run(**DOCKER_ENV).returncode == 0
+    own = sandbox.root / "usr/local/libexec/docker/cli-plugins"  # the image's own plugins
+    own.mkdir(parents=True)
+    plugins = sandbox.root / "opt/gpu-dev-docker/cli-plugins"
+    plugins.mkdir(parents=True)
+    assert sandbox.run(**DOCKER_ENV, GPU_DEV_DOCKER_PLUGINS=str(plugins)).returncode == 0
+    assert not own.is_symlink()
     assert not [c for c in sandbox.calls() if c.startswith("groupadd")]
     assert "usermod -aG docker dev" in sandbox.calls()
 

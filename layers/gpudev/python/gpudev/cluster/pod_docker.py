@@ -6,7 +6,8 @@ server): a docker:dind sidecar beside the dev container.
   dev container (and, through the startup script, in every SSH session) points at it.
 - The `docker` command comes from the sidecar's image too: an init container copies its
   static client into an emptyDir at /opt/gpu-dev-docker/bin, which the startup script puts
-  at the end of PATH (any dev image works, none needs Docker installed).
+  at the end of PATH, and its plugins (compose, buildx), which the startup script links
+  where the client looks for them (any dev image works, none needs Docker installed).
 - The socket belongs to group `DOCKER_GID`: the pod's supplementalGroups give it to every
   process the image's own entrypoint runs, and the startup script adds `dev` to it.
 - Images, layers and containers live in their own emptyDir at /var/lib/docker, on the node's
@@ -35,6 +36,7 @@ CLI_VOLUME = "docker-cli"
 CLI_INIT = "docker-cli"
 CLI_DIR = "/opt/gpu-dev-docker"
 IMAGE_CLI = "/usr/local/bin/docker"  # where docker:dind keeps its static client
+IMAGE_PLUGINS = "/usr/local/libexec/docker/cli-plugins"  # and its compose and buildx
 SOCKET_DIR = "/run/gpu-dev-docker"
 DOCKER_HOST = f"unix://{SOCKET_DIR}/docker.sock"
 DOCKER_GID = 2375  # the socket's group: dev's in SSH sessions, the pod's supplemental group
@@ -79,11 +81,17 @@ def docker_sidecar(image: str) -> dict[str, Any]:
 
 
 def cli_init_container(image: str) -> dict[str, Any]:
-    """Copies the image's static `docker` client into the shared volume, then exits."""
+    """Copies the image's static `docker` client and its plugins (compose, buildx) into the
+    shared volume, then exits."""
     return {
         "name": CLI_INIT,
         "image": image,
-        "command": ["/bin/sh", "-c", f"mkdir -p {CLI_DIR}/bin && cp {IMAGE_CLI} {CLI_DIR}/bin/"],
+        "command": [
+            "/bin/sh",
+            "-c",
+            f"mkdir -p {CLI_DIR}/bin && cp {IMAGE_CLI} {CLI_DIR}/bin/ "
+            f"&& if [ -d {IMAGE_PLUGINS} ]; then cp -R {IMAGE_PLUGINS} {CLI_DIR}/; fi",
+        ],
         "resources": {
             "requests": {"cpu": "50m", "memory": "32Mi"},
             "limits": {"cpu": "500m", "memory": "64Mi"},
@@ -135,6 +143,7 @@ def add_docker(spec: dict[str, Any], image: str) -> None:
             {"name": "DOCKER_HOST", "value": DOCKER_HOST},
             {"name": "GPU_DEV_DOCKER_GID", "value": str(DOCKER_GID)},
             {"name": "GPU_DEV_DOCKER_CLI", "value": f"{CLI_DIR}/bin"},
+            {"name": "GPU_DEV_DOCKER_PLUGINS", "value": f"{CLI_DIR}/cli-plugins"},
         ]
     )
     spec["securityContext"]["supplementalGroups"] = [DOCKER_GID]

@@ -31,7 +31,7 @@ if [ -n "${GPU_DEV_TOOLS:-}" ] && [ -d "$GPU_DEV_TOOLS/bin" ]; then
   [ -x "$ROOT/bin/bash" ] || LOGIN_SHELL=$GPU_DEV_TOOLS/bin/bash  # an image without bash
 fi
 # `reserve --docker` (cluster/pod_docker.py): the Docker client the pod copied in, last on
-# PATH too (an image's own docker wins).
+# PATH too (an image's own docker wins); its plugins are linked below, with dev's group.
 if [ -n "${GPU_DEV_DOCKER_CLI:-}" ] && [ -d "$GPU_DEV_DOCKER_CLI" ]; then
   export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:$GPU_DEV_DOCKER_CLI"
 fi
@@ -107,6 +107,12 @@ if [ -n "${GPU_DEV_DOCKER_GID:-}" ]; then
       || addgroup -g "$GPU_DEV_DOCKER_GID" "$docker_group"
   fi
   usermod -aG "$docker_group" dev 2>/dev/null || addgroup dev "$docker_group"
+fi
+# The Docker client's plugins (compose, buildx) where it looks, unless the image has its own.
+if [ -n "${GPU_DEV_DOCKER_PLUGINS:-}" ] && [ -d "$GPU_DEV_DOCKER_PLUGINS" ] \
+  && [ ! -e "$ROOT/usr/local/libexec/docker/cli-plugins" ]; then
+  mkdir -p "$ROOT/usr/local/libexec/docker"
+  ln -s "$GPU_DEV_DOCKER_PLUGINS" "$ROOT/usr/local/libexec/docker/cli-plugins"
 fi
 echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$ROOT/etc/sudoers.d/dev"
 chmod 440 "$ROOT/etc/sudoers.d/dev"
