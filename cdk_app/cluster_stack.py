@@ -353,5 +353,11 @@ class ClusterStack(Stack):
             value=f"-c {VPC_CONTEXT}={vpc.vpc_id} -c {ZONES_CONTEXT}={zones} "
             f"-c {FUNCTION_SUBNETS}={functions} -c {DATABASE_SUBNETS}={databases} "
             f"-c gpudev:clusterSecurityGroupId={group} "
-            f"-c gpudev:sharedFileSystemId={self.shared_files.file_system.ref}",
+            f"-c gpudev:sharedFileSystemId={self.shared_files.file_system.ref}"
+            + self._team_share_context(),
         )
+
+    def _team_share_context(self) -> str:
+        """The team access point for the main stack, when the team share is on."""
+        point = self.shared_files.team_access_point
+        return "" if point is None else f" -c gpudev:teamShareAccessPointId={point.ref}"

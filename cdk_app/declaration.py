@@ -196,6 +196,36 @@ IDLE_RECLAIM = (
     ContextSetting("idleGraceMinutes", "IDLE_GRACE_MINUTES", default=30),
     ContextSetting("idleReclaimPolicy", "IDLE_RECLAIM_POLICY", default="*=always"),
 )
+# The personal network file system (docs/shared-files.md): the cluster stack's EFS file
+# system (its output SharedFileSystemId), `off` without one; the compiler caches' cap.
+SHARED_FILE_SYSTEM_ID = ContextSetting(
+    "gpudev:sharedFileSystemId", "SHARED_FILES_FILE_SYSTEM_ID", default="off"
+)
+CCACHE_MAX_SIZE = ContextSetting(
+    "gpudev:ccacheMaxSize", "SHARED_FILES_CCACHE_MAX_SIZE", default="20G"
+)
+# The optional team share at /shared (docs/shared-files.md, "The team share"): `off`, `ro`
+# or `rw` for every pod of every reservation, through the team access point the cluster
+# stack makes when it is on (its output TeamShareAccessPointId); cdk_app/team_share.py
+# checks the pair at synth.
+TEAM_SHARE = ContextSetting("gpudev:teamShare", "SHARED_FILES_TEAM_SHARE", default="off")
+TEAM_SHARE_ACCESS_POINT = ContextSetting(
+    "gpudev:teamShareAccessPointId", "SHARED_FILES_TEAM_ACCESS_POINT_ID", default="off"
+)
+SHARE_CONTEXT = (SHARED_FILE_SYSTEM_ID, TEAM_SHARE, TEAM_SHARE_ACCESS_POINT)
+# The deployment's file system only (gpudev:sharedFileSystemId, named at synth; without it
+# the lifecycle gets no EFS grant at all): never another file system of the account.
+_FILE_SYSTEM = (
+    "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{shared_file_system}"
+)
+# `gpu-dev disk list`: the file system's metered size (EFS meters no access point alone).
+SHARE_USAGE_GRANT = ResourceGrant(("elasticfilesystem:DescribeFileSystems",), (_FILE_SYSTEM,))
+# The image pre-puller (gpudev.settings.PrepullerSettings; docs/images.md): the most used
+# images of how many last days, and how many of them, besides the default image.
+PREPULLER = (
+    ContextSetting("gpudev:prepullDays", "PREPULLER_DAYS", default=14),
+    ContextSetting("gpudev:prepullImages", "PREPULLER_IMAGES", default=3, minimum=0),
+)
 API = FunctionSpec(
     "Api",
     "api",
@@ -215,8 +245,9 @@ API = FunctionSpec(
             ("ses:CreateEmailIdentity", "ses:GetEmailIdentity"),
             ("arn:{partition}:ses:{region}:{account}:identity/*",),
         ),
+        SHARE_USAGE_GRANT,
     ),
-    context_environment=USER_LIMITS + REQUEST_RATE + IDLE_RECLAIM + (POD_IMAGE,),
+    context_environment=USER_LIMITS + REQUEST_RATE + IDLE_RECLAIM + (POD_IMAGE, *SHARE_CONTEXT),
     reserved_concurrency=API_CONCURRENCY,  # beyond it API Gateway answers 429 or 5xx
     database=API_DATABASE,
 )
@@ -268,23 +299,10 @@ JOBS = QueueSpec(
     visibility_timeout_seconds=180,
     max_receive_count=16,
 )
-# The personal network file system (docs/shared-files.md): the cluster stack's EFS file
-# system (its output SharedFileSystemId), `off` without one; the compiler caches' cap.
-SHARED_FILE_SYSTEM_ID = ContextSetting(
-    "gpudev:sharedFileSystemId", "SHARED_FILES_FILE_SYSTEM_ID", default="off"
-)
-CCACHE_MAX_SIZE = ContextSetting(
-    "gpudev:ccacheMaxSize", "SHARED_FILES_CCACHE_MAX_SIZE", default="20G"
-)
 # The tag every user's access point carries (gpudev/shared_files/access_points.py USER_TAG;
 # a unit test keeps the two in step). The lifecycle makes access points only tagged so, on
 # the deployment's file systems; nothing else on EFS.
 ACCESS_POINT_USER_TAG = "gpu-dev-user"
-# The deployment's file system only (gpudev:sharedFileSystemId, named at synth; without it
-# the lifecycle gets no EFS grant at all): never another file system of the account.
-_FILE_SYSTEM = (
-    "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{shared_file_system}"
-)
 _ACCESS_POINTS = "arn:{partition}:elasticfilesystem:{region}:{account}:access-point/*"
 SHARED_FILES_GRANTS = (
     ResourceGrant(
@@ -306,6 +324,8 @@ SHARED_FILES_GRANTS = (
 SHARED_FILES_CREATION_TOKEN = "gpu-dev-shared-personal"
 SHARED_FILES_IA_AFTER = "AFTER_30_DAYS"
 SHARED_FILES_ROOT = "/users"  # every user's access point is rooted below it
+TEAM_SHARE_ROOT = "/team"  # the team access point's root (cdk_app/team_share.py)
+TEAM_SHARE_PERMISSIONS = "0755"  # every request is made as dev: the mode only shows it
 RESERVATION_TASKS = FunctionSpec(
     "ReservationTasks",
     "reservation_tasks",
@@ -314,7 +334,7 @@ RESERVATION_TASKS = FunctionSpec(
     uses_cluster=True,
     kubernetes_group="gpu-dev-lifecycle",
     answers_tasks=(RESERVATION_MACHINE,),
-    context_environment=(POD_IMAGE, SHARED_FILE_SYSTEM_ID, CCACHE_MAX_SIZE),
+    context_environment=(POD_IMAGE, *SHARE_CONTEXT, CCACHE_MAX_SIZE),
     # a recorded access point is checked before reuse (shared_files/service.py)
     describe_actions=(*DISK_VOLUME_DESCRIBES, "elasticfilesystem:DescribeAccessPoints"),
     # a named disk's volume and snapshots; users' access points
@@ -353,8 +373,12 @@ AVAILABILITY_UPDATER = FunctionSpec(
     ),
     grants=NODE_ADDRESS_GRANTS,  # the EFA nodes' Elastic IPs
     uses_cluster=True,
+    # gpu-dev-readers' rights, and get/patch of the image pre-puller's DaemonSet only
+    # (deploy/kubernetes/rbac.yaml, deploy/kubernetes/prepuller/rbac.yaml)
+    kubernetes_group="gpu-dev-availability",
     answers_tasks=(RESERVATION_MACHINE,),  # wakes a reservation whose pod is gone, or idle
-    context_environment=IDLE_RECLAIM,  # and scrapes the DCGM exporters (utilisation/)
+    # scrapes the DCGM exporters (utilisation/); keeps the pre-puller's images (prepuller/)
+    context_environment=IDLE_RECLAIM + PREPULLER + (POD_IMAGE,),
     reserved_concurrency=2,  # every minute, up to 120 s: two may overlap
     alarm_on_errors=True,
     database=RECONCILERS_DATABASE,  # + the pod health columns (migrations/0014)

@@ -155,7 +155,8 @@ class FunctionBuilder:
             or SHARED_FILE_SYSTEM_ID.default
         )
         for grant in spec.grants:
-            if shared_file_system == "off" and grant in SHARED_FILES_GRANTS:
+            on_the_share = any("{shared_file_system}" in r for r in grant.resources)
+            if shared_file_system == "off" and (grant in SHARED_FILES_GRANTS or on_the_share):
                 continue  # no share: nothing to grant on it
             function.add_to_role_policy(
                 policy_statement(grant, self._cluster_name, shared_file_system)

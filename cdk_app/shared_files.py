@@ -8,7 +8,8 @@ points only), and the EFS CSI driver add-on with that role (pod identity, for it
 controller's and its node plugin's service accounts).
 
 Each user's access point is made by the lifecycle on their first reservation
-(gpudev/shared_files/; its grants are in cdk_app/declaration.py SHARED_FILES_GRANTS)."""
+(gpudev/shared_files/; its grants are in cdk_app/declaration.py SHARED_FILES_GRANTS). The
+team's one access point is made here when `gpudev:teamShare` is on (cdk_app/team_share.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from constructs import Construct
 
 from cdk_app.declaration import SHARED_FILES_CREATION_TOKEN, SHARED_FILES_IA_AFTER
 from cdk_app.shared_files_policy import file_system_policy
+from cdk_app.team_share import team_access_point, team_share_mode
 
 NFS_PORT = 2049
 EFS_CSI_SERVICE_ACCOUNTS = ("efs-csi-controller-sa", "efs-csi-node-sa")
@@ -127,3 +129,8 @@ class SharedFiles(Construct):
         for dependency in depends_on:  # the pod identity agent; a node for its controller
             addon.add_resource_dependency(dependency)
         CfnOutput(scope, "SharedFileSystemId", value=self.file_system.ref)
+        # The team share at /shared, when gpudev:teamShare is ro or rw (cdk_app/team_share.py)
+        self.team_access_point: efs.CfnAccessPoint | None = None
+        if team_share_mode(self) != "off":
+            self.team_access_point = team_access_point(self, self.file_system)
+            CfnOutput(scope, "TeamShareAccessPointId", value=self.team_access_point.ref)

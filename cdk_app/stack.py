@@ -36,12 +36,13 @@ from cdk_app.functions import (
     build_shared_layer,
     migrate_on_deploy,
 )
-from cdk_app.images import build_images
+from cdk_app.images import build_images, tools_image
 from cdk_app.logs import build_pod_logs
 from cdk_app.network import build_network, eks_cluster_name
 from cdk_app.notifications import build_event_buses, build_notification_secrets
 from cdk_app.queues import build_queue
 from cdk_app.state_machines import build_state_machine, grant_state_machines
+from cdk_app.team_share import check_team_share
 
 
 class GpuDevStack(Stack):
@@ -56,6 +57,7 @@ class GpuDevStack(Stack):
         # The EKS cluster the dev pods run on is managed outside this stack.
         self.cluster_name = eks_cluster_name(self)
         self.access = ApiAccess.from_context(self)
+        self.team_share = check_team_share(self)  # off, ro or rw; refused at synth if unmountable
         self.network = build_network(self)
         self.database = build_database(self, self.network)
         self.alarms = Alarms(self)
@@ -75,6 +77,10 @@ class GpuDevStack(Stack):
             self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
         )
         configure_docker(self, self.functions[API.name], self.functions[RESERVATION_TASKS.name])
+        # The image pre-puller's no-op comes from the tools image (gpudev/prepuller/plan.py).
+        self.functions[AVAILABILITY_UPDATER.name].add_environment(
+            "PREPULLER_TOOLS_IMAGE", tools_image(self)
+        )
         parts = StackParts(self, self.functions, self.alarms)
         self.rest_api = build_rest_api(parts, deployment, self.access)
         self.dead_letter_queues = [

@@ -180,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         "--dev-image IMAGE, every reservation does",
     )
     parser.add_argument(
+        "--prepull",
+        action="store_true",
+        help="run the image pre-puller (deploy/kubernetes/prepuller/): the GPU nodes pull the "
+        "default image and the most used ones before a reservation asks (docs/images.md)",
+    )
+    parser.add_argument(
         "--api-processes",
         type=int,
         default=0,
@@ -235,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             args.image_pull_mb_per_second * 1e6 if args.image_pull_mb_per_second else None
         ),
         missing_images=tuple(args.missing_image),
+        prepull=args.prepull,
         api_processes=args.api_processes,
         function_processes=args.function_processes,
     )

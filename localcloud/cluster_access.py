@@ -39,6 +39,9 @@ from localcloud.kubernetes.resources import KINDS, api_version
 MANIFESTS_DIR = Path(__file__).parents[1] / "deploy" / "kubernetes"
 # In the order an operator applies them (namespace.yaml says so).
 MANIFESTS = ("namespace.yaml", "rbac.yaml", "network-policies.yaml")
+# The image pre-puller, a folder of its own (`kubectl apply -f deploy/kubernetes/prepuller/`
+# after the above), applied with `--prepull` (Options.prepull).
+PREPULLER_MANIFESTS = ("prepuller/daemonset.yaml", "prepuller/rbac.yaml")
 SESSION_SECONDS = 12 * 3600  # a role's longest session: restart the cloud to renew
 _RESOURCE_OF_KIND = {kind: resource for resource, (kind, _) in KINDS.items()}
 
@@ -120,9 +123,11 @@ def access_entries(
     return AccessEntries.of(entries)
 
 
-def manifests(directory: Path = MANIFESTS_DIR) -> list[dict[str, Any]]:
+def manifests(
+    directory: Path = MANIFESTS_DIR, names: tuple[str, ...] = MANIFESTS
+) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
-    for name in MANIFESTS:
+    for name in names:
         documents += [d for d in yaml.safe_load_all((directory / name).read_text()) if d]
     return documents
 

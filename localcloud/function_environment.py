@@ -16,6 +16,7 @@ from gpudev.aws import aws_clients
 from gpudev.cluster.eks import reset_cluster_api_client
 from gpudev.settings import reset_settings_cache
 from localcloud.options import Options
+from localcloud.registry import LOCAL_TOOLS_IMAGE
 
 # GitHub users' public keys as the lifecycle's key seam sees them locally (no network).
 LOCAL_GITHUB_KEYS = {
@@ -50,6 +51,7 @@ def lifecycle_environment(options: Options, state_dir: Path) -> dict[str, str]:
         }
         | _user_limit_environment(options)
         | _pod_image_environment(options)
+        | ({"PREPULLER_TOOLS_IMAGE": LOCAL_TOOLS_IMAGE} if options.prepull else {})
     )
 
 

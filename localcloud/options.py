@@ -55,6 +55,9 @@ class Options:
     allow_docker: bool = True
     # Images the registry does not have: their pulls fail as not found (image_pulls.py).
     missing_images: tuple[str, ...] = ()
+    # The image pre-puller (docs/images.md): deploy/kubernetes/prepuller/ applied, and the
+    # availability updater given the local tools image (registry.py TOOLS_IMAGE) to keep it.
+    prepull: bool = False
     # Per-user limits (None: the settings' defaults, as a deployment without CDK context).
     max_live_reservations_per_user: int | None = None
     max_gpus_per_user: int | None = None

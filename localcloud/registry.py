@@ -26,7 +26,16 @@ LOCAL_ALLOWED_IMAGES = (
 )
 # What the kubelet pulls without the registry: Docker Hub's official images and PyTorch's
 # (the stand-in's own tests start pods from `busybox`, `pytorch/pytorch` ...), at once.
-KUBELET_PUBLIC_PATTERNS = ("docker.io/library/*", "docker.io/pytorch/*")
+# The pause image (registry.k8s.io, public) the pre-puller's pods idle in.
+KUBELET_PUBLIC_PATTERNS = (
+    "docker.io/library/*",
+    "docker.io/pytorch/*",
+    "registry.k8s.io/pause",
+)
+# The account's registry here (localcloud.lambdas.ACCOUNT_ID, localcloud.stack.REGION).
+ACCOUNT_REGISTRY = "123456789012.dkr.ecr.us-east-2.amazonaws.com"
+# The tools image the pre-puller copies its no-op from (seeded below).
+LOCAL_TOOLS_IMAGE = f"{ACCOUNT_REGISTRY}/gpu-dev-images/tools:1"
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,8 @@ SEEDED_IMAGES = (
     SeededImage("docker-hub/library/ubuntu", "24.04", 29_700_000),
     SeededImage("ecr-public/docker/library/python", "3.12-slim", 45_100_000),
     SeededImage("gpu-dev-images/team-cuda", "1", int(6.2 * GB)),
+    # The tools image (deploy/tools-image/): the pre-puller's no-op (gpudev/prepuller/).
+    SeededImage("gpu-dev-images/tools", "1", 48_000_000),
 )
 
 

@@ -25,6 +25,7 @@ from localcloud import event_bus, moto_asl, moto_efs, moto_jsonpath, moto_lambda
 from localcloud import notifications as local_notifications
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
+    PREPULLER_MANIFESTS,
     access_entries,
     apply,
     create_function_roles,
@@ -64,7 +65,7 @@ from localcloud.postgres import EmbeddedPostgres, PortInUse, require_free_port
 from localcloud.processes import FunctionProcesses, ProcessEnvironments
 from localcloud.registry import local_registry, seed_registry
 from localcloud.seed import ClusterDescription, seed
-from localcloud.shared_files import create_shared_file_system
+from localcloud.shared_files import create_shared_file_system, create_team_access_point
 from localcloud.snapshot_completion import SnapshotCompletion
 from localcloud.sqs_process import SqsProcess
 from localcloud.stop_sequence import POSTGRES_STOP_SECONDS, STOP_BUDGET_SECONDS, StopSequence
@@ -251,7 +252,7 @@ class LocalCloud:
         )
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto StopExecution seam", moto_stop.install())
-        self._stop.add("moto CreateAccessPoint seam", moto_efs.install())
+        self._stop.add("moto EFS seams", moto_efs.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
 
@@ -321,6 +322,8 @@ class LocalCloud:
         seed(description, self.aws.client, {t: s.instance_type for t, s in shapes.items()})
         file_system = create_shared_file_system(self.aws.client, description.availability_zones)
         self._set_environment({"SHARED_FILES_FILE_SYSTEM_ID": file_system})
+        team = create_team_access_point(self.aws.client, file_system)
+        self._set_environment({"SHARED_FILES_TEAM_ACCESS_POINT_ID": team})
         store, logs = ObjectStore(), ContainerLogs()  # logs: the kubelet's, served as pods/log
         function_principal = signing_key(self._function_key_id)
         assert function_principal is not None
@@ -350,6 +353,8 @@ class LocalCloud:
         # The operator's `kubectl apply -f deploy/kubernetes/`, as the admin (carol).
         admin = admin_token(self.credentials_file, description.cluster_name, REGION)
         apply(self.kubernetes.handle, admin, manifests())
+        if self.options.prepull:
+            apply(self.kubernetes.handle, admin, manifests(names=PREPULLER_MANIFESTS))
         self.cluster = SimulatedCluster(
             store,
             self.aws.client("autoscaling"),

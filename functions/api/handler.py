@@ -21,6 +21,7 @@ from routes import (
     logs,
     notifications,
     reservations,
+    shares,
     usage,
     users,
     utilisation,
@@ -44,6 +45,7 @@ for area in (
     admin,
     utilisation,
     notifications,
+    shares,
 ):
     app.include_router(area.router)
 

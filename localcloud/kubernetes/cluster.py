@@ -6,6 +6,7 @@
   (`events.py`, every second);
 - the persistent volume controllers and the EBS CSI attach (`storage_simulation.py`);
 - a scheduler binds Pending pods to nodes that fit them (`scheduler.py`);
+- the DaemonSet controller runs a DaemonSet's pod on every node that fits (`daemonsets.py`);
 - a kubelet admits, starts (init containers first), probes and stops them (`kubelet.py`,
   `kubelet_admission.py`, `init_containers.py`, `readiness.py`, `pod_termination.py`).
 
@@ -22,6 +23,7 @@ from typing import Any, Self
 from localcloud.deadline import BackgroundWork
 from localcloud.kubernetes import events, readiness
 from localcloud.kubernetes.container_logs import ContainerLogs
+from localcloud.kubernetes.daemonsets import DaemonSets
 from localcloud.kubernetes.kubelet import Kubelet
 from localcloud.kubernetes.nodes import NodeShape, heartbeat, node_accepts, sync_nodes
 from localcloud.kubernetes.pod_termination import PodTerminations
@@ -67,6 +69,7 @@ class SimulatedCluster(BackgroundWork):
             jupyter_images,
             container_logs,
         )
+        self.daemon_sets = DaemonSets(store)  # pods on every node that fits, as they join
         self.event_ttl_seconds = events.EVENT_TTL_SECONDS
         self._in_background(self._run, "simulated-cluster")
 
@@ -88,8 +91,10 @@ class SimulatedCluster(BackgroundWork):
                 log.exception("simulated cluster step failed")
 
     def step(self) -> None:
-        """One tick: the volume controllers and attach, the scheduler, the kubelets."""
+        """One tick: the volume controllers and attach, the DaemonSet controller, the
+        scheduler, the kubelets."""
         self.storage.step()
+        self.daemon_sets.step()
         self._scheduler.schedule()
         self.kubelet.step()
 

@@ -28,10 +28,20 @@ SHORT_NAMES = {  # kube-apiserver's (`kubectl api-resources`)
     "persistentvolumeclaims": ["pvc"],
     "networkpolicies": ["netpol"],
     "serviceaccounts": ["sa"],
+    "daemonsets": ["ds"],
 }
-CATEGORIES = {"pods": ["all"], "services": ["all"]}  # what `kubectl get all` lists
+# what `kubectl get all` lists
+CATEGORIES = {"pods": ["all"], "services": ["all"], "daemonsets": ["all"]}
 STATUS_SUBRESOURCES = frozenset(
-    {"pods", "nodes", "services", "namespaces", "persistentvolumes", "persistentvolumeclaims"}
+    {
+        "pods",
+        "nodes",
+        "services",
+        "namespaces",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "daemonsets",
+    }
 )
 
 

@@ -10,6 +10,10 @@ DNS name, which resolves in that VPC only); and, when the file system's policy d
 requests without TLS or allows no anonymous client, the `tls` and `iam` mount options.
 Otherwise the kubelet records a FailedMount event with the driver's reason and the pod
 stays ContainerCreating; the check is tried again every `retry_seconds`.
+
+A mount is read-only, as the kubelet asks NodePublishVolume for it, when the
+PersistentVolume's `csi.readOnly` or the pod volume's `persistentVolumeClaim.readOnly` says
+so (`read_only` holds those mounts: tests read it).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ class EfsCsiNode:
         self._retry_at: dict[tuple[str, str], float] = {}
         self._last: dict[tuple[str, str], str] = {}  # the failed check's reason, till retried
         self._vpcs: dict[str, str] = {}  # instance -> its VPC
+        self.read_only: set[tuple[str, str]] = set()  # (pod uid, volume handle) mounted ro
 
     def mount_problem(self, pod: Obj, node: Obj, pv: Obj) -> str | None:
         """Why the volume cannot be mounted for the pod on the node now, or None once it is
@@ -59,11 +64,14 @@ class EfsCsiNode:
         self._retry_at.pop(key, None)
         self._last.pop(key, None)
         self.mounted.setdefault(uid, set()).add(handle)
+        if _read_only(pod, pv):
+            self.read_only.add(key)
         return None
 
     def forget(self, uid: str) -> None:
         """The pod is gone: its mounts with it."""
         self.mounted.pop(uid, None)
+        self.read_only = {k for k in self.read_only if k[0] != uid}
         for key in [k for k in self._retry_at if k[0] == uid]:
             self._retry_at.pop(key, None)
             self._last.pop(key, None)
@@ -132,6 +140,18 @@ class EfsCsiNode:
             except ClientError:
                 return ""
         return self._vpcs[instance]
+
+
+def _read_only(pod: Obj, pv: Obj) -> bool:
+    """The kubelet's readOnly for the mount: the volume's own, or the pod's for its claim."""
+    if pv["spec"]["csi"].get("readOnly"):
+        return True
+    claim = (pv["spec"].get("claimRef") or {}).get("name")
+    return any(
+        (v.get("persistentVolumeClaim") or {}).get("claimName") == claim
+        and (v.get("persistentVolumeClaim") or {}).get("readOnly", False)
+        for v in (pod.get("spec") or {}).get("volumes") or []
+    )
 
 
 def _describe(error: ClientError) -> str:

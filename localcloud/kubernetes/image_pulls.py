@@ -287,6 +287,7 @@ def _waiting_all(pod: Obj, reason: str) -> None:
     lose the statuses a refused pull gave them (init_containers.started reads their
     presence)."""
     status = pod["status"]
+    status.setdefault("startTime", now())  # the kubelet's first sync of the pod sets it
     if not any(_ran(s) for s in status.get("initContainerStatuses") or []):
         status.pop("initContainerStatuses", None)
     status["containerStatuses"] = [

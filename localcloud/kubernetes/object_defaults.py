@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterable
 from typing import Any
 
-from localcloud.kubernetes import networking, storage_validation
+from localcloud.kubernetes import apps, networking, storage_validation
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError
 
@@ -52,6 +52,9 @@ class ObjectDefaults:
             label_namespace(obj)
         elif resource in networking.RESOURCES:
             networking.default(obj)
+        elif resource in apps.RESOURCES:
+            default_pod_spec(obj.setdefault("spec", {}).setdefault("template", {}))
+            apps.default(obj)
         elif resource in ("persistentvolumes", "persistentvolumeclaims"):
             storage_validation.default(resource, obj)
 

@@ -196,6 +196,11 @@ SCHEMAS: dict[str, Schema] = {
         {"spec": "object", "status": "object"},
         True,
     ),
+    "apps.v1.DaemonSet": (
+        "A set of pods, one on each node that matches its template (the stand-in's apps.py).",
+        {"spec": "object", "status": "object"},
+        True,
+    ),
     "networking.v1.NetworkPolicy": (
         "What network traffic is allowed for a set of Pods.",
         {"spec": "networking.v1.NetworkPolicySpec"},

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from localcloud.kubernetes import authorization, networking, rbac, validation
+from localcloud.kubernetes import apps, authorization, networking, rbac, validation
 
 Obj = dict[str, Any]
 
 # Group/version of the resources not in core v1 (each group's module lists its own).
 GROUP_RESOURCES = {
     networking.GROUP_VERSION: networking.RESOURCES,
+    apps.GROUP_VERSION: apps.RESOURCES,
     rbac.GROUP_VERSION: rbac.RESOURCES,
     authorization.GROUP_VERSION: authorization.RESOURCES,
 }

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from localcloud.kubernetes import finalizers, patches, pod_deletion, pod_security, rbac
+from localcloud.kubernetes import apps, finalizers, patches, pod_deletion, pod_security, rbac
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.frozen import thaw
 from localcloud.kubernetes.object_defaults import ObjectDefaults, default_pod_spec, label_namespace
@@ -198,6 +198,9 @@ class ObjectStore:
             updated = thaw(new)
             if resource == "pods":  # defaulted as decoded, as on create
                 default_pod_spec(updated)
+            elif resource in apps.RESOURCES:  # and the generation counts spec changes
+                default_pod_spec(updated.setdefault("spec", {}).setdefault("template", {}))
+                apps.default(updated, current)
             updated["status"] = thaw(current.get("status", {}))
             for field in ("uid", "creationTimestamp", "namespace", "name", *DELETION_FIELDS):
                 if field in current["metadata"]:

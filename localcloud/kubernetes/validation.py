@@ -17,7 +17,14 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from localcloud.kubernetes import networking, pod_validation, rbac, rules, storage_validation
+from localcloud.kubernetes import (
+    apps,
+    networking,
+    pod_validation,
+    rbac,
+    rules,
+    storage_validation,
+)
 from localcloud.kubernetes.errors import ApiError
 from localcloud.kubernetes.rules import FieldError, Undecodable, invalid, required
 
@@ -140,6 +147,7 @@ NAMES: dict[str, rules.Rule] = {
     "networkpolicies": rules.dns1123_subdomain,
     "persistentvolumes": rules.dns1123_subdomain,
     "persistentvolumeclaims": rules.dns1123_subdomain,
+    "daemonsets": rules.dns1123_subdomain,
     **dict.fromkeys(rbac.RESOURCES, rbac.path_segment_name),
 }
 SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
@@ -150,16 +158,19 @@ SPECS: dict[str, Callable[[Obj], list[FieldError]]] = {
     "networkpolicies": networking.network_policy,
     "persistentvolumes": storage_validation.persistent_volume,
     "persistentvolumeclaims": storage_validation.persistent_volume_claim,
+    "daemonsets": apps.daemon_set,
     **rbac.SPECS,
 }
 # What an update may not change, given the object it replaces.
 UPDATES: dict[str, Callable[[Obj, Obj], list[FieldError]]] = {
     "persistentvolumes": storage_validation.persistent_volume_update,
     "persistentvolumeclaims": storage_validation.persistent_volume_claim_update,
+    "daemonsets": apps.daemon_set_update,
     **rbac.UPDATES,
 }
 DECODERS: dict[str, Callable[[Obj], None]] = {
     "pods": pod_validation.quantities,
+    "daemonsets": apps.quantities,
     "configmaps": _binary_data,
     "secrets": _secret_data,
     "persistentvolumes": storage_validation.quantities,

@@ -81,8 +81,10 @@ def test_the_allocator_runs_every_minute_and_tasks_have_their_cluster_group(temp
     )
     entries = template.find_resources("AWS::EKS::AccessEntry")
     groups = sorted(e["Properties"]["KubernetesGroups"][0] for e in entries.values())
-    # Lifecycle: the reservation tasks and the sweeper; readers: allocator, availability.
-    assert groups.count("gpu-dev-lifecycle") == 2 and groups.count("gpu-dev-readers") == 2
+    # Lifecycle: the reservation tasks and the sweeper; readers: the allocator; the
+    # availability updater has a group of its own (readers + the pre-puller's DaemonSet).
+    assert groups.count("gpu-dev-lifecycle") == 2 and groups.count("gpu-dev-readers") == 1
+    assert groups.count("gpu-dev-availability") == 1
 
 
 def test_the_reservation_tasks_start_pods_from_the_pod_image_setting(template: Template):

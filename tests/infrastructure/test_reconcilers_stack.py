@@ -73,8 +73,20 @@ def test_reconcilers_get_the_seeds_permissions_and_no_more(template: Template):
 def test_the_availability_updater_has_a_kubernetes_identity(template: Template):
     template.has_resource_properties(
         "AWS::EKS::AccessEntry",
-        {"ClusterName": "pytorch-gpu-dev-cluster", "KubernetesGroups": ["gpu-dev-readers"]},
+        {"ClusterName": "pytorch-gpu-dev-cluster", "KubernetesGroups": ["gpu-dev-availability"]},
     )
+
+
+def test_the_availability_updater_gets_the_pre_pullers_settings(template: Template):
+    """Its no-op from the tools image (none in cdk.json: the pre-puller is off), the default
+    image first, and the days and count of the most used images (docs/images.md)."""
+    variables = function_of_service(template, "gpudev-availability-updater")[1]["Environment"][
+        "Variables"
+    ]
+    assert variables["PREPULLER_TOOLS_IMAGE"] == ""
+    assert variables["PREPULLER_DAYS"] == "14"
+    assert variables["PREPULLER_IMAGES"] == "3"
+    assert variables["LIFECYCLE_POD_IMAGE"] == "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
 
 
 def test_errors_raise_alarms(template: Template):

@@ -163,6 +163,8 @@ STATEMENTS: dict[str, tuple[str, ...]] = {
         # ... and gives EFA nodes their Elastic IPs, one run at a time
         "node_addresses/try_lock",
         "node_addresses/unlock",
+        # ... and keeps the image pre-puller's list (migrations/0047)
+        "prepuller/most_used_images",
     ),
     PURGE: (
         "disks/purge_delete",

@@ -39,7 +39,12 @@ def test_each_cluster_using_function_is_in_its_declared_group_only():
 def test_the_shared_in_process_identity_has_the_union_of_the_groups():
     user = TABLE.user(SHARED)
     assert user is not None and user.username == SHARED
-    assert user.groups == ("gpu-dev-lifecycle", "gpu-dev-readers", "system:authenticated")
+    assert user.groups == (
+        "gpu-dev-availability",
+        "gpu-dev-lifecycle",
+        "gpu-dev-readers",
+        "system:authenticated",
+    )
 
 
 def test_the_admin_role_has_the_cluster_admin_policy_and_others_no_entry():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cdk_app.declaration import API, AVAILABILITY_UPDATER, IDLE_RECLAIM
+from cdk_app.declaration import API, AVAILABILITY_UPDATER, IDLE_RECLAIM, POD_IMAGE, PREPULLER
 from gpudev.settings import IdleSettings, SettingsError, _load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,10 @@ def test_defaults_agree_in_settings_declaration_and_cdk_json():
 
 def test_the_api_and_the_updater_get_them():
     assert set(IDLE_RECLAIM) <= set(API.context_environment)
-    assert set(AVAILABILITY_UPDATER.context_environment) == set(IDLE_RECLAIM)
+    # besides the image pre-puller's (PREPULLER, and the default image it pulls first)
+    assert set(AVAILABILITY_UPDATER.context_environment) == set(IDLE_RECLAIM) | set(PREPULLER) | {
+        POD_IMAGE
+    }
 
 
 @pytest.mark.parametrize(

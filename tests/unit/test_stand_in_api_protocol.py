@@ -183,6 +183,7 @@ def test_discovery_comes_from_the_kinds_with_kube_apiservers_names():
     assert groups is not None
     assert [g["name"] for g in groups["groups"]] == [
         "networking.k8s.io",
+        "apps",
         "rbac.authorization.k8s.io",
         "authorization.k8s.io",
     ]
@@ -252,6 +253,7 @@ def test_openapi_v3_lists_each_group_and_declares_field_validation_on_patch():
     assert root is not None and set(root["paths"]) == {
         "api/v1",
         "apis/networking.k8s.io/v1",
+        "apis/apps/v1",
         "apis/rbac.authorization.k8s.io/v1",
         "apis/authorization.k8s.io/v1",
     }
@@ -330,6 +332,7 @@ def test_a_kind_added_to_the_registry_in_a_new_group_is_discovered_and_documente
     assert listed is not None
     assert [g["name"] for g in listed["groups"]] == [
         "networking.k8s.io",
+        "apps",
         "rbac.authorization.k8s.io",
         "authorization.k8s.io",
     ]

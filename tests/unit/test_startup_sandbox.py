@@ -915,3 +915,24 @@ def test_without_docker_no_group_is_made_and_sessions_get_no_docker_host(sandbox
     assert sandbox.run().returncode == 0
     assert not [c for c in sandbox.calls() if c.startswith(("groupadd", "usermod"))]
     assert "DOCKER_HOST" not in _exported(str(sandbox.root / "etc/profile.d/gpu-dev-env.sh"))
+
+
+# The team share (docs/shared-files.md "The team share"): under the same dev-only parent.
+def test_the_team_share_is_linked_from_shared_through_the_same_parent(sandbox: Sandbox):
+    from gpudev.cluster.shared_files import SHARE_PARENT
+    from gpudev.cluster.team_share import MOUNT_PATH, POD_MOUNT_PATH
+
+    team = sandbox.root / POD_MOUNT_PATH.lstrip("/")
+    team.mkdir(parents=True)
+    team.chmod(0o777)
+    (sandbox.root / SHARE_PARENT.lstrip("/")).chmod(0o755)
+    assert sandbox.run().returncode == 0
+    assert _mode(sandbox.root / SHARE_PARENT.lstrip("/")) == 0o700
+    link = sandbox.root / MOUNT_PATH.lstrip("/")
+    assert link.is_symlink() and os.readlink(link) == POD_MOUNT_PATH
+    assert not os.path.lexists(sandbox.root / "shared-personal")  # no personal share here
+
+
+def test_a_pod_without_the_team_share_gets_no_shared_link(sandbox: Sandbox):
+    assert sandbox.run().returncode == 0
+    assert not os.path.lexists(sandbox.root / "shared")

@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 import click
 
+from gpudev_cli import shares
 from gpudev_cli.client import SigV4Client
 from gpudev_cli.context import Context, console, interactive, interactive_option, on_stderr, short
 
@@ -127,8 +128,15 @@ def create(obj: Context, name: str, size_gb: int | None) -> None:
 @disk.command("list")
 @click.pass_obj
 def list_(obj: Context) -> None:
-    """Your disks (without the ones marked for deletion)."""
-    obj.emit(obj.client().request("GET", "/v1/disks")["disks"], _table)
+    """Your disks (without the ones marked for deletion), then your personal share and its
+    usage as EFS meters it (the table only; JSON is the disks: `/v1/shares` has the rest)."""
+    client = obj.client()
+
+    def render(disks: list[dict[str, Any]]) -> None:
+        _table(disks)
+        shares.print_share_lines(client)
+
+    obj.emit(client.request("GET", "/v1/disks")["disks"], render)
 
 
 @disk.command("show")

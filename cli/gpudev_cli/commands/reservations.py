@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import click
 
-from gpudev_cli import jupyter_tunnel, lookup, render, replies, ssh, timeline, utilisation
+from gpudev_cli import jupyter_tunnel, lookup, render, replies, shares, ssh, timeline, utilisation
 from gpudev_cli.client import CliError, SigV4Client
 from gpudev_cli.context import (
     FINAL,
@@ -72,7 +72,7 @@ def show(obj: Context, reservation: str) -> None:
     found = lookup.find(client, reservation)
     ssh.sync_configs([found])
     tail = timeline.failure_log(client, found) if obj.output != "json" else None
-    obj.emit(utilisation.with_use(client, found), lambda r: utilisation.panel(r, tail))
+    obj.emit(shares.with_mounts(client, utilisation.with_use(client, found)), shares.panel(tail))
 
 
 @click.command()

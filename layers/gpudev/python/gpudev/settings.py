@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import _lru_cache_wrapper, cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -259,9 +259,30 @@ class SharedFilesSettings(BaseSettings):
     file_system_id: str = Field(default="off", pattern=r"^(fs-[0-9a-f]{8,40}|off)$")
     ccache_max_size: str = Field(default="20G", pattern=r"^[1-9][0-9]{0,5}[KMGT]i?$")
 
+    # The optional team share at /shared (docs/shared-files.md, "The team share"): `off`,
+    # read-only (`ro`) or read-write (`rw`) for everyone (CDK context `gpudev:teamShare`),
+    # through the cluster stack's one team access point (`gpudev:teamShareAccessPointId`).
+    team_share: Literal["off", "ro", "rw"] = "off"
+    team_access_point_id: str = Field(default="off", pattern=r"^(fsap-[0-9a-f]{8,40}|off)$")
+
+    @model_validator(mode="after")
+    def _team_share_needs_its_access_point(self) -> SharedFilesSettings:
+        if self.team_share != "off" and (
+            self.team_access_point_id == "off" or self.file_system_id == "off"
+        ):
+            raise ValueError(
+                "the team share needs the shared file system and its access point "
+                "(SHARED_FILES_FILE_SYSTEM_ID and SHARED_FILES_TEAM_ACCESS_POINT_ID)"
+            )
+        return self
+
     @property
     def enabled(self) -> bool:
         return self.file_system_id != "off"
+
+    @property
+    def team_enabled(self) -> bool:
+        return self.team_share != "off"
 
 
 _POLICY_ENTRY = r"[A-Za-z0-9*_.-]+=(always|when-waiting|never)"
@@ -298,6 +319,22 @@ class IdleSettings(BaseSettings):
         if self.timeout_default_minutes > self.timeout_max_minutes:
             raise ValueError("the default idle timeout exceeds the maximum")
         return self
+
+
+class PrepullerSettings(BaseSettings):
+    """The image pre-puller (gpudev/prepuller/; docs/images.md, "Pre-pulled images"): the
+    availability updater keeps the DaemonSet deploy/kubernetes/prepuller/ names pulling the
+    default image and the `images` most used of the last `days` days. Its no-op runs the
+    tools image's static busybox (CDK context `gpudev:toolsImage`): without one, it is off."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="PREPULLER_")
+
+    days: int = Field(default=14, ge=1, le=90)
+    # besides the default image; each stays on every node (docs/images.md: the disk)
+    images: int = Field(default=3, ge=0, le=20)
+    tools_image: str = ""
+    namespace: str = "kube-system"
+    name: str = "gpu-dev-prepuller"
 
 
 class EventRelaySettings(BaseSettings):
@@ -377,6 +414,7 @@ disk_purge_settings = _getter(DiskPurgeSettings)
 pod_log_settings = _getter(PodLogSettings)
 shared_files_settings = _getter(SharedFilesSettings)
 idle_settings = _getter(IdleSettings)
+prepuller_settings = _getter(PrepullerSettings)
 event_relay_settings = _getter(EventRelaySettings)
 notification_settings = _getter(NotificationSettings)
 docker_settings = _getter(DockerSettings)

@@ -25,12 +25,13 @@ from gpudev.availability.health import plan_pod_health
 from gpudev.cluster.vocabulary import Node, Pod
 from gpudev.models import Availability, HealthRecorded
 from gpudev.observability import logger
+from gpudev.prepuller.service import PrepullerRun, refresh_prepuller
 from gpudev.repositories import (
     GpuTypesRepository,
     PodHealthRepository,
     ReconcilerRunsRepository,
 )
-from gpudev.settings import cluster_settings
+from gpudev.settings import cluster_settings, lifecycle_settings, prepuller_settings
 from gpudev.signals import Signals, Wake
 from gpudev.utilisation.exporter import Fetch, http_fetch
 from gpudev.utilisation.service import UtilisationRun, record_utilisation, scrape
@@ -53,12 +54,14 @@ class AvailabilityRun:
     warnings_woken: int = 0
     utilisation: UtilisationRun | None = None
     addresses: dict[str, int] | None = None  # the EFA nodes' Elastic IPs (None: not run)
+    prepuller: PrepullerRun | None = None  # the image pre-puller's step (None: not run)
 
     @property
     def statistics(self) -> dict[str, Any]:
         return (
             (self.utilisation.statistics if self.utilisation else {})
             | (self.addresses or {})
+            | (self.prepuller.statistics if self.prepuller else {})
             | {
                 "types_updated": len(self.results),
                 "types_without_groups": sum(not r.groups_found for r in self.results),
@@ -111,6 +114,7 @@ def update_availability(
     invoked_by: str,
     fetch: Fetch = http_fetch,
     ec2: Any = None,
+    prepull: bool = True,
 ) -> AvailabilityRun:
     """Read Auto Scaling and the cluster, then, in one transaction, record the run, write
     every type's availability and finish the run: they commit together or not at all. A run
@@ -119,7 +123,9 @@ def update_availability(
     `conn` must have no transaction open (the handler's fresh pooled connection), so that
     `conn.transaction()` commits at the end of each block.
 
-    With `ec2`, the nodes of EFA groups get their Elastic IPs first (`_node_addresses`)."""
+    With `ec2`, the nodes of EFA groups get their Elastic IPs first (`_node_addresses`).
+    With `prepull` (and Kubernetes reachable), the image pre-puller's DaemonSet is kept
+    pulling the images in use (gpudev/prepuller/), after everything else."""
     runs = ReconcilerRunsRepository(conn)
     try:
         # The calls out of AWS and Kubernetes come first: no transaction waits on them.
@@ -163,7 +169,11 @@ def update_availability(
     _wake(signals, to_wake)
     # Its own transaction: the availability above stands whatever happens here.
     utilisation = record_utilisation(conn, nodes, pods, scraped, listed_at, signals)
-    return replace(outcome, utilisation=utilisation)
+    prepuller = None
+    if prepull and nodes is not None:
+        default_image = lifecycle_settings().pod_image
+        prepuller = refresh_prepuller(conn, api_client, prepuller_settings(), default_image)
+    return replace(outcome, utilisation=utilisation, prepuller=prepuller)
 
 
 # The EFA nodes' Elastic IP step runs one at a time (sql/node_addresses/try_lock.sql).

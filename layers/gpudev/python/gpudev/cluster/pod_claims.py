@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpudev.cluster import shared_files
+from gpudev.cluster import shared_files, team_share
 
 SHARE = f"personal share {shared_files.MOUNT_PATH}"
+TEAM_SHARE = f"team share {team_share.MOUNT_PATH}"
+_SHARES = {shared_files.VOLUME: SHARE, team_share.VOLUME: TEAM_SHARE}
 # The volumes a kubelet event names: `... for volume "pv-1" ...` (SetUp/Attach failures),
 # `unmounted volumes=[home shared-personal]` (the mount's timeout; its `unattached volumes`
 # lists every volume still waiting, so says nothing of which failed).
@@ -29,7 +31,7 @@ class PodClaim:
 
     def said(self, disk: str | None) -> str:
         """`personal share /shared-personal`, or `disk <the user's name, else the claim>`."""
-        return SHARE if self.is_share else f"disk {disk or self.claim}"
+        return _SHARES.get(self.volume, SHARE) if self.is_share else f"disk {disk or self.claim}"
 
 
 def pod_claims(pod: dict[str, Any]) -> list[PodClaim]:
@@ -38,7 +40,7 @@ def pod_claims(pod: dict[str, Any]) -> list[PodClaim]:
         PodClaim(
             str(v.get("name", "")),
             str(v["persistentVolumeClaim"].get("claimName", "")),
-            v.get("name") == shared_files.VOLUME,
+            v.get("name") in _SHARES,
         )
         for v in (pod.get("spec") or {}).get("volumes") or []
         if v.get("persistentVolumeClaim")

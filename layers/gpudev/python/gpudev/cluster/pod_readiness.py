@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from gpudev.cluster.pod_claims import SHARE, claim_of_event, starting_step
@@ -143,7 +144,21 @@ def _starting_step(pod: dict[str, Any], disk: str | None = None) -> str | None:
     if claims:
         return claims
     images = [c.get("image", "") for c in spec.get("containers") or []]
-    return f"pulling image {images[0]}" if images else None
+    return f"pulling image {images[0]}{_for_how_long(status)}" if images else None
+
+
+def _for_how_long(status: dict[str, Any]) -> str:
+    """` (n s)`: how long the kubelet has had the pod (its `startTime`, set when it first
+    syncs it, before the pull), so a long pull shows it moving; nothing without one. The
+    status line's timeline entry ignores this suffix (sql/lifecycle/progress.sql)."""
+    started = status.get("startTime")
+    if not started:
+        return ""
+    try:
+        since = datetime.fromisoformat(started.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return f" ({max(0, int((datetime.now(UTC) - since).total_seconds()))} s)"
 
 
 def needs_events(pods: list[dict[str, Any]]) -> bool:

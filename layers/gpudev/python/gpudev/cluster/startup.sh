@@ -133,6 +133,14 @@ if [ -d "$ROOT/run/gpu-dev/share/mnt" ]; then
     ln -sfn /run/gpu-dev/share/mnt "$ROOT/shared-personal"
   fi
 fi
+# The team share (cluster/team_share.py), when the deployment has one: the same parent.
+if [ -d "$ROOT/run/gpu-dev/share/team" ]; then
+  chown dev "$ROOT/run/gpu-dev/share"
+  chmod 700 "$ROOT/run/gpu-dev/share"
+  if [ -L "$ROOT/shared" ] || [ ! -e "$ROOT/shared" ]; then
+    ln -sfn /run/gpu-dev/share/team "$ROOT/shared"
+  fi
+fi
 
 # A multinode reservation's pod: EFA's libraries, dev's key between the pods, the hostfile
 # and gpu-dev-run (node_setup.sh, from the nodes' ConfigMap: cluster/node_access.py).

@@ -7,7 +7,7 @@ import secrets
 import time
 from typing import Any
 
-from gpudev.cluster import network, objects, shared_files
+from gpudev.cluster import network, objects, shared_files, team_share
 from gpudev.cluster.failure_log import failure_log_tail
 from gpudev.cluster.host_keys import PUBLIC_ENTRY, new_host_key
 from gpudev.cluster.jupyter_verdict import JupyterVerdict, jupyter_verdict
@@ -22,6 +22,7 @@ from gpudev.lifecycle.payloads import CheckReady, CheckReadyOutput, Provision, P
 from gpudev.lifecycle.shared_files import mount_shared_files
 from gpudev.lifecycle.tasks import Lifecycle, written
 from gpudev.lifecycle.taxonomy import StateChanged
+from gpudev.lifecycle.team_share import mount_team_share
 from gpudev.models import NodeEndpoint, Reservation, ReservationStatus, TimelineEntry
 from gpudev.repositories import GpuTypesRepository
 
@@ -75,6 +76,7 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
             cluster.create(network.ssh_service(reservation, rank))
     home = mount_home(lc, reservation)
     shared = mount_shared_files(lc, reservation)
+    team = mount_team_share(lc, reservation)
     for placement in placements:
         image = reservation.image_pull or lc.settings.pod_image  # the digest resolved at submit
         pod = objects.pod(
@@ -89,6 +91,8 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
         if shared is not None:  # every pod, rank 0 and the others
             assert lc.shared_files is not None
             shared_files.mount_in_pod(pod, shared, lc.shared_files.ccache_max_size)
+        if team is not None:  # every pod too, read-only when the deployment says so
+            team_share.mount_in_pod(pod, team_share.name_of(reservation), team.read_only)
         cluster.create(pod)
     written(
         lc.rows.preparing(
