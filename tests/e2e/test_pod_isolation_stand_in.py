@@ -111,6 +111,7 @@ def test_network_policies_are_discoverable_and_only_under_their_group(local_clou
         groups = client.ApisApi(api_client).get_api_versions()
         assert [g.name for g in groups.groups] == [
             "networking.k8s.io",
+            "apps",  # the image pre-puller's DaemonSet (deploy/kubernetes/prepuller/)
             "rbac.authorization.k8s.io",
             "authorization.k8s.io",
         ]
