@@ -157,7 +157,7 @@ class Soak:
             }
             used: Counter[str] = Counter()
             holders: dict[str, set[tuple[str, bool]]] = {}
-            for namespace in ("gpu-dev", "gpu-dev-profiling"):
+            for namespace in ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker"):
                 for pod in store.list("pods", namespace)["items"]:
                     if pod["status"].get("phase") in ("Succeeded", "Failed"):
                         continue
@@ -326,7 +326,7 @@ class Soak:
             leaked = [
                 item
                 for kind in KINDS
-                for namespace in ("gpu-dev", "gpu-dev-profiling")
+                for namespace in ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker")
                 for item in store.list(kind, namespace, RESERVATION_LABEL)["items"]
                 if status.get(item["metadata"]["labels"][RESERVATION_LABEL]) not in LIVE
             ]

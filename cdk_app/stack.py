@@ -29,6 +29,7 @@ from cdk_app.declaration import (
     SWEEPER,
     Deployment,
 )
+from cdk_app.docker import configure_docker
 from cdk_app.functions import (
     FunctionBuilder,
     StackParts,
@@ -75,6 +76,7 @@ class GpuDevStack(Stack):
         self.team_images = build_images(
             self, self.functions[API.name], self.functions[RESERVATION_TASKS.name]
         )
+        configure_docker(self, self.functions[API.name], self.functions[RESERVATION_TASKS.name])
         # The image pre-puller's no-op comes from the tools image (gpudev/prepuller/plan.py).
         self.functions[AVAILABILITY_UPDATER.name].add_environment(
             "PREPULLER_TOOLS_IMAGE", tools_image(self)

@@ -53,6 +53,9 @@ class Options:
     # `reserve --dockerfile`: how long a simulated CodeBuild build runs (real seconds;
     # localcloud/moto_codebuild.py).
     image_build_seconds: float = 3.0
+    # `reserve --docker` (CDK context gpudev:allowDocker, off by default in a deployment):
+    # allowed here, so `make run` shows it; tests of the refusal turn it off.
+    allow_docker: bool = True
     # Images the registry does not have: their pulls fail as not found (image_pulls.py).
     missing_images: tuple[str, ...] = ()
     # The image pre-puller (docs/images.md): deploy/kubernetes/prepuller/ applied, and the

@@ -207,6 +207,8 @@ class LocalCloud:
                 "PROFILING_ROLES": f"{SSO_ROLE_PATH.strip('/')}/{SSO_ROLE_NAME}",
                 # `reserve --image`: the images seeded in moto's ECR and more (registry.py).
                 "ALLOWED_IMAGES": ",".join(self.options.allowed_images),
+                # `reserve --docker`: gpudev:allowDocker (cdk_app/docker.py).
+                "ALLOW_DOCKER": "true" if self.options.allow_docker else "false",
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 # EMF metrics are CloudWatch's; locally they would only interleave with output.
                 "POWERTOOLS_METRICS_DISABLED": "true",

@@ -23,7 +23,7 @@ from cdk_app.paths import CA_BUNDLE_CONTEXT
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLUSTER = "pytorch-gpu-dev-cluster"
-NAMESPACES = ("gpu-dev", "gpu-dev-profiling")  # deploy/kubernetes/namespace.yaml
+NAMESPACES = ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker")  # deploy/kubernetes/namespace.yaml
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 MIN_BOOTSTRAP_VERSION = 6
 

@@ -123,6 +123,8 @@ def reservation_panel(r: dict[str, Any], failure_log: str | None = None) -> None
     if r.get("image_build"):  # --dockerfile: the context the image is (being) built from
         context = f"context {r['image_build'][:12]} (--dockerfile)"
         lines.append(f"       built from {context}" if r.get("image") else f"Image: {context}")
+    if r.get("docker"):  # reserve --docker: the sidecar's socket (cluster/pod_docker.py)
+        lines.append("Docker:  on (DOCKER_HOST in SSH sessions; `docker` works as dev)")
     if r.get("profiling"):
         lines.append("Profiling: on (CAP_SYS_ADMIN; run profilers with sudo)")
     if r.get("oom_count"):

@@ -6,6 +6,7 @@ output (the stand-in runs our pod scripts, init_containers.py); for a container 
 startup script (gpudev/cluster/startup.sh), the step lines it and sshd print on their way
 to serving SSH; for a container with neither command nor args (the image's own entrypoint,
 `reserve --preserve-entrypoint`), the line `entrypoint_output` stands in for what it prints;
+for a Docker daemon (`reserve --docker`'s sidecar), the line dockerd prints as it serves;
 for an image a test declares crashing, what it logs (`Crash.log`); nothing for a container
 that could not start, or a command the stand-in does not run.
 
@@ -133,6 +134,16 @@ def entrypoint_output(container: Obj) -> str:
     if container.get("command") or container.get("args"):
         return ""
     return f"{ENTRYPOINT_OUTPUT} {container.get('image', '')}"
+
+
+def dockerd_output(container: Obj) -> str:
+    """What a Docker daemon (`reserve --docker`'s sidecar: args `dockerd --host=unix://...`)
+    prints once it serves, as dockerd words it: one line per unix socket it listens on."""
+    args = container.get("args") or []
+    if container.get("command") or args[:1] != ["dockerd"]:
+        return ""
+    sockets = [a.removeprefix("--host=unix://") for a in args if a.startswith("--host=unix://")]
+    return "\n".join(f'level=info msg="API listen on {socket}"' for socket in sockets)
 
 
 class ContainerLogs:

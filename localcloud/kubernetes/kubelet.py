@@ -25,6 +25,7 @@ from localcloud.kubernetes import (
 )
 from localcloud.kubernetes.container_logs import (
     ContainerLogs,
+    dockerd_output,
     entrypoint_output,
     startup_output,
 )
@@ -212,6 +213,8 @@ class Kubelet:
             return ""  # it cannot start (StartError as the kubelet next sees it)
         if not argv:  # the image's own entrypoint (reserve --preserve-entrypoint)
             return entrypoint_output(container)
+        if argv[:1] == ["dockerd"]:  # reserve --docker's sidecar
+            return dockerd_output(container)
         return "\n".join(startup_output(container, at))
 
     def _run(self, pod: Obj) -> None:

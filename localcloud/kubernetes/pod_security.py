@@ -1,12 +1,16 @@
-"""Pod Security admission for the stand-in: the `baseline` level of the Pod Security
-Standards (k8s.io/pod-security-admission, policy `latest`), enforced on pods created in a
-namespace labelled `pod-security.kubernetes.io/enforce: baseline`, refused as kube-apiserver
-refuses them: 403 Forbidden, `pods "x" is forbidden: violates PodSecurity "baseline:latest":
-<reason> (<detail>), ...`, one entry per failed check in the checks' order.
+"""Pod Security admission for the stand-in: the `baseline` and `restricted` levels of the
+Pod Security Standards (k8s.io/pod-security-admission, policy `latest`), enforced on pods
+created in a namespace labelled `pod-security.kubernetes.io/enforce: baseline` or
+`restricted`, refused as kube-apiserver refuses them: 403 Forbidden, `pods "x" is forbidden:
+violates PodSecurity "<level>:latest": <reason> (<detail>), ...`, one entry per failed check
+in the evaluator's order: the baseline checks in the policy package's order (by file name),
+then, at `baseline`, the two the restricted level replaces (capabilities and seccomp, marked
+`Overlap` there), or at `restricted`, the restricted checks. `privileged`, or no label, admits
+every pod (the cluster's default level here is privileged).
 
 The stand-in's own namespaces come from deploy/kubernetes/namespace.yaml, the file an
 operator applies to EKS, so their labels cannot drift from the real ones. `warn` and `audit`
-are not acted on (no warnings header, no audit log); `restricted` is never enforced.
+are not acted on (no warnings header, no audit log).
 """
 
 from __future__ import annotations
@@ -60,6 +64,41 @@ SAFE_SYSCTLS = frozenset(
     }
 )
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+VALID_SECCOMP = frozenset({"RuntimeDefault", "Localhost"})
+# The volume types `restricted` allows, and the names it gives the others (its detail).
+RESTRICTED_ALLOWED_VOLUMES = (
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+)
+RESTRICTED_VOLUME_NAMES = (
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "fc",
+    "azureFile",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+)
 
 
 def namespaces() -> list[Obj]:
@@ -96,7 +135,7 @@ def _pod_or_containers(pod_bad: bool, names: list[str], what: str) -> list[str]:
     )
 
 
-# -- the baseline checks, in the policy package's order (by check id) ------------------------
+# -- the baseline checks ----------------------------------------------------------------------
 def _app_armor(meta: Obj, spec: Obj) -> tuple[str, str] | None:
     bad = [
         f'{key}="{value}"'
@@ -187,16 +226,37 @@ def _proc_mount(meta: Obj, spec: Obj) -> tuple[str, str] | None:
     )
 
 
-def _seccomp(meta: Obj, spec: Obj) -> tuple[str, str] | None:
-    def unconfined(context: Obj) -> bool:
-        return (context.get("seccompProfile") or {}).get("type") == "Unconfined"
+def _seccomp_setters(spec: Obj) -> tuple[list[str], list[str], list[str]]:
+    """Who sets a seccomp type other than RuntimeDefault/Localhost ("pod", then `container(s)
+    "x"`), the bad types, and the containers that set none under a pod that sets no good one."""
+    setters, values = [], set()
+    pod_type = ((spec.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
+    pod_set = pod_type is not None and pod_type in VALID_SECCOMP
+    if pod_type is not None and not pod_set:
+        setters.append("pod")
+        values.add(str(pod_type))
+    explicit, implicit = [], []
+    for container in _all_containers(spec):
+        profile = _context(container).get("seccompProfile")
+        if profile is not None:
+            if profile.get("type") not in VALID_SECCOMP:
+                explicit.append(container.get("name", ""))
+                values.add(str(profile.get("type")))
+        elif not pod_set:
+            implicit.append(container.get("name", ""))
+    if explicit:
+        setters.append(_containers(explicit))
+    return setters, sorted(values), implicit
 
-    bad = _pod_or_containers(
-        unconfined(spec.get("securityContext") or {}),
-        _bad_containers(spec, lambda c: unconfined(_context(c))),
-        'must not set securityContext.seccompProfile.type to "Unconfined"',
+
+def _seccomp(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    setters, values, _ = _seccomp_setters(spec)
+    if not setters:
+        return None
+    return "seccompProfile", (
+        f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to "
+        f"{_quote(values)}"
     )
-    return ("seccompProfile", "; ".join(bad)) if bad else None
 
 
 def _sysctls(meta: Obj, spec: Obj) -> tuple[str, str] | None:
@@ -205,32 +265,164 @@ def _sysctls(meta: Obj, spec: Obj) -> tuple[str, str] | None:
     return ("forbidden sysctls", ", ".join(bad)) if bad else None
 
 
-BASELINE_CHECKS = (
+# -- the restricted checks --------------------------------------------------------------------
+def _allow_privilege_escalation(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    def escalates(container: Obj) -> bool:
+        return _context(container).get("allowPrivilegeEscalation") is not False
+
+    names = _bad_containers(spec, escalates)
+    if not names:
+        return None
+    return (
+        "allowPrivilegeEscalation != false",
+        f"{_containers(names)} must set securityContext.allowPrivilegeEscalation=false",
+    )
+
+
+def _capabilities_restricted(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    missing_drop, adding, forbidden = [], [], set()
+    for container in _all_containers(spec):
+        capabilities = _context(container).get("capabilities")
+        if capabilities is None:
+            missing_drop.append(container.get("name", ""))
+            continue
+        if "ALL" not in (capabilities.get("drop") or []):
+            missing_drop.append(container.get("name", ""))
+        added = [c for c in capabilities.get("add") or [] if c != "NET_BIND_SERVICE"]
+        if added:
+            adding.append(container.get("name", ""))
+            forbidden.update(added)
+    details = []
+    if missing_drop:
+        details.append(
+            f'{_containers(missing_drop)} must set securityContext.capabilities.drop=["ALL"]'
+        )
+    if adding:
+        details.append(
+            f"{_containers(adding)} must not include {_quote(sorted(forbidden))} in "
+            "securityContext.capabilities.add"
+        )
+    return ("unrestricted capabilities", "; ".join(details)) if details else None
+
+
+def _restricted_volumes(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    names, types = [], set()
+    for volume in spec.get("volumes") or []:
+        if any(volume.get(kind) is not None for kind in RESTRICTED_ALLOWED_VOLUMES):
+            continue
+        names.append(volume.get("name", ""))
+        named = (t for t in RESTRICTED_VOLUME_NAMES if volume.get(t) is not None)
+        types.add(next(named, "unknown"))
+    if not names:
+        return None
+    many = len(names) != 1
+    return "restricted volume types", (
+        f"{'volumes' if many else 'volume'} {_quote(names)} {'use' if many else 'uses'} "
+        f"{'restricted volume types' if len(types) != 1 else 'restricted volume type'} "
+        f"{_quote(sorted(types))}"
+    )
+
+
+def _user_namespaced(spec: Obj) -> bool:
+    """`hostUsers: false` (KEP-127): runAsNonRoot and runAsUser are relaxed for it."""
+    return spec.get("hostUsers") is False
+
+
+def _run_as_non_root(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    if _user_namespaced(spec):
+        return None
+    setters = []
+    pod_value = (spec.get("securityContext") or {}).get("runAsNonRoot")
+    if pod_value is False:
+        setters.append("pod")
+    explicit, implicit = [], []
+    for container in _all_containers(spec):
+        value = _context(container).get("runAsNonRoot")
+        if value is not None:
+            if value is False:
+                explicit.append(container.get("name", ""))
+        elif pod_value is not True:
+            implicit.append(container.get("name", ""))
+    if explicit:
+        setters.append(_containers(explicit))
+    if setters:
+        return (
+            "runAsNonRoot != true",
+            f"{' and '.join(setters)} must not set securityContext.runAsNonRoot=false",
+        )
+    if implicit:
+        return (
+            "runAsNonRoot != true",
+            f"pod or {_containers(implicit)} must set securityContext.runAsNonRoot=true",
+        )
+    return None
+
+
+def _run_as_user(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    if _user_namespaced(spec):
+        return None
+    setters = ["pod"] if (spec.get("securityContext") or {}).get("runAsUser") == 0 else []
+    names = _bad_containers(spec, lambda c: _context(c).get("runAsUser") == 0)
+    if names:
+        setters.append(_containers(names))
+    if not setters:
+        return None
+    return "runAsUser=0", f"{' and '.join(setters)} must not set runAsUser=0"
+
+
+def _seccomp_restricted(meta: Obj, spec: Obj) -> tuple[str, str] | None:
+    setters, _, implicit = _seccomp_setters(spec)
+    if setters:
+        return _seccomp(meta, spec)
+    if implicit:
+        return "seccompProfile", (
+            f"pod or {_containers(implicit)} must set securityContext.seccompProfile.type to "
+            '"RuntimeDefault" or "Localhost"'
+        )
+    return None
+
+
+Check = Callable[[Obj, Obj], "tuple[str, str] | None"]
+# The baseline checks every level above privileged runs, in the policy package's order.
+BASELINE_CHECKS: tuple[Check, ...] = (
     _app_armor,
-    _capabilities,
     _host_namespaces,
     _host_path_volumes,
     _host_ports,
     _privileged,
     _proc_mount,
-    _seccomp,
     _sysctls,
 )
+# Baseline's checks that restricted replaces (`Overlap`): run at baseline only, after the rest.
+OVERLAPPING_BASELINE_CHECKS: tuple[Check, ...] = (_capabilities, _seccomp)
+RESTRICTED_CHECKS: tuple[Check, ...] = (
+    _allow_privilege_escalation,
+    _capabilities_restricted,
+    _restricted_volumes,
+    _run_as_non_root,
+    _run_as_user,
+    _seccomp_restricted,
+)
+LEVELS = {
+    "baseline": BASELINE_CHECKS + OVERLAPPING_BASELINE_CHECKS,
+    "restricted": BASELINE_CHECKS + RESTRICTED_CHECKS,
+}
 
 
-def violations(pod: Obj) -> list[str]:
-    """`reason (detail)` for every baseline check the pod fails."""
+def violations(pod: Obj, level: str = "baseline") -> list[str]:
+    """`reason (detail)` for every check of `level` the pod fails."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-    found = [check(meta, spec) for check in BASELINE_CHECKS]
+    found = [check(meta, spec) for check in LEVELS[level]]
     return [f"{reason} ({detail})" for reason, detail in filter(None, found)]
 
 
 def admit_pod(namespace: Obj, pod: Obj) -> ApiError | None:
     """None when the namespace's enforced level admits the pod, else the 403 to answer."""
     labels = (namespace.get("metadata") or {}).get("labels") or {}
-    if labels.get(ENFORCE_LABEL) != "baseline":
+    level = labels.get(ENFORCE_LABEL)
+    if level not in LEVELS:
         return None  # privileged, or unlabelled (the cluster default here is privileged)
-    failed = violations(pod)
+    failed = violations(pod, level)
     if not failed:
         return None
     name = (pod.get("metadata") or {}).get("name", "")
@@ -238,7 +430,7 @@ def admit_pod(namespace: Obj, pod: Obj) -> ApiError | None:
     return ApiError(
         403,
         "Forbidden",
-        f'pods "{name}" is forbidden: violates PodSecurity "baseline:{version}": '
+        f'pods "{name}" is forbidden: violates PodSecurity "{level}:{version}": '
         + ", ".join(failed),
         name,
         "pods",

@@ -75,6 +75,9 @@ def test_the_reservation_tasks_may_create_pods_in_their_namespaces_only(local_cl
 
         assert can_i("create", "pods", "gpu-dev")
         assert can_i("delete", "secrets", "gpu-dev-profiling")
+        assert can_i("create", "pods", "gpu-dev-docker")  # reserve --docker
+        assert can_i("delete", "configmaps", "gpu-dev-docker")
+        assert not can_i("create", "pods", "gpu-dev-docker", subresource="exec")
         assert not can_i("create", "pods", "default")
         assert not can_i("create", "pods", "gpu-dev", subresource="exec")
 

@@ -111,6 +111,7 @@ def test_network_policies_are_discoverable_and_only_under_their_group(local_clou
         groups = client.ApisApi(api_client).get_api_versions()
         assert [g.name for g in groups.groups] == [
             "networking.k8s.io",
+            "apps",  # the image pre-puller's DaemonSet (deploy/kubernetes/prepuller/)
             "rbac.authorization.k8s.io",
             "authorization.k8s.io",
         ]
@@ -277,10 +278,12 @@ def test_every_violation_is_named_in_one_refusal(core: client.CoreV1Api):
     pod["spec"]["containers"][0]["ports"] = [{"containerPort": 22, "hostPort": 2222}]
     with pytest.raises(ApiException) as refused:
         core.create_namespaced_pod(NAMESPACE, pod)
+    # capabilities and seccomp last: the checks restricted replaces (`Overlap`) run after
+    # the other baseline checks (pod-security-admission's policy/registry.go)
     assert _status(refused.value)["message"].endswith(
+        'host namespaces (hostIPC=true), hostPort (container "gpu-dev" uses hostPort 2222), '
         'non-default capabilities (container "gpu-dev" must not include "SYS_ADMIN" in '
-        "securityContext.capabilities.add), host namespaces (hostIPC=true), hostPort "
-        '(container "gpu-dev" uses hostPort 2222), seccompProfile (pod must not set '
+        "securityContext.capabilities.add), seccompProfile (pod must not set "
         'securityContext.seccompProfile.type to "Unconfined")'
     )
 

@@ -149,7 +149,7 @@ def test_the_lifecycle_group_manages_persistent_volumes_and_claims_and_reads_nod
     # PersistentVolumes are cluster-scoped: a ClusterRole bound cluster-wide.
     assert allowed[(None, "persistentvolumes")] == {"get", "list", "create", "delete"}
     assert {"get", "list"} <= allowed[(None, "nodes")], "the zone of node 0"
-    for namespace in ("gpu-dev", "gpu-dev-profiling"):
+    for namespace in ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker"):
         assert allowed[(namespace, "persistentvolumeclaims")] == {
             "get",
             "list",
@@ -162,8 +162,9 @@ def test_the_lifecycle_group_manages_persistent_volumes_and_claims_and_reads_nod
 
 def test_the_lifecycle_group_may_only_get_pod_logs_in_its_namespaces():
     """A failed start's log tail (gpudev/cluster/failure_log.py): `get` on pods/log, in the
-    two dev namespaces, nothing more; the readers' group may not read logs."""
+    three dev namespaces, nothing more; the readers' group may not read logs."""
     allowed = _rules_of_group("gpu-dev-lifecycle")
     logs = {place: verbs for place, verbs in allowed.items() if place[1] == "pods/log"}
-    assert logs == {("gpu-dev", "pods/log"): {"get"}, ("gpu-dev-profiling", "pods/log"): {"get"}}
+    namespaces = ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker")
+    assert logs == {(namespace, "pods/log"): {"get"} for namespace in namespaces}
     assert not any("log" in resource for _, resource in _rules_of_group("gpu-dev-readers"))

@@ -376,6 +376,7 @@ def _reservation_params(user: str) -> dict[str, Any]:
         "image_digest": None,
         "image_pull": None,
         "preserve_entrypoint": False,
+        "docker": False,
         "idle_timeout_minutes": None,
         "image_build": None,
     }

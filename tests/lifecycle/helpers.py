@@ -176,7 +176,7 @@ def end_everything(api: ApiClient, cloud: LocalCloud) -> None:
     while time.monotonic() < deadline:
         pods = [
             pod
-            for namespace in ("gpu-dev", "gpu-dev-profiling")
+            for namespace in ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker")
             for pod in cloud.kubernetes.store.list("pods", namespace)["items"]
         ]
         if not pods:

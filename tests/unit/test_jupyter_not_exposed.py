@@ -51,7 +51,7 @@ def test_the_deployed_policies_let_in_ssh_only():
     for policy in policies:
         assert JUPYTER_PORT not in set(_ports(policy)), policy["metadata"]["name"]
     from_outside = [p for p in policies if p["metadata"]["name"] == "ssh-jupyter-from-outside"]
-    assert len(from_outside) == 2  # gpu-dev and gpu-dev-profiling; the old name is kept
+    assert len(from_outside) == 3  # gpu-dev, gpu-dev-profiling, gpu-dev-docker; old name kept
     for policy in from_outside:
         (rule,) = policy["spec"]["ingress"]
         assert rule["ports"] == [{"protocol": "TCP", "port": 22}]

@@ -49,7 +49,11 @@ def test_fluent_bit_writes_the_group_the_stack_makes_and_the_api_reads():
 
 def test_fluent_bit_tails_the_dev_pods_namespaces_only():
     cluster = ClusterSettings(eks_cluster_name="c")  # type: ignore[call-arg]
-    wanted = {cluster.kubernetes_namespace, cluster.kubernetes_profiling_namespace}
+    wanted = {
+        cluster.kubernetes_namespace,
+        cluster.kubernetes_profiling_namespace,
+        cluster.kubernetes_docker_namespace,
+    }
     assert FluentBitConfig.from_manifest().namespaces == wanted
 
 

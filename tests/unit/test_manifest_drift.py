@@ -79,6 +79,7 @@ def _reservation(
             "jupyter_enabled": True,
             "profiling": profiling,
             "preserve_entrypoint": False,
+            "docker": False,
             "jupyter_token": "token-123",
             "namespace": "gpu-dev",
             "secondary_users": [],

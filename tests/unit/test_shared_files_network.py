@@ -70,7 +70,7 @@ def _reservation_policy() -> dict[str, Any]:
     return network_policy(reservation)
 
 
-@pytest.mark.parametrize("namespace", ["gpu-dev", "gpu-dev-profiling"])
+@pytest.mark.parametrize("namespace", ["gpu-dev", "gpu-dev-profiling", "gpu-dev-docker"])
 @pytest.mark.parametrize("address", MOUNT_TARGETS)
 def test_no_pod_reaches_a_mount_target_on_nfs(namespace: str, address: str):
     policies = [*yaml.safe_load_all(POLICIES.read_text()), _reservation_policy()]

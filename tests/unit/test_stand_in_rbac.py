@@ -93,7 +93,7 @@ def test_the_lifecycle_manages_its_namespaces_and_nothing_else(server: Kubernete
     )
     assert status == 403 and body["details"] == {"name": "c", "kind": "configmaps"}
     assert body["message"].startswith('configmaps "c" is forbidden: ')
-    for namespace in ("gpu-dev", "gpu-dev-profiling"):  # allowed: no such pod
+    for namespace in ("gpu-dev", "gpu-dev-profiling", "gpu-dev-docker"):  # allowed: no such pod
         status, body = call(server, LIFECYCLE, "GET", f"/api/v1/namespaces/{namespace}/pods/p/log")
         assert status == 404, body
     status, body = call(server, LIFECYCLE, "GET", "/api/v1/namespaces/default/pods/p/log")
@@ -581,3 +581,24 @@ def test_a_rule_whose_lists_are_strings_is_refused_created_or_json_patched(
     more = [{"op": "replace", "path": "/rules/0/verbs", "value": ["delete"]}]
     status, body = delegation.handle("PATCH", f"{roles}/mine", headers, json.dumps(more).encode())
     assert status == 403 and "not currently held" in body["message"]
+
+
+def test_the_lifecycle_may_start_a_privileged_docker_pod_in_gpu_dev_docker_only(
+    server: KubernetesApiServer,
+):
+    """`reserve --docker`'s sidecar (cluster/pod_docker.py): RBAC lets the lifecycle create
+    pods in gpu-dev-docker, and Pod Security admits a privileged container there only."""
+    privileged = pod("dind")
+    privileged["spec"]["containers"].append(
+        {"name": "docker", "image": "docker:27-dind", "securityContext": {"privileged": True}}
+    )
+    status, body = call(server, LIFECYCLE, "POST", "/api/v1/namespaces/gpu-dev/pods", privileged)
+    assert status == 403, body
+    assert body["message"] == (
+        'pods "dind" is forbidden: violates PodSecurity "baseline:latest": privileged '
+        '(container "docker" must not set securityContext.privileged=true)'
+    )
+    path = "/api/v1/namespaces/gpu-dev-docker/pods"
+    status, body = call(server, LIFECYCLE, "POST", path, privileged)
+    assert status == 201, body
+    assert call(server, LIFECYCLE, "DELETE", f"{path}/dind")[0] == 200

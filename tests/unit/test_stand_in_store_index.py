@@ -106,7 +106,7 @@ def test_every_kind_lists_what_the_store_holds_through_every_kind_of_write():
     assert _listed(store, "configmaps") == [("gpu-dev", "b"), ("gpu-dev", "c")]
     assert _listed(store, "persistentvolumeclaims") == [("gpu-dev", "c")]
     assert [n for _, n in _listed(store, "namespaces")] == sorted(
-        ["default", "kube-system", "gpu-dev", "gpu-dev-profiling"]
+        ["default", "kube-system", "gpu-dev", "gpu-dev-profiling", "gpu-dev-docker"]
     )
     for resource in KEYS:
         assert not store.list(resource, "team-a")["items"], resource

@@ -853,6 +853,70 @@ def test_a_collaborator_cannot_read_or_write_the_owners_share(open_sandbox: Sand
     assert _as_user(OWNER_UID, f"cat {link}/checkpoint.pt").stdout == "weights"
 
 
+def _docker_stubs(sandbox: Sandbox) -> None:
+    """groupadd writes the group into the sandbox's /etc/group; usermod only records."""
+    sandbox.stub("groupadd", 'echo "${!#}:x:$2:" >> "$GPU_DEV_ROOT/etc/group"')
+    sandbox.stub("usermod", "exit 0")
+
+
+DOCKER_ENV = {
+    "DOCKER_HOST": "unix:///run/gpu-dev-docker/docker.sock",
+    "GPU_DEV_DOCKER_GID": "2375",
+}
+
+
+def test_with_docker_dev_joins_the_sockets_group_and_sessions_get_docker_host(
+    sandbox: Sandbox,
+):
+    """`reserve --docker` (cluster/pod_docker.py): a group with the socket's gid is made
+    and dev joins it; DOCKER_HOST and the copied client's directory (last on PATH) reach
+    logins and commands over SSH."""
+    _docker_stubs(sandbox)
+    cli = sandbox.root / "opt/gpu-dev-docker/bin"
+    cli.mkdir(parents=True)
+    plugins = sandbox.root / "opt/gpu-dev-docker/cli-plugins"
+    plugins.mkdir()
+    done = sandbox.run(
+        **DOCKER_ENV, GPU_DEV_DOCKER_CLI=str(cli), GPU_DEV_DOCKER_PLUGINS=str(plugins)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "command not found" not in done.stderr
+    assert "groupadd -g 2375 gpu-dev-docker" in sandbox.calls()
+    assert "usermod -aG gpu-dev-docker dev" in sandbox.calls()
+    env = _exported(str(sandbox.root / "etc/profile.d/gpu-dev-env.sh"))
+    assert env["DOCKER_HOST"] == DOCKER_ENV["DOCKER_HOST"]
+    assert env["PATH"] == f"{sandbox.bin}:{cli}"
+    [set_env] = [
+        line for line in sandbox.file("/etc/ssh/sshd_config").splitlines() if "SetEnv" in line
+    ]
+    assert f"DOCKER_HOST={DOCKER_ENV['DOCKER_HOST']}" in set_env.split()
+    # compose and buildx where the client looks for plugins
+    linked = sandbox.root / "usr/local/libexec/docker/cli-plugins"
+    assert linked.is_symlink() and linked.resolve() == plugins.resolve()
+
+
+def test_with_docker_an_images_own_group_of_that_gid_is_joined_not_made_again(
+    sandbox: Sandbox,
+):
+    _docker_stubs(sandbox)
+    (sandbox.root / "etc/group").write_text("root:x:0:\ndocker:x:2375:\n")
+    own = sandbox.root / "usr/local/libexec/docker/cli-plugins"  # the image's own plugins
+    own.mkdir(parents=True)
+    plugins = sandbox.root / "opt/gpu-dev-docker/cli-plugins"
+    plugins.mkdir(parents=True)
+    assert sandbox.run(**DOCKER_ENV, GPU_DEV_DOCKER_PLUGINS=str(plugins)).returncode == 0
+    assert not own.is_symlink()
+    assert not [c for c in sandbox.calls() if c.startswith("groupadd")]
+    assert "usermod -aG docker dev" in sandbox.calls()
+
+
+def test_without_docker_no_group_is_made_and_sessions_get_no_docker_host(sandbox: Sandbox):
+    _docker_stubs(sandbox)
+    assert sandbox.run().returncode == 0
+    assert not [c for c in sandbox.calls() if c.startswith(("groupadd", "usermod"))]
+    assert "DOCKER_HOST" not in _exported(str(sandbox.root / "etc/profile.d/gpu-dev-env.sh"))
+
+
 # The team share (docs/shared-files.md "The team share"): under the same dev-only parent.
 def test_the_team_share_is_linked_from_shared_through_the_same_parent(sandbox: Sandbox):
     from gpudev.cluster.shared_files import SHARE_PARENT

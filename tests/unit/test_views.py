@@ -84,6 +84,7 @@ def _reservation_row(**columns: Any) -> Reservation:
         "jupyter_enabled": False,
         "profiling": False,
         "preserve_entrypoint": False,
+        "docker": False,
         "secondary_users": [],
         "ssh_host_keys": [],
         "ssh_nodes": [],

@@ -75,6 +75,12 @@ MULTINODE_COUNTS = (16, 24, 32)
     "reused at once); the context is its directory unless --context (not with --image)",
 )
 @dockerfile_options
+@click.option(
+    "--docker",
+    is_flag=True,
+    help="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions; if the "
+    "operators allow it (docs/images.md; one node, not with --profiling)",
+)
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")
 @click.option("--no-wait", is_flag=True, help="return as soon as the request is accepted")
@@ -94,6 +100,7 @@ def reserve(
     preserve_entrypoint: bool,
     dockerfile: Path | None,
     context_dir: Path | None,
+    docker: bool,
     distributed: bool,
     github_user: str | None,
     no_wait: bool,
@@ -121,6 +128,7 @@ def reserve(
         "image": image,
         "preserve_entrypoint": preserve_entrypoint,
         "image_build": image_build,
+        "docker": docker,
         "github_user": github_user or load().get("github_user"),
         "client_request_id": uuid.uuid4().hex,  # a retried call never reserves twice
     }

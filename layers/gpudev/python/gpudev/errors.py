@@ -156,6 +156,11 @@ _CONSTRAINT_ERRORS: dict[str, tuple[type[GpuDevError], str]] = {
         InvalidRequest,
         "--preserve-entrypoint needs --image, no Jupyter and one node",
     ),
+    # A path past docker/request.py's sentences (migration 0046): refused all the same.
+    "reservations_docker_check": (
+        InvalidRequest,
+        "--docker needs one node and no profiling",
+    ),
 }
 
 

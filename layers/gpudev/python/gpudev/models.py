@@ -204,6 +204,8 @@ class ReservationShown(Row):
         description="the sha256 of the build context its image is built from (`--dockerfile`); "
         "image and image_digest are null until the build succeeds",
     )
+    # A Docker daemon beside the dev server, in the docker namespace (0046).
+    docker: bool = Field(default=False, description="a Docker daemon runs beside the dev server")
     cancel_requested_at: datetime | None
     created_at: datetime
     launched_at: datetime | None

@@ -85,6 +85,9 @@ class ClusterSettings(BaseSettings):
     # Profiling reservations (CAP_SYS_ADMIN) run here: Pod Security `baseline`, enforced on
     # the main namespace, refuses that capability (deploy/kubernetes/namespace.yaml).
     kubernetes_profiling_namespace: str = "gpu-dev-profiling"
+    # `reserve --docker` reservations (a privileged Docker sidecar) run here: it enforces
+    # `privileged`, which neither namespace above allows for it (deploy/kubernetes).
+    kubernetes_docker_namespace: str = "gpu-dev-docker"
     # Read timeout of every Kubernetes request (connect: at most 3 s); a timeout is a
     # transient failure the state machine retries.
     kubernetes_timeout_seconds: float = Field(default=10.0, gt=0)
@@ -196,6 +199,9 @@ class LifecycleSettings(BaseSettings):
     # every dev pod (cluster/pod_tools.py; CDK context `gpudev:toolsImage`); empty: none,
     # the image brings them (or the startup script installs them with apt-get).
     tools_image: str = ""
+    # The Docker daemon beside a `reserve --docker` pod (cluster/pod_docker.py; CDK context
+    # `gpudev:dockerImage`): a docker:dind image.
+    docker_image: str = "docker:27-dind"
     # JSON {"github-user": ["ssh-ed25519 ..."]}: keys without the network (local cloud, tests)
     github_keys_file: str | None = None
     reservation_state_machine_arn: str = Field(
@@ -381,6 +387,16 @@ class ImageBuildSettings(BaseSettings):
         return bool(self.project and self.context_bucket and self.repository_uri)
 
 
+class DockerSettings(BaseSettings):
+    """Whether users may ask for Docker inside their dev server (`reserve --docker`, a
+    privileged sidecar: root on the node; docs/security.md). The operator opts in with CDK
+    context `gpudev:allowDocker`; off, the API refuses it with a sentence."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    allow_docker: bool = False
+
+
 _GETTERS: list[_lru_cache_wrapper[BaseSettings]] = []
 
 
@@ -423,6 +439,7 @@ prepuller_settings = _getter(PrepullerSettings)
 event_relay_settings = _getter(EventRelaySettings)
 notification_settings = _getter(NotificationSettings)
 image_build_settings = _getter(ImageBuildSettings)
+docker_settings = _getter(DockerSettings)
 
 
 def reset_settings_cache() -> None:

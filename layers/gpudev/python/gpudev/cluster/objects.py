@@ -26,6 +26,7 @@ from gpudev.cluster.fabric import efa_interfaces, with_efa
 from gpudev.cluster.home_listing import LISTING_FINALIZER, listing_hook
 from gpudev.cluster.host_keys import HostKey
 from gpudev.cluster.names import Names, Placement, collaborator_account
+from gpudev.cluster.pod_docker import add_docker
 from gpudev.cluster.pod_entrypoint import run_own_entrypoint
 from gpudev.cluster.pod_environment import RENDEZVOUS_PORT, pod_resources_and_environment
 from gpudev.cluster.pod_tools import bring_tools
@@ -240,9 +241,11 @@ def pod(
     image: str,
     home_claim: str | None = None,
     tools_image: str = "",
+    docker_image: str = "",
 ) -> dict[str, Any]:
     """`home_claim`: the claim on the named disk, mounted at /home/dev by pod 0 only;
-    `tools_image`: the deployment's tools (pod_tools.py), none when empty."""
+    `tools_image`: the deployment's tools (pod_tools.py), none when empty; `docker_image`:
+    the Docker sidecar's, for a reservation made with `--docker` (pod_docker.py)."""
     names = Names.of(reservation)
     persistent = home_claim is not None and placement.rank == 0
     resources, env = pod_resources_and_environment(reservation, gpu_type, placement, persistent)
@@ -301,6 +304,8 @@ def pod(
         run_own_entrypoint(spec)
     elif tools_image:  # sshd, sudo and a shell from the pod itself: any Linux image
         bring_tools(spec, tools_image)
+    if reservation.docker:  # a Docker daemon beside the dev container
+        add_docker(spec, docker_image)
     if not gpu_type.is_cpu_only:
         spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
     if reservation.profiling and placement.profiling_node:

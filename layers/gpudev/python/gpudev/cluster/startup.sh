@@ -30,6 +30,11 @@ if [ -n "${GPU_DEV_TOOLS:-}" ] && [ -d "$GPU_DEV_TOOLS/bin" ]; then
   export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:$GPU_DEV_TOOLS/bin"
   [ -x "$ROOT/bin/bash" ] || LOGIN_SHELL=$GPU_DEV_TOOLS/bin/bash  # an image without bash
 fi
+# `reserve --docker` (cluster/pod_docker.py): the Docker client the pod copied in, last on
+# PATH too (an image's own docker wins); its plugins are linked below, with dev's group.
+if [ -n "${GPU_DEV_DOCKER_CLI:-}" ] && [ -d "$GPU_DEV_DOCKER_CLI" ]; then
+  export PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:$GPU_DEV_DOCKER_CLI"
+fi
 
 # Before anything else: the owner's home and the workspace are writable by dev alone. The
 # kubelet makes an emptyDir 0777, so any other account could plant ~dev/.bash_profile (run
@@ -86,6 +91,29 @@ if [ -n "${GPU_DEV_TOOLS:-}" ]; then
   id sshd >/dev/null 2>&1 || useradd -r -M -d /var/empty -s /sbin/nologin sshd 2>/dev/null \
     || adduser -S -D -H -h /var/empty sshd
 fi
+# `reserve --docker`: dev may use the Docker sidecar's socket (its group is
+# GPU_DEV_DOCKER_GID; an image's own `docker` group, whatever its number, is left alone).
+if [ -n "${GPU_DEV_DOCKER_GID:-}" ]; then
+  step "letting dev use Docker (DOCKER_HOST=${DOCKER_HOST:-})"
+  docker_group=
+  if [ -r "$ROOT/etc/group" ]; then
+    while IFS=: read -r name _ gid _; do
+      [ "$gid" = "$GPU_DEV_DOCKER_GID" ] && { docker_group=$name; break; }
+    done < "$ROOT/etc/group"
+  fi
+  if [ -z "$docker_group" ]; then
+    docker_group=gpu-dev-docker
+    groupadd -g "$GPU_DEV_DOCKER_GID" "$docker_group" 2>/dev/null \
+      || addgroup -g "$GPU_DEV_DOCKER_GID" "$docker_group"
+  fi
+  usermod -aG "$docker_group" dev 2>/dev/null || addgroup dev "$docker_group"
+fi
+# The Docker client's plugins (compose, buildx) where it looks, unless the image has its own.
+if [ -n "${GPU_DEV_DOCKER_PLUGINS:-}" ] && [ -d "$GPU_DEV_DOCKER_PLUGINS" ] \
+  && [ ! -e "$ROOT/usr/local/libexec/docker/cli-plugins" ]; then
+  mkdir -p "$ROOT/usr/local/libexec/docker"
+  ln -s "$GPU_DEV_DOCKER_PLUGINS" "$ROOT/usr/local/libexec/docker/cli-plugins"
+fi
 echo 'dev ALL=(ALL) NOPASSWD:ALL' > "$ROOT/etc/sudoers.d/dev"
 chmod 440 "$ROOT/etc/sudoers.d/dev"
 mkdir -p "$ROOT/workspace/.cache/huggingface" "$ROOT/home/dev"
@@ -127,6 +155,7 @@ ENV_NAMES+='|NV_[A-Z_]+|NVIDIA_[A-Z_]+|NCCL_[A-Z_]+|FI_[A-Z_]+|HF_[A-Z_]+|TORCH_
 ENV_NAMES+='|PYTORCH_[A-Z_]+|OMP_NUM_THREADS|MKL_NUM_THREADS|OPENBLAS_NUM_THREADS'
 ENV_NAMES+='|NUMEXPR_MAX_THREADS|MAX_JOBS|CMAKE_BUILD_PARALLEL_LEVEL|MAKEFLAGS|GPU_TYPE'
 ENV_NAMES+='|GPU_DEV_[A-Z_]+|NNODES|NODE_RANK|NPROC_PER_NODE|MASTER_ADDR|MASTER_PORT'
+ENV_NAMES+='|DOCKER_HOST'
 ENV_NAMES+='|PET_[A-Z_]+|CCACHE_[A-Z_]+|SCCACHE_[A-Z_]+)$'
 mkdir -p "$ROOT/etc/profile.d" "$ROOT/etc/ssh" "$ROOT/run/gpu-dev"
 {

@@ -79,7 +79,15 @@ def provision(lc: Lifecycle, task: Provision) -> ProvisionOutput:
     team = mount_team_share(lc, reservation)
     for placement in placements:
         image = reservation.image_pull or lc.settings.pod_image  # the digest resolved at submit
-        pod = objects.pod(reservation, gpu_type, placement, image, home, lc.settings.tools_image)
+        pod = objects.pod(
+            reservation,
+            gpu_type,
+            placement,
+            image,
+            home,
+            lc.settings.tools_image,
+            lc.settings.docker_image,
+        )
         if shared is not None:  # every pod, rank 0 and the others
             assert lc.shared_files is not None
             shared_files.mount_in_pod(pod, shared, lc.shared_files.ccache_max_size)

@@ -24,6 +24,7 @@ def lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
         settings=settings,
         namespace=cluster_settings().kubernetes_namespace,
         profiling_namespace=cluster_settings().kubernetes_profiling_namespace,
+        docker_namespace=cluster_settings().kubernetes_docker_namespace,
         ec2=aws_clients().ec2,
         efs=aws_clients().efs,
         shared_files=shared_files_settings(),

@@ -53,9 +53,18 @@ class Lifecycle:
     shared_files: SharedFilesSettings | None = None  # None: no /shared-personal
     clock: Callable[[], float] = field(default=time.time)  # epoch seconds
     sleep: Callable[[float], None] = field(default=time.sleep)  # between checks in a task
+    # `--docker` pods have a privileged sidecar, which only this namespace admits.
+    docker_namespace: str = "gpu-dev-docker"
 
     def namespace_of(self, reservation: Reservation) -> str:
+        if reservation.docker:
+            return self.docker_namespace
         return self.profiling_namespace if reservation.profiling else self.namespace
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        """Every namespace a reservation's objects can be in (the sweeper looks in each)."""
+        return (self.namespace, self.profiling_namespace, self.docker_namespace)
 
     def objects(self, reservation: Reservation) -> ReservationObjects:
         return ReservationObjects(self.api_client, self.namespace_of(reservation))

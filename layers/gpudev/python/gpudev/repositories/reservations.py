@@ -57,6 +57,7 @@ class NewReservation(BaseModel):
     image_digest: str | None = None
     image_pull: str | None = None
     preserve_entrypoint: bool = False  # the image's own entrypoint (images/entrypoint.py)
+    docker: bool = False  # a Docker sidecar (docker/request.py, cluster/pod_docker.py)
     idle_timeout_minutes: int | None = None  # None: never reclaimed idle (utilisation/)
     image_build: str | None = None  # a Dockerfile's context hash (image_builds/builds.py)
 

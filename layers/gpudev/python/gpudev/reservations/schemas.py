@@ -99,6 +99,11 @@ class ReservationRequest(BaseModel):
         description="the sha256 of a build context the caller uploaded (POST /v1/images/"
         "uploads): its image is built, or reused when built already (not with image)",
     )
+    docker: bool = Field(
+        default=False,
+        description="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions "
+        "(if the operators allow it; one node, not with profiling): docs/images.md",
+    )
 
 
 class ExtendRequest(BaseModel):

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
+from gpudev.docker.request import check_docker_nodes, check_docker_request
 from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.images.entrypoint import (
@@ -46,7 +47,12 @@ from gpudev.reservations.rules import (
     resolve_shape,
 )
 from gpudev.reservations.schemas import ReservationRequest
-from gpudev.settings import idle_settings, lifecycle_settings, user_limit_settings
+from gpudev.settings import (
+    docker_settings,
+    idle_settings,
+    lifecycle_settings,
+    user_limit_settings,
+)
 from gpudev.utilisation.schemas import RecentUseList, ReservationUse
 from gpudev.utilisation.timeout import parse_idle_timeout
 from gpudev.utilisation.views import recent_use, reservation_use
@@ -61,12 +67,14 @@ def submit_reservation(
     request: ReservationRequest,
     limits: UserLimits | None = None,
     images: ImageResolver | None = None,
+    allow_docker: bool | None = None,
 ) -> tuple[Reservation, bool]:
     """The reservation and whether this call created it (False: a repeated request id).
     Username bound to another principal: `NotAuthorized`; over a per-user limit:
     `LimitReached`; an image malformed (`MalformedInput`), not allowed or missing
     (`InvalidRequest`): nothing is written in any case. The image is resolved before the
-    transaction: its ECR call holds no lock."""
+    transaction: its ECR call holds no lock. `allow_docker`: whether `docker` may be asked
+    for (None: the deployment's `gpudev:allowDocker`)."""
     limits = limits or UserLimits.of(user_limit_settings())
     idle = idle_settings()
     idle_minutes = parse_idle_timeout(
@@ -78,6 +86,9 @@ def submit_reservation(
         _check_image_build(conn, caller, request)
     if request.preserve_entrypoint:
         check_entrypoint_request(request.image, request.jupyter)
+    if request.docker:
+        allowed = docker_settings().allow_docker if allow_docker is None else allow_docker
+        check_docker_request(allowed, request.profiling)
     image = None
     if request.image is not None:
         image = (images or ImageResolver.deployed()).resolve(request.image)
@@ -95,6 +106,8 @@ def submit_reservation(
         shape = resolve_shape(context.catalogue, request.gpu_type, request.gpu_count)
         if request.preserve_entrypoint:
             check_entrypoint_nodes(shape.total_nodes)
+        if request.docker:
+            check_docker_nodes(shape.total_nodes)
         if request.disk_name is not None:
             _check_disk_usable(request.disk_name, context.disk)
         github_user = owner_github_user(request.github_user, context.github_user)
@@ -116,6 +129,7 @@ def submit_reservation(
             image_digest=image.digest if image else None,
             image_pull=image.pull if image else None,
             preserve_entrypoint=request.preserve_entrypoint,
+            docker=request.docker,
             idle_timeout_minutes=idle_minutes,
             image_build=request.image_build,
         )

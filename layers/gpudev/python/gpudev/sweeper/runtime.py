@@ -22,10 +22,7 @@ def sweeper(conn: psycopg.Connection[Any]) -> Sweeper:
     tasks = lifecycle(conn)
     return Sweeper(
         conn=conn,
-        objects=[
-            ReservationObjects(tasks.api_client, namespace)
-            for namespace in (tasks.namespace, tasks.profiling_namespace)
-        ],
+        objects=[ReservationObjects(tasks.api_client, namespace) for namespace in tasks.namespaces],
         stepfunctions=aws_clients().stepfunctions,
         jobs=JobQueue(aws_clients().sqs, settings.jobs_queue_url),
         state_machine_arn=settings.reservation_state_machine_arn,

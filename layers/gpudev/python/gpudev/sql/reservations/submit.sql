@@ -34,13 +34,13 @@ inserted AS (
         reservation_id, user_id, client_request_id, name, gpu_type, gpu_count, total_nodes,
         instance_type, duration_hours, github_user, disk_name, jupyter_enabled, profiling,
         image, image_digest, image_pull, preserve_entrypoint, idle_timeout_minutes,
-        image_build
+        image_build, docker
     )
     SELECT %(reservation_id)s, caller.username, %(client_request_id)s, %(name)s, %(gpu_type)s,
            %(gpu_count)s, %(total_nodes)s, %(instance_type)s, %(duration_hours)s,
            %(github_user)s, %(disk_name)s, %(jupyter_enabled)s, %(profiling)s,
            %(image)s, %(image_digest)s, %(image_pull)s, %(preserve_entrypoint)s,
-           %(idle_timeout_minutes)s, %(image_build)s
+           %(idle_timeout_minutes)s, %(image_build)s, %(docker)s
     FROM caller, usage
     WHERE NOT EXISTS (SELECT FROM repeated)
       AND usage.live_reservations < %(max_live_reservations)s
