@@ -2,7 +2,8 @@
 server): the operator's switch and the sidecar's image, handed to the functions that use them.
 
 - `gpudev:allowDocker` (default false): the API accepts `docker: true` only when it is true;
-  otherwise it answers 422 naming this key. The sidecar is privileged (root on the node), so
+  otherwise it answers 422 naming this key. The sidecar is privileged (root on the node, which
+  reaches every user's shared files through the EFS CSI driver's role: docs/security.md), so
   it is off unless an operator turns it on, after applying deploy/kubernetes (the
   gpu-dev-docker namespace, its RBAC and network policies).
 - `gpudev:dockerImage` (default docker:27-dind): the sidecar's image, and where the pod's

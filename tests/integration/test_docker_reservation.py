@@ -21,7 +21,8 @@ CONSTRAINT = "reservations_docker_check"
 
 
 def _request(**fields: Any) -> ReservationRequest:
-    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "octocat"}
+    # --docker takes a whole node: a t4 node has 4 GPUs
+    body = {"gpu_type": "t4", "gpu_count": 4, "hours": 1, "github_user": "octocat"}
     return ReservationRequest.model_validate(body | {"docker": True} | fields)
 
 

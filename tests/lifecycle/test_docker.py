@@ -25,12 +25,14 @@ from tests.lifecycle.helpers import (
 from tests.support.waiting import wait_for
 
 NAMESPACE = "gpu-dev-docker"
+# --docker takes a whole node (its daemon is root on it): a t4 node has 4 GPUs.
+WHOLE_T4 = 4
 
 
 def test_a_docker_reservation_runs_its_sidecar_in_the_docker_namespace_and_cancel_clears_it(
     api, local_cloud, gpu_dev
 ):
-    reservation = reserve(api, docker=True)
+    reservation = reserve(api, docker=True, gpu_count=WHOLE_T4)
     rid = reservation["reservation_id"]
     assert reservation["docker"] is True
     active = wait_for_status(api, rid, "active")
@@ -79,7 +81,7 @@ def test_an_images_own_entrypoint_gets_docker_too(api, local_cloud):
     """With --preserve-entrypoint the image's entrypoint finds DOCKER_HOST and the socket's
     group (the pod's supplementalGroups): the two go together."""
     fields = {"image": "ghcr.io/pytorch/pytorch-nightly", "preserve_entrypoint": True}
-    rid = reserve(api, docker=True, **fields)["reservation_id"]
+    rid = reserve(api, docker=True, gpu_count=WHOLE_T4, **fields)["reservation_id"]
     wait_for_status(api, rid, "active")
     (pod,) = objects_of(local_cloud, rid)["pods"]
     assert pod["metadata"]["namespace"] == NAMESPACE
@@ -93,7 +95,7 @@ def test_an_images_own_entrypoint_gets_docker_too(api, local_cloud):
 
 
 def test_the_sweeper_deletes_what_a_lost_docker_reservation_left_in_its_namespace(api, local_cloud):
-    rid = reserve(api, docker=True, hours=0.6)["reservation_id"]
+    rid = reserve(api, docker=True, gpu_count=WHOLE_T4, hours=0.6)["reservation_id"]
     wait_for_status(api, rid, "active")
     stop_execution(local_cloud, rid)
     with psycopg.connect(local_cloud.database_url, autocommit=True) as conn:
@@ -124,6 +126,8 @@ def _count(api: Any, profile: str) -> int:
             "--docker runs on one node, and this request needs 2",
         ),
         ("carol", {"profiling": True}, "--docker and --profiling do not go together"),
+        ("alice", {"gpu_count": 1}, "--docker takes a whole node, and a t4 node has 4 GPUs"),
+        ("alice", {"gpu_type": "cpu-x86", "gpu_count": 0}, "cpu-x86 nodes are shared"),
     ],
 )
 def test_docker_where_it_makes_no_sense_is_refused_and_writes_nothing(

@@ -23,7 +23,7 @@ from gpudev.cluster.pod_docker import (
     DOCKER_HOST,
     SOCKET_DIR,
 )
-from gpudev.docker.request import ALLOW_DOCKER_CONTEXT, check_docker_nodes, check_docker_request
+from gpudev.docker.request import ALLOW_DOCKER_CONTEXT, check_docker_request, check_docker_shape
 from gpudev.errors import InvalidRequest
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.settings import ClusterSettings, DockerSettings
@@ -47,7 +47,18 @@ NAMESPACES = {ns["metadata"]["name"]: ns for ns in pod_security.namespaces()}
             f"not offered by this deployment.*{ALLOW_DOCKER_CONTEXT}",
         ),
         (lambda: check_docker_request(True, True), "--docker and --profiling do not go together"),
-        (lambda: check_docker_nodes(2), "--docker runs on one node, and this request needs 2"),
+        (
+            lambda: check_docker_shape(_type("h100", 8), 16, 2),
+            "--docker runs on one node, and this request needs 2",
+        ),
+        (
+            lambda: check_docker_shape(_type("t4", 4), 1, 1),
+            "--docker takes a whole node, and a t4 node has 4 GPUs.*ask for 4 GPUs",
+        ),
+        (
+            lambda: check_docker_shape(_type("cpu-x86", 0), 0, 1),
+            "--docker takes a whole GPU node, and cpu-x86 nodes are shared",
+        ),
     ],
 )
 def test_docker_where_it_is_not_offered_or_makes_no_sense_is_refused_with_a_sentence(
@@ -60,7 +71,7 @@ def test_docker_where_it_is_not_offered_or_makes_no_sense_is_refused_with_a_sent
 
 def test_docker_allowed_on_one_node_without_profiling_is_accepted():
     check_docker_request(True, False)
-    check_docker_nodes(1)
+    check_docker_shape(_type("t4", 4), 4, 1)
 
 
 def test_a_deployment_allows_no_docker_unless_the_operator_says_so(monkeypatch):
@@ -68,6 +79,12 @@ def test_a_deployment_allows_no_docker_unless_the_operator_says_so(monkeypatch):
     assert DockerSettings().allow_docker is False
     monkeypatch.setenv("ALLOW_DOCKER", "true")
     assert DockerSettings().allow_docker is True
+
+
+def _type(name: str, per_node: int) -> Any:
+    (found,) = [t for t in _catalogue() if t.gpu_type == name]
+    assert found.max_per_node == per_node, "the catalogue migration changed"
+    return found
 
 
 def _pod(docker: bool, preserve: bool = False, profiling: bool = False) -> dict[str, Any]:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     import boto3
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5)
+# What one service needs besides: S3 presigns with SigV4, the only version that signs the
+# Content-Length (botocore may otherwise presign with SigV2, and a presigned upload of a
+# build context would then take any size: gpudev/image_builds/).
+_SERVICE_CONFIG = {"s3": Config(signature_version="s3v4")}
 
 
 class _Client:
@@ -60,7 +64,9 @@ class AwsClients:
             return self.session.client(
                 service,  # type: ignore[call-overload]
                 region_name=self.region,
-                config=_CLIENT_CONFIG,
+                config=_CLIENT_CONFIG.merge(_SERVICE_CONFIG[service])
+                if service in _SERVICE_CONFIG
+                else _CLIENT_CONFIG,
             )
 
     # Each made on first use and kept (per instance).

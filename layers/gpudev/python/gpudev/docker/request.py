@@ -5,6 +5,7 @@ operator's switch (CDK context `gpudev:allowDocker`) is checked here only."""
 from __future__ import annotations
 
 from gpudev.errors import InvalidRequest
+from gpudev.models import GpuType
 
 FIELD = "docker"
 ALLOW_DOCKER_CONTEXT = "gpudev:allowDocker"
@@ -29,14 +30,30 @@ def check_docker_request(allowed: bool, profiling: bool) -> None:
         )
 
 
-def check_docker_nodes(total_nodes: int) -> None:
-    """Once the shape is known: one node. A Docker daemon per node of a multinode
-    reservation would be as many privileged containers, for a use (building images, running
-    services beside the code) that one node serves."""
+def check_docker_shape(gpu_type: GpuType, gpu_count: int, total_nodes: int) -> None:
+    """Once the shape is known: one whole GPU node. The daemon is root on its node, so no
+    other user's pod may share the node (docs/security.md); a Docker daemon per node of a
+    multinode reservation would be as many privileged containers, for a use (building
+    images, running services beside the code) that one node serves."""
     if total_nodes > 1:
         raise InvalidRequest(
             f"--docker runs on one node, and this request needs {total_nodes}: a multinode "
             "reservation has no Docker daemon; ask for at most one node's GPUs, or reserve "
+            "without --docker",
+            field=FIELD,
+        )
+    if gpu_type.is_cpu_only:
+        raise InvalidRequest(
+            f"--docker takes a whole GPU node, and {gpu_type.gpu_type} nodes are shared by "
+            "several reservations: its daemon is root on the node; reserve a GPU type's "
+            "whole node with --docker, or reserve without it",
+            field=FIELD,
+        )
+    if gpu_count < gpu_type.max_per_node:
+        raise InvalidRequest(
+            f"--docker takes a whole node, and a {gpu_type.gpu_type} node has "
+            f"{gpu_type.max_per_node} GPUs: its daemon is root on the node, so no other "
+            f"user's pod may share it; ask for {gpu_type.max_per_node} GPUs, or reserve "
             "without --docker",
             field=FIELD,
         )

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.docker.request import check_docker_nodes, check_docker_request
+from gpudev.docker.request import check_docker_request, check_docker_shape
 from gpudev.errors import Conflict, InvalidRequest, NotFound, shown
 from gpudev.identity import Caller, bound_elsewhere, require_bound
 from gpudev.images.entrypoint import (
@@ -107,7 +107,7 @@ def submit_reservation(
         if request.preserve_entrypoint:
             check_entrypoint_nodes(shape.total_nodes)
         if request.docker:
-            check_docker_nodes(shape.total_nodes)
+            check_docker_shape(shape.gpu_type, shape.gpu_count, shape.total_nodes)
         if request.disk_name is not None:
             _check_disk_usable(request.disk_name, context.disk)
         github_user = owner_github_user(request.github_user, context.github_user)
