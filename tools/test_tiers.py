@@ -52,13 +52,13 @@ LIFECYCLE_SPLIT = {
         "test_happy_path.py",
         "test_pod_health.py",
         "test_shared_files.py",
+        "test_sweeper.py",
     ),
     "lifecycle-2": (
         "test_notifications.py",
         "test_outages.py",
         "test_cancel_and_faults.py",
         "test_idle_reclaim.py",
-        "test_sweeper.py",
     ),
 }
 REPORT = ["--durations=15", "-p", "tests.support.file_durations"]
