@@ -45,7 +45,7 @@ kubectl: ## kubectl for the tests: the one on PATH, else a pinned one in .tools/
 run: $(VENV)/.installed ## Start the local cloud (Ctrl+C stops everything)
 	$(PY) -m localcloud $(ARGS)
 
-test: setup ## Run every test tier (unit, integration, infrastructure, e2e, and lifecycle in two sessions alongside)
+test: setup ## Run every test tier (unit, integration, infrastructure; e2e and lifecycle in sessions of their own alongside)
 	$(PY) -m tools.test_tiers $(ARGS)
 
 test-fast: $(VENV)/.installed ## Run the unit tier only

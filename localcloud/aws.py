@@ -87,6 +87,8 @@ class LocalAws:
         # Services served elsewhere, by endpoint (SQS: localcloud/sqs_process.py).
         self.service_endpoints: dict[str, str] = {}
         self.throttles = AwsThrottles()  # python -m localcloud.faults aws-throttle SERVICE
+        self._admin: boto3.Session | None = None
+        self._admin_lock = threading.Lock()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     @property
@@ -142,18 +144,25 @@ class LocalAws:
         default_user_config["stepfunctions"]["execute_state_machine"] = True
 
     def admin_session(self) -> boto3.Session:
-        """Credentials for seeding; moto accepts any key when it does not enforce auth."""
-        return boto3.Session(
-            aws_access_key_id="AKIALOCALADMIN000000",
-            aws_secret_access_key="local-admin-secret",
-            region_name=self.region,
-        )
+        """Credentials for seeding; moto accepts any key when it does not enforce auth.
+        One session for the cloud's life: each new one reads botocore's endpoint and
+        service models from disk again (a cloud's start made 25 clients, 1.9 s of CPU)."""
+        with self._admin_lock:
+            if self._admin is None:
+                self._admin = boto3.Session(
+                    aws_access_key_id="AKIALOCALADMIN000000",
+                    aws_secret_access_key="local-admin-secret",
+                    region_name=self.region,
+                )
+            return self._admin
 
     def client(self, service: str) -> Any:
-        return self.admin_session().client(
-            service,  # type: ignore[call-overload]
-            endpoint_url=self.service_endpoints.get(service, self.endpoint_url),
-        )
+        session = self.admin_session()
+        with self._admin_lock:  # a boto3 session is not thread-safe while it makes clients
+            return session.client(
+                service,  # type: ignore[call-overload]
+                endpoint_url=self.service_endpoints.get(service, self.endpoint_url),
+            )
 
     def create_function_identity(self) -> tuple[str, str]:
         """The credentials our in-process functions use (their "execution role")."""

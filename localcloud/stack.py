@@ -21,7 +21,15 @@ import psycopg
 from cdk_app.declaration import DEPLOYMENT, Deployment
 from gpudev.db.migrations import apply_migrations
 from gpudev.settings import LifecycleSettings
-from localcloud import event_bus, moto_asl, moto_efs, moto_jsonpath, moto_lambda, moto_stop
+from localcloud import (
+    event_bus,
+    moto_asl,
+    moto_ebs,
+    moto_efs,
+    moto_jsonpath,
+    moto_lambda,
+    moto_stop,
+)
 from localcloud import notifications as local_notifications
 from localcloud.aws import PROFILES, SSO_ROLE_NAME, SSO_ROLE_PATH, LocalAws, signing_key
 from localcloud.cluster_access import (
@@ -256,6 +264,7 @@ class LocalCloud:
         self._stop.add("moto step functions seam", moto_asl.install())
         self._stop.add("moto StopExecution seam", moto_stop.install())
         self._stop.add("moto EFS seams", moto_efs.install())
+        self._stop.add("moto DescribeSnapshots seam", moto_ebs.install())
         self._stop.add("moto step functions jsonpath seam", moto_jsonpath.install())
         self._start_cluster()
         self._start_image_builds()

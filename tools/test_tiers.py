@@ -1,15 +1,18 @@
-"""`make test`: every tier, in three pytest sessions at once (docs/decisions.md, 2026-11-24).
+"""`make test`: every tier, in five pytest sessions at once (docs/decisions.md, 2026-11-24
+and 2026-11-28).
 
 The lifecycle tier mostly waits on its compressed clock; the other tiers mostly compute. So
-the lifecycle tier runs in two sessions of its own (its files split in two halves of about
-equal time), alongside one session for everything else under tests/. Each session has its
+the lifecycle tier runs in three sessions of its own (its files split by their measured wall
+time), the e2e tier in one (its local cloud waits too), alongside one session for everything
+else under tests/. Each session has its
 own embedded PostgreSQL (`PYTEST_POSTGRES_DIR`) and its own local cloud (free ports). The
 other tiers' output streams to the terminal; each
-lifecycle session's goes to `.local/test-<name>.log`, printed whole once every session has
+lifecycle and e2e session's goes to `.local/test-<name>.log`, printed whole once every session has
 ended (also when interrupted: a CI job killed at its limit still shows them). The exit
 status is the first failing session's (0 if all passed; 130 after Ctrl+C or SIGTERM, once
 every session tore down: a SIGTERM is passed on to the sessions as a Ctrl+C). Each session
-prints its 15 slowest tests, to watch the suite's budget; arguments given to this module
+prints its 15 slowest tests and its slowest files (tests/support/file_durations.py), to
+watch the suite's budget; arguments given to this module
 (pytest options, not paths) are passed to every session. What the local cloud and the
 functions log goes to `.local/test-logs/<name>.log` per session (`GPUDEV_TEST_LOG`,
 tests/support/test_logs.py), never to the terminal; a failing session's file is named at the
@@ -37,18 +40,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIFECYCLE = "tests/lifecycle"
-# The first lifecycle session's files, about half the tier's time; the second runs the rest
-# (so a new lifecycle file lands there).
-FIRST_HALF = tuple(
-    f"{LIFECYCLE}/{name}"
-    for name in (
+E2E = "tests/e2e"
+# The lifecycle tier's files in three sessions of about equal wall time (per-file times of
+# 2026-11-28, docs/testing.md "The suite's budget"); the third runs the rest, so a new
+# lifecycle file lands there. The tier mostly waits on its clock (~30% of a core).
+LIFECYCLE_SPLIT = {
+    "lifecycle-1": (
         "test_fault_campaign.py",
         "test_simulation.py",
         "test_transient_faults.py",
         "test_happy_path.py",
-    )
-)
-REPORT = ["--durations=15"]
+        "test_pod_health.py",
+        "test_shared_files.py",
+        "test_sweeper.py",
+    ),
+    "lifecycle-2": (
+        "test_notifications.py",
+        "test_outages.py",
+        "test_cancel_and_faults.py",
+        "test_idle_reclaim.py",
+    ),
+}
+REPORT = ["--durations=15", "-p", "tests.support.file_durations"]
 # After Ctrl+C: how long the sessions may take to tear down (stop their local clouds and
 # PostgreSQL) before they are terminated, and killed KILL_AFTER_SECONDS after that.
 TEARDOWN_SECONDS = 60.0
@@ -92,10 +105,17 @@ class Session:
                 output.close()  # the child holds its own copy
 
 
+def _lifecycle_files(name: str) -> tuple[str, ...]:
+    return tuple(f"{LIFECYCLE}/{file}" for file in LIFECYCLE_SPLIT[name])
+
+
+_SPLIT_OFF = tuple(path for name in LIFECYCLE_SPLIT for path in _lifecycle_files(name))
 SESSIONS = [
-    Session("lifecycle-1", FIRST_HALF),
-    Session("lifecycle-2", (LIFECYCLE, *(f"--ignore={path}" for path in FIRST_HALF))),
-    Session("tiers", (f"--ignore={LIFECYCLE}",), logged=False),
+    *(Session(name, _lifecycle_files(name)) for name in LIFECYCLE_SPLIT),
+    Session("lifecycle-3", (LIFECYCLE, *(f"--ignore={path}" for path in _SPLIT_OFF))),
+    # e2e (one local cloud, ~55% of a core) beside the CPU-bound unit/integration tiers.
+    Session("e2e", (E2E,)),
+    Session("tiers", (f"--ignore={LIFECYCLE}", f"--ignore={E2E}"), logged=False),
 ]
 
 
@@ -109,7 +129,9 @@ def main(extra: list[str]) -> int:
     started = time.monotonic()
     logs = ", ".join(str(s.log.relative_to(ROOT)) for s in SESSIONS if s.logged)
     print(
-        f"Running {LIFECYCLE} in two sessions alongside the other tiers; output: {logs}", flush=True
+        f"Running {LIFECYCLE} in three sessions and {E2E} in one, alongside the other tiers;"
+        f" output: {logs}",
+        flush=True,
     )
     running: dict[Session, subprocess.Popen[bytes]] = {}
     statuses: dict[str, int] = {}

@@ -138,3 +138,20 @@ def test_a_failing_session_names_its_log_file_and_a_passing_one_does_not():
         result.stdout
     )
     assert "test-logs/fine.log" not in result.stdout
+
+
+def test_every_lifecycle_file_runs_in_exactly_one_session_and_e2e_in_its_own():
+    lifecycle = ROOT / test_tiers.LIFECYCLE
+    files = {p.name for p in lifecycle.glob("test_*.py")}
+    named = [name for names in test_tiers.LIFECYCLE_SPLIT.values() for name in names]
+    assert len(named) == len(set(named)), "a file named in two sessions"
+    assert set(named) <= files, "a named file that does not exist would fail its session"
+    sessions = {s.name: s.args for s in test_tiers.SESSIONS}
+    rest = sessions["lifecycle-3"]
+    assert rest[0] == test_tiers.LIFECYCLE
+    assert {a.removeprefix(f"--ignore={test_tiers.LIFECYCLE}/") for a in rest[1:]} == set(named)
+    assert sessions["e2e"] == (test_tiers.E2E,)
+    assert set(sessions["tiers"]) == {
+        f"--ignore={test_tiers.LIFECYCLE}",
+        f"--ignore={test_tiers.E2E}",
+    }
