@@ -60,7 +60,7 @@ def _active(api: ApiClient, image: str, n: int, which: str, gpus: int = 1) -> tu
 def _prepulled_everywhere(cloud: LocalCloud, image: str) -> bool:
     """The pre-puller's DaemonSet lists `image` and its current pods run on every node."""
     assert cloud.kubernetes is not None
-    daemon_set = cloud.kubernetes.store.get("daemonsets", "kube-system", "gpu-dev-prepuller")
+    daemon_set = cloud.kubernetes.store.get("daemonsets", "gpu-dev-prepuller", "gpu-dev-prepuller")
     annotations = daemon_set["spec"]["template"]["metadata"].get("annotations") or {}
     status = daemon_set.get("status") or {}
     desired = status.get("desiredNumberScheduled", 0)

@@ -41,7 +41,11 @@ MANIFESTS_DIR = Path(__file__).parents[1] / "deploy" / "kubernetes"
 MANIFESTS = ("namespace.yaml", "rbac.yaml", "network-policies.yaml")
 # The image pre-puller, a folder of its own (`kubectl apply -f deploy/kubernetes/prepuller/`
 # after the above), applied with `--prepull` (Options.prepull).
-PREPULLER_MANIFESTS = ("prepuller/daemonset.yaml", "prepuller/rbac.yaml")
+PREPULLER_MANIFESTS = (
+    "prepuller/namespace.yaml",
+    "prepuller/daemonset.yaml",
+    "prepuller/rbac.yaml",
+)
 SESSION_SECONDS = 12 * 3600  # a role's longest session: restart the cloud to renew
 _RESOURCE_OF_KIND = {kind: resource for resource, (kind, _) in KINDS.items()}
 

@@ -5,4 +5,4 @@
 -- the recent ones with an image and nothing else.
 CREATE INDEX reservations_image_pull_recent_idx
     ON reservations (created_at, image_pull) WHERE image_pull IS NOT NULL;
-GRANT SELECT (created_at, image_pull) ON reservations TO gpudev_reconcilers;
+GRANT SELECT (created_at, image_pull, user_id) ON reservations TO gpudev_reconcilers;

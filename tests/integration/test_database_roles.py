@@ -316,7 +316,7 @@ REFUSED: dict[str, tuple[str, ...]] = {
         'SELECT outbox_write(\'{"kind": "x"}\')',  # only the API writes jobs
     ),
     RECONCILERS: (
-        "SELECT user_id FROM reservations",  # status and the pod health columns only (0014)
+        "SELECT github_user FROM reservations",  # status, pod health, idle and image columns only
         "SELECT * FROM reservations",
         "UPDATE reservations SET status = 'failed'",
         "UPDATE reservations SET failure_reason = 'x'",  # the lifecycle ends it

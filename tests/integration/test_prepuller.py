@@ -27,7 +27,7 @@ from tests.support.kubernetes import stand_in_api_client, stand_in_server
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = "pytorch/pytorch:2.8.0-cuda12.9-cudnn9-devel"
 TOOLS = "registry.example/gpu-dev-tools:1"
-SYSTEM, NAME = "kube-system", "gpu-dev-prepuller"
+SYSTEM, NAME = "gpu-dev-prepuller", "gpu-dev-prepuller"
 SETTINGS = PrepullerSettings(days=7, images=2, tools_image=TOOLS)
 
 
@@ -35,18 +35,21 @@ def _image(n: int) -> str:
     return f"registry.example/team/img{n}@sha256:{str(n) * 64}"
 
 
-def _reserve(conn: psycopg.Connection[Any], image: str | None, days_ago: float = 0) -> None:
+def _reserve(
+    conn: psycopg.Connection[Any], image: str | None, days_ago: float = 0, user: str = "alice"
+) -> None:
     conn.execute(
         "INSERT INTO users (username, principal_arn) VALUES"
-        " ('alice', 'arn:aws:iam::123456789012:user/alice') ON CONFLICT DO NOTHING"
+        " (%s, 'arn:aws:iam::123456789012:user/' || %s) ON CONFLICT DO NOTHING",
+        (user, user),
     )
     digest = image.split("@", 1)[1] if image else None
     conn.execute(
         "INSERT INTO reservations (reservation_id, user_id, gpu_type, gpu_count, duration_hours,"
         " github_user, image, image_digest, image_pull, created_at)"
-        " VALUES (%s, 'alice', 't4', 1, 1, 'octocat', %s, %s, %s,"
+        " VALUES (%s, %s, 't4', 1, 1, 'octocat', %s, %s, %s,"
         " now() - make_interval(secs => %s))",
-        (uuid.uuid4(), image, digest, image, days_ago * 86400),
+        (uuid.uuid4(), user, image, digest, image, days_ago * 86400),
     )
 
 
@@ -70,6 +73,15 @@ def test_the_most_used_images_of_the_window_most_used_first_and_bounded(db):
     assert repository.most_used_images(7, 0) == []
 
 
+def test_an_image_more_users_asked_for_comes_before_one_users_many_reservations(db):
+    for _ in range(10):
+        _reserve(db, _image(1), days_ago=1)  # alice, ten times
+    _reserve(db, _image(2), days_ago=1, user="bob")
+    _reserve(db, _image(2), days_ago=1, user="carol")
+    _as_reconcilers(db)
+    assert PrepullerRepository(db).most_used_images(7, 1) == [_image(2)]
+
+
 @pytest.fixture
 def cluster() -> Iterator[tuple[ObjectStore, Any]]:
     store = ObjectStore()
@@ -84,8 +96,10 @@ def cluster() -> Iterator[tuple[ObjectStore, Any]]:
 
 
 def _apply_daemon_set(store: ObjectStore) -> None:
-    manifest = yaml.safe_load((ROOT / "deploy/kubernetes/prepuller/daemonset.yaml").read_text())
-    store.create("daemonsets", SYSTEM, manifest)
+    """The folder's namespace, then its DaemonSet, as an operator applies them."""
+    folder = ROOT / "deploy/kubernetes/prepuller"
+    store.create("namespaces", "", yaml.safe_load((folder / "namespace.yaml").read_text()))
+    store.create("daemonsets", SYSTEM, yaml.safe_load((folder / "daemonset.yaml").read_text()))
 
 
 def _version(store: ObjectStore) -> str:

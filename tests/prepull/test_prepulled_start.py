@@ -15,7 +15,7 @@ from localcloud.stack import LocalCloud
 from tests.support.api import ApiClient
 from tests.support.waiting import wait_for
 
-SYSTEM, NAME = "kube-system", "gpu-dev-prepuller"
+SYSTEM, NAME = "gpu-dev-prepuller", "gpu-dev-prepuller"
 TEAM = f"{ACCOUNT_REGISTRY}/gpu-dev-images/team-cuda:1"
 
 

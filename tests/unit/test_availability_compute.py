@@ -127,7 +127,12 @@ def test_cpu_seed_scenario_two_nodes_one_dev_pod():
         CPU,
         [ScalingGroup("pytorch-gpu-dev-cpu-nodes-cpu-x86", 2, 2)],
         [node("a", "cpu-x86", 0), node("b", "cpu-x86", 0)],
-        [Pod("gpu-dev-abc", "a", "Running", 0), Pod("kube-proxy-x", "a", "Running", 0)],
+        [
+            Pod("gpu-dev-abc", "a", "Running", 0, reservation_id="abc"),
+            Pod("kube-proxy-x", "a", "Running", 0),
+            # the image pre-puller's pod holds no reservation's slot
+            Pod("gpu-dev-prepuller-x7k2p", "b", "Running", 0, namespace="gpu-dev-prepuller"),
+        ],
     )
     assert_counts(result, total_cluster_gpus=6, available_gpus=5, max_reservable=1, max_per_node=0)
 
@@ -148,7 +153,7 @@ def test_cpu_group_prefixes_are_tried_in_order(group_name: str, found: bool):
 
 
 def test_full_cpu_node_offers_nothing():
-    pods = [Pod(f"gpu-dev-{i}", "a", "Running", 0) for i in range(3)]
+    pods = [Pod(f"gpu-dev-{i}", "a", "Running", 0, reservation_id=str(i)) for i in range(3)]
     result = one(
         CPU,
         [ScalingGroup("pytorch-gpu-dev-cpu-nodes-cpu-x86", 1, 1)],

@@ -21,7 +21,7 @@ from tests.support.kubernetes import auth_headers, authenticator_for, eks_token
 
 CLUSTER = "gpudev-local"
 ACCOUNT = "111122223333"
-SETS = "/apis/apps/v1/namespaces/kube-system/daemonsets"
+SETS = "/apis/apps/v1/namespaces/gpu-dev-prepuller/daemonsets"
 OURS = f"{SETS}/gpu-dev-prepuller"
 
 

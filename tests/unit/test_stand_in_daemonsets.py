@@ -41,9 +41,11 @@ def _refusal(store: ObjectStore, body: dict[str, Any]) -> ApiError:
     return refused.value
 
 
-def _pods(store: ObjectStore) -> list[dict[str, Any]]:
+def _pods(store: ObjectStore, namespace: str = SYSTEM) -> list[dict[str, Any]]:
     return [
-        p for p in store.list("pods", SYSTEM)["items"] if not p["metadata"].get("deletionTimestamp")
+        p
+        for p in store.list("pods", namespace)["items"]
+        if not p["metadata"].get("deletionTimestamp")
     ]
 
 
@@ -223,3 +225,26 @@ def test_a_node_whose_taint_the_template_does_not_tolerate_gets_no_pod():
     run_until(simulated, lambda: set(_by_node(store)) == {"gpu-a"})
     simulated.step()
     assert set(_by_node(store)) == {"gpu-a"}
+
+
+def test_in_its_own_namespace_the_pre_puller_runs_restricted_and_a_privileged_template_never_runs():
+    """deploy/kubernetes/prepuller/namespace.yaml enforces `restricted`: the updater's right
+    to patch the template cannot become a privileged pod on every node."""
+    simulated = cluster("gpu-a")
+    store = simulated.store
+    folder = MANIFEST.parent
+    store.create("namespaces", "", yaml.safe_load((folder / "namespace.yaml").read_text()))
+    own = _manifest()["metadata"]["namespace"]
+    assert own == "gpu-dev-prepuller"
+    store.create("daemonsets", own, _manifest())
+    store.patch("daemonsets", own, NAME, template_patch(["busybox:1"], "busybox:1"))
+    run_until(simulated, lambda: [p["status"].get("phase") for p in _pods(store, own)] == ["Running"])
+
+    escalated = template_patch(["busybox:1"], "busybox:1")
+    escalated["spec"]["template"]["spec"]["containers"] = [
+        {"name": "pause", "image": "busybox:1", "securityContext": {"privileged": True}}
+    ]
+    store.patch("daemonsets", own, NAME, escalated)
+    for _ in range(20):
+        simulated.step()
+    assert _pods(store, own) == []  # the old pod replaced, the new one refused at admission

@@ -333,7 +333,7 @@ class PrepullerSettings(BaseSettings):
     # besides the default image; each stays on every node (docs/images.md: the disk)
     images: int = Field(default=3, ge=0, le=20)
     tools_image: str = ""
-    namespace: str = "kube-system"
+    namespace: str = "gpu-dev-prepuller"  # enforces Pod Security `restricted`
     name: str = "gpu-dev-prepuller"
 
 

@@ -128,7 +128,7 @@ def compute_availability(
     for pod in pods or []:
         if pod.node_name and pod.phase in LIVE_POD_PHASES:
             used_gpus[pod.node_name] += pod.gpu_requests
-            if pod.name.startswith("gpu-dev-"):
+            if pod.reservation_id is not None:  # a dev pod (not gpu-dev-prepuller-*)
                 dev_pods[pod.node_name] += 1
             if profiling_namespace is not None and pod.namespace == profiling_namespace:
                 held_whole.add(pod.node_name)
