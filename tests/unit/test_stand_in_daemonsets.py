@@ -238,7 +238,9 @@ def test_in_its_own_namespace_the_pre_puller_runs_restricted_and_a_privileged_te
     assert own == "gpu-dev-prepuller"
     store.create("daemonsets", own, _manifest())
     store.patch("daemonsets", own, NAME, template_patch(["busybox:1"], "busybox:1"))
-    run_until(simulated, lambda: [p["status"].get("phase") for p in _pods(store, own)] == ["Running"])
+    run_until(
+        simulated, lambda: [p["status"].get("phase") for p in _pods(store, own)] == ["Running"]
+    )
 
     escalated = template_patch(["busybox:1"], "busybox:1")
     escalated["spec"]["template"]["spec"]["containers"] = [
