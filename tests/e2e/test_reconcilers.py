@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from gpudev.cluster.vocabulary import RESERVATION_LABEL
 from localcloud.stack import LocalCloud
 from tests.support.waiting import wait_for
 
@@ -94,7 +95,7 @@ def test_h100_seed_scenario(local_cloud: LocalCloud, core: Any, pods: list[str])
     assert result["by"].startswith("gpudev-availability-updater:")
 
 
-def test_cpu_seed_scenario(local_cloud: LocalCloud, core: Any, pods: list[str]):
+def test_cpu_seed_scenario(local_cloud: LocalCloud, api: Any, core: Any, pods: list[str]):
     autoscaling = local_cloud.aws.client("autoscaling")  # type: ignore[union-attr]
     group = "pytorch-gpu-dev-cpu-nodes-cpu-x86"
     autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=2)
@@ -104,7 +105,14 @@ def test_cpu_seed_scenario(local_cloud: LocalCloud, core: Any, pods: list[str]):
             message="second cpu node",
         )
         name = f"gpu-dev-{uuid.uuid4().hex[:8]}"
-        core.create_namespaced_pod(NAMESPACE, _gpu_pod(name, "cpu-x86", 0))
+        # A reservation's pod takes a CPU slot: one that carries its (live) reservation's
+        # label, as the lifecycle's do; an unlabelled pod (the pre-puller's) takes none.
+        body = {"gpu_type": "cpu-x86", "gpu_count": 0, "hours": 1, "github_user": "alice"}
+        reply = api.call("POST", "/v1/reservations", body=body)
+        assert reply.status == 202, reply.body
+        dev_pod = _gpu_pod(name, "cpu-x86", 0)
+        dev_pod["metadata"]["labels"][RESERVATION_LABEL] = reply.body["reservation_id"]
+        core.create_namespaced_pod(NAMESPACE, dev_pod)
         pods.append(name)
         _bound(core, name)
         result = availability(local_cloud, "cpu-x86")

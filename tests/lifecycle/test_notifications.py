@@ -192,8 +192,12 @@ def test_a_failing_webhook_holds_up_nothing_else_and_ends_in_the_dead_letter_que
         return [json.loads(m["Body"]) for m in messages]
 
     def dead_letter_of_broken() -> list[dict[str, Any]]:
+        # Its Active event's (a start that waited for a node first also had a Queued one).
         return [
-            r for r in dead_letters() if r["requestPayload"]["detail"]["reservation_id"] == broken
+            r
+            for r in dead_letters()
+            if r["requestPayload"]["detail"]["reservation_id"] == broken
+            and r["requestPayload"]["detail-type"] == "Reservation Active"
         ]
 
     (record,) = wait_for(dead_letter_of_broken, timeout=60, message="alice's event dead-lettered")
@@ -204,7 +208,7 @@ def test_a_failing_webhook_holds_up_nothing_else_and_ends_in_the_dead_letter_que
     assert ACCOUNT_ID in record["requestContext"]["functionArn"]
     assert SECRET not in json.dumps(record)
     # Her e-mail went once, despite the three invocations; her reservation is untouched.
-    assert _events(_sent(local_cloud, broken), "email") == Counter({"active": 1})
+    assert _events(_sent(local_cloud, broken), "email")["active"] == 1
     assert _events(_sent(local_cloud, broken), "slack") == Counter()
     assert show(api, broken)["status"] == "active"
 
