@@ -18,11 +18,20 @@ import psycopg
 import pytest
 from moto import mock_aws
 
-from gpudev.errors import NotFound
-from gpudev.image_builds.builds import ImageBuilds, context_key
+from gpudev.callers import bound_user
+from gpudev.errors import LimitReached, NotFound, Unavailable
+from gpudev.identity import caller_from_arn
+from gpudev.image_builds.builds import ImageBuilds, context_key, idempotency_token
+from gpudev.image_builds.requests import request_build
 from gpudev.settings import ImageBuildSettings
-from localcloud.image_builds import CONTEXT_BUCKET, PROJECT, prepare_image_builds
+from localcloud.image_builds import (
+    BUILDS_REPOSITORY,
+    CONTEXT_BUCKET,
+    PROJECT,
+    prepare_image_builds,
+)
 from localcloud.moto_codebuild import CodeBuildSimulation
+from localcloud.registry import SeededImage, manifest
 from tests.support.waiting import wait_for
 
 ACCOUNT = "123456789012"
@@ -134,4 +143,107 @@ def test_a_failed_build_is_tried_again_only_for_a_request_made_after_it_failed(a
     retried = builds.start(context_hash, retry_failed_before=datetime.now(UTC) + timedelta(0, 1))
     assert retried.status == "building" and retried.build_id != failed.build_id
     assert retried.log_tail is None
+    assert _started(aws) == 2
+
+
+def _builds_with(builds: ImageBuilds, **settings: Any) -> ImageBuilds:
+    other = ImageBuilds.__new__(ImageBuilds)
+    other.__dict__.update(builds.__dict__)
+    other.settings = builds.settings.model_copy(update=settings)
+    return other
+
+
+def test_builds_push_to_their_own_repository_not_the_teams(aws, builds):
+    assert builds.repository == BUILDS_REPOSITORY == "gpu-dev-builds"
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo own\n")
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert _finished(builds, context_hash).status == "succeeded"
+    images = aws["client"]("ecr").describe_images(repositoryName="gpu-dev-builds")
+    assert [i["imageTags"] for i in images["imageDetails"]] == [[context_hash]]
+
+
+def test_a_built_image_ecr_no_longer_has_is_built_again(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo expire\n")
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    first = _finished(builds, context_hash)
+    assert first.status == "succeeded"
+    aws["client"]("ecr").batch_delete_image(  # ECR's lifecycle expired it
+        repositoryName=BUILDS_REPOSITORY, imageIds=[{"imageTag": context_hash}]
+    )
+    reopened = builds.standing(context_hash)
+    assert reopened is not None
+    assert (reopened.status, reopened.image_digest) == ("failed", None)
+    # any ask builds it again, even one made before the image expired
+    again = builds.start(context_hash, retry_failed_before=first.claimed_at)
+    assert again.status == "building" and again.build_id != first.build_id
+    assert _finished(builds, context_hash).status == "succeeded"
+    assert _started(aws) == 2
+
+
+def test_a_refused_start_build_releases_the_claim_at_once(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo refused\n")
+    refusing = _builds_with(builds, project="gpu-dev-no-such-project")
+    with pytest.raises(Unavailable, match="did not start"):
+        refusing.start(context_hash, retry_failed_before=datetime.now(UTC))
+    released = builds.get(context_hash)
+    assert released is not None and released.status == "failed"
+    # the next ask starts it now, not after the stale-claim window
+    started = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert started.status == "building" and started.build_id is not None
+    assert _started(aws) == 1
+
+
+def test_a_claim_asking_codebuild_twice_gets_one_build(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo twice\n")
+    row = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    again = aws["client"]("codebuild").start_build(
+        projectName=PROJECT, idempotencyToken=idempotency_token(context_hash, row.claimed_at)
+    )
+    assert again["build"]["id"] == row.build_id
+    assert _started(aws) == 1
+
+
+def test_a_fresh_claim_is_not_taken_over_within_the_claim_window(aws, builds, autocommit_conn):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo slow\n")
+    # a caller claimed it and is still in StartBuild (a minute ago: the old window)
+    autocommit_conn.execute(
+        "INSERT INTO image_builds (context_hash, claimed_at) VALUES (%s, now() - interval '2 min')",
+        (context_hash,),
+    )
+    row = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert (row.status, row.build_id) == ("building", None)
+    assert _started(aws) == 0
+
+
+def test_a_build_that_failed_after_another_pushed_its_tag_succeeded(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN false\n")
+    # another build of the same context pushed the (immutable) tag first
+    aws["client"]("ecr").put_image(
+        repositoryName=BUILDS_REPOSITORY,
+        imageManifest=manifest(SeededImage(BUILDS_REPOSITORY, context_hash, 1000)),
+        imageTag=context_hash,
+    )
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    done = _finished(builds, context_hash)
+    assert done.status == "succeeded" and done.image_digest
+
+
+def test_a_caller_at_the_cap_starts_no_build_and_a_failed_one_waits_unless_asked(
+    aws, builds, autocommit_conn
+):
+    caller = caller_from_arn("arn:aws:iam::123456789012:user/capped")
+    capped = _builds_with(builds, max_building_per_user=1, retry_failed_after_seconds=3600)
+    first = _upload(aws, "FROM ubuntu:24.04\nRUN false\n")
+    second = _upload(aws, "FROM ubuntu:24.04\nRUN echo second\n")
+    bound_user(autocommit_conn, caller)
+    for context_hash in (first, second):
+        capped.add_owner(context_hash, caller.username)
+    assert request_build(autocommit_conn, caller, first, capped).status == "building"
+    with pytest.raises(LimitReached, match="limit is 1"):
+        request_build(autocommit_conn, caller, second, capped)
+    assert capped.get(second) is None
+    _finished(capped, first)
+    # failed just now: asking again shows the failure, asking with retry builds it again
+    assert request_build(autocommit_conn, caller, first, capped).status == "failed"
+    assert request_build(autocommit_conn, caller, first, capped, retry=True).status == "building"
     assert _started(aws) == 2
