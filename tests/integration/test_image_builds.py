@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +24,12 @@ from gpudev.errors import LimitReached, NotFound, Unavailable
 from gpudev.identity import caller_from_arn
 from gpudev.image_builds.builds import ImageBuilds, context_key, idempotency_token
 from gpudev.image_builds.requests import request_build
+from gpudev.lifecycle.building import _use_image, build_image
+from gpudev.lifecycle.payloads import BuildImage
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import StateChanged
+from gpudev.repositories.reservations import ReservationsRepository
+from gpudev.settings import LifecycleSettings
 from gpudev.settings import ImageBuildSettings
 from localcloud.image_builds import (
     BUILDS_REPOSITORY,
@@ -59,9 +66,10 @@ def aws() -> Iterator[dict[str, Any]]:
             return clients[service]
 
         environment = prepare_image_builds(client, ACCOUNT, REGION, poll_seconds=1)
-        undo = CodeBuildSimulation(client, seconds=0.5).install()
+        simulation = CodeBuildSimulation(client, seconds=0.5)
+        undo = simulation.install()
         try:
-            yield {"client": client, "environment": environment}
+            yield {"client": client, "environment": environment, "simulation": simulation}
         finally:
             undo()
 
@@ -247,3 +255,60 @@ def test_a_caller_at_the_cap_starts_no_build_and_a_failed_one_waits_unless_asked
     assert request_build(autocommit_conn, caller, first, capped).status == "failed"
     assert request_build(autocommit_conn, caller, first, capped, retry=True).status == "building"
     assert _started(aws) == 2
+
+
+def _reservation(conn: psycopg.Connection[Any], context_hash: str, **more: Any) -> uuid.UUID:
+    bound_user(conn, caller_from_arn("arn:aws:iam::123456789012:user/alice"))
+    reservation_id = uuid.uuid4()
+    columns = {
+        "reservation_id": reservation_id,
+        "user_id": "alice",
+        "status": "queued",
+        "gpu_type": "h100",
+        "gpu_count": 8,
+        "total_nodes": 1,
+        "duration_hours": 4,
+        "task_token": f"token-{reservation_id}",
+        "image_build": context_hash,
+        **more,
+    }
+    names = ", ".join(columns)
+    marks = ", ".join(["%s"] * len(columns))
+    conn.execute(f"INSERT INTO reservations ({names}) VALUES ({marks})", list(columns.values()))  # noqa: S608
+    return reservation_id
+
+
+def _lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
+    return Lifecycle(conn, None, None, None, LifecycleSettings(), "gpu-dev", "gpu-dev-profiling")  # type: ignore[arg-type]
+
+
+def test_a_reservation_that_moved_on_is_not_given_the_image_silently(builds, autocommit_conn):
+    digest = "sha256:" + "c" * 64
+    context_hash = "e" * 64
+    moved_on = _reservation(
+        autocommit_conn, context_hash, image="r/x:1", image_digest=digest, image_pull=f"r/x@{digest}"
+    )
+    reservation = ReservationsRepository(autocommit_conn).get(moved_on)
+    assert reservation is not None
+    with pytest.raises(StateChanged, match="left 'queued'"):
+        _use_image(_lifecycle(autocommit_conn), builds, reservation, digest)
+
+
+def test_a_reservation_stops_waiting_for_a_build_that_outlasts_the_limit(
+    aws, builds, autocommit_conn
+):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo long\n")
+    rid = _reservation(autocommit_conn, context_hash)
+    task = BuildImage(reservation_id=rid)
+    lifecycle = _lifecycle(autocommit_conn)
+    aws["simulation"].seconds = 3 * 3600  # a build that runs on and on
+    first = build_image(lifecycle, task, builds)
+    assert first.outcome == "building"
+    autocommit_conn.execute(
+        "UPDATE image_builds SET claimed_at = now() - make_interval(secs => %s)",
+        (builds.settings.wait_limit_seconds + 60,),
+    )
+    ended = build_image(lifecycle, task, builds)
+    assert ended.outcome == "failed"
+    assert "did not end within 96 minutes" in (ended.reason or "")
+

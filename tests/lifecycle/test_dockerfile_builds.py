@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localcloud.image_builds import PROJECT, TEAM_REPOSITORY
+from localcloud.image_builds import BUILDS_REPOSITORY, PROJECT
 from localcloud.lambdas import ACCOUNT_ID
 from localcloud.stack import REGION, LocalCloud
 from tests.lifecycle.helpers import objects_of, show, wait_for_status
 from tests.support.waiting import wait_for
 
 REGISTRY = f"{ACCOUNT_ID}.dkr.ecr.{REGION}.amazonaws.com"
-REPOSITORY_URI = f"{REGISTRY}/{TEAM_REPOSITORY}"
+REPOSITORY_URI = f"{REGISTRY}/{BUILDS_REPOSITORY}"
 
 
 def _context(tmp_path: Path, dockerfile: str, name: str = "ctx") -> Path:

@@ -24,14 +24,16 @@ from gpudev.models import Reservation, TimelineEntry
 MAX_REASON = 400  # the reason is one line; the log's tail is on the timeline
 
 
-def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
+def build_image(
+    lc: Lifecycle, task: BuildImage, builds: ImageBuilds | None = None
+) -> BuildImageOutput:
     reservation = lc.reservation(task.reservation_id)
     if reservation.status.is_final or reservation.cancel_requested_at is not None:
         return BuildImageOutput(outcome="cancel")
     context_hash = reservation.image_build
     if context_hash is None or reservation.image is not None:
         return BuildImageOutput(outcome="built")
-    builds = ImageBuilds.deployed(lc.conn)
+    builds = builds or ImageBuilds.deployed(lc.conn)
     try:
         row = builds.refresh(builds.start(context_hash, retry_failed_before=reservation.created_at))
     except NotFound as missing:  # the CLI uploads before it submits: the upload was lost
