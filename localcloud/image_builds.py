@@ -1,8 +1,8 @@
 """Image builds here (docs/images.md#built-images, docs/local-cloud.md): the resources
 cdk_app/image_builds.py declares for `reserve --dockerfile`, made in moto (the context
-bucket, the builds' own repository, the CodeBuild project with the variables its buildspec reads), and the
-environment that points the functions at them. The builds themselves are simulated by
-moto_codebuild.py."""
+bucket, the builds' own repository, the CodeBuild project with the variables its buildspec
+reads), and the environment that points the functions at them. The builds themselves are
+simulated by moto_codebuild.py."""
 
 from __future__ import annotations
 

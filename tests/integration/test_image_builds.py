@@ -29,8 +29,7 @@ from gpudev.lifecycle.payloads import BuildImage
 from gpudev.lifecycle.tasks import Lifecycle
 from gpudev.lifecycle.taxonomy import StateChanged
 from gpudev.repositories.reservations import ReservationsRepository
-from gpudev.settings import LifecycleSettings
-from gpudev.settings import ImageBuildSettings
+from gpudev.settings import ImageBuildSettings, LifecycleSettings
 from localcloud.image_builds import (
     BUILDS_REPOSITORY,
     CONTEXT_BUCKET,
@@ -285,8 +284,9 @@ def _lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
 def test_a_reservation_that_moved_on_is_not_given_the_image_silently(builds, autocommit_conn):
     digest = "sha256:" + "c" * 64
     context_hash = "e" * 64
+    pull = f"r/x@{digest}"
     moved_on = _reservation(
-        autocommit_conn, context_hash, image="r/x:1", image_digest=digest, image_pull=f"r/x@{digest}"
+        autocommit_conn, context_hash, image="r/x:1", image_digest=digest, image_pull=pull
     )
     reservation = ReservationsRepository(autocommit_conn).get(moved_on)
     assert reservation is not None
@@ -311,4 +311,3 @@ def test_a_reservation_stops_waiting_for_a_build_that_outlasts_the_limit(
     ended = build_image(lifecycle, task, builds)
     assert ended.outcome == "failed"
     assert "did not end within 96 minutes" in (ended.reason or "")
-
