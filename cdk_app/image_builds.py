@@ -2,14 +2,19 @@
 `gpu-dev image build`. The API hands the CLI a presigned PUT into the context bucket; AWS
 CodeBuild (privileged within CodeBuild's own build container, nothing privileged in the
 cluster) downloads the context tar, builds `Dockerfile.gpu-dev` from it and pushes
-`gpu-dev-images:<context sha256>` (gpudev/image_builds/builds.py starts and reads the builds).
+`gpu-dev-builds:<context sha256>` (gpudev/image_builds/builds.py starts and reads the builds).
+
+- The builds' own repository `gpu-dev-builds` (never the team's `gpu-dev-images`, whose
+  mirrored images builds would evict): immutable tags, KMS-encrypted, scanned on push;
+  a built image expires `BUILT_IMAGE_DAYS` after its push (a reuse after that builds again:
+  builds.py checks ECR before it answers `built`), untagged ones after a day.
 
 - The context bucket: S3-managed encryption, SSL only, no public access, contexts expire
   after `CONTEXT_EXPIRY_DAYS` (the image they built stays in ECR).
-- The project's role: read the contexts, push to the team repository only (and
+- The project's role: read the contexts, push to the builds repository only (and
   GetAuthorizationToken, which takes no resource), write its own log group.
 - The API and the reservation tasks: StartBuild and BatchGetBuilds on this project, the
-  contexts (the API also presigns their PUTs), the build log, the team repository's
+  contexts (the API also presigns their PUTs), the build log, the builds repository's
   image details.
 
 CDK context `gpudev:maxBuildContextMegabytes` (default 500) bounds a context; the CLI
@@ -32,6 +37,9 @@ PROJECT_NAME = "gpu-dev-image-builds"
 CONTEXT_PREFIX = "contexts/"
 CONTEXT_EXPIRY_DAYS = 7
 BUILD_TIMEOUT = Duration.minutes(60)
+QUEUED_TIMEOUT = Duration.minutes(30)  # a build CodeBuild has not begun by then is dropped
+BUILDS_REPOSITORY = "gpu-dev-builds"
+BUILT_IMAGE_DAYS = 90
 DOCKERFILE = "Dockerfile.gpu-dev"  # where the CLI puts the Dockerfile in the tar
 _BUILD_LOG_GROUP_ARN = (
     f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/codebuild/"
@@ -50,18 +58,23 @@ BUILDSPEC = {
                 # upload other than the one announced) fails here, before any build.
                 'echo "$IMAGE_TAG  context.tar" | sha256sum -c -',
                 "mkdir context && tar -x -C context -f context.tar",
+                # Another build of the same context pushed the tag (immutable) already:
+                # this one builds and pushes nothing and succeeds.
+                'if aws ecr describe-images --repository-name "${REPOSITORY_URI#*/}" '
+                '--image-ids imageTag="$IMAGE_TAG" > /dev/null 2>&1; then '
+                'echo "$IMAGE_TAG is pushed already"; touch .pushed; fi',
             ]
         },
         "build": {
             "commands": [
                 # The legacy builder's "Step 5/12 : …" lines give the status line its step.
-                f"DOCKER_BUILDKIT=0 docker build -f context/{DOCKERFILE} "
+                f"[ -e .pushed ] || DOCKER_BUILDKIT=0 docker build -f context/{DOCKERFILE} "
                 '-t "$REPOSITORY_URI:$IMAGE_TAG" context',
             ]
         },
         "post_build": {
             "commands": [
-                'if [ "$CODEBUILD_BUILD_SUCCEEDING" = 1 ]; then '
+                'if [ "$CODEBUILD_BUILD_SUCCEEDING" = 1 ] && [ ! -e .pushed ]; then '
                 'docker push "$REPOSITORY_URI:$IMAGE_TAG"; fi',
             ]
         },
@@ -82,10 +95,36 @@ def max_context_bytes(scope: Stack) -> int:
     return megabytes * 1_000_000
 
 
-def build_image_builds(
-    stack: Stack, repository: ecr.Repository, functions: list[lambda_.Function]
-) -> codebuild.Project:
+def builds_repository(stack: Stack) -> ecr.Repository:
+    """Where builds push: their own repository, with their own lifecycle."""
+    return ecr.Repository(
+        stack,
+        "BuiltImages",
+        repository_name=BUILDS_REPOSITORY,
+        image_scan_on_push=True,
+        image_tag_mutability=ecr.TagMutability.IMMUTABLE,
+        encryption=ecr.RepositoryEncryption.KMS,  # the AWS-managed ECR key
+        lifecycle_rules=[
+            ecr.LifecycleRule(
+                rule_priority=1,
+                description="untagged images go after a day",
+                tag_status=ecr.TagStatus.UNTAGGED,
+                max_image_age=Duration.days(1),
+            ),
+            ecr.LifecycleRule(
+                rule_priority=2,
+                description=f"built images go {BUILT_IMAGE_DAYS} days after their push",
+                tag_status=ecr.TagStatus.ANY,
+                max_image_age=Duration.days(BUILT_IMAGE_DAYS),
+            ),
+        ],
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+
+
+def build_image_builds(stack: Stack, functions: list[lambda_.Function]) -> codebuild.Project:
     limit = max_context_bytes(stack)
+    repository = builds_repository(stack)
     bucket = s3.Bucket(
         stack,
         "BuildContexts",
@@ -129,7 +168,7 @@ def build_image_builds(
         stack,
         "ImageBuilds",
         project_name=PROJECT_NAME,
-        description="gpu-dev: builds users' Dockerfiles into the team repository",
+        description="gpu-dev: builds users' Dockerfiles into gpu-dev-builds",
         build_spec=codebuild.BuildSpec.from_object(BUILDSPEC),
         environment=codebuild.BuildEnvironment(
             build_image=codebuild.LinuxBuildImage.STANDARD_7_0,
@@ -142,6 +181,7 @@ def build_image_builds(
         },
         encryption_key=key,
         timeout=BUILD_TIMEOUT,
+        queued_timeout=QUEUED_TIMEOUT,
         logging=codebuild.LoggingOptions(
             cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=log_group)
         ),
@@ -152,6 +192,7 @@ def build_image_builds(
     project_id = stack.get_logical_id(project_cfn)
     bucket.grant_read(project.role, f"{CONTEXT_PREFIX}*")
     repository.grant_pull_push(project.role)
+    repository.grant(project.role, "ecr:DescribeImages")  # the buildspec's "pushed already?"
     Validations.of(project).acknowledge(
         Acknowledgment(
             id="AwsSolutions::AwsSolutions-CB3",
@@ -199,7 +240,7 @@ def build_image_builds(
         Acknowledgment(
             id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
             reason="ecr:GetAuthorizationToken takes no resource (docker login); the "
-            "push itself is granted on the team repository only.",
+            "push itself is granted on the builds repository only.",
         ),
     )
     for function in functions:

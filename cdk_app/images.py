@@ -2,7 +2,8 @@
 cache rules nodes pull upstream images through, the allowlist the API checks `reserve
 --image` against (CDK context `gpudev:allowedImages`), and the IAM that goes with them.
 
-- `gpu-dev-images` holds built and team images: immutable tags, scanned on push, untagged
+- `gpu-dev-images` holds the team's images (built ones go to `gpu-dev-builds`,
+  cdk_app/image_builds.py): immutable tags, scanned on push, untagged
   images expire after 7 days and at most 200 images are kept.
 - One pull-through cache rule per upstream (`PULL_THROUGH_RULES`). Docker Hub and GitHub's
   registry take credentials only: their rule exists when the operator gives the ARN of a
@@ -221,7 +222,7 @@ def build_images(
                 }
             ),
         )
-    build_image_builds(stack, repository, [api_function, tasks_function])
+    build_image_builds(stack, [api_function, tasks_function])
     api_function.add_environment("ALLOWED_IMAGES", ",".join(entries))
     tasks_function.add_environment("LIFECYCLE_TOOLS_IMAGE", tools_image(stack))
     _grant_api_reads(api_function, entries)

@@ -1,8 +1,8 @@
 """Image builds here (docs/images.md#built-images, docs/local-cloud.md): the resources
-cdk_app/images.py declares for `reserve --dockerfile`, made in moto (the context bucket, the
-team repository, the CodeBuild project with the variables its buildspec reads), and the
-environment that points the functions at them. The builds themselves are simulated by
-moto_codebuild.py."""
+cdk_app/image_builds.py declares for `reserve --dockerfile`, made in moto (the context
+bucket, the builds' own repository, the CodeBuild project with the variables its buildspec
+reads), and the environment that points the functions at them. The builds themselves are
+simulated by moto_codebuild.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 CONTEXT_BUCKET = "gpu-dev-build-contexts"
-TEAM_REPOSITORY = "gpu-dev-images"  # cdk_app/images.py TEAM_REPOSITORY
+BUILDS_REPOSITORY = "gpu-dev-builds"  # cdk_app/image_builds.py BUILDS_REPOSITORY
 PROJECT = "gpu-dev-image-builds"
 
 
@@ -26,8 +26,13 @@ def prepare_image_builds(
         )
     ecr = client("ecr")
     with contextlib.suppress(ecr.exceptions.RepositoryAlreadyExistsException):
-        ecr.create_repository(repositoryName=TEAM_REPOSITORY, imageTagMutability="IMMUTABLE")
-    uri = f"{account_id}.dkr.ecr.{region}.amazonaws.com/{TEAM_REPOSITORY}"
+        ecr.create_repository(
+            repositoryName=BUILDS_REPOSITORY,
+            imageTagMutability="IMMUTABLE",
+            imageScanningConfiguration={"scanOnPush": True},
+            encryptionConfiguration={"encryptionType": "KMS"},
+        )
+    uri = f"{account_id}.dkr.ecr.{region}.amazonaws.com/{BUILDS_REPOSITORY}"
     codebuild = client("codebuild")
     with contextlib.suppress(codebuild.exceptions.ResourceAlreadyExistsException):
         codebuild.create_project(

@@ -4,6 +4,8 @@ BatchGetBuilds reads it (every phase SUCCEEDED, phases appended again on each re
 StartBuild's `environmentVariablesOverride`, and writes no log. While installed:
 
 - StartBuild keeps the build's environment variables (the project's, then the overrides).
+- StartBuild honours `idempotencyToken` as CodeBuild does: the same token again within
+  `IDEMPOTENCY_SECONDS` answers the build it started, starting none (moto ignores it).
 - A build runs for `seconds` of real time: BatchGetBuilds shows it IN_PROGRESS, its
   `currentPhase` moving through CodeBuild's phases (PROVISIONING … BUILD … POST_BUILD), and
   its log (CloudWatch Logs, `/aws/codebuild/<project>`, one stream per build) growing with
@@ -35,6 +37,7 @@ from typing import Any
 
 from moto.codebuild.models import CodeBuildBackend
 from moto.codebuild.responses import CodeBuildResponse
+from moto.core.responses import ActionResult
 
 from localcloud.registry import SeededImage, manifest
 
@@ -42,6 +45,7 @@ DOCKERFILE = (
     "Dockerfile.gpu-dev"  # where the CLI puts the Dockerfile (gpudev/image_builds/builds.py)
 )
 FAIL_MARKER = "gpu-dev: fail"
+IDEMPOTENCY_SECONDS = 300  # CodeBuild keeps a StartBuild token for 5 minutes
 BASE_IMAGE_BYTES = 200_000_000  # a built image's size: its context plus this
 # (phase, fraction of the build's time at which it starts)
 PHASES = (
@@ -94,6 +98,7 @@ class CodeBuildSimulation:
         self.client = client
         self.seconds = seconds
         self._builds: dict[str, dict[str, Any]] = {}  # build id -> our state of it
+        self._tokens: dict[str, tuple[float, dict[str, Any]]] = {}  # token -> (when, build)
 
     def install(self) -> Callable[[], None]:
         with _lock:
@@ -103,11 +108,17 @@ class CodeBuildSimulation:
 
             @functools.wraps(saved_start)
             def start_build(response: CodeBuildResponse) -> Any:
+                token = response._get_param("idempotencyToken")
+                earlier = simulation._tokens.get(token) if token else None
+                if earlier and time.monotonic() - earlier[0] < IDEMPOTENCY_SECONDS:
+                    return ActionResult({"build": earlier[1]})
                 answer = saved_start(response)
                 result = getattr(answer, "result", None)
                 build = result.get("build") if isinstance(result, dict) else None
                 if build is not None:
                     simulation._stamp(response, build)
+                    if token:
+                        simulation._tokens[token] = (time.monotonic(), build)
                 return answer
 
             @functools.wraps(saved_get)

@@ -144,6 +144,8 @@ def pack_context(
         raise ContextError(f"the build context {root} is not a directory")
     ignore = root / ".dockerignore"
     patterns = parse_dockerignore(ignore.read_text()) if ignore.is_file() else []
+    if context is None:
+        _refuse_secrets(root, patterns)
     entries = [(p, f) for p, f in context_files(root, patterns) if p != DOCKERFILE_NAME]
     _check_size(entries, dockerfile, limit)
     out = tempfile.TemporaryFile()  # noqa: SIM115 (handed to the caller, who closes it)
@@ -164,6 +166,27 @@ def pack_context(
         out.close()
         raise
     return PackedContext(out, digest.hexdigest(), size, len(entries) + 1)
+
+
+SECRET_DIRECTORIES = (".ssh", ".aws")
+
+
+def _refuse_secrets(root: Path, patterns: list[IgnorePattern]) -> None:
+    """A context taken from the Dockerfile's directory is never the home directory, nor one
+    that would send `.ssh` or `.aws`: named with --context, it is the user's choice."""
+    if root.resolve() == Path.home().resolve():
+        raise ContextError(
+            f"the build context would be your home directory ({root}), with your keys and "
+            "credentials: put the Dockerfile in a directory of its own, or name the context "
+            "with --context"
+        )
+    sent = [d for d in SECRET_DIRECTORIES if (root / d).exists() and not is_ignored(d, patterns)]
+    if sent:
+        raise ContextError(
+            f"the build context {root} holds {' and '.join(sent)}, which would be uploaded: "
+            "put the Dockerfile in a directory of its own, list them in .dockerignore, or "
+            "name the context with --context"
+        )
 
 
 def _add(tar: tarfile.TarFile, name: str, path: Path) -> None:

@@ -58,6 +58,7 @@ def test_the_project_builds_privileged_in_codebuild_with_a_timeout_and_its_own_k
     assert project["Source"]["Type"] == "NO_SOURCE"
     assert project["Environment"]["PrivilegedMode"] is True
     assert project["TimeoutInMinutes"] == 60
+    assert project["QueuedTimeoutInMinutes"] == 30
     assert "EncryptionKey" in project
     names = {v["Name"] for v in project["Environment"]["EnvironmentVariables"]}
     assert names == {"CONTEXT_BUCKET", "REPOSITORY_URI"}
@@ -79,10 +80,38 @@ def _actions(statement: dict[str, Any]) -> list[str]:
     return actions if isinstance(actions, list) else [actions]
 
 
-def test_only_the_project_pushes_and_only_to_the_team_repository(template: Template):
+def test_only_the_project_pushes_and_only_to_the_builds_own_repository(template: Template):
     pushes = [s for s in _statements(template) if "ecr:PutImage" in _actions(s)]
     assert len(pushes) == 1
-    assert pushes[0]["Resource"]["Fn::GetAtt"][0].startswith("TeamImages")
+    assert pushes[0]["Resource"]["Fn::GetAtt"][0].startswith("BuiltImages")
+
+
+def test_builds_have_their_own_repository_with_their_own_lifecycle(template: Template):
+    repositories = {
+        r["Properties"]["RepositoryName"]: r["Properties"]
+        for r in template.find_resources("AWS::ECR::Repository").values()
+    }
+    built = repositories["gpu-dev-builds"]
+    assert built["ImageTagMutability"] == "IMMUTABLE"
+    assert built["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert built["EncryptionConfiguration"] == {"EncryptionType": "KMS"}
+    rules = json.loads(built["LifecyclePolicy"]["LifecyclePolicyText"])["rules"]
+    assert {r["selection"]["countType"] for r in rules} == {"sinceImagePushed"}
+    functions = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"IMAGE_BUILD_PROJECT": Match.any_value()}}}},
+    )
+    for function in functions.values():
+        uri = function["Properties"]["Environment"]["Variables"]["IMAGE_BUILD_REPOSITORY_URI"]
+        assert "BuiltImages" in json.dumps(uri) and "TeamImages" not in json.dumps(uri)
+
+
+def test_the_buildspec_succeeds_without_pushing_a_tag_pushed_already(template: Template):
+    spec = _one(template, "AWS::CodeBuild::Project")["Source"]["BuildSpec"]
+    phases = json.loads(spec)["phases"]
+    assert any("describe-images" in c for c in phases["pre_build"]["commands"])
+    assert all(c.startswith("[ -e .pushed ] ||") for c in phases["build"]["commands"])
+    assert "[ ! -e .pushed ]" in phases["post_build"]["commands"][0]
 
 
 def test_the_functions_start_and_read_builds_of_this_project_only(template: Template):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,11 +19,25 @@ import psycopg
 import pytest
 from moto import mock_aws
 
-from gpudev.errors import NotFound
-from gpudev.image_builds.builds import ImageBuilds, context_key
-from gpudev.settings import ImageBuildSettings
-from localcloud.image_builds import CONTEXT_BUCKET, PROJECT, prepare_image_builds
+from gpudev.callers import bound_user
+from gpudev.errors import LimitReached, NotFound, Unavailable
+from gpudev.identity import caller_from_arn
+from gpudev.image_builds.builds import ImageBuilds, context_key, idempotency_token
+from gpudev.image_builds.requests import request_build
+from gpudev.lifecycle.building import _use_image, build_image
+from gpudev.lifecycle.payloads import BuildImage
+from gpudev.lifecycle.tasks import Lifecycle
+from gpudev.lifecycle.taxonomy import StateChanged
+from gpudev.repositories.reservations import ReservationsRepository
+from gpudev.settings import ImageBuildSettings, LifecycleSettings
+from localcloud.image_builds import (
+    BUILDS_REPOSITORY,
+    CONTEXT_BUCKET,
+    PROJECT,
+    prepare_image_builds,
+)
 from localcloud.moto_codebuild import CodeBuildSimulation
+from localcloud.registry import SeededImage, manifest
 from tests.support.waiting import wait_for
 
 ACCOUNT = "123456789012"
@@ -50,9 +65,10 @@ def aws() -> Iterator[dict[str, Any]]:
             return clients[service]
 
         environment = prepare_image_builds(client, ACCOUNT, REGION, poll_seconds=1)
-        undo = CodeBuildSimulation(client, seconds=0.5).install()
+        simulation = CodeBuildSimulation(client, seconds=0.5)
+        undo = simulation.install()
         try:
-            yield {"client": client, "environment": environment}
+            yield {"client": client, "environment": environment, "simulation": simulation}
         finally:
             undo()
 
@@ -135,3 +151,163 @@ def test_a_failed_build_is_tried_again_only_for_a_request_made_after_it_failed(a
     assert retried.status == "building" and retried.build_id != failed.build_id
     assert retried.log_tail is None
     assert _started(aws) == 2
+
+
+def _builds_with(builds: ImageBuilds, **settings: Any) -> ImageBuilds:
+    other = ImageBuilds.__new__(ImageBuilds)
+    other.__dict__.update(builds.__dict__)
+    other.settings = builds.settings.model_copy(update=settings)
+    return other
+
+
+def test_builds_push_to_their_own_repository_not_the_teams(aws, builds):
+    assert builds.repository == BUILDS_REPOSITORY == "gpu-dev-builds"
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo own\n")
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert _finished(builds, context_hash).status == "succeeded"
+    images = aws["client"]("ecr").describe_images(repositoryName="gpu-dev-builds")
+    assert [i["imageTags"] for i in images["imageDetails"]] == [[context_hash]]
+
+
+def test_a_built_image_ecr_no_longer_has_is_built_again(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo expire\n")
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    first = _finished(builds, context_hash)
+    assert first.status == "succeeded"
+    aws["client"]("ecr").batch_delete_image(  # ECR's lifecycle expired it
+        repositoryName=BUILDS_REPOSITORY, imageIds=[{"imageTag": context_hash}]
+    )
+    reopened = builds.standing(context_hash)
+    assert reopened is not None
+    assert (reopened.status, reopened.image_digest) == ("failed", None)
+    # any ask builds it again, even one made before the image expired
+    again = builds.start(context_hash, retry_failed_before=first.claimed_at)
+    assert again.status == "building" and again.build_id != first.build_id
+    assert _finished(builds, context_hash).status == "succeeded"
+    assert _started(aws) == 2
+
+
+def test_a_refused_start_build_releases_the_claim_at_once(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo refused\n")
+    refusing = _builds_with(builds, project="gpu-dev-no-such-project")
+    with pytest.raises(Unavailable, match="did not start"):
+        refusing.start(context_hash, retry_failed_before=datetime.now(UTC))
+    released = builds.get(context_hash)
+    assert released is not None and released.status == "failed"
+    # the next ask starts it now, not after the stale-claim window
+    started = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert started.status == "building" and started.build_id is not None
+    assert _started(aws) == 1
+
+
+def test_a_claim_asking_codebuild_twice_gets_one_build(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo twice\n")
+    row = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    again = aws["client"]("codebuild").start_build(
+        projectName=PROJECT, idempotencyToken=idempotency_token(context_hash, row.claimed_at)
+    )
+    assert again["build"]["id"] == row.build_id
+    assert _started(aws) == 1
+
+
+def test_a_fresh_claim_is_not_taken_over_within_the_claim_window(aws, builds, autocommit_conn):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo slow\n")
+    # a caller claimed it and is still in StartBuild (a minute ago: the old window)
+    autocommit_conn.execute(
+        "INSERT INTO image_builds (context_hash, claimed_at) VALUES (%s, now() - interval '2 min')",
+        (context_hash,),
+    )
+    row = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    assert (row.status, row.build_id) == ("building", None)
+    assert _started(aws) == 0
+
+
+def test_a_build_that_failed_after_another_pushed_its_tag_succeeded(aws, builds):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN false\n")
+    # another build of the same context pushed the (immutable) tag first
+    aws["client"]("ecr").put_image(
+        repositoryName=BUILDS_REPOSITORY,
+        imageManifest=manifest(SeededImage(BUILDS_REPOSITORY, context_hash, 1000)),
+        imageTag=context_hash,
+    )
+    builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    done = _finished(builds, context_hash)
+    assert done.status == "succeeded" and done.image_digest
+
+
+def test_a_caller_at_the_cap_starts_no_build_and_a_failed_one_waits_unless_asked(
+    aws, builds, autocommit_conn
+):
+    caller = caller_from_arn("arn:aws:iam::123456789012:user/capped")
+    capped = _builds_with(builds, max_building_per_user=1, retry_failed_after_seconds=3600)
+    first = _upload(aws, "FROM ubuntu:24.04\nRUN false\n")
+    second = _upload(aws, "FROM ubuntu:24.04\nRUN echo second\n")
+    bound_user(autocommit_conn, caller)
+    for context_hash in (first, second):
+        capped.add_owner(context_hash, caller.username)
+    assert request_build(autocommit_conn, caller, first, capped).status == "building"
+    with pytest.raises(LimitReached, match="limit is 1"):
+        request_build(autocommit_conn, caller, second, capped)
+    assert capped.get(second) is None
+    _finished(capped, first)
+    # failed just now: asking again shows the failure, asking with retry builds it again
+    assert request_build(autocommit_conn, caller, first, capped).status == "failed"
+    assert request_build(autocommit_conn, caller, first, capped, retry=True).status == "building"
+    assert _started(aws) == 2
+
+
+def _reservation(conn: psycopg.Connection[Any], context_hash: str, **more: Any) -> uuid.UUID:
+    bound_user(conn, caller_from_arn("arn:aws:iam::123456789012:user/alice"))
+    reservation_id = uuid.uuid4()
+    columns = {
+        "reservation_id": reservation_id,
+        "user_id": "alice",
+        "status": "queued",
+        "gpu_type": "h100",
+        "gpu_count": 8,
+        "total_nodes": 1,
+        "duration_hours": 4,
+        "task_token": f"token-{reservation_id}",
+        "image_build": context_hash,
+        **more,
+    }
+    names = ", ".join(columns)
+    marks = ", ".join(["%s"] * len(columns))
+    conn.execute(f"INSERT INTO reservations ({names}) VALUES ({marks})", list(columns.values()))  # noqa: S608
+    return reservation_id
+
+
+def _lifecycle(conn: psycopg.Connection[Any]) -> Lifecycle:
+    return Lifecycle(conn, None, None, None, LifecycleSettings(), "gpu-dev", "gpu-dev-profiling")  # type: ignore[arg-type]
+
+
+def test_a_reservation_that_moved_on_is_not_given_the_image_silently(builds, autocommit_conn):
+    digest = "sha256:" + "c" * 64
+    context_hash = "e" * 64
+    pull = f"r/x@{digest}"
+    moved_on = _reservation(
+        autocommit_conn, context_hash, image="r/x:1", image_digest=digest, image_pull=pull
+    )
+    reservation = ReservationsRepository(autocommit_conn).get(moved_on)
+    assert reservation is not None
+    with pytest.raises(StateChanged, match="left 'queued'"):
+        _use_image(_lifecycle(autocommit_conn), builds, reservation, digest)
+
+
+def test_a_reservation_stops_waiting_for_a_build_that_outlasts_the_limit(
+    aws, builds, autocommit_conn
+):
+    context_hash = _upload(aws, "FROM ubuntu:24.04\nRUN echo long\n")
+    rid = _reservation(autocommit_conn, context_hash)
+    task = BuildImage(reservation_id=rid)
+    lifecycle = _lifecycle(autocommit_conn)
+    aws["simulation"].seconds = 3 * 3600  # a build that runs on and on
+    first = build_image(lifecycle, task, builds)
+    assert first.outcome == "building"
+    autocommit_conn.execute(
+        "UPDATE image_builds SET claimed_at = now() - make_interval(secs => %s)",
+        (builds.settings.wait_limit_seconds + 60,),
+    )
+    ended = build_image(lifecycle, task, builds)
+    assert ended.outcome == "failed"
+    assert "did not end within 96 minutes" in (ended.reason or "")

@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from localcloud.image_builds import PROJECT, TEAM_REPOSITORY
+from localcloud.image_builds import BUILDS_REPOSITORY, PROJECT
 from localcloud.lambdas import ACCOUNT_ID
 from localcloud.stack import REGION, LocalCloud
 from tests.lifecycle.helpers import objects_of, show, wait_for_status
 from tests.support.waiting import wait_for
 
 REGISTRY = f"{ACCOUNT_ID}.dkr.ecr.{REGION}.amazonaws.com"
-REPOSITORY_URI = f"{REGISTRY}/{TEAM_REPOSITORY}"
+REPOSITORY_URI = f"{REGISTRY}/{BUILDS_REPOSITORY}"
 
 
 def _context(tmp_path: Path, dockerfile: str, name: str = "ctx") -> Path:
@@ -93,7 +93,7 @@ def test_the_ignored_files_are_not_part_of_the_hash(gpu_dev, tmp_path):
 
 
 def test_a_failing_dockerfile_fails_the_reservation_with_the_build_logs_tail(
-    api, gpu_dev, tmp_path
+    api, local_cloud, gpu_dev, tmp_path
 ):
     root = _context(tmp_path, "FROM ubuntu:24.04\nRUN echo one\nRUN false\nRUN echo two\n")
     result = _reserve(gpu_dev, "--dockerfile", str(root / "Dockerfile"))
@@ -112,9 +112,15 @@ def test_a_failing_dockerfile_fails_the_reservation_with_the_build_logs_tail(
     assert "Step 3/4 : RUN false" in panel.output
 
     # Built ahead of time, it fails the same way, saying so.
+    started = _builds_started(local_cloud)
     ahead = gpu_dev("image", "build", str(root))
     assert ahead.exit_code == 1
     assert "The build failed" in ahead.output and "non-zero code: 1" in ahead.output
+    # It failed just now: asked again, it is not built again, unless asked with --retry.
+    assert _builds_started(local_cloud) == started
+    retried = gpu_dev("image", "build", "--retry", str(root))
+    assert retried.exit_code == 1 and "The build failed" in retried.output
+    assert _builds_started(local_cloud) == started + 1
 
 
 def _counts(api: Any) -> tuple[int, int]:

@@ -140,3 +140,25 @@ def test_a_missing_dockerfile_or_context_is_said_in_a_sentence(tmp_path):
     (tmp_path / "Dockerfile").write_text("FROM a\n")
     with pytest.raises(ContextError, match="is not a directory"):
         pack_context(tmp_path / "Dockerfile", tmp_path / "nowhere")
+
+
+def test_the_home_directory_is_never_the_implied_context(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "Dockerfile").write_text("FROM a\n")
+    with pytest.raises(ContextError, match="your home directory"):
+        pack_context(tmp_path / "Dockerfile")
+    # named with --context, it is the user's choice
+    pack_context(tmp_path / "Dockerfile", tmp_path).close()
+
+
+@pytest.mark.parametrize("secret", [".ssh", ".aws"])
+def test_a_context_holding_keys_is_refused_unless_ignored_or_named(tmp_path, secret):
+    root = tmp_path / "project"
+    (root / secret).mkdir(parents=True)
+    (root / secret / "id").write_text("private\n")
+    (root / "Dockerfile").write_text("FROM a\n")
+    with pytest.raises(ContextError, match=f"holds {secret}"):
+        pack_context(root / "Dockerfile")
+    pack_context(root / "Dockerfile", root).close()
+    (root / ".dockerignore").write_text(f"{secret}\n")
+    pack_context(root / "Dockerfile").close()

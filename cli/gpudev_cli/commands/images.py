@@ -124,13 +124,21 @@ def image() -> None:
 @image.command("build")
 @click.argument("path", type=click.Path(path_type=Path))
 @dockerfile_options
+@click.option(
+    "--retry",
+    is_flag=True,
+    help="build a context that failed again now (otherwise only some minutes after it failed)",
+)
 @click.pass_obj
-def build(obj: Context, path: Path, context_dir: Path | None) -> None:
+def build(obj: Context, path: Path, context_dir: Path | None, retry: bool) -> None:
     """Build the image of PATH (a Dockerfile, or a directory with one) ahead of time."""
     client = obj.client()
     context_hash, answer = upload_context(client, path, context_dir)
     if answer["action"] != "built":
-        client.request("POST", "/v1/images/builds", {"context_hash": context_hash})
+        body: dict[str, Any] = {"context_hash": context_hash}
+        if retry:
+            body["retry"] = True
+        client.request("POST", "/v1/images/builds", body)
     final = follow_build(client, context_hash)
     obj.emit(final, _render_build)
     if final["status"] != "succeeded":

@@ -58,18 +58,21 @@ def request_context_upload(request: UploadRequest, caller: ForCaller) -> UploadA
         "the context's build: started now, running, or done",
         404,
         422,
+        429,
         body=True,
         meanings={
             404: "no such context among the caller's, or it was never uploaded: nothing "
             "was started",
             422: NO_BUILDS,
+            429: "the caller has as many builds running as the deployment allows: nothing "
+            "was started",
         },
     ),
 )
 def start_image_build(request: BuildRequest, caller: ForCaller) -> BuildShown:
     from gpudev.image_builds.requests import request_build
 
-    return caller.read(request_build, request.context_hash)
+    return caller.read(request_build, request.context_hash, retry=request.retry)
 
 
 @router.get(

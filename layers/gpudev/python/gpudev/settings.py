@@ -379,7 +379,20 @@ class ImageBuildSettings(BaseSettings):
     # A context tar larger than this is refused (CLI and API; CDK context
     # `gpudev:maxBuildContextMegabytes`).
     max_context_bytes: int = Field(default=500_000_000, ge=1)
-    poll_seconds: int = Field(default=10, ge=1)  # between checks of a running build
+    # Between checks of a running build: the reservation's wait loop writes about 9 Step
+    # Functions history events a check, so 20 s costs about 2,400 events for a build that
+    # waits 90 minutes (the limit is 25,000).
+    poll_seconds: int = Field(default=20, ge=1)
+    # A claim whose StartBuild never answered is claimable again after this: at least the
+    # functions' longest timeout (300 s), so a slow StartBuild is never claimed twice.
+    claim_seconds: int = Field(default=300, ge=1)
+    # The reservation stops waiting once its build has run this long since its claim:
+    # CodeBuild's build timeout plus its queued timeout (cdk_app/image_builds.py) and a margin.
+    wait_limit_seconds: int = Field(default=5_700, ge=60)
+    # A caller may have this many of their contexts building at once (the API says 429).
+    max_building_per_user: int = Field(default=3, ge=1)
+    # `gpu-dev image build` builds a failed context again only this long after it failed.
+    retry_failed_after_seconds: int = Field(default=600, ge=0)
     upload_url_seconds: int = Field(default=900, ge=60, le=3600)  # a presigned PUT's life
 
     @property

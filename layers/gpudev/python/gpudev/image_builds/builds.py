@@ -12,9 +12,10 @@ or its log's tail."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -186,16 +187,19 @@ class ImageBuilds:
     # -- the build -----------------------------------------------------------------------
     def start(self, context_hash: str, retry_failed_before: datetime) -> ImageBuildRow:
         """The build of `context_hash`: one that stands, or one started now (a failed one
-        finished before `retry_failed_before` is built again)."""
-        existing = self.get(context_hash)
-        if existing is not None and not _claimable(existing, retry_failed_before):
+        finished before `retry_failed_before` is built again, and so is a succeeded one
+        whose image ECR no longer has)."""
+        existing = self.standing(context_hash)
+        if existing is not None and not _claimable(
+            existing, retry_failed_before, self.settings.claim_seconds
+        ):
             return existing
         if not self.context_uploaded(context_hash):
             raise NotFound(
                 f"no uploaded context {context_hash[:12]}: upload it first (the CLI does)",
                 field="context_hash",
             )
-        claimed = self.rows.claim(context_hash, retry_failed_before)
+        claimed = self.rows.claim(context_hash, retry_failed_before, self.settings.claim_seconds)
         if claimed is None:  # another caller claimed it between the two reads
             again = self.get(context_hash)
             assert again is not None
@@ -203,6 +207,8 @@ class ImageBuilds:
         try:
             answer = self._codebuild.start_build(
                 projectName=self.settings.project,
+                # The same claim asking twice (a retried call) gets the same build.
+                idempotencyToken=idempotency_token(context_hash, claimed.claimed_at),
                 environmentVariablesOverride=[
                     {"name": "IMAGE_TAG", "value": context_hash, "type": "PLAINTEXT"},
                     {
@@ -213,10 +219,24 @@ class ImageBuilds:
                 ],
             )
         except ClientError as error:
+            # The claim is released at once: the next ask tries again, not after the window.
+            self.rows.release(context_hash, claimed.claimed_at)
             raise Unavailable("CodeBuild did not start the build; try again") from error
         build = answer["build"]
         started = self.rows.started(context_hash, build["id"], build.get("currentPhase"))
         return started or claimed
+
+    def standing(self, context_hash: str) -> ImageBuildRow | None:
+        """The context's build row; a succeeded one whose image ECR has expired (or lost) is
+        reopened as failed now, so that the next claim builds it again."""
+        row = self.get(context_hash)
+        if row is None or row.status != "succeeded":
+            return row
+        digest, _ = self._pushed(context_hash)
+        if digest is not None:
+            return row
+        gone = self.rows.image_gone(context_hash)
+        return gone or self.get(context_hash)
 
     def refresh(self, row: ImageBuildRow) -> ImageBuildRow:
         """A building row brought up to date with CodeBuild; others as they are."""
@@ -244,6 +264,9 @@ class ImageBuilds:
                 return self._finish(
                     row, "failed", state.phase, None, None, "the build pushed no image"
                 )
+            return self._finish(row, "succeeded", "COMPLETED", digest, size, None)
+        digest, size = self._pushed(row.context_hash)
+        if digest is not None:  # another build of the same context pushed the tag first
             return self._finish(row, "succeeded", "COMPLETED", digest, size, None)
         tail = log_tail(self._log_lines(state, limit=LOG_TAIL_LINES))
         return self._finish(row, "failed", state.phase, None, None, tail or "(no build log)")
@@ -290,8 +313,17 @@ class ImageBuilds:
         return [str(e.get("message", "")) for e in events]
 
 
-def _claimable(row: ImageBuildRow, retry_failed_before: datetime) -> bool:
-    """As claim.sql decides (the stale claim aside: the statement judges that one)."""
+def idempotency_token(context_hash: str, claimed_at: datetime) -> str:
+    """StartBuild's token for one claim of a context (CodeBuild keeps it five minutes)."""
+    return hashlib.sha256(f"{context_hash}:{claimed_at.isoformat()}".encode()).hexdigest()[:64]
+
+
+def _claimable(row: ImageBuildRow, retry_failed_before: datetime, claim_seconds: int) -> bool:
+    """As claim.sql decides."""
     if row.status == "failed":
         return row.finished_at is not None and row.finished_at < retry_failed_before
-    return row.status == "building" and row.build_id is None
+    return (
+        row.status == "building"
+        and row.build_id is None
+        and (datetime.now(UTC) - row.claimed_at).total_seconds() > claim_seconds
+    )

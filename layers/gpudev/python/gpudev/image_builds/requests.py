@@ -5,13 +5,13 @@ reservation is not."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.errors import InvalidRequest, NotFound
+from gpudev.errors import InvalidRequest, LimitReached, NotFound
 from gpudev.identity import Caller
 from gpudev.image_builds.builds import ImageBuilds
 from gpudev.image_builds.schemas import BuildList, BuildShown, UploadAnswer, UploadRequest
@@ -41,7 +41,7 @@ def request_upload(
             hint="leave out what the build does not need with a .dockerignore",
         )
     builds.add_owner(request.context_hash, caller.username)
-    row = builds.get(request.context_hash)
+    row = builds.standing(request.context_hash)  # a built image ECR expired: built again
     if row is not None and row.status == "succeeded":
         return UploadAnswer(
             context_hash=request.context_hash,
@@ -62,12 +62,38 @@ def request_build(
     caller: Caller,
     context_hash: str,
     builds: ImageBuilds | None = None,
+    retry: bool = False,
 ) -> BuildShown:
-    """`gpu-dev image build`: start the build of an uploaded context (a failed one again)."""
+    """`gpu-dev image build`: start the build of an uploaded context. A failed one is built
+    again when it failed over `retry_failed_after_seconds` ago, or at once with `retry`. A
+    caller with `max_building_per_user` builds running starts none."""
     builds = builds or ImageBuilds.deployed(conn)
     _require_owned(conn, caller, builds, context_hash)
-    row = builds.start(context_hash, retry_failed_before=datetime.now(UTC))
+    now = datetime.now(UTC)
+    retry_failed_before = (
+        now if retry else now - timedelta(seconds=builds.settings.retry_failed_after_seconds)
+    )
+    standing = builds.standing(context_hash)
+    if standing is None or standing.status == "failed":
+        _require_under_cap(builds, caller.username)
+    row = builds.start(context_hash, retry_failed_before=retry_failed_before)
     return shown(builds, builds.refresh(row))
+
+
+class TooManyBuilds(LimitReached):
+    pass
+
+
+def _require_under_cap(builds: ImageBuilds, username: str) -> None:
+    cap = builds.settings.max_building_per_user
+    running = builds.rows.building_for(username)
+    if running >= cap:
+        raise TooManyBuilds(
+            f"you have {running} image builds running, this deployment's limit is {cap}: "
+            "nothing was started",
+            limit=cap,
+            hint="wait for one to end (gpu-dev image list)",
+        )
 
 
 def read_build(

@@ -33,6 +33,11 @@ class BuildRequest(BaseModel):
     context_hash: str = Field(
         pattern=CONTEXT_HASH_PATTERN, description="an uploaded context's sha256"
     )
+    retry: bool = Field(
+        default=False,
+        description="build a failed context again now (otherwise only once it failed "
+        "over the deployment's retry wait ago)",
+    )
 
 
 class BuildShown(BaseModel):

@@ -12,24 +12,28 @@ log's tail on the timeline as a failed start's pod output is), or `cancel`."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from gpudev.errors import NotFound, Unavailable
 from gpudev.image_builds.builds import ImageBuilds, status_line
 from gpudev.lifecycle.payloads import BuildImage, BuildImageOutput
 from gpudev.lifecycle.tasks import Lifecycle
-from gpudev.lifecycle.taxonomy import Transient
+from gpudev.lifecycle.taxonomy import StateChanged, Transient
 from gpudev.models import Reservation, TimelineEntry
 
 MAX_REASON = 400  # the reason is one line; the log's tail is on the timeline
 
 
-def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
+def build_image(
+    lc: Lifecycle, task: BuildImage, builds: ImageBuilds | None = None
+) -> BuildImageOutput:
     reservation = lc.reservation(task.reservation_id)
     if reservation.status.is_final or reservation.cancel_requested_at is not None:
         return BuildImageOutput(outcome="cancel")
     context_hash = reservation.image_build
     if context_hash is None or reservation.image is not None:
         return BuildImageOutput(outcome="built")
-    builds = ImageBuilds.deployed(lc.conn)
+    builds = builds or ImageBuilds.deployed(lc.conn)
     try:
         row = builds.refresh(builds.start(context_hash, retry_failed_before=reservation.created_at))
     except NotFound as missing:  # the CLI uploads before it submits: the upload was lost
@@ -50,6 +54,13 @@ def build_image(lc: Lifecycle, task: BuildImage) -> BuildImageOutput:
             reservation.reservation_id, [TimelineEntry("pod_log", tail, "pod_log")]
         )
         return BuildImageOutput(outcome="failed", reason=failure_reason(row.phase, tail))
+    waited = (datetime.now(UTC) - row.claimed_at).total_seconds()
+    if waited > builds.settings.wait_limit_seconds:
+        return BuildImageOutput(
+            outcome="failed",
+            reason=f"the image build did not end within {waited // 60:.0f} minutes "
+            f"({row.phase or 'not started'})",
+        )
     builds.rows.reservation_progress(reservation.reservation_id, status_line(row))
     return BuildImageOutput(outcome="building", seconds=builds.settings.poll_seconds)
 
@@ -67,10 +78,12 @@ def failure_reason(phase: str | None, tail: str) -> str:
 
 def _use_image(lc: Lifecycle, builds: ImageBuilds, reservation: Reservation, digest: str) -> None:
     assert reservation.image_build is not None
-    builds.rows.use_in_reservation(
+    written = builds.rows.use_in_reservation(
         reservation.reservation_id,
         reservation.image_build,
         builds.image(reservation.image_build),
         digest,
         builds.pull(digest),
     )
+    if not written:
+        raise StateChanged("the reservation left 'queued' while its image was built")

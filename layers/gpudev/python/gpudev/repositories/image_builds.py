@@ -51,11 +51,33 @@ class ImageBuildsRepository:
     def get(self, context_hash: str) -> ImageBuildRow | None:
         return self._one("get", {"context_hash": context_hash})
 
-    def claim(self, context_hash: str, retry_failed_before: datetime) -> ImageBuildRow | None:
+    def claim(
+        self, context_hash: str, retry_failed_before: datetime, claim_seconds: int
+    ) -> ImageBuildRow | None:
         """The row when the build is ours to start (claim.sql says when)."""
         return self._one(
-            "claim", {"context_hash": context_hash, "retry_failed_before": retry_failed_before}
+            "claim",
+            {
+                "context_hash": context_hash,
+                "retry_failed_before": retry_failed_before,
+                "claim_seconds": claim_seconds,
+            },
         )
+
+    def release(self, context_hash: str, claimed_at: datetime) -> ImageBuildRow | None:
+        """Our claim's StartBuild failed: the row is failed, claimable again at once."""
+        return self._one("release", {"context_hash": context_hash, "claimed_at": claimed_at})
+
+    def image_gone(self, context_hash: str) -> ImageBuildRow | None:
+        """A succeeded build's image is no longer in ECR: failed, built again when asked."""
+        return self._one("image_gone", {"context_hash": context_hash})
+
+    def building_for(self, username: str) -> int:
+        """How many of the user's contexts are being built now."""
+        row = self._conn.execute(
+            query("image_builds/building_for"), {"username": username}
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def started(self, context_hash: str, build_id: str, phase: str | None) -> ImageBuildRow | None:
         return self._one(
@@ -111,9 +133,10 @@ class ImageBuildsRepository:
 
     def use_in_reservation(
         self, reservation_id: UUID, context_hash: str, image: str, digest: str, pull: str
-    ) -> None:
-        """The reservation waiting for this build runs its image (once, while queued)."""
-        self._conn.execute(
+    ) -> bool:
+        """The reservation waiting for this build runs its image (once, while queued); False:
+        the reservation had moved on (nothing written)."""
+        cursor = self._conn.execute(
             query("image_builds/reservation_image"),
             {
                 "reservation_id": reservation_id,
@@ -123,6 +146,7 @@ class ImageBuildsRepository:
                 "image_pull": pull,
             },
         )
+        return cursor.fetchone() is not None
 
     def reservation_progress(self, reservation_id: UUID, detail: str) -> None:
         """A reservation waiting for its build: the status line."""
