@@ -15,7 +15,8 @@ def test_the_cost_bench_finds_every_fixed_resource_of_the_stack(template):
     assert fixed.aurora_minimum_acu == 0.5
     assert (fixed.nat_gateways, fixed.public_ipv4_addresses) == (1, 1)
     assert (fixed.interface_endpoint_azs, fixed.rds_proxies, fixed.eks_clusters) == (0, 0, 0)
-    assert fixed.kms_keys == 3  # the alarm topic's, the pod log group's, the webhooks' seal
+    # the alarm topic's, the pod log group's, the webhooks' seal, the image builds' logs
+    assert fixed.kms_keys == 4
     assert fixed.alarms == len(template.find_resources("AWS::CloudWatch::Alarm")) > 0
     assert (fixed.dashboards, fixed.secrets) == (1, 1)
 
