@@ -168,15 +168,16 @@ def pack_context(
     return PackedContext(out, digest.hexdigest(), size, len(entries) + 1)
 
 
-SECRET_DIRECTORIES = (".ssh", ".aws")
+SECRET_DIRECTORIES = (".ssh", ".aws", ".gnupg", ".docker", ".kube")
 
 
 def _refuse_secrets(root: Path, patterns: list[IgnorePattern]) -> None:
-    """A context taken from the Dockerfile's directory is never the home directory, nor one
-    that would send `.ssh` or `.aws`: named with --context, it is the user's choice."""
-    if root.resolve() == Path.home().resolve():
+    """A context taken from the Dockerfile's directory never holds the home directory (is
+    it, or a directory above it), nor sends a credentials directory at its top (`.ssh`,
+    `.aws`, …): named with --context, it is the user's choice."""
+    if Path.home().resolve().is_relative_to(root.resolve()):
         raise ContextError(
-            f"the build context would be your home directory ({root}), with your keys and "
+            f"the build context would hold your home directory ({root}), with your keys and "
             "credentials: put the Dockerfile in a directory of its own, or name the context "
             "with --context"
         )

@@ -1,6 +1,6 @@
 """Image builds in CDK (cdk_app/image_builds.py): the context bucket (encrypted, SSL only,
 contexts expire), the CodeBuild project (privileged in CodeBuild only, its buildspec reading
-the context the functions name), its role pushing to the team repository only, the API's
+the context the functions name), its role pushing to the builds' repository only, the API's
 and the tasks' grants scoped to this project, bucket prefix and log group, and a bad
 `gpudev:maxBuildContextMegabytes` failing the synth. The stack synthesizes cdk-nag clean
 (conftest's template)."""

@@ -96,8 +96,8 @@ def _ecr_statements(template: Template) -> list[dict[str, Any]]:
 
 
 def _image_builds(statement: dict[str, Any]) -> bool:
-    """The image builds' statements (test_image_builds_stack.py): on the team repository
-    itself, or docker login's GetAuthorizationToken (no resource)."""
+    """The image builds' statements (test_image_builds_stack.py): on the builds'
+    repository, or docker login's GetAuthorizationToken (no resource)."""
     resources = statement["Resource"]
     resources = resources if isinstance(resources, list) else [resources]
     return all(r == "*" or "Fn::GetAtt" in r for r in resources)

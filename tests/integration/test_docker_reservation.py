@@ -48,6 +48,8 @@ def test_docker_is_recorded_and_shown_when_the_deployment_allows_it(db):
         (False, {}, "not offered by this deployment.*gpudev:allowDocker"),
         (True, {"profiling": True}, "--docker and --profiling do not go together"),
         (True, {"gpu_type": "h100", "gpu_count": 16}, "needs 2"),
+        (True, {"gpu_count": 1}, "takes a whole node, and a t4 node has 4 GPUs"),
+        (True, {"gpu_type": "cpu-x86", "gpu_count": 0}, "cpu-x86 nodes are shared"),
     ],
 )
 def test_docker_refused_writes_nothing_and_sends_nothing(db, allowed, fields, sentence):

@@ -311,3 +311,44 @@ def test_a_reservation_stops_waiting_for_a_build_that_outlasts_the_limit(
     ended = build_image(lifecycle, task, builds)
     assert ended.outcome == "failed"
     assert "did not end within 96 minutes" in (ended.reason or "")
+
+
+def test_a_reservation_that_would_start_a_build_is_refused_at_the_cap_and_writes_nothing(
+    aws, builds, autocommit_conn, monkeypatch
+):
+    """`reserve --dockerfile` starts a build too: the cap holds at submit, not only for
+    `gpu-dev image build` (else submit-and-cancel would start builds without end)."""
+    from gpudev.reservations.schemas import ReservationRequest
+    from gpudev.reservations.service import submit_reservation
+    from gpudev.settings import reset_settings_cache
+    from tests.support.submitters import RecordingQueue
+
+    for name, value in {
+        "IMAGE_BUILD_PROJECT": builds.settings.project,
+        "IMAGE_BUILD_CONTEXT_BUCKET": builds.settings.context_bucket,
+        "IMAGE_BUILD_REPOSITORY_URI": builds.settings.repository_uri,
+        "IMAGE_BUILD_MAX_BUILDING_PER_USER": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    reset_settings_cache()
+    aws["simulation"].seconds = 600  # the first build runs throughout
+    caller = caller_from_arn("arn:aws:iam::123456789012:user/capped")
+    building = _upload(aws, "FROM ubuntu:24.04\nRUN echo one\n")
+    waiting = _upload(aws, "FROM ubuntu:24.04\nRUN echo two\n")
+    bound_user(autocommit_conn, caller)
+    for context_hash in (building, waiting):
+        builds.add_owner(context_hash, caller.username)
+    assert request_build(autocommit_conn, caller, building, builds).status == "building"
+    body = {"gpu_type": "t4", "gpu_count": 1, "hours": 1, "github_user": "octocat"}
+    request = ReservationRequest.model_validate(body | {"image_build": waiting})
+    queue: Any = RecordingQueue()
+    try:
+        with pytest.raises(LimitReached, match="limit is 1"):
+            submit_reservation(autocommit_conn, queue, caller, request)
+    finally:
+        reset_settings_cache()
+    assert queue.sent == []
+    count = autocommit_conn.execute(
+        "SELECT count(*) FROM reservations WHERE user_id = 'capped'"
+    ).fetchone()
+    assert count is not None and count[0] == 0

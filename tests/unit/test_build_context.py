@@ -151,7 +151,16 @@ def test_the_home_directory_is_never_the_implied_context(tmp_path, monkeypatch):
     pack_context(tmp_path / "Dockerfile", tmp_path).close()
 
 
-@pytest.mark.parametrize("secret", [".ssh", ".aws"])
+def test_a_directory_above_the_home_directory_is_never_the_implied_context(tmp_path, monkeypatch):
+    home = tmp_path / "home" / "alice"
+    home.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "home" / "Dockerfile").write_text("FROM a\n")
+    with pytest.raises(ContextError, match="would hold your home directory"):
+        pack_context(tmp_path / "home" / "Dockerfile")
+
+
+@pytest.mark.parametrize("secret", [".ssh", ".aws", ".gnupg", ".docker", ".kube"])
 def test_a_context_holding_keys_is_refused_unless_ignored_or_named(tmp_path, secret):
     root = tmp_path / "project"
     (root / secret).mkdir(parents=True)

@@ -79,7 +79,7 @@ MULTINODE_COUNTS = (16, 24, 32)
     "--docker",
     is_flag=True,
     help="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions; if the "
-    "operators allow it (docs/images.md; one node, not with --profiling)",
+    "operators allow it (docs/images.md; one whole GPU node, not with --profiling)",
 )
 @click.option("--distributed", is_flag=True, help="confirm a multinode (more than 8 GPUs) request")
 @click.option("--github-user", help="GitHub user whose SSH keys may log in")

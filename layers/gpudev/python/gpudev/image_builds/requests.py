@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from gpudev.callers import bound_user
-from gpudev.errors import InvalidRequest, LimitReached, NotFound
+from gpudev.errors import InvalidRequest, NotFound
 from gpudev.identity import Caller
 from gpudev.image_builds.builds import ImageBuilds
 from gpudev.image_builds.schemas import BuildList, BuildShown, UploadAnswer, UploadRequest
@@ -75,25 +75,9 @@ def request_build(
     )
     standing = builds.standing(context_hash)
     if standing is None or standing.status == "failed":
-        _require_under_cap(builds, caller.username)
+        builds.rows.require_build_room(caller.username, builds.settings.max_building_per_user)
     row = builds.start(context_hash, retry_failed_before=retry_failed_before)
     return shown(builds, builds.refresh(row))
-
-
-class TooManyBuilds(LimitReached):
-    pass
-
-
-def _require_under_cap(builds: ImageBuilds, username: str) -> None:
-    cap = builds.settings.max_building_per_user
-    running = builds.rows.building_for(username)
-    if running >= cap:
-        raise TooManyBuilds(
-            f"you have {running} image builds running, this deployment's limit is {cap}: "
-            "nothing was started",
-            limit=cap,
-            hint="wait for one to end (gpu-dev image list)",
-        )
 
 
 def read_build(

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from gpudev.db.queries import query
 from gpudev.db.rows import fetch_all, fetch_one
+from gpudev.errors import LimitReached
 
 
 class ImageBuildRow(BaseModel):
@@ -78,6 +79,18 @@ class ImageBuildsRepository:
             query("image_builds/building_for"), {"username": username}
         ).fetchone()
         return int(row[0]) if row else 0
+
+    def require_build_room(self, username: str, cap: int) -> None:
+        """A build about to start for `username` (`gpu-dev image build`, or a reservation's
+        `--dockerfile` at submit): refused at `cap` running builds of theirs."""
+        running = self.building_for(username)
+        if running >= cap:
+            raise LimitReached(
+                f"you have {running} image builds running, this deployment's limit is {cap}: "
+                "nothing was started",
+                limit=cap,
+                hint="wait for one to end (gpu-dev image list)",
+            )
 
     def started(self, context_hash: str, build_id: str, phase: str | None) -> ImageBuildRow | None:
         return self._one(

@@ -102,7 +102,7 @@ class ReservationRequest(BaseModel):
     docker: bool = Field(
         default=False,
         description="a Docker daemon beside the dev server, DOCKER_HOST set in SSH sessions "
-        "(if the operators allow it; one node, not with profiling): docs/images.md",
+        "(if the operators allow it; one whole GPU node, not with profiling): docs/images.md",
     )
 
 

@@ -176,12 +176,16 @@ def _check_image_build(
             "project (docs/images.md#built-images); reserve with --image instead",
             field="image_build",
         )
-    if ImageBuildsRepository(conn).owned_since(request.image_build, caller.username) is None:
+    rows = ImageBuildsRepository(conn)
+    if rows.owned_since(request.image_build, caller.username) is None:
         raise InvalidRequest(
             f"no build context {request.image_build[:12]} of yours: upload it first "
             "(`gpu-dev reserve --dockerfile` does)",
             field="image_build",
         )
+    standing = rows.get(request.image_build)
+    if standing is None or standing.status == "failed":  # its reservation starts a build
+        rows.require_build_room(caller.username, image_build_settings().max_building_per_user)
 
 
 def _check_disk_usable(name: str, disk: NamedDisk | None) -> None:
