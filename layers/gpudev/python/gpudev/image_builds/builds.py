@@ -1,7 +1,7 @@
 """Images built from a Dockerfile (docs/images.md#built-images): the CLI uploads the build
 context (a tar) through a presigned S3 PUT, AWS CodeBuild builds it and pushes the image to
-the builds' own repository (gpu-dev-builds) with the context's sha256 as tag. One build per context hash, whoever
-asks: the same context again reuses the image at once.
+the builds' own repository (gpu-dev-builds) with the context's sha256 as tag. One build per
+context hash, whoever asks: the same context again reuses the image at once.
 
 `ImageBuilds` is the one service the API's routes (`functions/api/routes/images.py`) and
 the reservation state machine's `build_image` task (lifecycle/building.py) use. The
