@@ -41,7 +41,11 @@ def test_cancel_while_queued(api, local_cloud):
     for holder in holders:
         wait_for_status(api, holder, "active")
     rid = reserve(api, gpu_type="h100", gpu_count=8, hours=1)["reservation_id"]
-    queued = wait_for(lambda: (r := show(api, rid))["queue_position"] and r, message="queued")
+    # (A pending row, its execution not yet parked, has its place too: wait for queued.)
+    queued = wait_for(
+        lambda: (r := show(api, rid))["status"] == "queued" and r["queue_position"] and r,
+        message="queued",
+    )
     assert queued["status"] == "queued" and queued["queue_position"] == 1
     cancel(api, rid)
     wait_for_status(api, rid, "cancelled")

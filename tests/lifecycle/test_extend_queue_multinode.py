@@ -19,7 +19,7 @@ def _timestamp(value: str) -> float:
 
 def _queued(api, rid: str, profile: str = "alice") -> dict:
     return wait_for(
-        lambda: (r := show(api, rid, profile))["queue_position"] and r,
+        lambda: (r := show(api, rid, profile))["status"] == "queued" and r["queue_position"] and r,
         message=f"{rid[:8]} queued with a position",
     )
 
