@@ -61,20 +61,31 @@ def _object(kind: str, reservation: Reservation, spec: dict[str, Any]) -> dict[s
 def persistent_volume(
     reservation: Reservation, namespace: str, share: PersonalShare
 ) -> dict[str, Any]:
-    """TLS in transit (`tls`) and IAM authorization (`iam`): the file system policy refuses
-    a mount without either (docs/security.md)."""
     return _object(
         "PersistentVolume",
         reservation,
-        {
-            "capacity": {"storage": NOMINAL_CAPACITY},
-            "persistentVolumeReclaimPolicy": "Retain",
-            "volumeMode": "Filesystem",
-            "mountOptions": ["tls", "iam"],
-            "claimRef": {"namespace": namespace, "name": name_of(reservation)},
-            "csi": {"driver": EFS_CSI_DRIVER, "volumeHandle": share.volume_handle},
-        },
+        efs_volume_spec(namespace, name_of(reservation), share.volume_handle),
     )
+
+
+def efs_volume_spec(
+    namespace: str, claim_name: str, volume_handle: str, read_only: bool = False
+) -> dict[str, Any]:
+    """A static EFS PersistentVolume's spec (the personal share's and the team share's),
+    bound to its claim. TLS in transit (`tls`) and IAM authorization (`iam`): the file
+    system policy refuses a mount without either (docs/security.md). Read-only: the
+    driver's NodePublishVolume mounts it so (`csi.readOnly`)."""
+    csi: dict[str, Any] = {"driver": EFS_CSI_DRIVER, "volumeHandle": volume_handle}
+    if read_only:
+        csi["readOnly"] = True
+    return {
+        "capacity": {"storage": NOMINAL_CAPACITY},
+        "persistentVolumeReclaimPolicy": "Retain",
+        "volumeMode": "Filesystem",
+        "mountOptions": ["tls", "iam"],
+        "claimRef": {"namespace": namespace, "name": claim_name},
+        "csi": csi,
+    }
 
 
 def claim(reservation: Reservation) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpudev.cluster import objects
-from gpudev.cluster.shared_files import EFS_CSI_DRIVER, NOMINAL_CAPACITY, SHARE_PARENT
+from gpudev.cluster.shared_files import NOMINAL_CAPACITY, SHARE_PARENT, efs_volume_spec
 from gpudev.models import Reservation
 
 MOUNT_PATH = "/shared"  # what users see: startup.sh's link to POD_MOUNT_PATH
@@ -57,22 +57,11 @@ def _object(
 
 
 def persistent_volume(reservation: Reservation, namespace: str, share: TeamShare) -> dict[str, Any]:
-    """`tls` and `iam`: the file system policy refuses a mount without either."""
-    csi: dict[str, Any] = {"driver": EFS_CSI_DRIVER, "volumeHandle": share.volume_handle}
-    if share.read_only:
-        csi["readOnly"] = True
     return _object(
         "PersistentVolume",
         reservation,
         share,
-        {
-            "capacity": {"storage": NOMINAL_CAPACITY},
-            "persistentVolumeReclaimPolicy": "Retain",
-            "volumeMode": "Filesystem",
-            "mountOptions": ["tls", "iam"],
-            "claimRef": {"namespace": namespace, "name": name_of(reservation)},
-            "csi": csi,
-        },
+        efs_volume_spec(namespace, name_of(reservation), share.volume_handle, share.read_only),
     )
 
 
